@@ -1,0 +1,330 @@
+// catalog, estimate and plan: answers from the accelerator catalog, no network.
+#include <cmath>
+#include <nlohmann/json.hpp>
+#include <ostream>
+
+#include "cli/command.h"
+#include "cli/table.h"
+#include "core/cost.h"
+#include "util/strings.h"
+
+namespace tpufleet::cli {
+namespace {
+
+using nlohmann::json;
+
+// "$14.74/h (71% off)" or "$104.49 to $233.28 (55% to 80% off, by region)".
+std::string SpotRangeText(double on_demand, std::pair<double, double> discount) {
+  if (std::round(discount.first * 100) == std::round(discount.second * 100)) {
+    return FormatUsd(on_demand * (1 - discount.first)) + " (" + FormatPercent(discount.first) +
+           " off)";
+  }
+  return FormatUsd(on_demand * (1 - discount.second)) + " to " +
+         FormatUsd(on_demand * (1 - discount.first)) + " (" + FormatPercent(discount.first) +
+         " to " + FormatPercent(discount.second) + " off, by region)";
+}
+
+std::string SizesText(const Family& f) {
+  std::vector<std::string> sizes;
+  for (int n : f.sizes) {
+    sizes.push_back(std::to_string(n));
+  }
+  return Join(sizes, ",");
+}
+
+std::string HostRamText(const Family& f) {
+  if (f.hosts.empty()) {
+    return "unknown";
+  }
+  std::vector<std::string> parts;
+  for (const HostShape& h : f.hosts) {
+    std::string p = FormatNumber(h.ram_gib, 0);
+    if (std::find(parts.begin(), parts.end(), p) == parts.end()) {
+      parts.push_back(p);
+    }
+  }
+  return Join(parts, "/") + " GiB";
+}
+
+json FamilyJson(const Catalog& catalog, const Family& f) {
+  json j = {{"family", f.name},
+            {"generation", f.generation},
+            {"api_type", f.api_type},
+            {"suffix_counts", f.suffix == SuffixUnit::kChips ? "chips" : "tensor_cores"},
+            {"sizes", f.sizes},
+            {"hbm_gib_per_chip", f.hbm_gib_per_chip},
+            {"runtime_versions", f.runtime_versions},
+            {"zones", f.zones},
+            {"source", f.source}};
+  j["types"] = json::array();
+  for (int n : f.sizes) {
+    j["types"].push_back(f.name + "-" + std::to_string(n));
+  }
+  const RegionPrice* p = catalog.PriceFor(f);
+  j["price_per_chip_hour"] = p ? json(p->on_demand) : json(nullptr);
+  j["price_region"] = p ? json(p->region) : json(nullptr);
+  auto range = catalog.SpotDiscountRange(f);
+  j["spot_discount_min"] = range ? json(range->first) : json(nullptr);
+  j["spot_discount_max"] = range ? json(range->second) : json(nullptr);
+  return j;
+}
+
+json TypeJson(const Catalog& catalog, const AcceleratorType& t) {
+  const Family& f = *t.family;
+  json j = FamilyJson(catalog, f);
+  j.erase("types");
+  j.erase("sizes");
+  j["type"] = t.name;
+  j["chips"] = t.chips;
+  j["workers"] = t.workers;
+  j["chips_per_worker"] = t.chips_per_worker;
+  j["tensor_cores"] = t.tensor_cores;
+  j["topology"] = t.topology.empty() ? json(nullptr) : json(t.topology);
+  j["hbm_gib_total"] = t.hbm_gib_total();
+  j["host_machine_type"] = t.host ? json(t.host->machine_type) : json(nullptr);
+  j["host_vcpus_per_worker"] = t.host ? json(t.host->vcpus) : json(nullptr);
+  j["host_ram_gib_per_worker"] = t.host ? json(t.host->ram_gib) : json(nullptr);
+  j["host_ram_gib_total"] = t.host ? json(*t.host_ram_gib_total()) : json(nullptr);
+  j["default_runtime_version"] = f.runtime_versions.front();
+  if (const RegionPrice* p = catalog.PriceFor(f)) {
+    j["usd_per_hour"] = p->on_demand * t.chips;
+    auto range = catalog.SpotDiscountRange(f);
+    j["spot_usd_per_hour_min"] = range ? json(p->on_demand * t.chips * (1 - range->second)) : json(nullptr);
+    j["spot_usd_per_hour_max"] = range ? json(p->on_demand * t.chips * (1 - range->first)) : json(nullptr);
+  }
+  return j;
+}
+
+void PrintType(std::ostream& out, const Catalog& catalog, const AcceleratorType& t) {
+  const Family& f = *t.family;
+  out << t.name << "  (" << f.generation << ", API type " << f.api_type
+      << (t.topology.empty() ? "" : ", topology " + t.topology) << ")\n";
+  TextTable rows({"  chips", std::to_string(t.chips) + " (" + std::to_string(t.chips_per_worker) +
+                                 " per worker)"});
+  rows.AddRow({"  workers", std::to_string(t.workers) + (t.workers == 1 ? " VM" : " VMs")});
+  rows.AddRow({"  TensorCores", std::to_string(t.tensor_cores)});
+  rows.AddRow({"  HBM", FormatNumber(t.hbm_gib_total()) + " GiB (" +
+                            FormatNumber(f.hbm_gib_per_chip) + " GiB per chip)"});
+  if (t.host) {
+    rows.AddRow({"  host", FormatNumber(t.host->ram_gib) + " GiB RAM, " +
+                               std::to_string(t.host->vcpus) + " vCPUs per worker (" +
+                               t.host->machine_type + "); " +
+                               FormatNumber(*t.host_ram_gib_total()) + " GiB RAM in all"});
+  } else {
+    rows.AddRow({"  host", "not published for " + f.name});
+  }
+  rows.AddRow({"  runtime", f.runtime_versions.front() + " (default); also " +
+                                Join(std::vector<std::string>(f.runtime_versions.begin() + 1,
+                                                              f.runtime_versions.end()),
+                                     ", ")});
+  rows.AddRow({"  zones", Join(f.zones, ", ")});
+  if (const RegionPrice* p = catalog.PriceFor(f)) {
+    double hourly = p->on_demand * t.chips;
+    rows.AddRow({"  on demand", FormatUsd(hourly) + " per hour (" +
+                                    std::to_string(t.chips) + " chips x $" +
+                                    FormatNumber(p->on_demand, 4) + " per chip-hour in " +
+                                    p->region + ")"});
+    if (auto range = catalog.SpotDiscountRange(f)) {
+      rows.AddRow({"  spot", SpotRangeText(hourly, *range) + " per hour"});
+    }
+  }
+  rows.AddRow({"  sources", f.source});
+  rows.Print(out);
+}
+
+}  // namespace
+
+ExitStatus RunCatalog(Invocation& inv) {
+  if (inv.args.positional.size() > 1) {
+    return UsageError(inv, "catalog takes at most one TYPE");
+  }
+  Result<const Catalog*> catalog = inv.LoadCatalog();
+  if (!catalog.ok()) {
+    return Fail(inv, catalog.status());
+  }
+  const Catalog& cat = **catalog;
+  if (inv.args.positional.size() == 1) {
+    Result<AcceleratorType> t = cat.Lookup(inv.args.positional[0]);
+    if (!t.ok()) {
+      return UsageError(inv, t.status().message());
+    }
+    if (inv.json) {
+      inv.out << TypeJson(cat, *t).dump(2) << "\n";
+    } else {
+      PrintType(inv.out, cat, *t);
+    }
+    return ExitStatus::kOk;
+  }
+  if (inv.json) {
+    json all = json::array();
+    for (const Family& f : cat.families()) {
+      all.push_back(FamilyJson(cat, f));
+    }
+    inv.out << all.dump(2) << "\n";
+    return ExitStatus::kOk;
+  }
+  TextTable table({"FAMILY", "GENERATION", "SIZES", "HBM/CHIP", "HOST RAM/WORKER",
+                   "$/CHIP-HOUR", "SPOT OFF", "ZONES"});
+  for (const Family& f : cat.families()) {
+    const RegionPrice* p = cat.PriceFor(f);
+    auto range = cat.SpotDiscountRange(f);
+    std::string spot = !range ? "-"
+                       : std::round(range->first * 100) == std::round(range->second * 100)
+                           ? FormatPercent(range->first)
+                           : FormatPercent(range->first) + "-" + FormatPercent(range->second);
+    table.AddRow({f.name + (f.aliases.empty() ? "" : " (" + Join(f.aliases, ",") + ")"),
+                  f.generation, SizesText(f), FormatNumber(f.hbm_gib_per_chip) + " GiB",
+                  HostRamText(f), p ? "$" + FormatNumber(p->on_demand, 4) : "-", spot,
+                  Join(f.zones, " ")});
+  }
+  table.Print(inv.out);
+  inv.out << "\nA type is FAMILY-SIZE, e.g. v4-32 or v5litepod-16: "
+             "`tpufleet catalog TYPE` for details.\n";
+  return ExitStatus::kOk;
+}
+
+ExitStatus RunEstimate(Invocation& inv) {
+  if (inv.args.positional.size() != 1) {
+    return UsageError(inv, "estimate needs exactly one TYPE, e.g. tpufleet estimate v4-32 --hours 24");
+  }
+  if (!inv.args.Has("hours")) {
+    return UsageError(inv, "estimate needs --hours H");
+  }
+  std::optional<double> hours = NumberFlag(inv, "hours", 0, 0);
+  std::optional<double> count = NumberFlag(inv, "count", 1, 1);
+  if (!hours || !count) {
+    return ExitStatus::kUsage;
+  }
+  if (*count != std::floor(*count)) {
+    return UsageError(inv, "--count expects a whole number");
+  }
+  Result<const Catalog*> catalog = inv.LoadCatalog();
+  if (!catalog.ok()) {
+    return Fail(inv, catalog.status());
+  }
+  Result<AcceleratorType> t = (*catalog)->Lookup(inv.args.positional[0]);
+  if (!t.ok()) {
+    return UsageError(inv, t.status().message());
+  }
+  std::string zone = inv.args.Get("zone").value_or("");
+  if (!zone.empty()) {
+    const auto& zones = t->family->zones;
+    if (std::find(zones.begin(), zones.end(), zone) == zones.end()) {
+      return UsageError(inv, "zone " + zone + " does not offer " + t->family->name + DidYouMean(zone, zones) +
+                                 "; " + t->family->name + " zones: " + Join(zones, ", "));
+    }
+  }
+  Result<CostEstimate> e = EstimateCost(**catalog, *t, *hours, static_cast<int>(*count), zone);
+  if (!e.ok()) {
+    return Fail(inv, e.status());
+  }
+  bool spot = inv.args.Has("spot");
+  if (spot && !e->spot_min_usd) {
+    return Fail(inv, NotFoundError("the catalog has no spot price for " + t->family->name));
+  }
+  if (inv.json) {
+    json j = {{"type", t->name},
+              {"count", static_cast<int>(*count)},
+              {"hours", *hours},
+              {"chips", t->chips * static_cast<int>(*count)},
+              {"region", e->price->region},
+              {"price_per_chip_hour", e->price->on_demand},
+              {"usd_per_hour", e->usd_per_hour},
+              {"on_demand_usd", e->on_demand_usd}};
+    if (spot) {
+      j["spot_min_usd"] = *e->spot_min_usd;
+      j["spot_max_usd"] = *e->spot_max_usd;
+    }
+    inv.out << j.dump(2) << "\n";
+    return ExitStatus::kOk;
+  }
+  int n = static_cast<int>(*count);
+  inv.out << n << " x " << t->name << " (" << t->chips * n << " chips) for "
+          << FormatNumber(*hours) << " h in " << e->price->region << ":\n"
+          << "  on demand  " << FormatUsd(e->on_demand_usd) << "  (" << FormatUsd(e->usd_per_hour)
+          << "/h = " << t->chips * n << " chips x $" << FormatNumber(e->price->on_demand, 4)
+          << " per chip-hour)\n";
+  if (spot) {
+    inv.out << "  spot       "
+            << SpotRangeText(e->on_demand_usd, *(*catalog)->SpotDiscountRange(*t->family))
+            << "\n";
+  }
+  return ExitStatus::kOk;
+}
+
+ExitStatus RunPlan(Invocation& inv) {
+  if (!inv.args.positional.empty()) {
+    return UsageError(inv, "plan takes no arguments, only flags (see tpufleet plan --help)");
+  }
+  if (!inv.args.Has("hbm-gib")) {
+    return UsageError(inv, "plan needs --hbm-gib X (accelerator memory one replica needs)");
+  }
+  std::optional<double> hbm = NumberFlag(inv, "hbm-gib", 0, 0);
+  std::optional<double> ram = NumberFlag(inv, "host-ram-gib", 0, 0);
+  std::optional<double> replicas = NumberFlag(inv, "replicas", 1, 1);
+  std::optional<double> max_usd = NumberFlag(inv, "max-usd-per-hour", 0, 0);
+  if (!hbm || !ram || !replicas || !max_usd) {
+    return ExitStatus::kUsage;
+  }
+  if (*hbm <= 0) {
+    return UsageError(inv, "--hbm-gib must be above zero");
+  }
+  if (*replicas != std::floor(*replicas) || *replicas > 1e6) {
+    return UsageError(inv, "--replicas expects a whole number");
+  }
+  Result<const Catalog*> catalog = inv.LoadCatalog();
+  if (!catalog.ok()) {
+    return Fail(inv, catalog.status());
+  }
+  PlanRequest req;
+  req.hbm_gib_per_replica = *hbm;
+  req.host_ram_gib_per_worker = *ram;
+  req.replicas = static_cast<int>(*replicas);
+  if (inv.args.Has("max-usd-per-hour")) {
+    req.max_usd_per_hour = *max_usd;
+  }
+  Plan plan = PlanHardware(**catalog, req);
+  if (inv.json) {
+    json options = json::array();
+    for (const PlanOption& o : plan.options) {
+      options.push_back({{"type", o.type.name},
+                         {"family", o.type.family->name},
+                         {"chips", o.type.chips},
+                         {"workers", o.type.workers},
+                         {"chips_per_replica", o.chips_per_replica},
+                         {"replicas_that_fit", o.replicas_that_fit},
+                         {"host_ram_gib_per_worker", o.type.host->ram_gib},
+                         {"usd_per_hour", o.usd_per_hour}});
+    }
+    inv.out << options.dump(2) << "\n";
+    return ExitStatus::kOk;
+  }
+  inv.out << "Needs " << FormatNumber(*hbm) << " GiB HBM per replica x " << req.replicas
+          << (req.replicas == 1 ? " replica" : " replicas") << ", " << FormatNumber(*ram)
+          << " GiB host RAM per worker";
+  if (req.max_usd_per_hour) {
+    inv.out << ", at most " << FormatUsd(*req.max_usd_per_hour) << "/h";
+  }
+  inv.out << ".\n\n";
+  if (plan.options.empty()) {
+    inv.out << "No type fits.\n";
+  } else {
+    TextTable table({"TYPE", "CHIPS", "WORKERS", "CHIPS/REPLICA", "REPLICAS FIT",
+                     "HOST RAM/WORKER", "$/HOUR"});
+    for (const PlanOption& o : plan.options) {
+      table.AddRow({o.type.name, std::to_string(o.type.chips), std::to_string(o.type.workers),
+                    std::to_string(o.chips_per_replica), std::to_string(o.replicas_that_fit),
+                    FormatNumber(o.type.host->ram_gib) + " GiB", FormatUsd(o.usd_per_hour)});
+    }
+    table.Print(inv.out);
+  }
+  if (!plan.rejected.empty()) {
+    inv.out << "\nFamilies that do not fit:\n";
+    for (const PlanRejection& r : plan.rejected) {
+      inv.out << "  " << r.family << ": " << r.reason << ": " << r.detail << "\n";
+    }
+  }
+  return plan.options.empty() ? ExitStatus::kFailure : ExitStatus::kOk;
+}
+
+}  // namespace tpufleet::cli

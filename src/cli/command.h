@@ -1,0 +1,95 @@
+// The CLI's command table and what a command handler gets.
+//
+// Every subcommand is one row of kCommands (commands.cc): its name, a one-line summary,
+// its usage, its flags, and a handler. `tpufleet help` prints the table; an unknown
+// command or flag gets a "did you mean"; `--help` after any command prints its usage.
+// Handlers write to the Invocation's streams (never to std::cout directly) so tests can
+// run them in-process.
+//
+// Thread-safety: handlers run on the main thread.
+#pragma once
+
+#include <iosfwd>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/catalog.h"
+#include "util/status.h"
+
+namespace tpufleet::cli {
+
+/// Process exit codes (STYLE rule 10).
+enum class ExitStatus { kOk = 0, kFailure = 1, kUsage = 2, kInterrupted = 130 };
+
+struct FlagSpec {
+  std::string name;        // without dashes: "hours"
+  std::string value_name;  // "H"; empty for a boolean flag
+  std::string help;
+};
+
+/// Flags and arguments after parsing.
+struct Args {
+  std::vector<std::string> positional;
+  std::map<std::string, std::string> values;  // flag -> value ("" for booleans)
+
+  bool Has(std::string_view flag) const { return values.count(std::string(flag)) > 0; }
+  std::optional<std::string> Get(std::string_view flag) const;
+};
+
+/// Where a command runs: its streams, parsed arguments, and the global options.
+struct Invocation {
+  Invocation(std::ostream& o, std::ostream& e, Args a, std::map<std::string, std::string> environment)
+      : out(o), err(e), args(std::move(a)), env(std::move(environment)) {}
+
+  std::ostream& out;
+  std::ostream& err;
+  Args args;
+  bool json = false;                 // --json: machine-readable output on `out`
+  std::optional<std::string> catalog_path;  // --catalog FILE
+  std::map<std::string, std::string> env;   // the environment variables the CLI reads
+
+  /// The built-in catalog with the user's override laid over it: --catalog FILE, else
+  /// $TPUFLEET_CATALOG, else $XDG_CONFIG_HOME (or ~/.config)/tpufleet/catalog.yaml
+  /// when that file exists. Parsed once per invocation.
+  Result<const Catalog*> LoadCatalog();
+
+ private:
+  std::optional<Catalog> catalog_;
+};
+
+struct Command {
+  std::string name;
+  std::string summary;   // one line for `tpufleet help`
+  std::string usage;     // "TYPE --hours H [--count N] [--spot]"
+  std::string details;   // paragraphs for `tpufleet CMD --help`
+  std::vector<FlagSpec> flags;
+  bool prints_data = true;  // accepts --json
+  ExitStatus (*run)(Invocation& inv);
+};
+
+/// The whole table, in the order `help` lists it.
+const std::vector<Command>& Commands();
+
+/// Runs the CLI on argv[1..] (no program name). `env` holds the variables it may read.
+ExitStatus Main(const std::vector<std::string>& argv, std::ostream& out, std::ostream& err,
+                const std::map<std::string, std::string>& env);
+
+// Helpers for handlers: print "tpufleet: error: …" and return the matching status.
+ExitStatus Fail(Invocation& inv, const Status& status);
+ExitStatus UsageError(Invocation& inv, std::string_view message);
+
+/// Parses a numeric flag; nullopt (and an error printed) when present but malformed or
+/// below `min`. `fallback` when absent.
+std::optional<double> NumberFlag(Invocation& inv, std::string_view flag, double fallback,
+                                 double min);
+
+// Handlers, one per command; defined in the *_command.cc files.
+ExitStatus RunCatalog(Invocation& inv);
+ExitStatus RunEstimate(Invocation& inv);
+ExitStatus RunPlan(Invocation& inv);
+ExitStatus RunValidate(Invocation& inv);
+
+}  // namespace tpufleet::cli

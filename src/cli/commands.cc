@@ -1,0 +1,260 @@
+#include <algorithm>
+#include <cmath>
+#include <ostream>
+
+#include "cli/command.h"
+#include "util/file.h"
+#include "util/strings.h"
+
+namespace tpufleet::cli {
+namespace {
+
+// Flags every command accepts, wherever they appear on the line.
+const std::vector<FlagSpec>& GlobalFlags() {
+  static const std::vector<FlagSpec> kFlags = {
+      {"json", "", "print machine-readable JSON instead of text"},
+      {"catalog", "FILE", "lay FILE over the built-in accelerator catalog"},
+      {"help", "", "show this help"},
+  };
+  return kFlags;
+}
+
+const FlagSpec* FindFlag(const std::vector<FlagSpec>& flags, std::string_view name) {
+  for (const FlagSpec& f : flags) {
+    if (f.name == name) {
+      return &f;
+    }
+  }
+  return nullptr;
+}
+
+void PrintFlags(std::ostream& out, const std::vector<FlagSpec>& flags) {
+  for (const FlagSpec& f : flags) {
+    std::string left = "--" + f.name + (f.value_name.empty() ? "" : " " + f.value_name);
+    out << "  " << left << std::string(left.size() < 24 ? 24 - left.size() : 1, ' ') << f.help
+        << "\n";
+  }
+}
+
+void PrintTopHelp(std::ostream& out) {
+  out << "tpufleet: bring up, reach and pay for fleets of Cloud TPU VMs.\n\n"
+         "Usage: tpufleet COMMAND [ARGS] [--json] [--catalog FILE]\n\nCommands:\n";
+  for (const Command& c : Commands()) {
+    out << "  " << c.name << std::string(c.name.size() < 12 ? 12 - c.name.size() : 1, ' ')
+        << c.summary << "\n";
+  }
+  out << "  help        Show this list, or a command's help: tpufleet help COMMAND\n"
+         "\nRun 'tpufleet COMMAND --help' for a command's arguments and flags.\n";
+}
+
+void PrintCommandHelp(std::ostream& out, const Command& c) {
+  out << "Usage: tpufleet " << c.name << (c.usage.empty() ? "" : " " + c.usage) << "\n\n"
+      << c.summary << "\n";
+  if (!c.details.empty()) {
+    out << "\n" << c.details << "\n";
+  }
+  out << "\nFlags:\n";
+  PrintFlags(out, c.flags);
+  std::vector<FlagSpec> globals;
+  for (const FlagSpec& g : GlobalFlags()) {
+    if (g.name != "json" || c.prints_data) {
+      globals.push_back(g);
+    }
+  }
+  PrintFlags(out, globals);
+}
+
+const Command* FindCommand(std::string_view name) {
+  for (const Command& c : Commands()) {
+    if (c.name == name) {
+      return &c;
+    }
+  }
+  return nullptr;
+}
+
+std::vector<std::string> CommandNames() {
+  std::vector<std::string> names;
+  for (const Command& c : Commands()) {
+    names.push_back(c.name);
+  }
+  names.push_back("help");
+  return names;
+}
+
+// Splits argv into the command's name and its Args. Flags before the command's name
+// can only be global ones; after it, the command's own flags are known too.
+Status ParseArgs(const std::vector<std::string>& argv, std::string* name, Args* args) {
+  bool flags_done = false;
+  for (size_t i = 0; i < argv.size(); ++i) {
+    const std::string& a = argv[i];
+    if (flags_done || a.size() < 2 || a[0] != '-') {
+      if (name->empty()) {
+        *name = a;
+      } else {
+        args->positional.push_back(a);
+      }
+      continue;
+    }
+    if (a == "--") {
+      flags_done = true;
+      continue;
+    }
+    if (a == "-h") {
+      args->values["help"] = "";
+      continue;
+    }
+    if (a[1] != '-') {
+      return InvalidArgumentError("unknown flag '" + a + "' (flags are spelled --name)");
+    }
+    std::string flag = a.substr(2);
+    std::optional<std::string> value;
+    if (size_t eq = flag.find('='); eq != std::string::npos) {
+      value = flag.substr(eq + 1);
+      flag.resize(eq);
+    }
+    const Command* cmd = FindCommand(*name);
+    const FlagSpec* spec = FindFlag(GlobalFlags(), flag);
+    if (spec == nullptr && cmd != nullptr) {
+      spec = FindFlag(cmd->flags, flag);
+    }
+    if (spec == nullptr) {
+      std::vector<std::string> known;
+      for (const FlagSpec& f : GlobalFlags()) {
+        known.push_back(f.name);
+      }
+      if (cmd != nullptr) {
+        for (const FlagSpec& f : cmd->flags) {
+          known.push_back(f.name);
+        }
+      }
+      std::string where = cmd ? " for '" + cmd->name + "'" : "";
+      return InvalidArgumentError("unknown flag '--" + flag + "'" + where +
+                                  DidYouMean(flag, known));
+    }
+    if (spec->value_name.empty()) {
+      if (value) {
+        return InvalidArgumentError("--" + flag + " takes no value");
+      }
+      args->values[flag] = "";
+      continue;
+    }
+    if (!value) {
+      if (i + 1 >= argv.size()) {
+        return InvalidArgumentError("--" + flag + " needs a value (" + spec->value_name + ")");
+      }
+      value = argv[++i];
+    }
+    args->values[flag] = *value;
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+std::optional<std::string> Args::Get(std::string_view flag) const {
+  auto it = values.find(std::string(flag));
+  if (it == values.end()) {
+    return std::nullopt;
+  }
+  return it->second;
+}
+
+Result<const Catalog*> Invocation::LoadCatalog() {
+  if (catalog_) {
+    return &*catalog_;
+  }
+  TPUFLEET_ASSIGN_OR_RETURN(Catalog catalog,
+                            ParseCatalog(BuiltinCatalogYaml(), "built-in catalog"));
+  std::optional<std::string> path = catalog_path;
+  bool must_exist = path.has_value();
+  if (!path && env.count("TPUFLEET_CATALOG")) {
+    path = env["TPUFLEET_CATALOG"];
+    must_exist = true;
+  }
+  if (!path) {
+    if (env.count("XDG_CONFIG_HOME") && !env["XDG_CONFIG_HOME"].empty()) {
+      path = env["XDG_CONFIG_HOME"] + "/tpufleet/catalog.yaml";
+    } else if (env.count("HOME")) {
+      path = env["HOME"] + "/.config/tpufleet/catalog.yaml";
+    }
+  }
+  if (path) {
+    Result<std::string> text = ReadFile(*path);
+    if (text.ok()) {
+      TPUFLEET_ASSIGN_OR_RETURN(catalog, ParseCatalog(*text, *path, catalog));
+    } else if (must_exist || text.status().code() != StatusCode::kNotFound) {
+      return text.status().WithContext("reading the catalog override");
+    }
+  }
+  catalog_ = std::move(catalog);
+  return &*catalog_;
+}
+
+ExitStatus Fail(Invocation& inv, const Status& status) {
+  inv.err << "tpufleet: error: " << status.message() << "\n";
+  return ExitStatus::kFailure;
+}
+
+ExitStatus UsageError(Invocation& inv, std::string_view message) {
+  inv.err << "tpufleet: " << message << "\n";
+  return ExitStatus::kUsage;
+}
+
+std::optional<double> NumberFlag(Invocation& inv, std::string_view flag, double fallback,
+                                 double min) {
+  std::optional<std::string> text = inv.args.Get(flag);
+  if (!text) {
+    return fallback;
+  }
+  double v = 0;
+  if (!ParseDouble(*text, &v) || v < min) {
+    UsageError(inv, "--" + std::string(flag) + " expects a number of at least " +
+                        (min == std::floor(min) ? std::to_string(static_cast<long long>(min))
+                                                : std::to_string(min)) +
+                        ", got '" + *text + "'");
+    return std::nullopt;
+  }
+  return v;
+}
+
+ExitStatus Main(const std::vector<std::string>& argv, std::ostream& out, std::ostream& err,
+                const std::map<std::string, std::string>& env) {
+  std::string name;
+  Args args;
+  Status parsed = ParseArgs(argv, &name, &args);
+  Invocation inv(out, err, std::move(args), env);
+  if (!parsed.ok()) {
+    return UsageError(inv, parsed.message() + "\nRun 'tpufleet " +
+                               (name.empty() ? "help" : name + " --help") + "' for usage.");
+  }
+  if (name.empty() || name == "help") {
+    if (name == "help" && !inv.args.positional.empty()) {
+      if (const Command* c = FindCommand(inv.args.positional[0])) {
+        PrintCommandHelp(out, *c);
+        return ExitStatus::kOk;
+      }
+      return UsageError(inv, "unknown command '" + inv.args.positional[0] + "'" +
+                                 DidYouMean(inv.args.positional[0], CommandNames()));
+    }
+    PrintTopHelp(name.empty() && !inv.args.Has("help") ? err : out);
+    return name.empty() && !inv.args.Has("help") ? ExitStatus::kUsage : ExitStatus::kOk;
+  }
+  const Command* cmd = FindCommand(name);
+  if (cmd == nullptr) {
+    return UsageError(inv, "unknown command '" + name + "'" + DidYouMean(name, CommandNames()) +
+                               "\nRun 'tpufleet help' for the list of commands.");
+  }
+  if (inv.args.Has("help")) {
+    PrintCommandHelp(out, *cmd);
+    return ExitStatus::kOk;
+  }
+  inv.json = inv.args.Has("json");
+  if (inv.json && !cmd->prints_data) {
+    return UsageError(inv, "'" + cmd->name + "' prints no data; --json does not apply");
+  }
+  inv.catalog_path = inv.args.Get("catalog");
+  return cmd->run(inv);
+}
+
+}  // namespace tpufleet::cli

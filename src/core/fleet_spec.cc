@@ -1,0 +1,1 @@
+// The fleet spec parser: not yet written.

@@ -1,0 +1,197 @@
+#include "util/strings.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+
+namespace tpufleet {
+
+std::vector<std::string> Split(std::string_view text, char sep) {
+  std::vector<std::string> parts;
+  size_t start = 0;
+  while (true) {
+    size_t end = text.find(sep, start);
+    parts.emplace_back(text.substr(start, end - start));
+    if (end == std::string_view::npos) {
+      return parts;
+    }
+    start = end + 1;
+  }
+}
+
+std::string_view Trim(std::string_view text) {
+  const char* kSpace = " \t\r\n";
+  size_t b = text.find_first_not_of(kSpace);
+  if (b == std::string_view::npos) {
+    return {};
+  }
+  size_t e = text.find_last_not_of(kSpace);
+  return text.substr(b, e - b + 1);
+}
+
+std::string Join(const std::vector<std::string>& parts, std::string_view sep) {
+  std::string out;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    if (i > 0) {
+      out += sep;
+    }
+    out += parts[i];
+  }
+  return out;
+}
+
+bool StartsWith(std::string_view text, std::string_view prefix) {
+  return text.substr(0, prefix.size()) == prefix;
+}
+
+size_t EditDistance(std::string_view a, std::string_view b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) {
+    row[j] = j;
+  }
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diag = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+
+std::vector<std::string> NearestNames(std::string_view query,
+                                      const std::vector<std::string>& candidates, size_t max) {
+  struct Scored {
+    size_t distance;
+    size_t index;
+  };
+  std::vector<Scored> scored;
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    size_t d = EditDistance(query, candidates[i]);
+    // Allow about one edit in three characters, and at least two: "v4-33" -> "v4-32",
+    // "us-central-2b" -> "us-central2-b", but not "v4" -> "v6e-256".
+    size_t allowed = std::max<size_t>(2, candidates[i].size() / 3);
+    if (d <= allowed && d < std::max(query.size(), candidates[i].size())) {
+      scored.push_back({d, i});
+    }
+  }
+  std::stable_sort(scored.begin(), scored.end(),
+                   [](const Scored& x, const Scored& y) { return x.distance < y.distance; });
+  std::vector<std::string> out;
+  for (size_t i = 0; i < scored.size() && out.size() < max; ++i) {
+    const std::string& name = candidates[scored[i].index];
+    if (std::find(out.begin(), out.end(), name) == out.end()) {
+      out.push_back(name);
+    }
+  }
+  return out;
+}
+
+std::string DidYouMean(std::string_view query, const std::vector<std::string>& candidates) {
+  std::vector<std::string> near = NearestNames(query, candidates);
+  if (near.empty()) {
+    return "";
+  }
+  std::string out = " (did you mean ";
+  for (size_t i = 0; i < near.size(); ++i) {
+    if (i > 0) {
+      out += (i + 1 == near.size()) ? " or " : ", ";
+    }
+    out += near[i];
+  }
+  return out + "?)";
+}
+
+Result<std::chrono::seconds> ParseDuration(std::string_view text) {
+  auto bad = [&] {
+    return InvalidArgumentError("'" + std::string(text) +
+                                "' is not a duration; expected a number with a unit, like 90s, "
+                                "30m, 6h, 2d or 1h30m");
+  };
+  if (text.empty()) {
+    return bad();
+  }
+  long long plain = 0;
+  if (ParseInt(text, &plain)) {
+    return std::chrono::seconds(plain);
+  }
+  long long total = 0;
+  size_t i = 0;
+  while (i < text.size()) {
+    size_t start = i;
+    while (i < text.size() && text[i] >= '0' && text[i] <= '9') {
+      ++i;
+    }
+    long long n = 0;
+    if (i == start || i >= text.size() || !ParseInt(text.substr(start, i - start), &n)) {
+      return bad();
+    }
+    long long unit = 0;
+    switch (text[i]) {
+      case 's': unit = 1; break;
+      case 'm': unit = 60; break;
+      case 'h': unit = 3600; break;
+      case 'd': unit = 86400; break;
+      default: return bad();
+    }
+    ++i;
+    if (n > (1LL << 40) / unit) {
+      return bad();
+    }
+    total += n * unit;
+  }
+  return std::chrono::seconds(total);
+}
+
+std::string FormatDuration(std::chrono::seconds d) {
+  long long s = d.count();
+  if (s == 0) {
+    return "0s";
+  }
+  std::string out;
+  for (auto [unit, name] : {std::pair{86400LL, 'd'}, {3600LL, 'h'}, {60LL, 'm'}, {1LL, 's'}}) {
+    if (s >= unit) {
+      out += std::to_string(s / unit) + name;
+      s %= unit;
+    }
+  }
+  return out;
+}
+
+bool ParseInt(std::string_view text, long long* out) {
+  if (text.empty()) {
+    return false;
+  }
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), *out);
+  return ec == std::errc() && end == text.data() + text.size();
+}
+
+bool ParseDouble(std::string_view text, double* out) {
+  if (text.empty()) {
+    return false;
+  }
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), *out);
+  return ec == std::errc() && end == text.data() + text.size() && std::isfinite(*out);
+}
+
+std::string FormatUsd(double usd) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.2f", std::fabs(usd));
+  std::string digits(buf);
+  size_t dot = digits.find('.');
+  std::string whole = digits.substr(0, dot);
+  std::string grouped;
+  for (size_t i = 0; i < whole.size(); ++i) {
+    if (i > 0 && (whole.size() - i) % 3 == 0) {
+      grouped += ',';
+    }
+    grouped += whole[i];
+  }
+  return std::string(usd < 0 ? "-$" : "$") + grouped + digits.substr(dot);
+}
+
+}  // namespace tpufleet

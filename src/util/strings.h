@@ -1,0 +1,48 @@
+// Small string helpers shared by every module: splitting, trimming, edit distance
+// for "did you mean" suggestions, and the duration syntax used in specs and flags.
+//
+// Thread-safety: pure functions.
+#pragma once
+
+#include <chrono>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "util/status.h"
+
+namespace tpufleet {
+
+std::vector<std::string> Split(std::string_view text, char sep);
+std::string_view Trim(std::string_view text);
+std::string Join(const std::vector<std::string>& parts, std::string_view sep);
+bool StartsWith(std::string_view text, std::string_view prefix);
+
+/// Levenshtein distance between two strings.
+size_t EditDistance(std::string_view a, std::string_view b);
+
+/// Up to `max` candidates closest to `query`, nearest first, among those whose edit
+/// distance is small relative to their length (a guess a person would recognise).
+/// Ties keep the candidates' order. Empty when nothing is close.
+std::vector<std::string> NearestNames(std::string_view query,
+                                      const std::vector<std::string>& candidates,
+                                      size_t max = 3);
+
+/// " (did you mean a, b or c?)" for NearestNames' answer, or "" when it is empty.
+std::string DidYouMean(std::string_view query, const std::vector<std::string>& candidates);
+
+/// Parses "90s", "30m", "6h", "2d", "1h30m", or a bare number of seconds.
+Result<std::chrono::seconds> ParseDuration(std::string_view text);
+
+/// "1h30m", "2d", "45s": the shortest exact form ParseDuration reads back.
+std::string FormatDuration(std::chrono::seconds d);
+
+/// Parses a whole decimal number; false on anything else (sign, spaces, overflow).
+bool ParseInt(std::string_view text, long long* out);
+/// Parses a finite decimal number such as "12", "0.5" or "1e3"; false otherwise.
+bool ParseDouble(std::string_view text, double* out);
+
+/// "$1,234.56" style money, two decimals.
+std::string FormatUsd(double usd);
+
+}  // namespace tpufleet
