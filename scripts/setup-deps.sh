@@ -2,18 +2,44 @@
 # Installs every build and test dependency of tpufleet from Debian's packages.
 # Idempotent: when everything is already installed it changes nothing and asks no
 # package server; otherwise it runs `apt-get update` first, then installs what is missing.
+# Then the emulator's fidelity tests get Google's Node.js clients from the npm registry
+# (`npm ci --prefix test/fidelity`), again only when they are missing or the lock changed.
 set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
 
 packages=(
   # build
   g++ cmake ninja-build make pkg-config
   # libraries
-  libyaml-cpp-dev nlohmann-json3-dev
+  libyaml-cpp-dev nlohmann-json3-dev libcpp-httplib-dev libssl-dev
   # tests and fuzzing (libFuzzer ships in libclang-rt-14-dev)
   googletest libgtest-dev libgmock-dev clang libclang-rt-14-dev
   # benchmarks
   hyperfine
+  # the emulator's worker hosts: network namespaces, veths, a real sshd per worker, the
+  # guest agent's useradd, sudo for the default user, and ssh/curl for their tests
+  iproute2 openssh-server openssh-client passwd sudo procps curl
+  # the emulator's fidelity tests: Node.js (this machine's nodejs package ships npm)
+  nodejs
 )
+
+# npm ci for test/fidelity when node_modules is missing or package-lock.json changed
+# (its hash is kept in node_modules/.tpufleet-lock-sha256).
+install_fidelity_clients() {
+  local dir=$root/test/fidelity stamp=$root/test/fidelity/node_modules/.tpufleet-lock-sha256 want
+  [[ -f $dir/package-lock.json ]] || return 0
+  if ! command -v npm >/dev/null; then
+    echo "setup-deps: npm not found; the fidelity tests will be skipped" >&2
+    return 0
+  fi
+  want=$(sha256sum "$dir/package-lock.json" | cut -d' ' -f1)
+  if [[ -d $dir/node_modules && -f $stamp && $(cat "$stamp") == "$want" ]]; then
+    return 0
+  fi
+  echo "setup-deps: npm ci --prefix test/fidelity" >&2
+  npm ci --prefix "$dir" --no-audit --no-fund --ignore-scripts --loglevel=error >/dev/null
+  echo "$want" >"$stamp"
+}
 
 missing=()
 for p in "${packages[@]}"; do
@@ -22,6 +48,7 @@ for p in "${packages[@]}"; do
   fi
 done
 if ((${#missing[@]} == 0)); then
+  install_fidelity_clients
   exit 0
 fi
 
@@ -31,5 +58,28 @@ if [[ $(id -u) -ne 0 ]]; then
   sudo=(sudo)
 fi
 echo "setup-deps: installing ${missing[*]}" >&2
+# Installing openssh-server would start the machine's own sshd through invoke-rc.d. The
+# emulator runs one sshd per worker inside its namespaces and wants none on the machine,
+# so a policy-rc.d that forbids starting services stands in for the install (only when
+# the machine has none of its own) and any sshd the package started anyway is stopped.
+policy=/usr/sbin/policy-rc.d
+made_policy=0
+if [[ ! -e $policy ]]; then
+  printf '#!/bin/sh\nexit 101\n' | "${sudo[@]}" tee "$policy" >/dev/null
+  "${sudo[@]}" chmod 755 "$policy"
+  made_policy=1
+fi
+cleanup_policy() { if ((made_policy)); then "${sudo[@]}" rm -f "$policy"; fi; }
+trap cleanup_policy EXIT
 "${sudo[@]}" apt-get update -qq
 DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+if [[ " ${missing[*]} " == *" openssh-server "* ]]; then
+  # Just installed, so any machine sshd running now was started by the install.
+  if [[ -f /run/sshd.pid ]]; then
+    "${sudo[@]}" kill "$(cat /run/sshd.pid)" 2>/dev/null || true
+  fi
+  if command -v systemctl >/dev/null && [[ -d /run/systemd/system ]]; then
+    "${sudo[@]}" systemctl disable --now ssh.service ssh.socket >/dev/null 2>&1 || true
+  fi
+fi
+install_fidelity_clients

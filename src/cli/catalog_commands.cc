@@ -24,6 +24,19 @@ std::string SpotRangeText(double on_demand, std::pair<double, double> discount) 
          " to " + FormatPercent(discount.second) + " off, by region)";
 }
 
+// A list price per chip-hour: "$2.70", "$1.125", "$0.9215" (cents, or every digit given).
+std::string FormatChipHour(double usd) {
+  std::string exact = FormatNumber(usd, 4);
+  return exact.size() - std::min(exact.find('.'), exact.size()) > 3 ? "$" + exact
+                                                                     : FormatUsd(usd);
+}
+
+void PrintRejections(std::ostream& out, const Plan& plan) {
+  for (const PlanRejection& r : plan.rejected) {
+    out << "  " << r.family << ": " << r.reason << ": " << r.detail << "\n";
+  }
+}
+
 std::string SizesText(const Family& f) {
   std::vector<std::string> sizes;
   for (int n : f.sizes) {
@@ -121,8 +134,8 @@ void PrintType(std::ostream& out, const Catalog& catalog, const AcceleratorType&
   if (const RegionPrice* p = catalog.PriceFor(f)) {
     double hourly = p->on_demand * t.chips;
     rows.AddRow({"  on demand", FormatUsd(hourly) + " per hour (" +
-                                    std::to_string(t.chips) + " chips x $" +
-                                    FormatNumber(p->on_demand, 4) + " per chip-hour in " +
+                                    std::to_string(t.chips) + " chips x " +
+                                    FormatChipHour(p->on_demand) + " per chip-hour in " +
                                     p->region + ")"});
     if (auto range = catalog.SpotDiscountRange(f)) {
       rows.AddRow({"  spot", SpotRangeText(hourly, *range) + " per hour"});
@@ -174,7 +187,7 @@ ExitStatus RunCatalog(Invocation& inv) {
                            : FormatPercent(range->first) + "-" + FormatPercent(range->second);
     table.AddRow({f.name + (f.aliases.empty() ? "" : " (" + Join(f.aliases, ",") + ")"),
                   f.generation, SizesText(f), FormatNumber(f.hbm_gib_per_chip) + " GiB",
-                  HostRamText(f), p ? "$" + FormatNumber(p->on_demand, 4) : "-", spot,
+                  HostRamText(f), p ? FormatChipHour(p->on_demand) : "-", spot,
                   Join(f.zones, " ")});
   }
   table.Print(inv.out);
@@ -195,8 +208,9 @@ ExitStatus RunEstimate(Invocation& inv) {
   if (!hours || !count) {
     return ExitStatus::kUsage;
   }
-  if (*count != std::floor(*count)) {
-    return UsageError(inv, "--count expects a whole number");
+  // The cap keeps chips x count inside int (6144 chips x 100000 < 2^31).
+  if (*count != std::floor(*count) || *count > 100000) {
+    return UsageError(inv, "--count expects a whole number up to 100000");
   }
   Result<const Catalog*> catalog = inv.LoadCatalog();
   if (!catalog.ok()) {
@@ -242,7 +256,7 @@ ExitStatus RunEstimate(Invocation& inv) {
   inv.out << n << " x " << t->name << " (" << t->chips * n << " chips) for "
           << FormatNumber(*hours) << " h in " << e->price->region << ":\n"
           << "  on demand  " << FormatUsd(e->on_demand_usd) << "  (" << FormatUsd(e->usd_per_hour)
-          << "/h = " << t->chips * n << " chips x $" << FormatNumber(e->price->on_demand, 4)
+          << "/h = " << t->chips * n << " chips x " << FormatChipHour(e->price->on_demand)
           << " per chip-hour)\n";
   if (spot) {
     inv.out << "  spot       "
@@ -297,6 +311,11 @@ ExitStatus RunPlan(Invocation& inv) {
                          {"usd_per_hour", o.usd_per_hour}});
     }
     inv.out << options.dump(2) << "\n";
+    if (plan.options.empty()) {
+      inv.err << "tpufleet: no type fits:\n";
+      PrintRejections(inv.err, plan);
+      return ExitStatus::kFailure;
+    }
     return ExitStatus::kOk;
   }
   inv.out << "Needs " << FormatNumber(*hbm) << " GiB HBM per replica x " << req.replicas
@@ -320,9 +339,7 @@ ExitStatus RunPlan(Invocation& inv) {
   }
   if (!plan.rejected.empty()) {
     inv.out << "\nFamilies that do not fit:\n";
-    for (const PlanRejection& r : plan.rejected) {
-      inv.out << "  " << r.family << ": " << r.reason << ": " << r.detail << "\n";
-    }
+    PrintRejections(inv.out, plan);
   }
   return plan.options.empty() ? ExitStatus::kFailure : ExitStatus::kOk;
 }

@@ -38,7 +38,9 @@ const std::vector<Command>& Commands() {
        "Checks every field of the spec (see docs/fleet-spec.md): types, zones that offer\n"
        "them, runtime versions, capacity, durations, users and keys. An error names the file,\n"
        "line, column and field, what was expected, and the nearest valid value. When the spec\n"
-       "is valid, prints each node's slices, zones in order, and the on-demand cost per hour.",
+       "is valid, prints each node's slices, capacity, zones in order, runtime version and\n"
+       "on-demand cost per hour, the fleet's cost per hour and per day, and a warning when\n"
+       "that exceeds budget.usd_per_day. Changes nothing. Exit status: 0 valid, 1 not.",
        {}, true, RunValidate},
   };
   return kCommands;

@@ -119,18 +119,19 @@ Status ParseArgs(const std::vector<std::string>& argv, std::string* name, Args* 
       spec = FindFlag(cmd->flags, flag);
     }
     if (spec == nullptr) {
+      // Spelled with dashes, so the suggestion can be typed as shown.
       std::vector<std::string> known;
       for (const FlagSpec& f : GlobalFlags()) {
-        known.push_back(f.name);
+        known.push_back("--" + f.name);
       }
       if (cmd != nullptr) {
         for (const FlagSpec& f : cmd->flags) {
-          known.push_back(f.name);
+          known.push_back("--" + f.name);
         }
       }
       std::string where = cmd ? " for '" + cmd->name + "'" : "";
       return InvalidArgumentError("unknown flag '--" + flag + "'" + where +
-                                  DidYouMean(flag, known));
+                                  DidYouMean("--" + flag, known));
     }
     if (spec->value_name.empty()) {
       if (value) {
@@ -168,7 +169,7 @@ Result<const Catalog*> Invocation::LoadCatalog() {
                             ParseCatalog(BuiltinCatalogYaml(), "built-in catalog"));
   std::optional<std::string> path = catalog_path;
   bool must_exist = path.has_value();
-  if (!path && env.count("TPUFLEET_CATALOG")) {
+  if (!path && !env["TPUFLEET_CATALOG"].empty()) {
     path = env["TPUFLEET_CATALOG"];
     must_exist = true;
   }

@@ -1,8 +1,259 @@
-// validate: placeholder until the fleet spec lands.
+// validate: checks a fleet spec and shows what `up` would ask the cloud for.
+#include <ostream>
+
+#include <nlohmann/json.hpp>
+
 #include "cli/command.h"
+#include "cli/table.h"
+#include "core/cost.h"
+#include "core/fleet_spec.h"
+#include "util/file.h"
+#include "util/strings.h"
 
 namespace tpufleet::cli {
+namespace {
 
-ExitStatus RunValidate(Invocation& inv) { return Fail(inv, InternalError("not yet built")); }
+using nlohmann::json;
+
+// What one node entry costs per hour on demand, and where that price comes from.
+struct NodeCost {
+  std::optional<double> usd_per_hour;  // nullopt for ssh-hosts, or no price at all
+  std::optional<std::pair<double, double>> spot_per_hour;  // for spot nodes: min, max
+  std::string region;                                      // the price row's region
+  std::string note;  // "" or why another region's price was used
+};
+
+NodeCost CostOf(const Catalog& catalog, const NodeSpec& node) {
+  NodeCost cost;
+  if (node.type.empty()) {
+    return cost;
+  }
+  Result<AcceleratorType> type = catalog.Lookup(node.type);
+  if (!type.ok()) {
+    return cost;  // cannot happen: ParseFleetSpec resolved it against this catalog
+  }
+  // Priced where `up` tries first; the reference region when that region has no price.
+  Result<CostEstimate> e = EstimateCost(catalog, *type, 1, node.count, node.zones.front());
+  if (!e.ok()) {
+    e = EstimateCost(catalog, *type, 1, node.count);
+    if (!e.ok()) {
+      cost.note = "the catalog has no price for " + node.family;
+      return cost;
+    }
+    cost.note = RegionOfZone(node.zones.front()) + " has no price in the catalog";
+  }
+  cost.usd_per_hour = e->usd_per_hour;
+  cost.region = e->price->region;
+  if (node.capacity == Capacity::kSpot && e->spot_min_usd) {
+    cost.spot_per_hour = std::pair{*e->spot_min_usd, *e->spot_max_usd};
+  }
+  return cost;
+}
+
+// "a, b, c" for a few names, "a-0 .. a-255 (256 nodes)" for many.
+std::string NamesText(const NodeSpec& node) {
+  if (node.names.size() <= 4) {
+    return Join(node.names, ", ");
+  }
+  return node.names.front() + " .. " + node.names.back() + " (" +
+         std::to_string(node.names.size()) + " nodes)";
+}
+
+std::string SliceText(const NodeSpec& node) {
+  std::string each = node.count > 1 ? " each" : "";
+  return std::to_string(node.count) + " x " + node.type + " (" + std::to_string(node.chips) +
+         " chips, " + std::to_string(node.workers) + (node.workers == 1 ? " worker" : " workers") +
+         each + ")";
+}
+
+std::string RequestText(const NodeSpec& node) {
+  std::string out(CapacityName(node.capacity));
+  if (!node.queued) {
+    return out + ", created directly";
+  }
+  out += ", queued";
+  if (node.queued->valid_until) {
+    out += " (gives up after " + FormatDuration(*node.queued->valid_until) + ")";
+  } else {
+    out += " (waits without a deadline)";
+  }
+  return out;
+}
+
+std::string UsersText(const std::vector<UserSpec>& users) {
+  std::vector<std::string> parts;
+  for (const UserSpec& u : users) {
+    parts.push_back(u.name + (u.sudo ? " (sudo)" : ""));
+  }
+  return Join(parts, ", ");
+}
+
+// The rows that describe one node: its names and slices, then indented details.
+std::vector<std::vector<std::string>> NodeRows(const FleetSpec& spec, const NodeSpec& node,
+                                               const NodeCost& cost) {
+  std::vector<std::vector<std::string>> rows;
+  rows.push_back({NamesText(node), node.type.empty()
+                                       ? std::to_string(node.hosts.size()) +
+                                             (node.hosts.size() == 1 ? " host" : " hosts")
+                                       : SliceText(node)});
+  if (!node.hosts.empty()) {
+    rows.push_back({"  hosts", Join(node.hosts, ", ")});
+    std::string login = node.ssh_user.empty() ? "from your ssh config" : node.ssh_user;
+    std::string port = node.port == 0 ? "" : ", port " + std::to_string(node.port);
+    rows.push_back({"  ssh", "user " + login + port});
+  } else {
+    rows.push_back({"  capacity", RequestText(node)});
+    rows.push_back({"  zones", Join(node.zones, ", ") +
+                                   (node.zones.size() > 1 ? " (tried in this order)" : "") +
+                                   (node.zones_defaulted ? " [default]" : "")});
+    rows.push_back(
+        {"  runtime", node.runtime_version + (node.runtime_version_defaulted ? " [default]" : "")});
+  }
+  for (const DataDiskSpec& d : node.data_disks) {
+    rows.push_back({"  disk", d.source + " (" + std::string(DiskModeName(d.mode)) + ")"});
+  }
+  if (node.ttl || node.idle) {
+    std::vector<std::string> parts;
+    if (node.ttl) {
+      parts.push_back("deleted " + FormatDuration(*node.ttl) + " after creation");
+    }
+    if (node.idle) {
+      parts.push_back(
+          std::string(node.idle->action == IdleAction::kDelete ? "deleted" : "stopped") +
+          " after " + FormatDuration(node.idle->after) + " idle");
+    }
+    rows.push_back({"  lifetime", Join(parts, "; ")});
+  }
+  std::vector<UserSpec> users = UsersOn(spec, node);
+  if (!users.empty()) {
+    rows.push_back({"  users", UsersText(users)});
+  }
+  if (cost.usd_per_hour) {
+    std::string text = FormatUsd(*cost.usd_per_hour) + "/h on demand";
+    text += cost.note.empty() ? " in " + cost.region
+                              : " at the " + cost.region + " list price (" + cost.note + ")";
+    if (cost.spot_per_hour) {
+      text += "; as spot about " + FormatUsd(cost.spot_per_hour->first) + " to " +
+              FormatUsd(cost.spot_per_hour->second) + "/h";
+    }
+    rows.push_back({"  cost", text});
+  } else if (!cost.note.empty()) {
+    rows.push_back({"  cost", "unknown: " + cost.note});
+  }
+  return rows;
+}
+
+json NodeJson(const NodeSpec& node, const NodeCost& cost) {
+  bool tpu = !node.type.empty();
+  json j = {{"name", node.name},
+            {"names", node.names},
+            {"type", tpu ? json(node.type) : json(nullptr)},
+            {"count", node.count},
+            {"chips", tpu ? json(node.chips) : json(nullptr)},
+            {"workers", node.workers},
+            {"capacity", tpu ? json(CapacityName(node.capacity)) : json(nullptr)},
+            {"queued", node.queued.has_value()},
+            {"queued_valid_until_seconds", node.queued && node.queued->valid_until
+                                               ? json(node.queued->valid_until->count())
+                                               : json(nullptr)},
+            {"zones", node.zones},
+            {"runtime_version", tpu ? json(node.runtime_version) : json(nullptr)},
+            {"usd_per_hour", cost.usd_per_hour ? json(*cost.usd_per_hour) : json(nullptr)},
+            {"price_region", cost.region.empty() ? json(nullptr) : json(cost.region)}};
+  if (!tpu) {
+    j["hosts"] = node.hosts;
+  }
+  return j;
+}
+
+}  // namespace
+
+ExitStatus RunValidate(Invocation& inv) {
+  if (inv.args.positional.size() != 1) {
+    return UsageError(inv,
+                      "validate needs exactly one fleet spec, e.g. tpufleet validate fleet.yaml");
+  }
+  const std::string& path = inv.args.positional[0];
+  Result<std::string> text = ReadFile(path);
+  if (!text.ok()) {
+    return Fail(inv, text.status().WithContext("reading the fleet spec"));
+  }
+  Result<const Catalog*> catalog = inv.LoadCatalog();
+  if (!catalog.ok()) {
+    return Fail(inv, catalog.status());
+  }
+  Result<FleetSpec> spec = ParseFleetSpec(*text, path, **catalog);
+  if (!spec.ok()) {
+    return Fail(inv, spec.status());
+  }
+
+  std::vector<NodeCost> costs;
+  double per_hour = 0;
+  for (const NodeSpec& node : spec->nodes) {
+    costs.push_back(CostOf(**catalog, node));
+    per_hour += costs.back().usd_per_hour.value_or(0);
+  }
+  // On-demand list prices: the most the fleet can cost, which is what a budget guards.
+  double per_day = per_hour * 24;
+  std::vector<std::string> warnings;
+  if (spec->budget && spec->budget->usd_per_day && per_day > *spec->budget->usd_per_day) {
+    warnings.push_back("at on-demand prices the fleet costs " + FormatUsd(per_day) +
+                       " a day, more than its budget of " + FormatUsd(*spec->budget->usd_per_day) +
+                       " a day");
+  }
+
+  if (inv.json) {
+    json nodes = json::array();
+    for (size_t i = 0; i < spec->nodes.size(); ++i) {
+      nodes.push_back(NodeJson(spec->nodes[i], costs[i]));
+    }
+    json j = {{"fleet", spec->name},
+              {"provider", ProviderName(spec->provider)},
+              {"project", spec->project.empty() ? json(nullptr) : json(spec->project)},
+              {"nodes", nodes},
+              {"usd_per_hour", per_hour},
+              {"usd_per_day", per_day},
+              {"warnings", warnings}};
+    inv.out << j.dump(2) << "\n";
+    return ExitStatus::kOk;
+  }
+
+  inv.out << path << " is valid: fleet " << spec->name << " on " << ProviderName(spec->provider)
+          << (spec->project.empty() ? "" : ", project " + spec->project) << "\n\n";
+  // One table for every node, so the details line up across nodes.
+  std::vector<std::vector<std::string>> rows;
+  for (size_t i = 0; i < spec->nodes.size(); ++i) {
+    auto more = NodeRows(*spec, spec->nodes[i], costs[i]);
+    rows.insert(rows.end(), more.begin(), more.end());
+    rows.push_back({""});
+  }
+  TextTable table(rows.front());
+  for (size_t i = 1; i < rows.size(); ++i) {
+    table.AddRow(rows[i]);
+  }
+  table.Print(inv.out);
+  if (spec->provider != Provider::kSshHosts) {
+    inv.out << "On demand the fleet costs " << FormatUsd(per_hour) << " an hour, "
+            << FormatUsd(per_day) << " a day (list prices; spot nodes cost less).\n";
+  }
+  if (spec->budget) {
+    std::vector<std::string> parts;
+    if (spec->budget->usd_per_day) {
+      parts.push_back(FormatUsd(*spec->budget->usd_per_day) + " a day");
+    }
+    if (spec->budget->usd_total) {
+      std::string total = FormatUsd(*spec->budget->usd_total) + " in all";
+      if (per_day > 0) {
+        total += " (" + FormatNumber(*spec->budget->usd_total / per_day, 1) + " days at that rate)";
+      }
+      parts.push_back(total);
+    }
+    inv.out << "Budget: " << Join(parts, ", ") << ".\n";
+  }
+  for (const std::string& w : warnings) {
+    inv.err << "tpufleet: warning: " << w << "\n";
+  }
+  return ExitStatus::kOk;
+}
 
 }  // namespace tpufleet::cli

@@ -377,7 +377,12 @@ Result<Catalog> ParseCatalog(std::string_view yaml_text, std::string_view origin
   TPUFLEET_ASSIGN_OR_RETURN(auto entries, families.Entries());
   std::vector<Family> out = base.families();
   for (const auto& [name, field] : entries) {
-    auto it = std::find_if(out.begin(), out.end(), [&](const Family& f) { return f.name == name; });
+    // A family may be named by an alias ("v5e" for v5litepod). An init-capture: clang 14
+    // cannot capture a structured binding (the fuzz build).
+    auto it = std::find_if(out.begin(), out.end(), [&wanted = name](const Family& f) {
+      return f.name == wanted ||
+             std::find(f.aliases.begin(), f.aliases.end(), wanted) != f.aliases.end();
+    });
     if (it == out.end()) {
       Family fresh;
       fresh.name = name;

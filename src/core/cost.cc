@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 
 #include "util/strings.h"
 
@@ -16,6 +17,13 @@ std::string Gib(double v) {
     s.pop_back();
   }
   return s + " GiB";
+}
+
+// A chip count that may be far beyond int: "62500", or "6.25e+298".
+std::string Chips(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.15g", v);
+  return buf;
 }
 
 }  // namespace
@@ -46,9 +54,9 @@ Plan PlanHardware(const Catalog& catalog, const PlanRequest& req) {
   Plan plan;
   for (const Family& fam : catalog.families()) {
     const RegionPrice* price = catalog.PriceFor(fam);
-    int per_replica =
-        std::max(1, static_cast<int>(std::ceil(req.hbm_gib_per_replica / fam.hbm_gib_per_chip)));
-    int chips_needed = per_replica * req.replicas;
+    // In double: a huge request must not overflow int and then seem to fit.
+    double per_replica = std::max(1.0, std::ceil(req.hbm_gib_per_replica / fam.hbm_gib_per_chip));
+    double chips_needed = per_replica * req.replicas;
     bool any_enough_chips = false;
     bool any_enough_ram = false;
     bool any_host_known = false;
@@ -70,7 +78,9 @@ Plan PlanHardware(const Catalog& catalog, const PlanRequest& req) {
         continue;
       }
       any_enough_ram = true;
-      PlanOption o{*t, per_replica, t->chips / per_replica, price ? price->on_demand * t->chips : 0};
+      // per_replica <= chips here, so both fit in int.
+      PlanOption o{*t, static_cast<int>(per_replica), static_cast<int>(t->chips / per_replica),
+                   price ? price->on_demand * t->chips : 0};
       if (req.max_usd_per_hour && o.usd_per_hour > *req.max_usd_per_hour) {
         if (!cheapest_over_budget || o.usd_per_hour < cheapest_over_budget->usd_per_hour) {
           cheapest_over_budget = o;
@@ -87,9 +97,9 @@ Plan PlanHardware(const Catalog& catalog, const PlanRequest& req) {
       int largest = fam.sizes.empty() ? 0 : fam.sizes.back();
       Result<AcceleratorType> big = catalog.Lookup(fam.name + "-" + std::to_string(largest));
       r.reason = "HBM";
-      r.detail = "needs " + std::to_string(chips_needed) + " chips of " +
-                 Gib(fam.hbm_gib_per_chip) + " (" + std::to_string(per_replica) +
-                 " per replica x " + std::to_string(req.replicas) + "); the largest slice, " +
+      r.detail = "needs " + Chips(chips_needed) + " chips of " + Gib(fam.hbm_gib_per_chip) + " (" +
+                 Chips(per_replica) + " per replica x " + std::to_string(req.replicas) +
+                 "); the largest slice, " +
                  (big.ok() ? big->name + ", has " + std::to_string(big->chips) : "none") + "";
     } else if (!any_host_known) {
       r.reason = "host RAM";

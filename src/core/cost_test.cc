@@ -1,1 +1,318 @@
+#include "core/cost.h"
+
 #include <gtest/gtest.h>
+
+#include <algorithm>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "util/testing/status_printer.h"
+
+namespace tpufleet {
+namespace {
+
+// Money compared to a tenth of a cent; every expected figure below is worked by hand.
+constexpr double kCent = 1e-3;
+
+const Catalog& Builtin() {
+  static const Catalog* catalog = [] {
+    Result<Catalog> c = ParseCatalog(BuiltinCatalogYaml(), "built-in catalog");
+    EXPECT_TRUE(c.ok()) << c.status().ToString();
+    return new Catalog(c.ok() ? std::move(c).value() : Catalog());
+  }();
+  return *catalog;
+}
+
+AcceleratorType Type(const Catalog& catalog, std::string_view name) {
+  Result<AcceleratorType> t = catalog.Lookup(name);
+  EXPECT_TRUE(t.ok()) << t.status().ToString();
+  return t.ok() ? *t : AcceleratorType();
+}
+
+CostEstimate Estimate(std::string_view type, double hours, int count, std::string_view zone = {}) {
+  Result<CostEstimate> e = EstimateCost(Builtin(), Type(Builtin(), type), hours, count, zone);
+  EXPECT_TRUE(e.ok()) << e.status().ToString();
+  return e.ok() ? *e : CostEstimate();
+}
+
+// ---- EstimateCost.
+
+TEST(EstimateCost, V4_32ForTenHours) {
+  CostEstimate e = Estimate("v4-32", 10, 1);
+  ASSERT_NE(e.price, nullptr);
+  EXPECT_EQ(e.price->region, "us-central2");
+  EXPECT_NEAR(e.usd_per_hour, 51.52, kCent);    // 16 chips x $3.22
+  EXPECT_NEAR(e.on_demand_usd, 515.20, kCent);  // x 10 h
+  // v4 has one spot price, 0.9215 of 3.22: both ends are 16 x 0.9215 x 10 = 147.44.
+  ASSERT_TRUE(e.spot_min_usd.has_value());
+  EXPECT_NEAR(*e.spot_min_usd, 147.44, kCent);
+  EXPECT_NEAR(*e.spot_max_usd, 147.44, kCent);
+}
+
+TEST(EstimateCost, CountMultiplies) {
+  CostEstimate e = Estimate("v4-32", 10, 3);
+  EXPECT_NEAR(e.usd_per_hour, 154.56, kCent);    // 3 x 51.52
+  EXPECT_NEAR(e.on_demand_usd, 1545.60, kCent);  // 3 x 515.20
+  EXPECT_NEAR(*e.spot_max_usd, 442.32, kCent);   // 3 x 147.44
+}
+
+TEST(EstimateCost, SpotRangeUsesTheFamilysDiscounts) {
+  CostEstimate e = Estimate("v6e-8", 24, 1);
+  EXPECT_NEAR(e.usd_per_hour, 21.60, kCent);    // 8 x $2.70
+  EXPECT_NEAR(e.on_demand_usd, 518.40, kCent);  // x 24 h
+  // v6e discounts: 1 - 1.215/2.70 = 0.55 (us-east5) to 1 - 0.5442/2.70 = 0.79844 (us-central1).
+  // Lowest spot:  518.40 x (1 - 0.79844) = 518.40 x 0.5442/2.70 = 104.4864
+  // Highest spot: 518.40 x (1 - 0.55)    = 518.40 x 0.45        = 233.28
+  EXPECT_NEAR(*e.spot_min_usd, 104.4864, kCent);
+  EXPECT_NEAR(*e.spot_max_usd, 233.28, kCent);
+}
+
+TEST(EstimateCost, ZonePricesInItsRegion) {
+  CostEstimate e = Estimate("v6e-8", 24, 1, "europe-west4-a");
+  EXPECT_EQ(e.price->region, "europe-west4");
+  EXPECT_NEAR(e.usd_per_hour, 23.76, kCent);    // 8 x $2.97
+  EXPECT_NEAR(e.on_demand_usd, 570.24, kCent);  // x 24 h
+  // The family's discount range applied to this region's on-demand price:
+  // 570.24 x 0.5442/2.70 = 114.93504; 570.24 x 0.45 = 256.608.
+  EXPECT_NEAR(*e.spot_min_usd, 114.93504, kCent);
+  EXPECT_NEAR(*e.spot_max_usd, 256.608, kCent);
+}
+
+TEST(EstimateCost, ZeroAndFractionalHours) {
+  EXPECT_EQ(Estimate("v5p-8", 0, 1).on_demand_usd, 0);
+  EXPECT_NEAR(Estimate("v5p-8", 1.5, 1).on_demand_usd, 25.20, kCent);        // 4 x 4.20 x 1.5
+  EXPECT_NEAR(Estimate("v5litepod-1", 0.25, 2).on_demand_usd, 0.60, kCent);  // 1 x 1.20 x 0.25 x 2
+}
+
+TEST(EstimateCost, RegionWithoutAPriceIsNotFound) {
+  // us-south1-a offers v5e, but the catalog has no v5e price for us-south1.
+  Result<CostEstimate> e =
+      EstimateCost(Builtin(), Type(Builtin(), "v5litepod-8"), 1, 1, "us-south1-a");
+  EXPECT_EQ(e.status(),
+            NotFoundError("the catalog has no v5litepod price for region us-south1; priced "
+                          "regions: us-central1, us-west1, us-east1, us-east5, us-east4, "
+                          "us-west4, europe-west4"));
+}
+
+TEST(EstimateCost, NoSpotPriceMeansNoSpotRange) {
+  Result<Catalog> c = ParseCatalog(
+      "families:\n  v4:\n    prices:\n      - {region: us-central2, on_demand: 2, source: s}\n",
+      "o.yaml", Builtin());
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  Result<CostEstimate> e = EstimateCost(*c, Type(*c, "v4-8"), 2, 1);
+  ASSERT_TRUE(e.ok());
+  EXPECT_NEAR(e->on_demand_usd, 16, kCent);  // 4 chips x $2 x 2 h
+  EXPECT_FALSE(e->spot_min_usd.has_value());
+  EXPECT_FALSE(e->spot_max_usd.has_value());
+}
+
+// ---- PlanHardware.
+
+PlanRequest Req(double hbm_gib, double host_ram_gib = 0, int replicas = 1,
+                std::optional<double> max_usd_per_hour = std::nullopt) {
+  PlanRequest r;
+  r.hbm_gib_per_replica = hbm_gib;
+  r.host_ram_gib_per_worker = host_ram_gib;
+  r.replicas = replicas;
+  r.max_usd_per_hour = max_usd_per_hour;
+  return r;
+}
+
+std::vector<std::string> Names(const Plan& plan) {
+  std::vector<std::string> names;
+  for (const PlanOption& o : plan.options) {
+    names.push_back(o.type.name);
+  }
+  return names;
+}
+
+bool Has(const Plan& plan, std::string_view type) {
+  std::vector<std::string> names = Names(plan);
+  return std::find(names.begin(), names.end(), type) != names.end();
+}
+
+// The rejection of `family`, or one whose reason is "none" when the family fits.
+PlanRejection RejectionOf(const Plan& plan, std::string_view family) {
+  for (const PlanRejection& r : plan.rejected) {
+    if (r.family == family) {
+      return r;
+    }
+  }
+  return {std::string(family), "none", "none"};
+}
+
+// The question from DESIGN.md: ~32 GB of accelerator memory and ~250 GB of host RAM.
+TEST(PlanHardware, ThirtyTwoGibHbmAnd250GibHostRam) {
+  Plan plan = PlanHardware(Builtin(), Req(32, 250));
+  ASSERT_GE(plan.options.size(), 5u);
+  // v3-8: 4 chips x $2.00 = $8.00/h; 32 GiB per chip, so 1 chip per replica; 340 GiB host.
+  EXPECT_EQ(plan.options[0].type.name, "v3-8");
+  EXPECT_NEAR(plan.options[0].usd_per_hour, 8.00, kCent);
+  EXPECT_EQ(plan.options[0].chips_per_replica, 1);
+  EXPECT_EQ(plan.options[0].replicas_that_fit, 4);
+  // v5litepod-8: 8 x $1.20 = $9.60/h; 16 GiB per chip, so 2 chips per replica, 4 fit;
+  // its one 8-chip VM has 384 GiB.
+  EXPECT_EQ(plan.options[1].type.name, "v5litepod-8");
+  EXPECT_NEAR(plan.options[1].usd_per_hour, 9.60, kCent);
+  EXPECT_EQ(plan.options[1].chips_per_replica, 2);
+  EXPECT_EQ(plan.options[1].replicas_that_fit, 4);
+  // v6e-4: 4 x $2.70 = $10.80/h, 720 GiB.
+  EXPECT_EQ(plan.options[2].type.name, "v6e-4");
+  EXPECT_NEAR(plan.options[2].usd_per_hour, 10.80, kCent);
+  // v4-8: 4 x $3.22 = $12.88; v5p-8: 4 x $4.20 = $16.80.
+  EXPECT_EQ(plan.options[3].type.name, "v4-8");
+  EXPECT_NEAR(plan.options[3].usd_per_hour, 12.88, kCent);
+  EXPECT_EQ(plan.options[4].type.name, "v5p-8");
+  EXPECT_NEAR(plan.options[4].usd_per_hour, 16.80, kCent);
+
+  // 192 GiB (v5e 4-chip VMs, single- or multi-host) and 176 GiB (v6e-1) are too little.
+  for (const char* no :
+       {"v5litepod-1", "v5litepod-4", "v5litepod-16", "v5litepod-256", "v6e-1", "v2-8"}) {
+    EXPECT_FALSE(Has(plan, no)) << no;
+  }
+  // The largest slices of families that fit are listed too.
+  EXPECT_TRUE(Has(plan, "v4-4096"));
+  EXPECT_TRUE(Has(plan, "v6e-256"));
+  EXPECT_TRUE(Has(plan, "v5p-12288"));
+
+  // Only v2 is rejected, because its host is not published.
+  ASSERT_EQ(plan.rejected.size(), 1u);
+  EXPECT_EQ(plan.rejected[0].family, "v2");
+  EXPECT_EQ(plan.rejected[0].reason, "host RAM");
+  EXPECT_EQ(plan.rejected[0].detail,
+            "the catalog has no host RAM figure for v2 workers, so the fit cannot be checked");
+}
+
+TEST(PlanHardware, OptionsAreCheapestFirstAndAllFit) {
+  PlanRequest req = Req(40, 100, 3);
+  Plan plan = PlanHardware(Builtin(), req);
+  ASSERT_FALSE(plan.options.empty());
+  for (size_t i = 0; i < plan.options.size(); ++i) {
+    const PlanOption& o = plan.options[i];
+    if (i > 0) {
+      EXPECT_LE(plan.options[i - 1].usd_per_hour, o.usd_per_hour) << o.type.name;
+    }
+    EXPECT_GE(o.type.chips, o.chips_per_replica * req.replicas) << o.type.name;
+    EXPECT_GE(o.chips_per_replica * o.type.family->hbm_gib_per_chip, 40) << o.type.name;
+    ASSERT_TRUE(o.type.host.has_value());
+    EXPECT_GE(o.type.host->ram_gib, 100) << o.type.name;
+    EXPECT_EQ(o.replicas_that_fit, o.type.chips / o.chips_per_replica) << o.type.name;
+  }
+  // 40 GiB a replica, 3 replicas; the smallest slice of each family that holds them:
+  //   v5p: 1 chip of 95 GiB each, 3 chips -> v5p-8 (4 chips):   4 x 4.20 = 16.80
+  //   v5e: 3 chips of 16 GiB each, 9 chips -> v5litepod-16:    16 x 1.20 = 19.20
+  //   v6e: 2 chips of 32 GiB each, 6 chips -> v6e-8:            8 x 2.70 = 21.60
+  //   v4:  2 chips each, 6 chips -> v4-16 (8 chips):            8 x 3.22 = 25.76
+  //   v3:  2 chips each, 6 chips -> v3-32 (16 chips):          16 x 2.00 = 32.00
+  EXPECT_EQ(Names(plan)[0], "v5p-8");
+  EXPECT_EQ(Names(plan)[1], "v5litepod-16");
+  EXPECT_EQ(Names(plan)[2], "v6e-8");
+  EXPECT_EQ(Names(plan)[3], "v4-16");
+  EXPECT_EQ(Names(plan)[4], "v3-32");
+}
+
+TEST(PlanHardware, ReplicasNeedChipsForEveryOne) {
+  // 8 replicas of 32 GiB: 8 chips of v4 (v4-16 has 8; v4-8 has 4), 16 chips of v5e.
+  Plan plan = PlanHardware(Builtin(), Req(32, 0, 8));
+  EXPECT_TRUE(Has(plan, "v4-16"));
+  EXPECT_FALSE(Has(plan, "v4-8"));
+  EXPECT_TRUE(Has(plan, "v5litepod-16"));
+  EXPECT_FALSE(Has(plan, "v5litepod-8"));
+  EXPECT_TRUE(Has(plan, "v6e-8"));
+  EXPECT_FALSE(Has(plan, "v6e-4"));
+  EXPECT_TRUE(Has(plan, "v5p-16"));  // 95 GiB chips, one each: 8 chips
+  EXPECT_FALSE(Has(plan, "v5p-8"));
+  for (const PlanOption& o : plan.options) {
+    if (o.type.name == "v4-16") {
+      EXPECT_EQ(o.replicas_that_fit, 8);
+      EXPECT_NEAR(o.usd_per_hour, 25.76, kCent);  // 8 chips x 3.22
+    }
+  }
+}
+
+TEST(PlanHardware, ModelTooLargeForEveryFamily) {
+  Plan plan = PlanHardware(Builtin(), Req(1000000));
+  EXPECT_TRUE(plan.options.empty());
+  ASSERT_EQ(plan.rejected.size(), 6u);
+  for (const PlanRejection& r : plan.rejected) {
+    EXPECT_EQ(r.reason, "HBM") << r.family;
+  }
+  // 1,000,000 / 32 = 31,250 chips; v4-4096 has 2048.
+  EXPECT_EQ(RejectionOf(plan, "v4").detail,
+            "needs 31250 chips of 32 GiB (31250 per replica x 1); the largest slice, v4-4096, "
+            "has 2048");
+  // ceil(1,000,000 / 95) = 10,527.
+  EXPECT_EQ(RejectionOf(plan, "v5p").detail,
+            "needs 10527 chips of 95 GiB (10527 per replica x 1); the largest slice, v5p-12288, "
+            "has 6144");
+}
+
+// A huge request overflowed int chip counts (ceil(1e300 / 16) cast to int), after which
+// every family "fit" with one chip per replica.
+TEST(PlanHardwareRegression, HugeRequestsFitNothing) {
+  Plan huge = PlanHardware(Builtin(), Req(1e300));
+  EXPECT_TRUE(huge.options.empty()) << Names(huge)[0];
+  EXPECT_EQ(huge.rejected.size(), 6u);
+  EXPECT_EQ(RejectionOf(huge, "v4").reason, "HBM");
+  // 1e10 GiB / 32 = 312,500,000 chips per replica, x 1,000,000 replicas > 2^31.
+  Plan many = PlanHardware(Builtin(), Req(1e10, 0, 1000000));
+  EXPECT_TRUE(many.options.empty()) << Names(many)[0];
+  EXPECT_EQ(RejectionOf(many, "v4").detail,
+            "needs 312500000000000 chips of 32 GiB (312500000 per replica x 1000000); the "
+            "largest slice, v4-4096, has 2048");
+}
+
+TEST(PlanHardware, HostRamTooLargeForEveryFamily) {
+  Plan plan = PlanHardware(Builtin(), Req(8, 2000));
+  EXPECT_TRUE(plan.options.empty());
+  ASSERT_EQ(plan.rejected.size(), 6u);
+  for (const PlanRejection& r : plan.rejected) {
+    EXPECT_EQ(r.reason, "host RAM") << r.family;
+  }
+  EXPECT_EQ(RejectionOf(plan, "v6e").detail,
+            "needs 2000 GiB per worker; v6e slices with enough chips have at most 1440 GiB per "
+            "worker");
+  EXPECT_EQ(RejectionOf(plan, "v5litepod").detail,
+            "needs 2000 GiB per worker; v5litepod slices with enough chips have at most 384 GiB "
+            "per worker");
+}
+
+TEST(PlanHardware, PriceCeilingLeavesOutDearTypes) {
+  Plan plan = PlanHardware(Builtin(), Req(32, 0, 1, 5.0));
+  // Under $5/h: v6e-1 (1 x 2.70) and v5litepod-4 (4 x 1.20 = 4.80; 2 chips per replica).
+  EXPECT_EQ(Names(plan), (std::vector<std::string>{"v6e-1", "v5litepod-4"}));
+  for (const PlanOption& o : plan.options) {
+    EXPECT_LE(o.usd_per_hour, 5.0);
+  }
+  EXPECT_EQ(RejectionOf(plan, "v3").reason, "price");
+  EXPECT_EQ(RejectionOf(plan, "v3").detail,
+            "the cheapest fit, v3-8, costs $8.00/h, above the limit of $5.00/h");
+  EXPECT_EQ(RejectionOf(plan, "v4").detail,
+            "the cheapest fit, v4-8, costs $12.88/h, above the limit of $5.00/h");
+  EXPECT_EQ(RejectionOf(plan, "v5p").reason, "price");
+  EXPECT_EQ(RejectionOf(plan, "v2").reason, "host RAM");  // no host figure, whatever the price
+  EXPECT_EQ(RejectionOf(plan, "v6e").reason, "none");
+  EXPECT_EQ(RejectionOf(plan, "v5litepod").reason, "none");
+}
+
+TEST(PlanHardware, CeilingExactlyAtThePriceKeepsTheType) {
+  Plan plan = PlanHardware(Builtin(), Req(32, 0, 1, 8.0));
+  EXPECT_TRUE(Has(plan, "v3-8"));  // $8.00 is not above $8.00
+  EXPECT_FALSE(Has(plan, "v5litepod-8"));
+}
+
+TEST(PlanHardware, SmallModelsUseOneChipPerReplica) {
+  Plan plan = PlanHardware(Builtin(), Req(0.5));
+  ASSERT_FALSE(plan.options.empty());
+  // v5litepod-1: 1 chip x $1.20, the cheapest slice there is.
+  EXPECT_EQ(plan.options[0].type.name, "v5litepod-1");
+  EXPECT_NEAR(plan.options[0].usd_per_hour, 1.20, kCent);
+  for (const PlanOption& o : plan.options) {
+    EXPECT_EQ(o.chips_per_replica, 1) << o.type.name;
+    EXPECT_EQ(o.replicas_that_fit, o.type.chips) << o.type.name;
+  }
+}
+
+}  // namespace
+}  // namespace tpufleet

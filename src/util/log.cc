@@ -56,26 +56,38 @@ void Log(LogLevel level, std::string_view message) {
 }
 
 std::string Redact(std::string_view text) {
-  static const std::regex kPatterns[] = {
-      // PEM private keys, whole block.
-      std::regex(R"(-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----)"),
-      // Authorization headers.
-      std::regex(R"((Bearer|Basic)\s+[A-Za-z0-9._~+/=-]+)", std::regex::icase),
+  // Credential field names, for the key=value and JSON patterns below.
+  constexpr const char* kNames =
+      "(access_token|refresh_token|id_token|client_secret|assertion|password|private_key|token)";
+  struct Pattern {
+    std::regex re;
+    const char* replacement;
+  };
+  static const Pattern kPatterns[] = {
+      // PEM private keys, whole block; a block cut off before its END line to the end.
+      {std::regex(R"(-----BEGIN [A-Z ]*PRIVATE KEY-----)"
+                  R"((?:[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----|[\s\S]*))"),
+       "[REDACTED]"},
+      // Authorization headers: the RFC 6750 token68 characters. A credential has a capital,
+      // a digit or a symbol somewhere; an all-lower-case word is prose ("bearer token").
+      {std::regex(R"((Bearer|bearer|BEARER|Basic|basic|BASIC)\s+)"
+                  R"((?=[a-z]*[A-Z0-9._~+/=-])[A-Za-z0-9._~+/=-]+)"),
+       "$1 [REDACTED]"},
       // Google OAuth access tokens and JWTs (three base64url segments starting "ey").
-      std::regex(R"(ya29\.[A-Za-z0-9._-]+)"),
-      std::regex(R"(ey[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]+)"),
-      // key=value (query strings, forms) and "key": "value" (JSON) for credential names.
-      std::regex(
-          R"(((access_token|refresh_token|id_token|client_secret|assertion|password|private_key|token)(=|"\s*:\s*"))[^&"\s]+)",
-          std::regex::icase),
+      {std::regex(R"(ya29\.[A-Za-z0-9._-]+)"), "[REDACTED]"},
+      {std::regex(R"(ey[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]+)"), "[REDACTED]"},
+      // key=value (query strings, forms): the value runs to '&', a quote or a space.
+      {std::regex(std::string("(") + kNames + "=)[^&\"\\s]+", std::regex::icase), "$1[REDACTED]"},
+      // "key": "value" (JSON): the value runs to its closing quote, spaces and escapes included.
+      // Written as runs of plain characters: std::regex recurses once per repetition, and an
+      // alternation per character overflows the stack on a value of about 10 KiB.
+      {std::regex(std::string("(") + kNames + R"("\s*:\s*")[^"\\]*(?:\\.[^"\\]*)*)",
+                  std::regex::icase),
+       "$1[REDACTED]"},
   };
   std::string out(text);
-  for (size_t i = 0; i < std::size(kPatterns); ++i) {
-    // The last pattern keeps the field name (group 1) and masks only the value.
-    const char* replacement = (i + 1 == std::size(kPatterns)) ? "$1[REDACTED]"
-                              : (i == 1)                      ? "$1 [REDACTED]"
-                                                              : "[REDACTED]";
-    out = std::regex_replace(out, kPatterns[i], replacement);
+  for (const Pattern& p : kPatterns) {
+    out = std::regex_replace(out, p.re, p.replacement);
   }
   return out;
 }

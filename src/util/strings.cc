@@ -115,8 +115,13 @@ Result<std::chrono::seconds> ParseDuration(std::string_view text) {
   if (text.empty()) {
     return bad();
   }
+  // About 34,800 years: anything longer is a typo, and the cap keeps the sum in range.
+  constexpr long long kMaxSeconds = 1LL << 40;
   long long plain = 0;
   if (ParseInt(text, &plain)) {
+    if (plain > kMaxSeconds) {
+      return bad();
+    }
     return std::chrono::seconds(plain);
   }
   long long total = 0;
@@ -139,10 +144,13 @@ Result<std::chrono::seconds> ParseDuration(std::string_view text) {
       default: return bad();
     }
     ++i;
-    if (n > (1LL << 40) / unit) {
+    if (n > kMaxSeconds / unit) {
       return bad();
     }
     total += n * unit;
+    if (total > kMaxSeconds) {
+      return bad();
+    }
   }
   return std::chrono::seconds(total);
 }
@@ -163,7 +171,8 @@ std::string FormatDuration(std::chrono::seconds d) {
 }
 
 bool ParseInt(std::string_view text, long long* out) {
-  if (text.empty()) {
+  // from_chars takes a leading '-'; a whole number here is digits only.
+  if (text.empty() || text[0] < '0' || text[0] > '9') {
     return false;
   }
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), *out);
@@ -179,7 +188,11 @@ bool ParseDouble(std::string_view text, double* out) {
 }
 
 std::string FormatUsd(double usd) {
-  char buf[64];
+  if (!std::isfinite(usd)) {
+    return std::isnan(usd) ? "$nan" : usd < 0 ? "-$inf" : "$inf";
+  }
+  // DBL_MAX prints as 309 digits before the point.
+  char buf[400];
   std::snprintf(buf, sizeof buf, "%.2f", std::fabs(usd));
   std::string digits(buf);
   size_t dot = digits.find('.');
@@ -191,7 +204,9 @@ std::string FormatUsd(double usd) {
     }
     grouped += whole[i];
   }
-  return std::string(usd < 0 ? "-$" : "$") + grouped + digits.substr(dot);
+  // No minus on an amount that rounds to zero.
+  bool negative = usd < 0 && digits != "0.00";
+  return std::string(negative ? "-$" : "$") + grouped + digits.substr(dot);
 }
 
 }  // namespace tpufleet

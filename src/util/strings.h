@@ -31,7 +31,8 @@ std::vector<std::string> NearestNames(std::string_view query,
 /// " (did you mean a, b or c?)" for NearestNames' answer, or "" when it is empty.
 std::string DidYouMean(std::string_view query, const std::vector<std::string>& candidates);
 
-/// Parses "90s", "30m", "6h", "2d", "1h30m", or a bare number of seconds.
+/// Parses "90s", "30m", "6h", "2d", "1h30m", or a bare number of seconds; at most
+/// 2^40 seconds, never negative.
 Result<std::chrono::seconds> ParseDuration(std::string_view text);
 
 /// "1h30m", "2d", "45s": the shortest exact form ParseDuration reads back.
@@ -42,7 +43,7 @@ bool ParseInt(std::string_view text, long long* out);
 /// Parses a finite decimal number such as "12", "0.5" or "1e3"; false otherwise.
 bool ParseDouble(std::string_view text, double* out);
 
-/// "$1,234.56" style money, two decimals.
+/// "$1,234.56" style money, two decimals ("-$0.25" below zero, "$inf" when not finite).
 std::string FormatUsd(double usd);
 
 }  // namespace tpufleet

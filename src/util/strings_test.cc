@@ -1,1 +1,222 @@
+#include "util/strings.h"
+
 #include <gtest/gtest.h>
+
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+namespace tpufleet {
+namespace {
+
+using std::chrono::seconds;
+using Names = std::vector<std::string>;
+
+TEST(Split, KeepsEmptyPartsAndEnds) {
+  EXPECT_EQ(Split("a,b,c", ','), (Names{"a", "b", "c"}));
+  EXPECT_EQ(Split("a,,b", ','), (Names{"a", "", "b"}));
+  EXPECT_EQ(Split(",a,", ','), (Names{"", "a", ""}));
+  EXPECT_EQ(Split("", ','), (Names{""}));
+  EXPECT_EQ(Split("no separator", ','), (Names{"no separator"}));
+}
+
+TEST(Trim, RemovesSpacesTabsAndNewlinesAtBothEnds) {
+  EXPECT_EQ(Trim("  v4-32 \t\r\n"), "v4-32");
+  EXPECT_EQ(Trim("a b"), "a b");
+  EXPECT_EQ(Trim(" \t\n "), "");
+  EXPECT_EQ(Trim(""), "");
+}
+
+TEST(Join, PutsTheSeparatorOnlyBetween) {
+  EXPECT_EQ(Join({"a", "b", "c"}, ", "), "a, b, c");
+  EXPECT_EQ(Join({"one"}, ", "), "one");
+  EXPECT_EQ(Join({}, ", "), "");
+}
+
+TEST(StartsWith, ComparesThePrefix) {
+  EXPECT_TRUE(StartsWith("v5litepod-8", "v5"));
+  EXPECT_TRUE(StartsWith("v5", ""));
+  EXPECT_FALSE(StartsWith("v5", "v5litepod"));
+  EXPECT_FALSE(StartsWith("v4-8", "v5"));
+}
+
+TEST(EditDistance, IsLevenshtein) {
+  EXPECT_EQ(EditDistance("", ""), 0u);
+  EXPECT_EQ(EditDistance("abc", ""), 3u);
+  EXPECT_EQ(EditDistance("", "abc"), 3u);
+  EXPECT_EQ(EditDistance("kitten", "sitting"), 3u);  // k->s, e->i, +g
+  EXPECT_EQ(EditDistance("v4-33", "v4-32"), 1u);
+  EXPECT_EQ(EditDistance("catlog", "catalog"), 1u);
+  EXPECT_EQ(EditDistance("us-central-2b", "us-central2-b"), 2u);
+  EXPECT_EQ(EditDistance("flaw", "lawn"), 2u);
+}
+
+TEST(NearestNames, NearestFirstTiesInCandidateOrder) {
+  Names types = {"v2-8", "v3-8", "v4-8", "v4-32", "v5p-8"};
+  // v2-8, v3-8 and v4-8 are all one edit from v7-8; max 3 keeps the first three.
+  EXPECT_EQ(NearestNames("v7-8", types), (Names{"v2-8", "v3-8", "v4-8"}));
+  // v4-32 is one edit away, v4-8 two (3->8, drop a 3): nearest first.
+  EXPECT_EQ(NearestNames("v4-33", types), (Names{"v4-32", "v4-8"}));
+  EXPECT_EQ(NearestNames("v7-8", types, 1), (Names{"v2-8"}));
+}
+
+TEST(NearestNames, IgnoresFarOffGuessesAndDeduplicates) {
+  EXPECT_TRUE(NearestNames("v4", {"v6e-256", "v5litepod-16"}).empty());
+  EXPECT_TRUE(NearestNames("zzzzzz", {"catalog", "estimate", "plan"}).empty());
+  // A replacement of every character is never a suggestion, however short the names.
+  EXPECT_TRUE(NearestNames("ab", {"cd"}).empty());
+  EXPECT_EQ(NearestNames("plam", {"plan", "plan"}), (Names{"plan"}));
+}
+
+TEST(DidYouMean, FormatsOneTwoOrThreeNames) {
+  EXPECT_EQ(DidYouMean("catlog", {"catalog", "estimate", "plan"}), " (did you mean catalog?)");
+  EXPECT_EQ(DidYouMean("v4-9", {"v4-8", "v3-8"}), " (did you mean v4-8 or v3-8?)");
+  EXPECT_EQ(DidYouMean("v7-8", {"v2-8", "v3-8", "v4-8"}), " (did you mean v2-8, v3-8 or v4-8?)");
+  EXPECT_EQ(DidYouMean("xyzzy", {"catalog"}), "");
+}
+
+TEST(ParseDuration, ReadsEveryUnitAndCombinations) {
+  EXPECT_EQ(ParseDuration("90s").value(), seconds(90));
+  EXPECT_EQ(ParseDuration("30m").value(), seconds(30 * 60));
+  EXPECT_EQ(ParseDuration("6h").value(), seconds(6 * 3600));
+  EXPECT_EQ(ParseDuration("2d").value(), seconds(2 * 86400));
+  EXPECT_EQ(ParseDuration("1h30m").value(), seconds(5400));
+  EXPECT_EQ(ParseDuration("1d2h3m4s").value(), seconds(86400 + 7200 + 180 + 4));
+  EXPECT_EQ(ParseDuration("3600").value(), seconds(3600));
+  EXPECT_EQ(ParseDuration("0").value(), seconds(0));
+  EXPECT_EQ(ParseDuration("0s").value(), seconds(0));
+}
+
+TEST(ParseDuration, RejectsWhatIsNotADuration) {
+  for (const char* bad :
+       {"", "h", "5x", "-1h", "1.5h", "1h30", " 6h", "6h ", "6 h", "6H", "+6h", "h6", "1h-30m"}) {
+    Result<seconds> d = ParseDuration(bad);
+    ASSERT_FALSE(d.ok()) << "'" << bad << "' parsed as " << d.value().count() << "s";
+    EXPECT_EQ(d.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_EQ(d.status().message(),
+              "'" + std::string(bad) +
+                  "' is not a duration; expected a number with a unit, like 90s, 30m, 6h, 2d "
+                  "or 1h30m");
+  }
+}
+
+TEST(ParseDuration, RejectsOverflow) {
+  EXPECT_FALSE(ParseDuration("99999999999999999999h").ok());  // does not fit in 64 bits
+  EXPECT_FALSE(ParseDuration("9999999999999999d").ok());      // fits, but x 86400 does not
+  EXPECT_FALSE(ParseDuration("99999999999999999999").ok());   // bare, beyond 64 bits
+  // The limit is 2^40 seconds (about 34,800 years) in every spelling.
+  EXPECT_TRUE(ParseDuration("1099511627776s").ok());
+  EXPECT_FALSE(ParseDuration("1099511627777s").ok());
+}
+
+// A bare negative number and a bare number beyond the limit used to parse (ParseInt
+// accepted a sign; the limit was only checked with a unit).
+TEST(ParseDurationRegression, BareNumbersFollowTheSameRulesAsUnits) {
+  EXPECT_FALSE(ParseDuration("-1").ok());
+  EXPECT_FALSE(ParseDuration("-3600").ok());
+  EXPECT_TRUE(ParseDuration("1099511627776").ok());
+  EXPECT_FALSE(ParseDuration("1099511627777").ok());
+  // Several parts within the limit whose sum is not.
+  EXPECT_FALSE(ParseDuration("1099511627776s1s").ok());
+}
+
+TEST(FormatDuration, ShortestExactForm) {
+  EXPECT_EQ(FormatDuration(seconds(0)), "0s");
+  EXPECT_EQ(FormatDuration(seconds(45)), "45s");
+  EXPECT_EQ(FormatDuration(seconds(90)), "1m30s");
+  EXPECT_EQ(FormatDuration(seconds(5400)), "1h30m");
+  EXPECT_EQ(FormatDuration(seconds(2 * 86400)), "2d");
+  EXPECT_EQ(FormatDuration(seconds(86400 + 1)), "1d1s");
+}
+
+TEST(FormatDuration, RoundTripsThroughParseDuration) {
+  for (long long s : {0LL, 1LL, 59LL, 60LL, 61LL, 3599LL, 3600LL, 5400LL, 86399LL, 86400LL, 90061LL,
+                      1000000LL, 1LL << 40}) {
+    std::string text = FormatDuration(seconds(s));
+    Result<seconds> back = ParseDuration(text);
+    ASSERT_TRUE(back.ok()) << text << ": " << back.status().ToString();
+    EXPECT_EQ(back->count(), s) << text;
+  }
+}
+
+TEST(ParseInt, AcceptsOnlyPlainDigits) {
+  long long v = -7;
+  EXPECT_TRUE(ParseInt("0", &v));
+  EXPECT_EQ(v, 0);
+  EXPECT_TRUE(ParseInt("42", &v));
+  EXPECT_EQ(v, 42);
+  EXPECT_TRUE(ParseInt("007", &v));
+  EXPECT_EQ(v, 7);
+  EXPECT_TRUE(ParseInt("9223372036854775807", &v));
+  EXPECT_EQ(v, std::numeric_limits<long long>::max());
+  for (const char* bad :
+       {"", " 1", "1 ", "+1", "1.0", "1e3", "0x10", "12a", "a12", "9223372036854775808"}) {
+    EXPECT_FALSE(ParseInt(bad, &v)) << "'" << bad << "' parsed as " << v;
+  }
+}
+
+// The header promised "false on a sign" but from_chars accepts a leading '-'.
+TEST(ParseIntRegression, RejectsASign) {
+  long long v = 5;
+  EXPECT_FALSE(ParseInt("-1", &v));
+  EXPECT_FALSE(ParseInt("-0", &v));
+  EXPECT_EQ(v, 5);
+}
+
+TEST(ParseDouble, AcceptsFiniteDecimals) {
+  double v = 0;
+  EXPECT_TRUE(ParseDouble("12", &v));
+  EXPECT_EQ(v, 12.0);
+  EXPECT_TRUE(ParseDouble("0.5", &v));
+  EXPECT_EQ(v, 0.5);
+  EXPECT_TRUE(ParseDouble("1e3", &v));
+  EXPECT_EQ(v, 1000.0);
+  EXPECT_TRUE(ParseDouble("2.5E-1", &v));
+  EXPECT_EQ(v, 0.25);
+  EXPECT_TRUE(ParseDouble("-1.5", &v));  // callers check their own minimum
+  EXPECT_EQ(v, -1.5);
+}
+
+TEST(ParseDouble, RejectsEverythingElse) {
+  double v = 0;
+  for (const char* bad : {"", " 1", "1 ", "1,5", "1.5h", "inf", "-inf", "nan", "NaN", "infinity",
+                          "1e400", "0x10", "+1", "abc", "1..2"}) {
+    EXPECT_FALSE(ParseDouble(bad, &v)) << "'" << bad << "' parsed as " << v;
+  }
+}
+
+TEST(FormatUsd, TwoDecimalsAndThousandsSeparators) {
+  EXPECT_EQ(FormatUsd(0), "$0.00");
+  EXPECT_EQ(FormatUsd(0.5), "$0.50");
+  EXPECT_EQ(FormatUsd(999.999), "$1,000.00");
+  EXPECT_EQ(FormatUsd(1234.56), "$1,234.56");
+  EXPECT_EQ(FormatUsd(515.2), "$515.20");
+  EXPECT_EQ(FormatUsd(100), "$100.00");
+  EXPECT_EQ(FormatUsd(123456), "$123,456.00");
+  EXPECT_EQ(FormatUsd(1234567.891), "$1,234,567.89");
+  EXPECT_EQ(FormatUsd(-1234.5), "-$1,234.50");
+  EXPECT_EQ(FormatUsd(-0.25), "-$0.25");
+}
+
+// `estimate v4-8 --hours 1e300` aborted: "%.2f" of a large value overflowed the 64-byte
+// buffer, the truncated text had no '.', and substr(npos) threw.
+TEST(FormatUsdRegression, LargeAndNonFiniteValuesDoNotThrow) {
+  EXPECT_EQ(FormatUsd(1e21), "$1,000,000,000,000,000,000,000.00");
+  std::string huge = FormatUsd(std::numeric_limits<double>::max());
+  EXPECT_EQ(huge.substr(0, 5), "$179,");
+  EXPECT_EQ(huge.substr(huge.size() - 3), ".00");
+  EXPECT_EQ(FormatUsd(std::numeric_limits<double>::infinity()), "$inf");
+  EXPECT_EQ(FormatUsd(-std::numeric_limits<double>::infinity()), "-$inf");
+  EXPECT_EQ(FormatUsd(std::nan("")), "$nan");
+}
+
+// A negative amount that rounds to zero printed as "-$0.00".
+TEST(FormatUsdRegression, NoMinusOnZero) {
+  EXPECT_EQ(FormatUsd(-0.001), "$0.00");
+  EXPECT_EQ(FormatUsd(-0.0), "$0.00");
+}
+
+}  // namespace
+}  // namespace tpufleet

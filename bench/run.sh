@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# Runs every benchmark and prints its tables. Usage: bench/run.sh path/to/tpufleet
+# To record the results, pass a second argument: bench/run.sh BIN bench/RESULTS.md
+set -euo pipefail
+here=$(dirname "$0")
+"$here/cli_latency.sh" "$@"
+"$here/emulator_hosts.sh" "$(dirname "$1")/../emulator/hosts/emulator_hosts_bench"
