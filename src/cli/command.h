@@ -73,6 +73,10 @@ struct Command {
 /// The whole table, in the order `help` lists it.
 const std::vector<Command>& Commands();
 
+/// Appends rows to the table. For src/app, which adds the commands whose handlers
+/// need real implementations the CLI may not include (the emulator). Call before Main.
+void AddCommands(std::vector<Command> commands);
+
 /// Runs the CLI on argv[1..] (no program name). `env` holds the variables it may read.
 ExitStatus Main(const std::vector<std::string>& argv, std::ostream& out, std::ostream& err,
                 const std::map<std::string, std::string>& env);

@@ -3,8 +3,10 @@
 
 namespace tpufleet::cli {
 
-const std::vector<Command>& Commands() {
-  static const std::vector<Command> kCommands = {
+namespace {
+
+std::vector<Command>& Table() {
+  static std::vector<Command> table = {
       {"catalog", "Show the accelerator families, or what one type is and costs", "[TYPE]",
        "Without TYPE: one line per family (sizes, HBM per chip, host RAM, price, zones).\n"
        "With TYPE (e.g. v4-32, v5litepod-16, v6e-256): chips, worker VMs, chips per worker,\n"
@@ -43,7 +45,17 @@ const std::vector<Command>& Commands() {
        "that exceeds budget.usd_per_day. Changes nothing. Exit status: 0 valid, 1 not.",
        {}, true, RunValidate},
   };
-  return kCommands;
+  return table;
+}
+
+}  // namespace
+
+const std::vector<Command>& Commands() { return Table(); }
+
+void AddCommands(std::vector<Command> commands) {
+  for (Command& c : commands) {
+    Table().push_back(std::move(c));
+  }
 }
 
 }  // namespace tpufleet::cli

@@ -1,0 +1,15 @@
+// tpufleet-emulator: the local Cloud TPU. `tpufleet emulator ARGS` execs
+// `tpufleet-emulator ARGS`; `tpufleet-emulator serve` is the daemon itself.
+#include <string>
+#include <vector>
+
+#include "app/emulator_command.h"
+#include "app/run_cli.h"
+
+int main(int argc, char** argv) {
+  tpufleet::cli::AddCommands(
+      {tpufleet::app::EmulatorCommandRow(tpufleet::app::RunEmulatorHere)});
+  std::vector<std::string> args = {"emulator"};
+  args.insert(args.end(), argv + 1, argv + argc);
+  return tpufleet::app::RunCli(args);
+}

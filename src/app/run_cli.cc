@@ -1,0 +1,27 @@
+#include "app/run_cli.h"
+
+#include <iostream>
+#include <map>
+
+#include "cli/command.h"
+
+extern char** environ;
+
+namespace tpufleet::app {
+
+int RunCli(const std::vector<std::string>& args) {
+  std::ios::sync_with_stdio(false);
+  std::map<std::string, std::string> env;
+  for (char** e = environ; *e != nullptr; ++e) {
+    std::string kv(*e);
+    size_t eq = kv.find('=');
+    if (eq != std::string::npos) {
+      env.emplace(kv.substr(0, eq), kv.substr(eq + 1));
+    }
+  }
+  cli::ExitStatus status = cli::Main(args, std::cout, std::cerr, env);
+  std::cout.flush();
+  return static_cast<int>(status);
+}
+
+}  // namespace tpufleet::app

@@ -1,0 +1,334 @@
+// ApiServerImpl: the state and handlers behind ApiServer (api_server.h). Internal to
+// src/emulator; split over api_server.cc (routing, operations, catalog endpoints),
+// api_nodes.cc, api_queued.cc, api_progress.cc (time-driven transitions, host work)
+// and api_admin.cc (status and faults).
+//
+// Locking: every member marked "guarded by mu_" is read and written only with mu_
+// held; methods whose name ends in Locked REQUIRE mu_ held. WorkerHosts is called only
+// from host-work tasks, without mu_; a task takes mu_ afterwards to report back.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <random>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "core/catalog.h"
+#include "emulator/config.h"
+#include "emulator/faults.h"
+#include "emulator/host_work.h"
+#include "emulator/http_types.h"
+#include "emulator/token.h"
+#include "emulator/wire.h"
+#include "emulator/worker_hosts.h"
+#include "util/clock.h"
+
+namespace tpufleet::emulator {
+
+/// A value or an RpcError: the result of a step of request handling.
+template <typename T>
+class RpcOr {
+ public:
+  RpcOr(T value) : v_(std::move(value)) {}         // NOLINT: implicit, like Result
+  RpcOr(RpcError error) : v_(std::move(error)) {}  // NOLINT
+  bool ok() const { return std::holds_alternative<T>(v_); }
+  T& value() { return std::get<T>(v_); }
+  const RpcError& error() const { return std::get<RpcError>(v_); }
+
+ private:
+  std::variant<T, RpcError> v_;
+};
+
+enum class NodeState {
+  kCreating,
+  kReady,
+  kDeleting,
+  kRepairing,
+  kStopped,
+  kStopping,
+  kStarting,
+  kPreempted
+};
+std::string_view NodeStateName(NodeState s);
+
+enum class QrState {
+  kCreating,
+  kAccepted,
+  kProvisioning,
+  kFailed,
+  kDeleting,
+  kActive,
+  kSuspending,
+  kSuspended,
+  kWaiting
+};
+std::string_view QrStateName(QrState s);
+
+/// A user-visible transition of a node, finished by Advance when its time has come and
+/// its host calls are done.
+struct NodeStep {
+  enum Kind { kCreate, kStart, kStop, kDelete, kUpdate } kind = kCreate;
+  uint64_t seq = 0;  // tells this step's host-call reports from stale ones
+  std::string op;    // the operation it finishes; "" for service-driven steps
+  Clock::MonoTime due;
+  int host_calls = 0;            // WorkerHosts calls still running
+  Status host_status;            // the first of them that failed
+  std::optional<RpcError> fail;  // finish with this error (a stockout) instead
+};
+
+struct NodeMaintenance {
+  enum Phase { kNotice, kOngoing } phase = kNotice;
+  uint64_t seq = 0;
+  Clock::MonoTime due;
+  int host_calls = 0;
+  Status host_status;
+  Clock::WallTime window_start;
+  Clock::WallTime window_end;
+  std::string fault_id;
+};
+
+struct NodePreemption {
+  Clock::MonoTime at;
+  std::string fault_id;
+};
+
+struct NodeRecord {
+  std::string name;  // projects/p/locations/z/nodes/n
+  std::string project;
+  std::string zone;
+  std::string node_id;  // n
+  std::string uid;      // Node.id, 19 digits
+  Json spec;            // the user-settable fields as given (canonical names, enum names)
+  AcceleratorType type;
+  bool spot = false;  // schedulingConfig.spot or .preemptible
+  NodeState state = NodeState::kCreating;
+  std::string health;  // "", "HEALTHY", "UNHEALTHY_MAINTENANCE"
+  Clock::WallTime create_time;
+  std::vector<WorkerInfo> workers;  // empty until the first Boot returns
+  std::vector<bool> cut_off;        // per worker
+  std::string queued_resource;      // the QR that made it, or ""
+  bool multislice = false;
+  std::optional<NodeStep> step;
+  std::optional<NodeMaintenance> maintenance;
+  std::optional<NodePreemption> preemption;
+};
+
+struct OperationRecord {
+  std::string name;
+  std::string version;        // "v2": the API version in @type names
+  std::string verb;           // "create", "delete", "stop", "start", "update", "reset"
+  std::string target;         // the resource it works on
+  std::string response_type;  // "Node", "QueuedResource" or "" (google.protobuf.Empty)
+  Clock::WallTime create_time;
+  std::optional<Clock::WallTime> end_time;
+  bool done = false;
+  bool cancel_requested = false;
+  Json response;  // with "@type", once done without error
+  std::optional<RpcError> error;
+};
+
+/// One node a queued resource will make.
+struct NodePlan {
+  std::string name;  // full resource name
+  std::string node_id;
+  Json spec;
+  AcceleratorType type;
+  bool multislice = false;
+};
+
+struct QueuedResourceRecord {
+  std::string name;
+  std::string project;
+  std::string zone;
+  std::string version;
+  Json spec;  // the QR as given: tpu, spot, guaranteed, queueingPolicy, reservationName
+  std::vector<NodePlan> plan;
+  bool spot = false;
+  QrState state = QrState::kCreating;
+  std::string initiator = "USER";
+  std::optional<RpcError> failure;
+  Clock::WallTime create_time;
+  Clock::MonoTime state_since;
+  Clock::MonoTime due;  // end of the accept or delete step
+  std::optional<Clock::WallTime> valid_after;
+  std::optional<Clock::WallTime> valid_until;
+  std::string pending_op;  // create/reset op (done on ACCEPTED), delete op (done when gone)
+};
+
+/// The request being handled.
+struct Call {
+  const HttpRequest* req = nullptr;
+  std::string version;  // "v2", "v2alpha1", "v1"
+  std::string project;
+  std::string zone;
+  std::string parent;  // projects/p/locations/z
+  Clock::WallTime wall;
+  Clock::MonoTime now;
+};
+
+class ApiServerImpl {
+ public:
+  ApiServerImpl(EmulatorConfig config, Clock& clock, WorkerHosts* hosts, const Catalog& catalog);
+  ~ApiServerImpl();
+
+  HttpResponse Handle(const HttpRequest& req);
+  void Tick();
+  std::string StatusJson();
+  void DestroyAllHosts();
+
+  HostWorkQueue& work() { return work_; }
+
+ private:
+  friend class ApiServer;
+
+  // api_server.cc: routing and shared helpers.
+  HttpResponse HandleApi(const HttpRequest& req);
+  HttpResponse RouteLocked(Call& c, const std::vector<std::string>& segs);
+  std::optional<RpcError> CheckAuthLocked(const HttpRequest& req);
+  std::optional<RpcError> CheckProjectLocked(const Call& c);
+  bool ZoneKnown(std::string_view zone) const;
+  RpcOr<Json> ParseBody(const Call& c) const;
+  /// A page of `items` (key, JSON) for the call's pageSize and pageToken. `sorted`:
+  /// keys ascend, so a token whose key is gone still finds its place.
+  RpcOr<Json> Page(const Call& c, const std::vector<std::pair<std::string, Json>>& items,
+                   std::string_view field, bool sorted) const;
+  std::string NewOperationNameLocked(const Call& c);
+  OperationRecord& NewOperationLocked(const Call& c, std::string_view verb, std::string_view target,
+                                      std::string_view response_type);
+  Json RenderOperation(const OperationRecord& op) const;
+  void FinishOperationLocked(const std::string& name, Json response);
+  void FailOperationLocked(const std::string& name, RpcError error);
+  std::string ProjectNumber(std::string_view project) const;
+  std::string Eid();  // "[EID: 0x…]"; REQUIRES mu_ held (uses rng_)
+  /// requestId de-duplication: the operation an earlier call with the same id made.
+  const OperationRecord* FindRequestLocked(const Call& c, std::string_view method);
+  void RememberRequestLocked(const Call& c, std::string_view method, const std::string& op);
+
+  HttpResponse ListOperations(const Call& c);
+  HttpResponse GetOperation(const Call& c, const std::string& id);
+  HttpResponse CancelOperation(const Call& c, const std::string& id);
+  HttpResponse DeleteOperation(const Call& c, const std::string& id);
+  HttpResponse ListLocations(const Call& c);
+  HttpResponse GetLocation(const Call& c);
+  HttpResponse GenerateServiceIdentity(const Call& c);
+  HttpResponse ListAcceleratorTypes(const Call& c);
+  HttpResponse GetAcceleratorType(const Call& c, const std::string& id);
+  HttpResponse ListRuntimeVersions(const Call& c);
+  HttpResponse GetRuntimeVersion(const Call& c, const std::string& id);
+  std::vector<const Family*> FamiliesInZone(std::string_view zone) const;
+
+  // api_nodes.cc
+  struct NodeInput {
+    Json spec;
+    AcceleratorType type;
+    bool spot = false;
+  };
+  /// Canonicalises and checks a Node from a request (`at`: its path in errors,
+  /// "node" or "queued_resource.tpu.node_spec[0].node").
+  RpcOr<NodeInput> ParseNodeInput(const Json& body, std::string_view at,
+                                  std::string_view zone) const;
+  Json RenderNode(const NodeRecord& n) const;
+  HttpResponse ListNodes(const Call& c);
+  HttpResponse GetNode(const Call& c, const std::string& id);
+  HttpResponse CreateNode(const Call& c);
+  HttpResponse DeleteNode(const Call& c, const std::string& id);
+  HttpResponse StopNode(const Call& c, const std::string& id);
+  HttpResponse StartNode(const Call& c, const std::string& id);
+  HttpResponse PatchNode(const Call& c, const std::string& id);
+  HttpResponse GetGuestAttributes(const Call& c, const std::string& id);
+  RpcError BadState(std::string_view verb, const NodeRecord& n);
+  RpcError Busy(const NodeRecord& n) const;
+
+  // api_queued.cc
+  Json RenderQueuedResource(const QueuedResourceRecord& q) const;
+  HttpResponse ListQueuedResources(const Call& c);
+  HttpResponse GetQueuedResource(const Call& c, const std::string& id);
+  HttpResponse CreateQueuedResource(const Call& c);
+  HttpResponse DeleteQueuedResource(const Call& c, const std::string& id);
+  HttpResponse ResetQueuedResource(const Call& c, const std::string& id);
+  /// Moves `q` on; true when it is gone and must be erased.
+  bool AdvanceQueuedResourceLocked(QueuedResourceRecord& q, Clock::MonoTime now,
+                                   Clock::WallTime wall);
+  void SetQrStateLocked(QueuedResourceRecord& q, QrState s, Clock::MonoTime now,
+                        std::string initiator = "USER");
+  std::vector<NodeRecord*> NodesOfLocked(const std::string& qr_name);
+  void ProvisionLocked(QueuedResourceRecord& q, Clock::MonoTime now, Clock::WallTime wall);
+
+  // api_progress.cc: time-driven transitions, capacity and quota, host work.
+  void AdvanceLocked(Clock::MonoTime now, Clock::WallTime wall);
+  void FinishStepLocked(const std::string& name, Clock::MonoTime now, Clock::WallTime wall);
+  void AdvanceMaintenanceLocked(NodeRecord& n, Clock::MonoTime now, Clock::WallTime wall);
+  void PreemptLocked(NodeRecord& n);
+  /// Creates a node record in CREATING and starts its create step (Boot, or a stockout
+  /// failure when capacity is short). `op` may be "".
+  NodeRecord& StartCreateLocked(const Call& c, const std::string& node_id, NodeInput input,
+                                const std::string& op, const std::string& queued_resource,
+                                bool multislice);
+  /// Starts deleting `n` (DELETING, Destroy), aborting any step it had.
+  void StartDeleteLocked(NodeRecord& n, const std::string& op, Clock::MonoTime now);
+  NodeStep& NewStepLocked(NodeRecord& n, NodeStep::Kind kind, const std::string& op,
+                          Millis duration, Clock::MonoTime now);
+  void EraseNodeLocked(const std::string& name);
+  Millis Scaled(Millis d, Clock::MonoTime now) const;
+
+  enum class Waiter { kNone, kStep, kMaintenance };
+  void PostBootLocked(NodeRecord& n, bool new_addresses, Waiter waiter);
+  void PostHostCallLocked(NodeRecord& n, std::string what, std::function<Status(WorkerHosts&)> call,
+                          Waiter waiter);
+  /// Records the end of a host call for the step or maintenance numbered `seq`.
+  void ReportHostCallLocked(const std::string& name, const std::string& uid, Waiter waiter,
+                            uint64_t seq, const Status& status);
+  std::string NewUidLocked();
+
+  bool HoldsCapacity(const NodeRecord& n) const;
+  long long CapacityLimitOf(std::string_view zone, const Family& family) const;
+  long long CapacityUsedLocked(std::string_view zone, const Family& family) const;
+  /// The stockout error when `chips` more of `family` do not fit in `zone` now.
+  std::optional<RpcError> CheckCapacityLocked(std::string_view zone, const Family& family,
+                                              long long chips, Clock::MonoTime now);
+  long long QuotaUsedLocked(const QuotaLimit& limit) const;
+  /// The 429 when `chips` more chips of `family` (spot or not) exceed a quota of the
+  /// zone's region now. `queued`: word it as queued resources see it.
+  std::optional<RpcError> CheckQuotaLocked(const Call& c, const Family& family, bool spot,
+                                           long long chips, Clock::MonoTime now,
+                                           bool queued = false);
+  RpcError StockoutError(std::string_view zone);
+
+  // api_admin.cc
+  HttpResponse HandleAdmin(const HttpRequest& req);
+  Json StatusLocked();
+  Json RenderFault(const Fault& f) const;
+  RpcOr<Json> AddFaultLocked(Fault f, Clock::MonoTime now, Clock::WallTime wall);
+  void EndFaultLocked(const Fault& f);
+
+  const EmulatorConfig config_;
+  Clock& clock_;
+  std::unique_ptr<WorkerHosts> synthetic_;  // when constructed without hosts
+  WorkerHosts* const hosts_;
+  const Catalog catalog_;
+  TokenService tokens_;
+  HostWorkQueue work_;
+
+  std::mutex mu_;
+  std::mt19937_64 rng_;                              // guarded by mu_
+  uint64_t next_seq_ = 1;                            // guarded by mu_
+  std::map<std::string, NodeRecord> nodes_;          // by name; guarded by mu_
+  std::map<std::string, QueuedResourceRecord> qrs_;  // by name; guarded by mu_
+  std::map<std::string, OperationRecord> ops_;       // by name; guarded by mu_
+  std::map<std::string, std::string> request_ids_;   // key -> operation name; guarded by mu_
+  FaultSet faults_;                                  // guarded by mu_
+};
+
+/// Done operations kept for operations.get/list; the oldest go first beyond this.
+inline constexpr size_t kMaxDoneOperations = 10000;
+
+}  // namespace tpufleet::emulator

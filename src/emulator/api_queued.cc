@@ -1,0 +1,541 @@
+// Queued-resource endpoints of the emulated Cloud TPU API (tpu-api.md §4) and their
+// life cycle: CREATING → ACCEPTED → WAITING_FOR_RESOURCES → PROVISIONING → ACTIVE,
+// FAILED when the validity window closes first, SUSPENDING → SUSPENDED when the
+// service preempts (or the user deletes) its nodes, DELETING → gone.
+#include <algorithm>
+#include <set>
+
+#include "emulator/api_internal.h"
+#include "emulator/schema.h"
+#include "util/strings.h"
+
+namespace tpufleet::emulator {
+namespace {
+
+bool ValidQueuedResourceId(std::string_view id) {
+  if (id.empty()) {
+    return false;
+  }
+  return std::all_of(id.begin(), id.end(), [](char ch) {
+    return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+           ch == '_' || ch == '.' || ch == '~' || ch == '+' || ch == '%' || ch == '-';
+  });
+}
+
+bool ValidNodeIdForQr(std::string_view id) {
+  if (id.empty() || id.size() > 63 || id[0] < 'a' || id[0] > 'z' || id.back() == '-') {
+    return false;
+  }
+  return std::all_of(id.begin(), id.end(), [](char ch) {
+    return (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '-';
+  });
+}
+
+// The validity window of a queueing policy, from `wall` on.
+struct Window {
+  std::optional<Clock::WallTime> after;
+  std::optional<Clock::WallTime> until;
+};
+
+RpcOr<Window> ParsePolicy(const Json& spec, Clock::WallTime wall) {
+  Window w;
+  if (!spec.contains("queueingPolicy")) {
+    return w;
+  }
+  const Json& p = spec["queueingPolicy"];
+  if (p.size() > 1) {
+    return InvalidArgument(
+        "Invalid value at 'queued_resource.queueing_policy': set only one of valid_until_duration, "
+        "valid_until_time, valid_after_duration, valid_after_time and valid_interval.");
+  }
+  auto duration = [&](const char* key, std::string_view at) -> RpcOr<Clock::WallTime> {
+    Result<std::chrono::nanoseconds> d = ParseProtoDuration(p[key].get<std::string>());
+    if (!d.ok()) {
+      return InvalidArgument("Invalid value at 'queued_resource.queueing_policy." +
+                             std::string(at) + "' (" + d.status().message() + ")");
+    }
+    return wall + std::chrono::duration_cast<Clock::WallTime::duration>(*d);
+  };
+  auto time = [&](const Json& v, std::string_view at) -> RpcOr<Clock::WallTime> {
+    Result<Clock::WallTime> t = ParseTimestamp(v.get<std::string>());
+    if (!t.ok()) {
+      return InvalidArgument("Invalid value at 'queued_resource.queueing_policy." +
+                             std::string(at) + "' (" + t.status().message() + ")");
+    }
+    return *t;
+  };
+  if (p.contains("validUntilDuration")) {
+    RpcOr<Clock::WallTime> t = duration("validUntilDuration", "valid_until_duration");
+    if (!t.ok()) {
+      return t.error();
+    }
+    w.until = t.value();
+  } else if (p.contains("validUntilTime")) {
+    RpcOr<Clock::WallTime> t = time(p["validUntilTime"], "valid_until_time");
+    if (!t.ok()) {
+      return t.error();
+    }
+    w.until = t.value();
+  } else if (p.contains("validAfterDuration")) {
+    RpcOr<Clock::WallTime> t = duration("validAfterDuration", "valid_after_duration");
+    if (!t.ok()) {
+      return t.error();
+    }
+    w.after = t.value();
+  } else if (p.contains("validAfterTime")) {
+    RpcOr<Clock::WallTime> t = time(p["validAfterTime"], "valid_after_time");
+    if (!t.ok()) {
+      return t.error();
+    }
+    w.after = t.value();
+  } else if (p.contains("validInterval")) {
+    const Json& iv = p["validInterval"];
+    if (iv.contains("startTime")) {
+      RpcOr<Clock::WallTime> t = time(iv["startTime"], "valid_interval.start_time");
+      if (!t.ok()) {
+        return t.error();
+      }
+      w.after = t.value();
+    }
+    if (iv.contains("endTime")) {
+      RpcOr<Clock::WallTime> t = time(iv["endTime"], "valid_interval.end_time");
+      if (!t.ok()) {
+        return t.error();
+      }
+      w.until = t.value();
+    }
+  }
+  return w;
+}
+
+Call CallFor(const QueuedResourceRecord& q, Clock::MonoTime now, Clock::WallTime wall) {
+  Call c;
+  c.version = q.version;
+  c.project = q.project;
+  c.zone = q.zone;
+  c.parent = "projects/" + q.project + "/locations/" + q.zone;
+  c.now = now;
+  c.wall = wall;
+  return c;
+}
+
+}  // namespace
+
+void ApiServerImpl::SetQrStateLocked(QueuedResourceRecord& q, QrState s, Clock::MonoTime now,
+                                     std::string initiator) {
+  q.state = s;
+  q.state_since = now;
+  q.initiator = std::move(initiator);
+}
+
+std::vector<NodeRecord*> ApiServerImpl::NodesOfLocked(const std::string& qr_name) {
+  std::vector<NodeRecord*> out;
+  for (auto& [name, n] : nodes_) {
+    if (n.queued_resource == qr_name) {
+      out.push_back(&n);
+    }
+  }
+  return out;
+}
+
+Json ApiServerImpl::RenderQueuedResource(const QueuedResourceRecord& q) const {
+  Json j = q.spec;
+  j["name"] = q.name;
+  j["createTime"] = FormatTimestamp(q.create_time);
+  Json state{{"state", std::string(QrStateName(q.state))}, {"stateInitiator", q.initiator}};
+  switch (q.state) {
+    case QrState::kCreating:
+      state["creatingData"] = Json::object();
+      break;
+    case QrState::kAccepted:
+      state["acceptedData"] = Json::object();
+      break;
+    case QrState::kProvisioning:
+      state["provisioningData"] = Json::object();
+      break;
+    case QrState::kFailed:
+      state["failedData"] = Json::object();
+      if (q.failure) {
+        state["failedData"]["error"] = OperationErrorJson(*q.failure);
+      }
+      break;
+    case QrState::kDeleting:
+      state["deletingData"] = Json::object();
+      break;
+    case QrState::kActive:
+      state["activeData"] = Json::object();
+      break;
+    case QrState::kSuspending:
+      state["suspendingData"] = Json::object();
+      break;
+    case QrState::kSuspended:
+      state["suspendedData"] = Json::object();
+      break;
+    case QrState::kWaiting:
+      break;
+  }
+  j["state"] = std::move(state);
+  return j;
+}
+
+HttpResponse ApiServerImpl::ListQueuedResources(const Call& c) {
+  std::vector<std::pair<std::string, Json>> items;
+  std::string prefix = c.parent + "/queuedResources/";
+  for (auto it = qrs_.lower_bound(prefix); it != qrs_.end() && StartsWith(it->first, prefix);
+       ++it) {
+    items.emplace_back(it->first, RenderQueuedResource(it->second));
+  }
+  RpcOr<Json> page = Page(c, items, "queuedResources", /*sorted=*/true);
+  return page.ok() ? JsonResponse(page.value()) : ErrorResponse(page.error());
+}
+
+HttpResponse ApiServerImpl::GetQueuedResource(const Call& c, const std::string& id) {
+  auto it = qrs_.find(c.parent + "/queuedResources/" + id);
+  if (it == qrs_.end()) {
+    return ErrorResponse(NotFound(c.parent + "/queuedResources/" + id));
+  }
+  return JsonResponse(RenderQueuedResource(it->second));
+}
+
+HttpResponse ApiServerImpl::CreateQueuedResource(const Call& c) {
+  if (const OperationRecord* prior = FindRequestLocked(c, "queuedResources.create")) {
+    return JsonResponse(RenderOperation(*prior));
+  }
+  std::string id = c.req->Query("queuedResourceId");
+  if (!ValidQueuedResourceId(id)) {
+    return ErrorResponse(InvalidArgument("Invalid value for field 'queued_resource_id': \"" + id +
+                                         "\". Must match ^[A-Za-z0-9_.~+%-]+$."));
+  }
+  RpcOr<Json> body = ParseBody(c);
+  if (!body.ok()) {
+    return ErrorResponse(body.error());
+  }
+  RpcOr<Json> canon = Canonicalize(body.value(), "QueuedResource", "queued_resource");
+  if (!canon.ok()) {
+    return ErrorResponse(canon.error());
+  }
+  Json spec = std::move(canon.value());
+  spec.erase("name");
+  spec.erase("createTime");
+  spec.erase("state");
+  std::string name = c.parent + "/queuedResources/" + id;
+  if (qrs_.count(name)) {
+    return ErrorResponse(AlreadyExists(name));
+  }
+  if (spec.contains("spot") && spec.contains("guaranteed")) {
+    return ErrorResponse(
+        InvalidArgument("Invalid value at 'queued_resource': spot and guaranteed are mutually "
+                        "exclusive."));
+  }
+  if (spec.contains("guaranteed") && spec["guaranteed"].contains("minDuration") &&
+      !ParseProtoDuration(spec["guaranteed"]["minDuration"].get<std::string>()).ok()) {
+    return ErrorResponse(
+        InvalidArgument("Invalid value at 'queued_resource.guaranteed.min_duration' (a duration "
+                        "such as \"3600s\")."));
+  }
+  bool spot = spec.contains("spot");
+  if (!spec.contains("tpu") || !spec["tpu"].contains("nodeSpec") ||
+      spec["tpu"]["nodeSpec"].empty()) {
+    return ErrorResponse(
+        InvalidArgument("Invalid value for field 'queued_resource.tpu.node_spec': a queued "
+                        "resource needs at least one node spec."));
+  }
+  std::vector<NodePlan> plan;
+  std::set<std::string> names;
+  Json& specs = spec["tpu"]["nodeSpec"];
+  for (size_t i = 0; i < specs.size(); ++i) {
+    Json& ns = specs[i];
+    std::string at = "queued_resource.tpu.node_spec[" + std::to_string(i) + "]";
+    if (ns.value("parent", std::string()) != c.parent) {
+      return ErrorResponse(InvalidArgument("Invalid value for field '" + at + ".parent': \"" +
+                                           ns.value("parent", std::string()) + "\". Must be \"" +
+                                           c.parent + "\", the parent of the queued resource."));
+    }
+    if (!ns.contains("node")) {
+      return ErrorResponse(
+          InvalidArgument("Invalid value for field '" + at + ".node': a node is required."));
+    }
+    if (ns.contains("nodeId") == ns.contains("multisliceParams")) {
+      return ErrorResponse(InvalidArgument("Invalid value for field '" + at +
+                                           "': set exactly one of node_id and multislice_params."));
+    }
+    RpcOr<NodeInput> in = ParseNodeInput(ns["node"], at + ".node", c.zone);
+    if (!in.ok()) {
+      return ErrorResponse(in.error());
+    }
+    if (spot) {
+      in.value().spot = true;
+      in.value().spec["schedulingConfig"]["spot"] = true;
+    }
+    std::vector<std::string> ids;
+    bool multislice = false;
+    if (ns.contains("nodeId")) {
+      ids.push_back(ns["nodeId"].get<std::string>());
+    } else {
+      const Json& mp = ns["multisliceParams"];
+      long long count = mp.value("nodeCount", 0LL);
+      if (count < 2) {
+        return ErrorResponse(
+            InvalidArgument("Invalid value for field '" + at +
+                            ".multislice_params.node_count': must be greater than 1."));
+      }
+      std::string prefix = mp.value("nodeIdPrefix", id);
+      for (long long k = 0; k < count; ++k) {
+        ids.push_back(prefix + "-" + std::to_string(k));
+      }
+      multislice = true;
+    }
+    for (const std::string& node_id : ids) {
+      if (!ValidNodeIdForQr(node_id)) {
+        return ErrorResponse(
+            InvalidArgument("Invalid value for field '" + at + ".node_id': \"" + node_id +
+                            "\". Must be a match of regex '[a-z]([-a-z0-9]*[a-z0-9])?' and at "
+                            "most 63 characters."));
+      }
+      NodePlan p;
+      p.name = c.parent + "/nodes/" + node_id;
+      p.node_id = node_id;
+      p.spec = in.value().spec;
+      p.type = in.value().type;
+      p.multislice = multislice;
+      if (!names.insert(p.name).second) {
+        return ErrorResponse(InvalidArgument("Invalid value for field '" + at + "': node \"" +
+                                             node_id + "\" is named twice."));
+      }
+      plan.push_back(std::move(p));
+    }
+  }
+  RpcOr<Window> window = ParsePolicy(spec, c.wall);
+  if (!window.ok()) {
+    return ErrorResponse(window.error());
+  }
+  QueuedResourceRecord q;
+  q.name = name;
+  q.project = c.project;
+  q.zone = c.zone;
+  q.version = c.version;
+  q.spec = std::move(spec);
+  q.plan = std::move(plan);
+  q.spot = spot;
+  q.create_time = c.wall;
+  q.valid_after = window.value().after;
+  q.valid_until = window.value().until;
+  SetQrStateLocked(q, QrState::kCreating, c.now);
+  q.due = c.now + Scaled(config_.timings.qr_accept, c.now);
+  OperationRecord& op = NewOperationLocked(c, "create", name, "QueuedResource");
+  q.pending_op = op.name;
+  qrs_.emplace(name, std::move(q));
+  RememberRequestLocked(c, "queuedResources.create", op.name);
+  return JsonResponse(RenderOperation(op));
+}
+
+HttpResponse ApiServerImpl::DeleteQueuedResource(const Call& c, const std::string& id) {
+  if (const OperationRecord* prior = FindRequestLocked(c, "queuedResources.delete")) {
+    return JsonResponse(RenderOperation(*prior));
+  }
+  auto it = qrs_.find(c.parent + "/queuedResources/" + id);
+  if (it == qrs_.end()) {
+    return ErrorResponse(NotFound(c.parent + "/queuedResources/" + id));
+  }
+  QueuedResourceRecord& q = it->second;
+  std::string state(QrStateName(q.state));
+  if (q.state == QrState::kDeleting) {
+    return ErrorResponse(
+        {RpcCode::kFailedPrecondition,
+         "Cloud TPU received a bad request. delete is not supported while in state " + state + " " +
+             Eid(),
+         Json::array()});
+  }
+  std::string force = c.req->Query("force");
+  std::vector<NodeRecord*> nodes = NodesOfLocked(q.name);
+  if (!nodes.empty() && force != "true" && force != "1") {
+    return ErrorResponse({RpcCode::kFailedPrecondition,
+                          "Cloud TPU received a bad request. Queued resource '" + q.name +
+                              "' in state " + state + " still has " + std::to_string(nodes.size()) +
+                              " node(s): delete them first, or delete with force=true " + Eid(),
+                          Json::array()});
+  }
+  OperationRecord& op = NewOperationLocked(c, "delete", q.name, "");
+  if (!q.pending_op.empty()) {
+    FailOperationLocked(
+        q.pending_op,
+        {RpcCode::kAborted, "Operation was aborted: the queued resource is being deleted.",
+         Json::array()});
+  }
+  q.pending_op = op.name;
+  SetQrStateLocked(q, QrState::kDeleting, c.now);
+  q.due = c.now + Scaled(config_.timings.qr_delete, c.now);
+  for (NodeRecord* n : nodes) {
+    if (n->state != NodeState::kDeleting) {
+      StartDeleteLocked(*n, "", c.now);
+    }
+  }
+  RememberRequestLocked(c, "queuedResources.delete", op.name);
+  return JsonResponse(RenderOperation(op));
+}
+
+HttpResponse ApiServerImpl::ResetQueuedResource(const Call& c, const std::string& id) {
+  auto it = qrs_.find(c.parent + "/queuedResources/" + id);
+  if (it == qrs_.end()) {
+    return ErrorResponse(NotFound(c.parent + "/queuedResources/" + id));
+  }
+  QueuedResourceRecord& q = it->second;
+  // The proto gives no preconditions; re-queueing a FAILED or SUSPENDED request whose
+  // nodes are gone is the use users describe.
+  if ((q.state != QrState::kFailed && q.state != QrState::kSuspended) ||
+      !NodesOfLocked(q.name).empty()) {
+    return ErrorResponse(
+        {RpcCode::kFailedPrecondition,
+         "Cloud TPU received a bad request. reset is not supported while in state " +
+             std::string(QrStateName(q.state)) + " " + Eid(),
+         Json::array()});
+  }
+  RpcOr<Window> window = ParsePolicy(q.spec, c.wall);
+  if (window.ok()) {
+    q.valid_after = window.value().after;
+    q.valid_until = window.value().until;
+  }
+  OperationRecord& op = NewOperationLocked(c, "reset", q.name, "QueuedResource");
+  q.failure.reset();
+  q.pending_op = op.name;
+  SetQrStateLocked(q, QrState::kCreating, c.now);
+  q.due = c.now + Scaled(config_.timings.qr_accept, c.now);
+  return JsonResponse(RenderOperation(op));
+}
+
+void ApiServerImpl::ProvisionLocked(QueuedResourceRecord& q, Clock::MonoTime now,
+                                    Clock::WallTime wall) {
+  Call c = CallFor(q, now, wall);
+  std::map<const Family*, long long> chips;
+  for (const NodePlan& p : q.plan) {
+    chips[p.type.family] += p.type.chips;
+  }
+  for (const auto& [family, n] : chips) {
+    if (std::optional<RpcError> e = CheckQuotaLocked(c, *family, q.spot, n, now, /*queued=*/true)) {
+      q.failure = *e;
+      SetQrStateLocked(q, QrState::kFailed, now, "SERVICE");
+      return;
+    }
+  }
+  for (const NodePlan& p : q.plan) {
+    if (nodes_.count(p.name)) {
+      q.failure = AlreadyExists(p.name);
+      SetQrStateLocked(q, QrState::kFailed, now, "SERVICE");
+      return;
+    }
+  }
+  for (const NodePlan& p : q.plan) {
+    NodeInput in;
+    in.spec = p.spec;
+    in.type = p.type;
+    in.spot = q.spot || (p.spec.contains("schedulingConfig") &&
+                         (p.spec["schedulingConfig"].value("spot", false) ||
+                          p.spec["schedulingConfig"].value("preemptible", false)));
+    StartCreateLocked(c, p.node_id, std::move(in), "", q.name, p.multislice);
+  }
+  SetQrStateLocked(q, QrState::kProvisioning, now);
+}
+
+bool ApiServerImpl::AdvanceQueuedResourceLocked(QueuedResourceRecord& q, Clock::MonoTime now,
+                                                Clock::WallTime wall) {
+  // A few passes, so one tick can take a request through states that need no time.
+  for (int pass = 0; pass < 4; ++pass) {
+    QrState before = q.state;
+    switch (q.state) {
+      case QrState::kCreating:
+        if (now >= q.due) {
+          SetQrStateLocked(q, QrState::kAccepted, now);
+          FinishOperationLocked(q.pending_op, RenderQueuedResource(q));
+          q.pending_op.clear();
+        }
+        break;
+      case QrState::kAccepted:
+        if (!q.valid_after || wall >= *q.valid_after) {
+          SetQrStateLocked(q, QrState::kWaiting, now);
+        }
+        break;
+      case QrState::kWaiting: {
+        if (q.valid_until && wall >= *q.valid_until) {
+          q.failure = RpcError{
+              RpcCode::kResourceExhausted,
+              "The queued resource expired (valid until " + FormatTimestamp(*q.valid_until) +
+                  ") before capacity was available in the zone \"" + q.zone + "\" " + Eid(),
+              Json::array()};
+          SetQrStateLocked(q, QrState::kFailed, now, "SERVICE");
+          break;
+        }
+        if (now < q.state_since + Scaled(config_.timings.qr_wait, now)) {
+          break;
+        }
+        std::map<const Family*, long long> chips;
+        for (const NodePlan& p : q.plan) {
+          chips[p.type.family] += p.type.chips;
+        }
+        bool fits = true;
+        for (const auto& [family, n] : chips) {
+          fits = fits && !CheckCapacityLocked(q.zone, *family, n, now).has_value();
+        }
+        if (fits) {
+          ProvisionLocked(q, now, wall);
+        }
+        break;
+      }
+      case QrState::kProvisioning: {
+        std::vector<NodeRecord*> nodes = NodesOfLocked(q.name);
+        if (nodes.size() < q.plan.size()) {
+          q.failure = RpcError{RpcCode::kInternal, "an internal error has occurred", Json::array()};
+          SetQrStateLocked(q, QrState::kFailed, now, "SERVICE");
+          for (NodeRecord* n : nodes) {
+            if (n->state != NodeState::kDeleting) {
+              StartDeleteLocked(*n, "", now);
+            }
+          }
+        } else if (std::all_of(nodes.begin(), nodes.end(),
+                               [](const NodeRecord* n) { return n->state == NodeState::kReady; })) {
+          SetQrStateLocked(q, QrState::kActive, now);
+        }
+        break;
+      }
+      case QrState::kActive: {
+        std::vector<NodeRecord*> nodes = NodesOfLocked(q.name);
+        bool preempted = std::any_of(nodes.begin(), nodes.end(), [](const NodeRecord* n) {
+          return n->state == NodeState::kPreempted;
+        });
+        bool lost = nodes.size() < q.plan.size() ||
+                    std::any_of(nodes.begin(), nodes.end(), [](const NodeRecord* n) {
+                      return n->state == NodeState::kDeleting;
+                    });
+        if (preempted || lost) {
+          // The service deletes what is left: a SUSPENDED request has no nodes.
+          SetQrStateLocked(q, QrState::kSuspending, now, preempted ? "SERVICE" : "USER");
+          for (NodeRecord* n : nodes) {
+            if (n->state != NodeState::kDeleting) {
+              StartDeleteLocked(*n, "", now);
+            }
+          }
+        }
+        break;
+      }
+      case QrState::kSuspending:
+        if (NodesOfLocked(q.name).empty()) {
+          SetQrStateLocked(q, QrState::kSuspended, now, q.initiator);
+        }
+        break;
+      case QrState::kDeleting:
+        if (NodesOfLocked(q.name).empty() && now >= q.due) {
+          FinishOperationLocked(q.pending_op, Json::object());
+          return true;
+        }
+        break;
+      case QrState::kFailed:
+      case QrState::kSuspended:
+        break;
+    }
+    if (q.state == before) {
+      break;
+    }
+  }
+  return false;
+}
+
+}  // namespace tpufleet::emulator

@@ -1,0 +1,730 @@
+#include "emulator/api_server.h"
+
+#include <algorithm>
+#include <set>
+
+#include "emulator/api_internal.h"
+#include "emulator/synthetic_hosts.h"
+#include "util/log.h"
+#include "util/strings.h"
+
+namespace tpufleet::emulator {
+
+// ---------------------------------------------------------------------------
+// ApiServer: a thin facade over ApiServerImpl.
+
+ApiServer::ApiServer(EmulatorConfig config, Clock& clock, WorkerHosts* hosts,
+                     const Catalog& catalog)
+    : impl_(std::make_unique<ApiServerImpl>(std::move(config), clock, hosts, catalog)) {}
+
+ApiServer::~ApiServer() {
+  impl_->work().Shutdown();
+}
+
+HttpResponse ApiServer::Handle(const HttpRequest& request) {
+  return impl_->Handle(request);
+}
+
+void ApiServer::Tick() {
+  impl_->Tick();
+}
+
+size_t ApiServer::RunPendingHostWork() {
+  size_t n = 0;
+  while (impl_->work().RunOne()) {
+    ++n;
+  }
+  return n;
+}
+
+bool ApiServer::RunHostWorkOnce(std::chrono::milliseconds max_wait) {
+  return impl_->work().WaitAndRunOne(max_wait);
+}
+
+void ApiServer::StopHostWork() {
+  impl_->work().Shutdown();
+}
+
+size_t ApiServer::host_work_pending() const {
+  return impl_->work().size();
+}
+
+void ApiServer::DestroyAllHosts() {
+  impl_->DestroyAllHosts();
+}
+
+std::string ApiServer::StatusJson() {
+  return impl_->StatusJson();
+}
+
+// ---------------------------------------------------------------------------
+
+std::string_view NodeStateName(NodeState s) {
+  switch (s) {
+    case NodeState::kCreating:
+      return "CREATING";
+    case NodeState::kReady:
+      return "READY";
+    case NodeState::kDeleting:
+      return "DELETING";
+    case NodeState::kRepairing:
+      return "REPAIRING";
+    case NodeState::kStopped:
+      return "STOPPED";
+    case NodeState::kStopping:
+      return "STOPPING";
+    case NodeState::kStarting:
+      return "STARTING";
+    case NodeState::kPreempted:
+      return "PREEMPTED";
+  }
+  return "STATE_UNSPECIFIED";
+}
+
+std::string_view QrStateName(QrState s) {
+  switch (s) {
+    case QrState::kCreating:
+      return "CREATING";
+    case QrState::kAccepted:
+      return "ACCEPTED";
+    case QrState::kProvisioning:
+      return "PROVISIONING";
+    case QrState::kFailed:
+      return "FAILED";
+    case QrState::kDeleting:
+      return "DELETING";
+    case QrState::kActive:
+      return "ACTIVE";
+    case QrState::kSuspending:
+      return "SUSPENDING";
+    case QrState::kSuspended:
+      return "SUSPENDED";
+    case QrState::kWaiting:
+      return "WAITING_FOR_RESOURCES";
+  }
+  return "STATE_UNSPECIFIED";
+}
+
+ApiServerImpl::ApiServerImpl(EmulatorConfig config, Clock& clock, WorkerHosts* hosts,
+                             const Catalog& catalog)
+    : config_(std::move(config)),
+      clock_(clock),
+      synthetic_(hosts == nullptr ? std::make_unique<SyntheticHosts>(config_.seed) : nullptr),
+      hosts_(hosts != nullptr ? hosts : synthetic_.get()),
+      catalog_(catalog),
+      tokens_(config_.auth, clock, config_.seed),
+      rng_(config_.seed) {}
+
+ApiServerImpl::~ApiServerImpl() = default;
+
+namespace {
+
+std::vector<std::string> PathSegments(std::string_view path) {
+  std::vector<std::string> out;
+  for (std::string& s : Split(path, '/')) {
+    if (!s.empty()) {
+      out.push_back(std::move(s));
+    }
+  }
+  return out;
+}
+
+// "n1:stop" -> {"n1", "stop"}.
+std::pair<std::string, std::string> SplitVerb(const std::string& seg) {
+  size_t colon = seg.find(':');
+  if (colon == std::string::npos) {
+    return {seg, ""};
+  }
+  return {seg.substr(0, colon), seg.substr(colon + 1)};
+}
+
+HttpResponse RouteNotFound(const HttpRequest& req) {
+  return ErrorResponse(
+      {RpcCode::kNotFound,
+       "The requested URL " + req.path + " (" + req.method + ") was not found on this server.",
+       Json::array()});
+}
+
+}  // namespace
+
+HttpResponse ApiServerImpl::Handle(const HttpRequest& req) {
+  try {
+    if (req.path == "/token" || req.path == "/oauth2/v4/token" || req.path == "/o/oauth2/token") {
+      if (req.method != "POST") {
+        return RouteNotFound(req);
+      }
+      TokenReply r = tokens_.Exchange(req.body);
+      HttpResponse resp;
+      resp.status = r.http_status;
+      resp.body = r.body;
+      resp.headers["Cache-Control"] = "no-cache, no-store, max-age=0, must-revalidate";
+      return resp;
+    }
+    if (StartsWith(req.path, "/emulator/")) {
+      return HandleAdmin(req);
+    }
+    return HandleApi(req);
+  } catch (const std::exception& e) {
+    // nlohmann throws on type mismatches deep in a handler; answer as Google does for
+    // a failure it did not foresee instead of letting the exception out of the module.
+    Log(LogLevel::kWarn, std::string("emulator: ") + req.method + " " + req.path + ": " + e.what());
+    return ErrorResponse({RpcCode::kInternal, "Internal error encountered.", Json::array()});
+  }
+}
+
+void ApiServerImpl::Tick() {
+  std::lock_guard<std::mutex> l(mu_);
+  AdvanceLocked(clock_.MonotonicNow(), clock_.Now());
+}
+
+std::optional<RpcError> ApiServerImpl::CheckAuthLocked(const HttpRequest& req) {
+  if (!config_.auth.require_issued_tokens) {
+    return std::nullopt;
+  }
+  std::string token = req.Query("access_token");
+  std::string auth = req.Header("authorization");
+  if (auth.size() > 7 && (StartsWith(auth, "Bearer ") || StartsWith(auth, "bearer "))) {
+    token = auth.substr(7);
+  }
+  if (!token.empty() && tokens_.IsValid(token)) {
+    return std::nullopt;
+  }
+  if (token.empty()) {
+    return RpcError{
+        RpcCode::kUnauthenticated,
+        "Request is missing required authentication credential. Expected OAuth 2 access token, "
+        "login cookie or other valid authentication credential. See "
+        "https://developers.google.com/identity/sign-in/web/devconsole-project.",
+        Json::array()};
+  }
+  return RpcError{
+      RpcCode::kUnauthenticated,
+      "Request had invalid authentication credentials. Expected OAuth 2 access token, login "
+      "cookie or other valid authentication credential. See "
+      "https://developers.google.com/identity/sign-in/web/devconsole-project.",
+      Json::array({ErrorInfoDetail("ACCESS_TOKEN_TYPE_UNSUPPORTED", "googleapis.com",
+                                   {{"service", "tpu.googleapis.com"}})})};
+}
+
+std::optional<RpcError> ApiServerImpl::CheckProjectLocked(const Call& c) {
+  if (config_.projects.empty() || std::find(config_.projects.begin(), config_.projects.end(),
+                                            c.project) != config_.projects.end()) {
+    return std::nullopt;
+  }
+  return RpcError{
+      RpcCode::kPermissionDenied, "Permission denied on resource project " + c.project + ".",
+      Json::array({ErrorInfoDetail(
+          "CONSUMER_INVALID", "googleapis.com",
+          {{"service", "tpu.googleapis.com"}, {"consumer", "projects/" + c.project}})})};
+}
+
+bool ApiServerImpl::ZoneKnown(std::string_view zone) const {
+  for (const Family& f : catalog_.families()) {
+    if (std::find(f.zones.begin(), f.zones.end(), zone) != f.zones.end()) {
+      return true;
+    }
+  }
+  return false;
+}
+
+std::vector<const Family*> ApiServerImpl::FamiliesInZone(std::string_view zone) const {
+  std::vector<const Family*> out;
+  for (const Family& f : catalog_.families()) {
+    if (std::find(f.zones.begin(), f.zones.end(), zone) != f.zones.end()) {
+      out.push_back(&f);
+    }
+  }
+  return out;
+}
+
+HttpResponse ApiServerImpl::HandleApi(const HttpRequest& req) {
+  std::lock_guard<std::mutex> l(mu_);
+  Call c;
+  c.req = &req;
+  c.now = clock_.MonotonicNow();
+  c.wall = clock_.Now();
+  AdvanceLocked(c.now, c.wall);
+
+  std::vector<std::string> segs = PathSegments(req.path);
+  if (segs.empty() || (segs[0] != "v1" && segs[0] != "v2" && segs[0] != "v2alpha1")) {
+    return RouteNotFound(req);
+  }
+  c.version = segs[0];
+  if (std::optional<RpcError> e = CheckAuthLocked(req)) {
+    HttpResponse r = ErrorResponse(*e);
+    r.headers["WWW-Authenticate"] = "Bearer realm=\"https://accounts.google.com/\"";
+    return r;
+  }
+  if (std::optional<int> code = faults_.DrawStorm(c.now)) {
+    RpcError e{RpcCodeOfHttp(*code), "", Json::array()};
+    bool read = req.method == "GET";
+    switch (*code) {
+      case 429:
+        e.message =
+            std::string("Quota exceeded for quota metric '") + (read ? "Read" : "Write") +
+            " requests' and limit '" + (read ? "Read" : "Write") +
+            " requests per minute' of service 'tpu.googleapis.com' for consumer 'project_number:" +
+            ProjectNumber(segs.size() > 2 ? segs[2] : "") + "'.";
+        e.details.push_back(ErrorInfoDetail(
+            "RATE_LIMIT_EXCEEDED", "googleapis.com",
+            {{"service", "tpu.googleapis.com"},
+             {"quota_metric",
+              std::string("tpu.googleapis.com/") + (read ? "read" : "write") + "_requests"},
+             {"quota_limit",
+              std::string(read ? "Read" : "Write") + "RequestsPerMinutePerProject"}}));
+        break;
+      case 500:
+        e.message = "Internal error encountered.";
+        break;
+      case 503:
+        e.message = "The service is currently unavailable.";
+        break;
+      case 504:
+        e.message = "The request timed out. Please try again.";
+        break;
+      default:
+        e.message = "Injected fault: HTTP " + std::to_string(*code) + ".";
+        break;
+    }
+    HttpResponse r = ErrorResponse(e);
+    if (Json j = Json::parse(r.body, nullptr, false); j.is_object()) {
+      j["error"]["code"] = *code;
+      r = JsonResponse(j, *code);
+    }
+    return r;
+  }
+  if (segs.size() < 4 || segs[1] != "projects" || segs[3] != "locations") {
+    return RouteNotFound(req);
+  }
+  c.project = segs[2];
+  if (std::optional<RpcError> e = CheckProjectLocked(c)) {
+    return ErrorResponse(*e);
+  }
+  return RouteLocked(c, segs);
+}
+
+HttpResponse ApiServerImpl::RouteLocked(Call& c, const std::vector<std::string>& segs) {
+  const HttpRequest& req = *c.req;
+  const std::string& m = req.method;
+  if (segs.size() == 4) {
+    return m == "GET" ? ListLocations(c) : RouteNotFound(req);
+  }
+  auto [zone, zone_verb] = SplitVerb(segs[4]);
+  c.zone = zone;
+  c.parent = "projects/" + c.project + "/locations/" + c.zone;
+  if (segs.size() == 5) {
+    if (zone_verb.empty() && m == "GET") {
+      return GetLocation(c);
+    }
+    if (zone_verb == "generateServiceIdentity" && m == "POST" && c.version != "v1") {
+      if (!ZoneKnown(c.zone)) {
+        return ErrorResponse({RpcCode::kPermissionDenied,
+                              "Location " + c.zone + " is not found or access is unauthorized.",
+                              Json::array()});
+      }
+      return GenerateServiceIdentity(c);
+    }
+    return RouteNotFound(req);
+  }
+  if (c.version == "v1" || !zone_verb.empty() || segs.size() > 7) {
+    return RouteNotFound(req);
+  }
+  if (!ZoneKnown(c.zone)) {
+    return ErrorResponse({RpcCode::kPermissionDenied,
+                          "Location " + c.zone + " is not found or access is unauthorized.",
+                          Json::array()});
+  }
+  const std::string& collection = segs[5];
+  if (segs.size() == 6) {
+    if (collection == "nodes") {
+      return m == "GET" ? ListNodes(c) : m == "POST" ? CreateNode(c) : RouteNotFound(req);
+    }
+    if (collection == "queuedResources") {
+      return m == "GET"    ? ListQueuedResources(c)
+             : m == "POST" ? CreateQueuedResource(c)
+                           : RouteNotFound(req);
+    }
+    if (m != "GET") {
+      return RouteNotFound(req);
+    }
+    if (collection == "operations") {
+      return ListOperations(c);
+    }
+    if (collection == "acceleratorTypes") {
+      return ListAcceleratorTypes(c);
+    }
+    if (collection == "runtimeVersions") {
+      return ListRuntimeVersions(c);
+    }
+    return RouteNotFound(req);
+  }
+  auto [id, verb] = SplitVerb(segs[6]);
+  if (collection == "nodes") {
+    if (verb.empty()) {
+      if (m == "GET") {
+        return GetNode(c, id);
+      }
+      if (m == "DELETE") {
+        return DeleteNode(c, id);
+      }
+      if (m == "PATCH") {
+        return PatchNode(c, id);
+      }
+    } else if (m == "POST") {
+      if (verb == "stop") {
+        return StopNode(c, id);
+      }
+      if (verb == "start") {
+        return StartNode(c, id);
+      }
+      if (verb == "getGuestAttributes") {
+        return GetGuestAttributes(c, id);
+      }
+    }
+  } else if (collection == "queuedResources") {
+    if (verb.empty()) {
+      if (m == "GET") {
+        return GetQueuedResource(c, id);
+      }
+      if (m == "DELETE") {
+        return DeleteQueuedResource(c, id);
+      }
+    } else if (verb == "reset" && m == "POST") {
+      return ResetQueuedResource(c, id);
+    }
+  } else if (collection == "operations") {
+    if (verb.empty()) {
+      if (m == "GET") {
+        return GetOperation(c, id);
+      }
+      if (m == "DELETE") {
+        return DeleteOperation(c, id);
+      }
+    } else if (verb == "cancel" && m == "POST") {
+      return CancelOperation(c, id);
+    }
+  } else if (collection == "acceleratorTypes" && verb.empty() && m == "GET") {
+    return GetAcceleratorType(c, id);
+  } else if (collection == "runtimeVersions" && verb.empty() && m == "GET") {
+    return GetRuntimeVersion(c, id);
+  }
+  return RouteNotFound(req);
+}
+
+RpcOr<Json> ApiServerImpl::ParseBody(const Call& c) const {
+  std::string_view body = Trim(c.req->body);
+  if (body.empty()) {
+    return Json::object();
+  }
+  Json j = Json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) {
+    return InvalidArgument("Invalid JSON payload received. Unexpected token.\n" +
+                           std::string(body.substr(0, std::min<size_t>(body.size(), 40))));
+  }
+  if (!j.is_object()) {
+    return InvalidArgument("Invalid JSON payload received. Expected an object.");
+  }
+  return j;
+}
+
+RpcOr<Json> ApiServerImpl::Page(const Call& c,
+                                const std::vector<std::pair<std::string, Json>>& items,
+                                std::string_view field, bool sorted) const {
+  long long size = config_.default_page_size;
+  if (std::string ps = c.req->Query("pageSize"); !ps.empty()) {
+    if (!ParseInt(ps, &size) || size < 0) {
+      return InvalidArgument("Invalid value at 'page_size' (TYPE_INT32), \"" + ps + "\"");
+    }
+    if (size == 0) {
+      size = config_.default_page_size;
+    }
+  }
+  size = std::min<long long>(size, config_.max_page_size);
+  size_t start = 0;
+  if (std::string token = c.req->Query("pageToken"); !token.empty()) {
+    Result<std::string> key = DecodePageToken(token);
+    if (!key.ok()) {
+      return InvalidArgument("Invalid page token.");
+    }
+    bool found = false;
+    for (size_t i = 0; i < items.size(); ++i) {
+      if (items[i].first == *key || (sorted && items[i].first > *key)) {
+        start = items[i].first == *key ? i + 1 : i;
+        found = true;
+        break;
+      }
+    }
+    if (!found) {
+      if (!sorted) {
+        return InvalidArgument("Invalid page token.");
+      }
+      start = items.size();
+    }
+  }
+  Json out = Json::object();
+  Json list = Json::array();
+  size_t end = std::min(items.size(), start + static_cast<size_t>(size));
+  for (size_t i = start; i < end; ++i) {
+    list.push_back(items[i].second);
+  }
+  if (!list.empty()) {
+    out[std::string(field)] = std::move(list);
+  }
+  if (end < items.size() && end > start) {
+    out["nextPageToken"] = EncodePageToken(items[end - 1].first);
+  }
+  return out;
+}
+
+std::string ApiServerImpl::NewOperationNameLocked(const Call& c) {
+  long long ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(c.wall.time_since_epoch()).count();
+  std::string name;
+  do {
+    name = c.parent + "/operations/operation-" + std::to_string(ms) + "-" + Hex(rng_(), 13) + "-" +
+           Hex(rng_(), 8) + "-" + Hex(rng_(), 8);
+  } while (ops_.count(name));
+  return name;
+}
+
+OperationRecord& ApiServerImpl::NewOperationLocked(const Call& c, std::string_view verb,
+                                                   std::string_view target,
+                                                   std::string_view response_type) {
+  OperationRecord op;
+  op.name = NewOperationNameLocked(c);
+  op.version = c.version == "v1" ? "v2" : c.version;
+  op.verb = std::string(verb);
+  op.target = std::string(target);
+  op.response_type = std::string(response_type);
+  op.create_time = c.wall;
+  std::string name = op.name;
+  return ops_.emplace(name, std::move(op)).first->second;
+}
+
+Json ApiServerImpl::RenderOperation(const OperationRecord& op) const {
+  Json meta{{"@type", "type.googleapis.com/google.cloud.tpu." + op.version + ".OperationMetadata"},
+            {"createTime", FormatTimestamp(op.create_time)},
+            {"target", op.target},
+            {"verb", op.verb},
+            {"apiVersion", op.version}};
+  if (op.end_time) {
+    meta["endTime"] = FormatTimestamp(*op.end_time);
+  }
+  if (op.cancel_requested) {
+    meta["cancelRequested"] = true;
+  }
+  Json j{{"name", op.name}, {"metadata", meta}};
+  if (op.done) {
+    j["done"] = true;
+    if (op.error) {
+      j["error"] = OperationErrorJson(*op.error);
+    } else {
+      j["response"] = op.response;
+    }
+  }
+  return j;
+}
+
+void ApiServerImpl::FinishOperationLocked(const std::string& name, Json response) {
+  auto it = ops_.find(name);
+  if (it == ops_.end() || it->second.done) {
+    return;
+  }
+  OperationRecord& op = it->second;
+  op.done = true;
+  op.end_time = clock_.Now();
+  if (op.response_type.empty()) {
+    op.response = Json{{"@type", "type.googleapis.com/google.protobuf.Empty"}};
+  } else {
+    response["@type"] =
+        "type.googleapis.com/google.cloud.tpu." + op.version + "." + op.response_type;
+    // "@type" first, as Google writes it (clients do not care; people reading do).
+    Json ordered{{"@type", response["@type"]}};
+    for (auto& [k, v] : response.items()) {
+      if (k != "@type") {
+        ordered[k] = v;
+      }
+    }
+    op.response = std::move(ordered);
+  }
+}
+
+void ApiServerImpl::FailOperationLocked(const std::string& name, RpcError error) {
+  auto it = ops_.find(name);
+  if (it == ops_.end() || it->second.done) {
+    return;
+  }
+  it->second.done = true;
+  it->second.end_time = clock_.Now();
+  it->second.error = std::move(error);
+}
+
+std::string ApiServerImpl::ProjectNumber(std::string_view project) const {
+  // Stable for a project id: FNV-1a folded into 12 digits, no leading zero.
+  uint64_t h = 1469598103934665603ULL;
+  for (char ch : project) {
+    h = (h ^ static_cast<unsigned char>(ch)) * 1099511628211ULL;
+  }
+  return std::to_string(100000000000ULL + h % 900000000000ULL);
+}
+
+std::string ApiServerImpl::Eid() {
+  return "[EID: 0x" + Hex(rng_() >> 4, 15) + "]";
+}
+
+const OperationRecord* ApiServerImpl::FindRequestLocked(const Call& c, std::string_view method) {
+  std::string id = c.req->Query("requestId");
+  if (id.empty()) {
+    return nullptr;
+  }
+  auto it = request_ids_.find(c.parent + "|" + std::string(method) + "|" + id);
+  if (it == request_ids_.end()) {
+    return nullptr;
+  }
+  auto op = ops_.find(it->second);
+  return op == ops_.end() ? nullptr : &op->second;
+}
+
+void ApiServerImpl::RememberRequestLocked(const Call& c, std::string_view method,
+                                          const std::string& op) {
+  std::string id = c.req->Query("requestId");
+  if (!id.empty()) {
+    request_ids_[c.parent + "|" + std::string(method) + "|" + id] = op;
+  }
+}
+
+// --- operations ------------------------------------------------------------
+
+HttpResponse ApiServerImpl::ListOperations(const Call& c) {
+  std::vector<std::pair<std::string, Json>> items;
+  std::string prefix = c.parent + "/operations/";
+  for (auto it = ops_.lower_bound(prefix); it != ops_.end() && StartsWith(it->first, prefix);
+       ++it) {
+    items.emplace_back(it->first, RenderOperation(it->second));
+  }
+  RpcOr<Json> page = Page(c, items, "operations", /*sorted=*/true);
+  return page.ok() ? JsonResponse(page.value()) : ErrorResponse(page.error());
+}
+
+HttpResponse ApiServerImpl::GetOperation(const Call& c, const std::string& id) {
+  auto it = ops_.find(c.parent + "/operations/" + id);
+  if (it == ops_.end()) {
+    return ErrorResponse(NotFound(c.parent + "/operations/" + id));
+  }
+  return JsonResponse(RenderOperation(it->second));
+}
+
+HttpResponse ApiServerImpl::CancelOperation(const Call& c, const std::string& id) {
+  auto it = ops_.find(c.parent + "/operations/" + id);
+  if (it == ops_.end()) {
+    return ErrorResponse(NotFound(c.parent + "/operations/" + id));
+  }
+  // Cloud TPU records the request (metadata.cancelRequested) but its operations run
+  // to the end; clients must not count on cancellation.
+  if (!it->second.done) {
+    it->second.cancel_requested = true;
+  }
+  return JsonResponse(Json::object());
+}
+
+HttpResponse ApiServerImpl::DeleteOperation(const Call& c, const std::string& id) {
+  auto it = ops_.find(c.parent + "/operations/" + id);
+  if (it == ops_.end()) {
+    return ErrorResponse(NotFound(c.parent + "/operations/" + id));
+  }
+  ops_.erase(it);
+  return JsonResponse(Json::object());
+}
+
+// --- locations and the catalog ---------------------------------------------
+
+HttpResponse ApiServerImpl::ListLocations(const Call& c) {
+  std::vector<std::string> zones = catalog_.AllZones();
+  std::sort(zones.begin(), zones.end());
+  std::vector<std::pair<std::string, Json>> items;
+  for (const std::string& z : zones) {
+    std::string name = "projects/" + c.project + "/locations/" + z;
+    items.emplace_back(z, Json{{"name", name}, {"locationId", z}});
+  }
+  RpcOr<Json> page = Page(c, items, "locations", /*sorted=*/true);
+  return page.ok() ? JsonResponse(page.value()) : ErrorResponse(page.error());
+}
+
+HttpResponse ApiServerImpl::GetLocation(const Call& c) {
+  if (!ZoneKnown(c.zone)) {
+    return ErrorResponse(NotFound(c.parent));
+  }
+  return JsonResponse(Json{{"name", c.parent}, {"locationId", c.zone}});
+}
+
+HttpResponse ApiServerImpl::GenerateServiceIdentity(const Call& c) {
+  return JsonResponse(Json{
+      {"identity",
+       {{"email", "service-" + ProjectNumber(c.project) + "@cloud-tpu.iam.gserviceaccount.com"}}}});
+}
+
+namespace {
+
+Json AcceleratorTypeJson(const std::string& parent, const Family& f, int size) {
+  std::string type = f.name + "-" + std::to_string(size);
+  Json config{{"type", f.api_type}};
+  if (auto t = f.topologies.find(size); t != f.topologies.end()) {
+    config["topology"] = t->second;
+  }
+  return Json{{"name", parent + "/acceleratorTypes/" + type},
+              {"type", type},
+              {"acceleratorConfigs", Json::array({config})}};
+}
+
+}  // namespace
+
+HttpResponse ApiServerImpl::ListAcceleratorTypes(const Call& c) {
+  std::vector<std::pair<std::string, Json>> items;
+  for (const Family* f : FamiliesInZone(c.zone)) {
+    for (int size : f->sizes) {
+      items.emplace_back(f->name + "-" + std::to_string(size),
+                         AcceleratorTypeJson(c.parent, *f, size));
+    }
+  }
+  RpcOr<Json> page = Page(c, items, "acceleratorTypes", /*sorted=*/false);
+  return page.ok() ? JsonResponse(page.value()) : ErrorResponse(page.error());
+}
+
+HttpResponse ApiServerImpl::GetAcceleratorType(const Call& c, const std::string& id) {
+  for (const Family* f : FamiliesInZone(c.zone)) {
+    for (int size : f->sizes) {
+      if (f->name + "-" + std::to_string(size) == id) {
+        return JsonResponse(AcceleratorTypeJson(c.parent, *f, size));
+      }
+    }
+  }
+  return ErrorResponse(NotFound(c.parent + "/acceleratorTypes/" + id));
+}
+
+HttpResponse ApiServerImpl::ListRuntimeVersions(const Call& c) {
+  std::vector<std::pair<std::string, Json>> items;
+  std::set<std::string> seen;
+  for (const Family* f : FamiliesInZone(c.zone)) {
+    for (const std::string& v : f->runtime_versions) {
+      if (seen.insert(v).second) {
+        items.emplace_back(v, Json{{"name", c.parent + "/runtimeVersions/" + v}, {"version", v}});
+      }
+    }
+  }
+  std::sort(items.begin(), items.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  RpcOr<Json> page = Page(c, items, "runtimeVersions", /*sorted=*/true);
+  return page.ok() ? JsonResponse(page.value()) : ErrorResponse(page.error());
+}
+
+HttpResponse ApiServerImpl::GetRuntimeVersion(const Call& c, const std::string& id) {
+  for (const Family* f : FamiliesInZone(c.zone)) {
+    if (std::find(f->runtime_versions.begin(), f->runtime_versions.end(), id) !=
+        f->runtime_versions.end()) {
+      return JsonResponse(Json{{"name", c.parent + "/runtimeVersions/" + id}, {"version", id}});
+    }
+  }
+  return ErrorResponse(NotFound(c.parent + "/runtimeVersions/" + id));
+}
+
+}  // namespace tpufleet::emulator

@@ -1,0 +1,277 @@
+#include "emulator/api_server.h"
+
+#include <regex>
+
+#include "emulator/testing/api_fixture.h"
+#include "emulator/token.h"
+
+namespace tpufleet::emulator {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+using Json = nlohmann::json;
+
+class ApiServerTest : public ApiFixture {};
+
+TEST_F(ApiServerTest, LocationsAreServedUnderV1AndV2) {
+  Reply v2 = Get("/v2/projects/p/locations");
+  Reply v1 = Get("/v1/projects/p/locations?$alt=json;enum-encoding=int");
+  ASSERT_EQ(v2.status, 200) << v2.text;
+  EXPECT_EQ(v1.json, v2.json);
+  std::vector<std::string> ids;
+  for (const Json& l : v2.json["locations"]) {
+    ids.push_back(l["locationId"]);
+    EXPECT_EQ(l["name"], "projects/p/locations/" + l["locationId"].get<std::string>());
+  }
+  EXPECT_NE(std::find(ids.begin(), ids.end(), "us-central2-b"), ids.end());
+  EXPECT_TRUE(std::is_sorted(ids.begin(), ids.end()));
+
+  Reply one = Get("/v2/projects/p/locations/us-central2-b");
+  EXPECT_EQ(one.json, (Json{{"name", "projects/p/locations/us-central2-b"},
+                            {"locationId", "us-central2-b"}}));
+  EXPECT_EQ(Get("/v1/projects/p/locations/us-central2-b").json, one.json);
+  EXPECT_EQ(Get("/v2/projects/p/locations/mars-north1-a").status, 404);
+
+  Reply page = Get("/v2/projects/p/locations?pageSize=2");
+  EXPECT_EQ(page.json["locations"].size(), 2u);
+  Reply next = Get("/v2/projects/p/locations?pageSize=2&pageToken=" +
+                   page.json["nextPageToken"].get<std::string>());
+  EXPECT_EQ(next.json["locations"][0]["locationId"], ids[2]);
+}
+
+TEST_F(ApiServerTest, UnknownZoneIsRefusedLikeGoogleDoes) {
+  Reply r = Get("/v2/projects/p/locations/us-nowhere1-z/nodes");
+  EXPECT_EQ(r.status, 403);
+  EXPECT_EQ(r.json["error"]["status"], "PERMISSION_DENIED");
+  EXPECT_EQ(r.json["error"]["message"],
+            "Location us-nowhere1-z is not found or access is unauthorized.");
+}
+
+TEST_F(ApiServerTest, AcceleratorTypesComeFromTheCatalogPerZone) {
+  Reply list = Get(std::string(kParent) + "/acceleratorTypes");
+  ASSERT_EQ(list.status, 200);
+  ASSERT_FALSE(list.json["acceleratorTypes"].empty());
+  for (const Json& t : list.json["acceleratorTypes"]) {
+    EXPECT_EQ(t["type"].get<std::string>().rfind("v4-", 0), 0u) << t;  // only v4 in us-central2-b
+  }
+  Reply v432 = Get(std::string(kParent) + "/acceleratorTypes/v4-32");
+  EXPECT_EQ(v432.json, (Json{{"name", "projects/p/locations/us-central2-b/acceleratorTypes/v4-32"},
+                             {"type", "v4-32"},
+                             {"acceleratorConfigs", {{{"type", "V4"}, {"topology", "2x2x4"}}}}}));
+  EXPECT_EQ(Get(std::string(kParent) + "/acceleratorTypes/v5p-8").status, 404);
+
+  // Paging over a list that is not sorted by name keeps catalog order.
+  std::vector<std::string> paged;
+  std::string token;
+  for (int i = 0; i < 50; ++i) {
+    Reply r = Get(std::string(kParent) + "/acceleratorTypes?pageSize=3" +
+                  (token.empty() ? "" : "&pageToken=" + token));
+    for (const Json& t : r.json["acceleratorTypes"]) {
+      paged.push_back(t["type"]);
+    }
+    token = r.json.value("nextPageToken", std::string());
+    if (token.empty()) {
+      break;
+    }
+  }
+  EXPECT_EQ(paged.size(), list.json["acceleratorTypes"].size());
+  EXPECT_EQ(paged.front(), "v4-8");
+}
+
+TEST_F(ApiServerTest, RuntimeVersions) {
+  Reply list = Get("/v2/projects/p/locations/us-east5-a/runtimeVersions");
+  ASSERT_EQ(list.status, 200);
+  std::vector<std::string> versions;
+  for (const Json& v : list.json["runtimeVersions"]) {
+    versions.push_back(v["version"]);
+  }
+  EXPECT_NE(std::find(versions.begin(), versions.end(), "v2-alpha-tpuv6e"), versions.end());
+  EXPECT_EQ(Get("/v2/projects/p/locations/us-east5-a/runtimeVersions/v2-alpha-tpuv6e").json["name"],
+            "projects/p/locations/us-east5-a/runtimeVersions/v2-alpha-tpuv6e");
+  EXPECT_EQ(Get("/v2/projects/p/locations/us-east5-a/runtimeVersions/tpu-vm-v4-base").status, 404);
+}
+
+TEST_F(ApiServerTest, OperationsCanBeListedCancelledAndDeleted) {
+  std::string a = Post(std::string(kParent) + "/nodes?nodeId=a", NodeBody()).json["name"];
+  std::string b = Post(std::string(kParent) + "/nodes?nodeId=b", NodeBody()).json["name"];
+  Reply list = Get(std::string(kParent) + "/operations?");
+  ASSERT_EQ(list.json["operations"].size(), 2u);
+  Reply page = Get(std::string(kParent) + "/operations?pageSize=1");
+  EXPECT_EQ(page.json["operations"].size(), 1u);
+  EXPECT_TRUE(page.json.contains("nextPageToken"));
+
+  Reply cancel = Post("/v2/" + a + ":cancel");
+  EXPECT_EQ(cancel.status, 200);
+  EXPECT_EQ(cancel.json, Json::object());
+  EXPECT_TRUE(Get("/v2/" + a).json["metadata"]["cancelRequested"].get<bool>());
+  // Cloud TPU operations run to the end even when a cancel was asked.
+  EXPECT_EQ(WaitOperation(a)["response"]["state"], "READY");
+
+  EXPECT_EQ(Delete("/v2/" + b).json, Json::object());
+  EXPECT_EQ(Get("/v2/" + b).status, 404);
+  EXPECT_EQ(Post("/v2/" + b + ":cancel").status, 404);
+  EXPECT_EQ(Get(std::string(kParent) + "/operations/operation-1-x")
+                .json["error"]["details"][0]["resourceName"],
+            "projects/p/locations/us-central2-b/operations/operation-1-x");
+}
+
+TEST_F(ApiServerTest, UnknownRoutesAre404) {
+  EXPECT_EQ(Get("/v3/projects/p/locations").status, 404);
+  EXPECT_EQ(Get("/").status, 404);
+  EXPECT_EQ(Get(std::string(kParent) + "/widgets").status, 404);
+  EXPECT_EQ(Send("PUT", std::string(kParent) + "/nodes").status, 404);
+  EXPECT_EQ(Post(std::string(kParent) + "/nodes/n1:explode").status, 404);
+  EXPECT_EQ(Get("/v1/projects/p/locations/us-central2-b/nodes").status, 404);
+  Reply r = Get("/v2/projects/p/zones/z");
+  EXPECT_EQ(r.json["error"]["code"], 404);
+}
+
+TEST_F(ApiServerTest, GenerateServiceIdentity) {
+  Reply r = Post("/v2/projects/p/locations/us-central2-b:generateServiceIdentity");
+  ASSERT_EQ(r.status, 200) << r.text;
+  EXPECT_TRUE(
+      std::regex_match(r.json["identity"]["email"].get<std::string>(),
+                       std::regex("service-[0-9]{12}@cloud-tpu\\.iam\\.gserviceaccount\\.com")));
+}
+
+TEST_F(ApiServerTest, ProjectsCanBeRestricted) {
+  EmulatorConfig config;
+  config.projects = {"mine"};
+  Reset(config);
+  EXPECT_EQ(Get("/v2/projects/mine/locations/us-central2-b/nodes").status, 200);
+  Reply r = Get("/v2/projects/yours/locations/us-central2-b/nodes");
+  EXPECT_EQ(r.status, 403);
+  EXPECT_EQ(r.json["error"]["message"], "Permission denied on resource project yours.");
+  EXPECT_EQ(r.json["error"]["details"][0]["reason"], "CONSUMER_INVALID");
+}
+
+TEST_F(ApiServerTest, AnyBearerIsAcceptedByDefault) {
+  EXPECT_EQ(Send("GET", std::string(kParent) + "/nodes", "", {{"authorization", "Bearer whatever"}})
+                .status,
+            200);
+  EXPECT_EQ(Get(std::string(kParent) + "/nodes").status, 200);
+}
+
+TEST_F(ApiServerTest, IssuedTokensCanBeRequired) {
+  EmulatorConfig config;
+  config.auth.require_issued_tokens = true;
+  config.auth.authorized_users.push_back({"client", "secret", "refresh"});
+  Reset(config);
+  Reply none = Get(std::string(kParent) + "/nodes");
+  EXPECT_EQ(none.status, 401);
+  EXPECT_EQ(none.json["error"]["status"], "UNAUTHENTICATED");
+  EXPECT_EQ(Send("GET", std::string(kParent) + "/nodes", "", {{"authorization", "Bearer made-up"}})
+                .status,
+            401);
+
+  Reply token =
+      Send("POST", "/token",
+           "grant_type=refresh_token&client_id=client&client_secret=secret&refresh_token=refresh");
+  ASSERT_EQ(token.status, 200) << token.text;
+  std::string access = token.json["access_token"];
+  EXPECT_EQ(token.json["token_type"], "Bearer");
+  EXPECT_EQ(token.json["expires_in"], 3599);
+  EXPECT_EQ(
+      Send("GET", std::string(kParent) + "/nodes", "", {{"authorization", "Bearer " + access}})
+          .status,
+      200);
+  EXPECT_EQ(Get(std::string(kParent) + "/nodes?access_token=" + access).status, 200);
+  clock_.Advance(seconds(3600));
+  EXPECT_EQ(
+      Send("GET", std::string(kParent) + "/nodes", "", {{"authorization", "Bearer " + access}})
+          .status,
+      401);
+}
+
+TEST_F(ApiServerTest, TokenEndpointVerifiesServiceAccountAssertions) {
+  Result<GeneratedServiceAccountKey> key = GenerateServiceAccountKey(
+      "sa@p.iam.gserviceaccount.com", "p", "http://127.0.0.1:1/token", 1024);
+  ASSERT_TRUE(key.ok()) << key.status().ToString();
+  EmulatorConfig config;
+  config.auth.service_account_keys.push_back(key->accepted);
+  Reset(config);
+  Json sa = Json::parse(key->key_json);
+  long long now = std::chrono::duration_cast<seconds>(clock_.Now().time_since_epoch()).count();
+  Json claims{{"iss", sa["client_email"]},
+              {"scope", "https://www.googleapis.com/auth/cloud-platform"},
+              {"aud", "https://oauth2.googleapis.com/token"},
+              {"iat", now},
+              {"exp", now + 3600}};
+  Result<std::string> jwt = SignJwtRs256(claims.dump(), sa["private_key"].get<std::string>(),
+                                         sa["private_key_id"].get<std::string>());
+  ASSERT_TRUE(jwt.ok());
+  for (const char* path : {"/token", "/oauth2/v4/token"}) {
+    Reply r =
+        Send("POST", path,
+             "grant_type=urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Ajwt-bearer&assertion=" + *jwt);
+    EXPECT_EQ(r.status, 200) << r.text;
+    EXPECT_EQ(r.json["access_token"].get<std::string>().rfind("ya29.", 0), 0u);
+  }
+  std::string tampered = *jwt;
+  tampered[tampered.size() - 5] = tampered[tampered.size() - 5] == 'A' ? 'B' : 'A';
+  Reply bad = Send("POST", "/token",
+                   "grant_type=urn:ietf:params:oauth:grant-type:jwt-bearer&assertion=" + tampered);
+  EXPECT_EQ(bad.status, 400);
+  EXPECT_EQ(bad.json,
+            (Json{{"error", "invalid_grant"}, {"error_description", "Invalid JWT Signature."}}));
+  EXPECT_EQ(Get("/token").status, 404);
+}
+
+TEST_F(ApiServerTest, AdminStatusShowsNodesFaultsAndUsage) {
+  EmulatorConfig config;
+  config.quota.push_back({"us-central2", "v4", QuotaTier::kAny, 100});
+  Reset(config);
+  CreateNode("n1", NodeBody("v4-16"));
+  Post("/emulator/v1/faults", Json{{"kind", "stockout"}, {"zone", "us-east5-a"}});
+  Reply status = Get("/emulator/v1/status");
+  ASSERT_EQ(status.status, 200) << status.text;
+  const Json& s = status.json;
+  ASSERT_EQ(s["nodes"].size(), 1u);
+  EXPECT_EQ(s["nodes"][0]["name"], NodeName("n1"));
+  EXPECT_EQ(s["nodes"][0]["state"], "READY");
+  EXPECT_EQ(s["nodes"][0]["chips"], 8);
+  ASSERT_EQ(s["nodes"][0]["workers"].size(), 2u);
+  EXPECT_EQ(s["nodes"][0]["workers"][1]["address"], "198.18.0.2");
+  EXPECT_EQ(s["nodes"][0]["workers"][1]["cutOff"], false);
+  EXPECT_EQ(s["faults"].size(), 1u);
+  EXPECT_EQ(s["faults"][0]["kind"], "stockout");
+  EXPECT_EQ(s["usage"]["quota"][0]["chipsInUse"], 8);
+  EXPECT_EQ(s["usage"]["quota"][0]["chipsLimit"], 100);
+  EXPECT_EQ(s["usage"]["capacity"][0]["chipsInUse"], 8);
+  EXPECT_EQ(s["operations"]["total"], 1);
+  EXPECT_EQ(s["hostWorkPending"], 0);
+  EXPECT_EQ(Json::parse(server_->StatusJson())["nodes"], s["nodes"]);
+  EXPECT_EQ(Get("/emulator/v1/nothing").status, 404);
+}
+
+TEST_F(ApiServerTest, DestroyAllHostsQueuesDestroyForEveryNode) {
+  CreateNode("a");
+  CreateNode("b");
+  hosts_->ClearCalls();
+  server_->DestroyAllHosts();
+  EXPECT_EQ(server_->host_work_pending(), 2u);
+  EXPECT_EQ(server_->RunPendingHostWork(), 2u);
+  EXPECT_EQ(hosts_->CallsStartingWith("Destroy").size(), 2u);
+}
+
+TEST_F(ApiServerTest, WithoutWorkerHostsTheServerRunsApiOnly) {
+  ApiServer api(EmulatorConfig(), clock_, nullptr, catalog_);
+  HttpRequest req;
+  req.method = "POST";
+  req.path = std::string(kParent) + "/nodes";
+  req.query["nodeId"] = "n1";
+  req.body = NodeBody("v4-32").dump();
+  ASSERT_EQ(api.Handle(req).status, 200);
+  api.RunPendingHostWork();
+  clock_.Advance(seconds(2));
+  req = HttpRequest();
+  req.method = "GET";
+  req.path = NodePath("n1");
+  Json node = Json::parse(api.Handle(req).body);
+  EXPECT_EQ(node["state"], "READY");
+  EXPECT_EQ(node["networkEndpoints"].size(), 4u);
+}
+
+}  // namespace
+}  // namespace tpufleet::emulator

@@ -1,0 +1,296 @@
+#include "emulator/hosts/host_checks.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/file.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <thread>
+
+#include "emulator/hosts/subprocess.h"
+#include "util/file.h"
+#include "util/log.h"
+#include "util/strings.h"
+
+namespace tpufleet::emulator::hosts {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr const char* kNeedRoot =
+    "the emulator's worker hosts need root (or CAP_SYS_ADMIN + CAP_NET_ADMIN) to create network "
+    "namespaces; run as root";
+
+std::string Errno(const std::string& what) {
+  return what + ": " + std::strerror(errno);
+}
+
+class Fd {
+ public:
+  explicit Fd(int fd) : fd_(fd) {}
+  Fd(Fd&& o) noexcept : fd_(o.fd_) { o.fd_ = -1; }
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  ~Fd() {
+    if (fd_ >= 0) {
+      ::close(fd_);
+    }
+  }
+  int get() const { return fd_; }
+
+ private:
+  int fd_ = -1;
+};
+
+// Reaps `pid` if it is our child and has exited. True when it is gone (or not ours).
+bool Reaped(pid_t pid) {
+  int status = 0;
+  pid_t r = ::waitpid(pid, &status, WNOHANG);
+  return r == pid || (r < 0 && errno == ECHILD);
+}
+
+bool IsUnder(const std::string& path, const std::string& dir) {
+  return path == dir || StartsWith(path, dir + "/");
+}
+
+bool HasCapabilities() {
+  Result<std::string> status = ReadFile("/proc/self/status");
+  if (!status.ok()) {
+    return false;
+  }
+  for (const std::string& line : Split(*status, '\n')) {
+    if (StartsWith(line, "CapEff:")) {
+      unsigned long long caps = std::strtoull(line.c_str() + 7, nullptr, 16);
+      constexpr int kCapNetAdmin = 12;
+      constexpr int kCapSysAdmin = 21;
+      return (caps >> kCapNetAdmin & 1) != 0 && (caps >> kCapSysAdmin & 1) != 0;
+    }
+  }
+  return false;
+}
+
+// Pids of worker inits under `state_dir`: PID 1 of their namespace, running the worker
+// program with --disk=<state_dir>/nodes/…
+std::vector<pid_t> FindStaleInits(const std::string& state_dir) {
+  std::vector<pid_t> out;
+  std::error_code ec;
+  for (const fs::directory_entry& e : fs::directory_iterator("/proc", ec)) {
+    std::string name = e.path().filename().string();
+    long long pid = 0;
+    if (!ParseInt(name, &pid) || pid <= 1) {
+      continue;
+    }
+    Result<std::string> cmdline = ReadFile("/proc/" + name + "/cmdline");
+    if (!cmdline.ok() || cmdline->empty()) {
+      continue;
+    }
+    std::vector<std::string> argv = Split(*cmdline, '\0');
+    if (fs::path(argv[0]).filename() != kWorkerProgram) {
+      continue;
+    }
+    bool ours = false;
+    for (const std::string& a : argv) {
+      ours = ours || StartsWith(a, "--disk=" + state_dir + "/nodes/");
+    }
+    Result<std::string> status = ReadFile("/proc/" + name + "/status");
+    bool is_init = false;
+    if (status.ok()) {
+      for (const std::string& line : Split(*status, '\n')) {
+        if (StartsWith(line, "NSpid:")) {
+          std::vector<std::string> f;
+          for (const std::string& part : Split(line.substr(6), '\t')) {
+            if (!Trim(part).empty()) {
+              f.emplace_back(Trim(part));
+            }
+          }
+          is_init = f.size() >= 2 && f.back() == "1";
+        }
+      }
+    }
+    if (ours && is_init) {
+      out.push_back(static_cast<pid_t>(pid));
+    }
+  }
+  return out;
+}
+
+bool GoneOrZombie(pid_t pid) {
+  Result<std::string> stat = ReadFile("/proc/" + std::to_string(pid) + "/stat");
+  if (!stat.ok()) {
+    return true;
+  }
+  size_t paren = stat->rfind(')');
+  return paren != std::string::npos && paren + 2 < stat->size() && (*stat)[paren + 2] == 'Z';
+}
+
+bool IsSimpleName(const std::string& s, size_t max) {
+  if (s.empty() || s.size() > max) {
+    return false;
+  }
+  for (char c : s) {
+    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-')) {
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+Status ValidateNodeSpec(const NodeHostSpec& spec) {
+  if (spec.name.empty() || spec.name.size() > 1024 || spec.name.find('\n') != std::string::npos) {
+    return InvalidArgumentError("worker hosts: bad node name");
+  }
+  if (!IsSimpleName(spec.id, 64)) {
+    return InvalidArgumentError("worker hosts: node id must be 1-64 of [a-z0-9-], got \"" +
+                                spec.id.substr(0, 64) + "\"");
+  }
+  if (!IsSimpleName(spec.accelerator_type, 64)) {
+    return InvalidArgumentError("worker hosts: bad accelerator type");
+  }
+  if (spec.workers < 1 || spec.workers > kMaxWorkersPerNode) {
+    return InvalidArgumentError("worker hosts: a node has 1 to " +
+                                std::to_string(kMaxWorkersPerNode) + " workers, not " +
+                                std::to_string(spec.workers));
+  }
+  return Status::Ok();
+}
+
+// The directories a worker mounts over or that hold the machine's own state.
+Status ValidateStateDir(const std::string& dir) {
+  if (dir.empty() || dir[0] != '/') {
+    return InvalidArgumentError("worker hosts: the state dir must be an absolute path, not \"" +
+                                dir + "\"");
+  }
+  for (const char* forbidden : {"/etc", "/usr", "/opt", "/run", "/proc", "/sys", "/dev", "/boot"}) {
+    if (IsUnder(dir, forbidden)) {
+      return InvalidArgumentError("worker hosts: the state dir " + dir + " must not be under " +
+                                  forbidden);
+    }
+  }
+  for (const char* covered : {"/home", "/root", "/tmp", "/var", "/etc", "/usr", "/opt", "/run"}) {
+    if (IsUnder(covered, dir)) {
+      return InvalidArgumentError("worker hosts: the state dir " + dir + " must not contain " +
+                                  covered + ", which every worker mounts over");
+    }
+  }
+  return Status::Ok();
+}
+
+Status CheckMachineSupport() {
+  if (::geteuid() != 0 && !HasCapabilities()) {
+    return FailedPreconditionError(kNeedRoot);
+  }
+  TPUFLEET_TRY(hosts::FindProgram("ip", "iproute2").status());
+  TPUFLEET_TRY(hosts::FindProgram("sshd", "openssh-server").status());
+  TPUFLEET_TRY(hosts::FindProgram("ssh-keygen", "openssh-client").status());
+  TPUFLEET_TRY(hosts::FindProgram("useradd", "passwd").status());
+  // Try the namespaces once: containers often forbid them even to root.
+  long pid = ::syscall(
+      SYS_clone, CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC | SIGCHLD,
+      nullptr, nullptr, nullptr, nullptr);
+  if (pid == 0) {
+    ::_exit(0);
+  }
+  if (pid < 0) {
+    return FailedPreconditionError(std::string(kNeedRoot) +
+                                   " (creating namespaces failed: " + std::strerror(errno) + ")");
+  }
+  int status = 0;
+  while (::waitpid(static_cast<pid_t>(pid), &status, 0) < 0 && errno == EINTR) {
+  }
+  return Status::Ok();
+}
+
+Status ProbeSsh(const std::vector<std::string>& addresses, Clock& clock, Clock::MonoTime deadline) {
+  std::vector<std::string> pending = addresses;
+  while (!pending.empty()) {
+    std::vector<Fd> socks;
+    std::vector<pollfd> fds;
+    for (const std::string& a : pending) {
+      Fd s(::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+      sockaddr_in sin{};
+      sin.sin_family = AF_INET;
+      sin.sin_port = htons(22);
+      ::inet_pton(AF_INET, a.c_str(), &sin.sin_addr);
+      ::connect(s.get(), reinterpret_cast<sockaddr*>(&sin), sizeof sin);
+      fds.push_back({s.get(), POLLOUT, 0});
+      socks.push_back(std::move(s));
+    }
+    auto attempt_end = clock.MonotonicNow() + kProbeAttempt;
+    std::vector<bool> ok(pending.size(), false);
+    size_t answered = 0;
+    while (answered < pending.size() && clock.MonotonicNow() < attempt_end) {
+      if (::poll(fds.data(), fds.size(), static_cast<int>(kProbeAttempt.count())) <= 0) {
+        break;
+      }
+      for (size_t i = 0; i < fds.size(); ++i) {
+        if (fds[i].fd >= 0 && fds[i].revents != 0) {
+          int err = 0;
+          socklen_t len = sizeof err;
+          ::getsockopt(fds[i].fd, SOL_SOCKET, SO_ERROR, &err, &len);
+          ok[i] = err == 0;
+          fds[i].fd = -1;
+          ++answered;
+        }
+      }
+    }
+    std::vector<std::string> still;
+    for (size_t i = 0; i < pending.size(); ++i) {
+      if (!ok[i]) {
+        still.push_back(pending[i]);
+      }
+    }
+    pending = std::move(still);
+    if (!pending.empty()) {
+      if (clock.MonotonicNow() >= deadline) {
+        return TimeoutError("sshd on " + Join(pending, ", ") +
+                            " did not accept connections from the machine in time");
+      }
+      clock.SleepFor(kHostPollInterval);
+    }
+  }
+  return Status::Ok();
+}
+
+void KillStaleInits(const std::string& state_dir) {
+  std::vector<pid_t> pids = FindStaleInits(state_dir);
+  for (pid_t pid : pids) {
+    Log(LogLevel::kInfo,
+        "emulator hosts: killing a leftover worker (pid " + std::to_string(pid) + ")");
+    ::kill(pid, SIGKILL);
+  }
+  auto deadline = std::chrono::steady_clock::now() + kStaleKillTimeout;
+  for (pid_t pid : pids) {
+    while (!GoneOrZombie(pid) && !Reaped(pid) && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(kHostPollInterval);
+    }
+  }
+}
+
+Result<int> LockStateDir(const std::string& state_dir) {
+  std::string path = state_dir + "/hosts.lock";
+  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    return FailedPreconditionError(Errno(path));
+  }
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    ::close(fd);
+    return FailedPreconditionError("the worker hosts' state dir " + state_dir +
+                                   " is in use by another running emulator");
+  }
+  return fd;
+}
+
+}  // namespace tpufleet::emulator::hosts

@@ -1,0 +1,651 @@
+// System tests of NamespaceHosts: real namespaces, veths, sshd, ssh and curl. They need
+// root (as CI runs them); otherwise every test is skipped with the reason. Each test
+// cleans up in TearDown, even when it fails; a crash of this process is covered by the
+// workers' death signal and by CleanStale at the next start.
+#include "emulator/hosts/namespace_hosts.h"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <future>
+#include <set>
+#include <thread>
+
+#include "emulator/hosts/host_network.h"
+#include "emulator/hosts/subprocess.h"
+#include "util/clock.h"
+#include "util/file.h"
+#include "util/strings.h"
+
+namespace tpufleet::emulator {
+namespace {
+
+namespace fs = std::filesystem;
+using hosts::CommandResult;
+using hosts::FindProgram;
+using hosts::RunCommand;
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+constexpr const char* kNode = "projects/p/locations/us-central2-b/nodes/t1";
+// How long a check that something is gone may take: process and netns teardown is
+// asynchronous in the kernel, but takes milliseconds.
+constexpr milliseconds kGoneTimeout{10'000};
+// ssh commands: generous, the machine may be busy with other tests.
+constexpr milliseconds kSshTimeout{30'000};
+
+std::string Must(Result<std::string> r) {
+  EXPECT_TRUE(r.ok()) << r.status().ToString();
+  return r.ok() ? *r : "";
+}
+
+// Polls `done` until it holds or kGoneTimeout passes.
+template <typename F>
+bool Eventually(F done) {
+  auto deadline = std::chrono::steady_clock::now() + kGoneTimeout;
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      return false;
+    }
+    std::this_thread::sleep_for(milliseconds(20));
+  }
+  return true;
+}
+
+bool Alive(pid_t pid) {
+  Result<std::string> stat = ReadFile("/proc/" + std::to_string(pid) + "/stat");
+  if (!stat.ok()) {
+    return false;
+  }
+  size_t paren = stat->rfind(')');
+  return !(paren != std::string::npos && paren + 2 < stat->size() && (*stat)[paren + 2] == 'Z');
+}
+
+std::string PidNamespace(pid_t pid) {
+  std::error_code ec;
+  return fs::read_symlink("/proc/" + std::to_string(pid) + "/ns/pid", ec).string();
+}
+
+// Every process of the machine whose PID namespace is that of one of `inits`.
+std::set<pid_t> ProcessesOn(const std::vector<pid_t>& inits) {
+  std::set<std::string> spaces;
+  for (pid_t p : inits) {
+    if (p > 0) {
+      spaces.insert(PidNamespace(p));
+    }
+  }
+  std::set<pid_t> out;
+  std::error_code ec;
+  for (const fs::directory_entry& e : fs::directory_iterator("/proc", ec)) {
+    long long pid = 0;
+    if (ParseInt(e.path().filename().string(), &pid) &&
+        spaces.count(PidNamespace(static_cast<pid_t>(pid))) != 0) {
+      out.insert(static_cast<pid_t>(pid));
+    }
+  }
+  return out;
+}
+
+std::vector<pid_t> ProcessesNamed(const std::string& comm) {
+  std::vector<pid_t> out;
+  std::error_code ec;
+  for (const fs::directory_entry& e : fs::directory_iterator("/proc", ec)) {
+    long long pid = 0;
+    if (ParseInt(e.path().filename().string(), &pid)) {
+      Result<std::string> c = ReadFile(e.path().string() + "/comm");
+      if (c.ok() && Trim(*c) == comm && Alive(static_cast<pid_t>(pid))) {
+        out.push_back(static_cast<pid_t>(pid));
+      }
+    }
+  }
+  return out;
+}
+
+std::vector<pid_t> ProcessesWithArg(const std::string& needle) {
+  std::vector<pid_t> out;
+  std::error_code ec;
+  for (const fs::directory_entry& e : fs::directory_iterator("/proc", ec)) {
+    long long pid = 0;
+    if (ParseInt(e.path().filename().string(), &pid) && pid != ::getpid()) {
+      Result<std::string> c = ReadFile(e.path().string() + "/cmdline");
+      if (c.ok() && c->find(needle) != std::string::npos && Alive(static_cast<pid_t>(pid))) {
+        out.push_back(static_cast<pid_t>(pid));
+      }
+    }
+  }
+  return out;
+}
+
+std::vector<std::string> LinksWithPrefix(const std::string& prefix) {
+  std::vector<std::string> out;
+  for (const std::string& l : hosts::HostNetwork::ListLinks()) {
+    if (StartsWith(l, prefix)) {
+      out.push_back(l);
+    }
+  }
+  return out;
+}
+
+bool MountsMention(const std::string& path) {
+  Result<std::string> m = ReadFile("/proc/self/mountinfo");
+  return m.ok() && m->find(path) != std::string::npos;
+}
+
+class NamespaceHostsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (::geteuid() != 0) {
+      GTEST_SKIP() << "needs root: worker hosts make network namespaces, veths and mounts "
+                      "(CI runs the tests as root)";
+    }
+    Status support = NamespaceHosts::CheckSupport();
+    ASSERT_TRUE(support.ok()) << support.ToString() << " (run scripts/setup-deps.sh)";
+    // Under /tmp, which every worker mounts over, so /var is overlaid as in production.
+    char tmpl[] = "/tmp/tpufleet-hosts-test-XXXXXX";
+    ASSERT_NE(::mkdtemp(tmpl), nullptr);
+    root_ = tmpl;
+    state_ = root_ + "/state";
+    ssh_ = Must(FindProgram("ssh", "openssh-client"));
+    nsenter_ = Must(FindProgram("nsenter", "util-linux"));
+    curl_ = Must(FindProgram("curl", "curl"));
+    std::string keygen = Must(FindProgram("ssh-keygen", "openssh-client"));
+    for (const char* user : {"alice", "bob"}) {
+      std::string key = root_ + "/" + user;
+      ASSERT_TRUE(
+          hosts::RunChecked({keygen, "-q", "-t", "ed25519", "-N", "", "-C", user, "-f", key}).ok());
+      pub_[user] = std::string(Trim(Must(ReadFile(key + ".pub"))));
+    }
+    host_passwd_ = Must(ReadFile("/etc/passwd"));
+    MakeHosts();
+  }
+
+  void TearDown() override {
+    hosts_.reset();
+    if (!root_.empty()) {
+      Status s = NamespaceHosts::CleanStale(state_);
+      EXPECT_TRUE(s.ok()) << s.ToString();
+      std::error_code ec;
+      fs::remove_all(root_, ec);
+    }
+  }
+
+  void MakeHosts() {
+    NamespaceHostsOptions o;
+    o.state_dir = state_;
+    o.worker_binary = TPUFLEET_EMULATOR_WORKER;
+    Result<std::unique_ptr<NamespaceHosts>> h = NamespaceHosts::Create(o, clock_);
+    ASSERT_TRUE(h.ok()) << h.status().ToString();
+    hosts_ = std::move(*h);
+  }
+
+  NodeHostSpec Spec(const std::string& keys, int workers = 4) {
+    NodeHostSpec s;
+    s.name = kNode;
+    s.id = "1001";
+    s.accelerator_type = "v4-32";
+    s.workers = workers;
+    s.metadata = {{"ssh-keys", keys}};
+    return s;
+  }
+
+  std::string KeyLine(const std::string& user) { return user + ":" + pub_[user]; }
+
+  std::vector<WorkerInfo> BootOrDie(const NodeHostSpec& spec, bool new_addresses = false) {
+    Result<std::vector<WorkerInfo>> r = hosts_->Boot(spec, new_addresses);
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    if (!r.ok()) {
+      return {};
+    }
+    std::string kh;
+    for (const WorkerInfo& w : *r) {
+      kh += w.address + " " + w.host_key + "\n";
+    }
+    EXPECT_TRUE(WriteFileAtomic(root_ + "/known_hosts", kh).ok());
+    return *r;
+  }
+
+  // Real OpenSSH, host keys pinned from Boot's answer.
+  CommandResult Ssh(const std::string& user, const std::string& address, const std::string& cmd,
+                    int connect_timeout_s = 10) {
+    Result<CommandResult> r = RunCommand({ssh_,
+                                          "-F",
+                                          "/dev/null",
+                                          "-i",
+                                          root_ + "/" + user,
+                                          "-o",
+                                          "IdentitiesOnly=yes",
+                                          "-o",
+                                          "BatchMode=yes",
+                                          "-o",
+                                          "StrictHostKeyChecking=yes",
+                                          "-o",
+                                          "UserKnownHostsFile=" + root_ + "/known_hosts",
+                                          "-o",
+                                          "GlobalKnownHostsFile=/dev/null",
+                                          "-o",
+                                          "ConnectTimeout=" + std::to_string(connect_timeout_s),
+                                          "-o",
+                                          "LogLevel=ERROR",
+                                          user + "@" + address,
+                                          "--",
+                                          cmd},
+                                         "", kSshTimeout);
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    return r.ok() ? *r : CommandResult{};
+  }
+
+  // curl inside a worker's network namespace (the metadata server is only there).
+  CommandResult Curl(pid_t init, const std::string& path, bool flavor = true,
+                     int max_seconds = 10) {
+    std::vector<std::string> argv = {
+        nsenter_, "--target", std::to_string(init),       "--net", "--", curl_, "-s",
+        "-i",     "-m",       std::to_string(max_seconds)};
+    if (flavor) {
+      argv.push_back("-H");
+      argv.push_back("Metadata-Flavor: Google");
+    }
+    argv.push_back("http://169.254.169.254/computeMetadata/v1/" + path);
+    Result<CommandResult> r = RunCommand(argv, "", milliseconds((max_seconds + 5) * 1000));
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    return r.ok() ? *r : CommandResult{};
+  }
+
+  static std::string Body(const CommandResult& r) {
+    size_t end = r.output.find("\r\n\r\n");
+    return end == std::string::npos ? "" : r.output.substr(end + 4);
+  }
+
+  RealClock clock_;
+  std::string root_;
+  std::string state_;
+  std::string ssh_, nsenter_, curl_;
+  std::map<std::string, std::string> pub_;
+  std::string host_passwd_;
+  std::unique_ptr<NamespaceHosts> hosts_;
+};
+
+TEST_F(NamespaceHostsTest, BootsFourWorkersEachWithItsOwnSshd) {
+  std::vector<WorkerInfo> w = BootOrDie(Spec(KeyLine("alice")));
+  ASSERT_EQ(w.size(), 4u);
+  std::set<std::string> addresses, names, keys;
+  for (const WorkerInfo& i : w) {
+    EXPECT_TRUE(StartsWith(i.address, "198.18.") || StartsWith(i.address, "198.19.")) << i.address;
+    EXPECT_TRUE(StartsWith(i.host_key, "ssh-ed25519 AAAA")) << i.host_key;
+    addresses.insert(i.address);
+    names.insert(i.hostname);
+    keys.insert(i.host_key);
+  }
+  EXPECT_EQ(addresses.size(), 4u);
+  EXPECT_EQ(names.size(), 4u);
+  EXPECT_EQ(keys.size(), 4u) << "every worker has its own host key";
+  for (const WorkerInfo& i : w) {
+    CommandResult r = Ssh("alice", i.address, "hostname");
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_EQ(Trim(r.output), i.hostname);
+  }
+  // No root login, as on a TPU VM; and the worker's users are not the machine's.
+  CommandResult root = Ssh("alice", w[0].address, "id -un; sudo -n id -un");
+  EXPECT_EQ(root.exit_code, 0) << root.output;
+  EXPECT_EQ(root.output, "alice\nroot\n");
+  EXPECT_EQ(Must(ReadFile("/etc/passwd")), host_passwd_);
+  // Repeating Boot of a running node changes nothing.
+  Result<std::vector<WorkerInfo>> again = hosts_->Boot(Spec(KeyLine("alice")), false);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ((*again)[3].address, w[3].address);
+}
+
+TEST_F(NamespaceHostsTest, MetadataServerAnswersLikeATpuVm) {
+  std::vector<WorkerInfo> w = BootOrDie(Spec(KeyLine("alice")));
+  ASSERT_EQ(w.size(), 4u);
+  std::vector<pid_t> pids = hosts_->InitPids(kNode);
+  for (int i = 0; i < 4; ++i) {
+    CommandResult r = Curl(pids[static_cast<size_t>(i)], "instance/attributes/agent-worker-number");
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_NE(r.output.find("Metadata-Flavor: Google\r\n"), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find("ETag: "), std::string::npos);
+    EXPECT_EQ(Body(r), std::to_string(i));
+  }
+  CommandResult endpoints = Curl(pids[2], "instance/attributes/worker-network-endpoints");
+  std::vector<std::string> parts = Split(Body(endpoints), ',');
+  ASSERT_EQ(parts.size(), 4u) << endpoints.output;
+  for (size_t i = 0; i < 4; ++i) {
+    std::vector<std::string> f = Split(parts[i], ':');
+    ASSERT_EQ(f.size(), 3u);
+    EXPECT_EQ(f[0], w[i].hostname);
+    EXPECT_EQ(f[2], w[i].address);
+  }
+  EXPECT_EQ(Body(Curl(pids[1], "instance/attributes/accelerator-type")), "v4-32");
+  EXPECT_EQ(Body(Curl(pids[1], "instance/attributes/ssh-keys")), KeyLine("alice"));
+  EXPECT_EQ(Body(Curl(pids[1], "instance/preempted")), "FALSE");
+  EXPECT_EQ(Body(Curl(pids[1], "instance/maintenance-event")), "NONE");
+  EXPECT_NE(Body(Curl(pids[1], "instance/service-accounts/default/token")).find("\"access_token\""),
+            std::string::npos);
+  CommandResult no_flavor = Curl(pids[1], "instance/preempted", /*flavor=*/false);
+  EXPECT_NE(no_flavor.output.find("HTTP/1.1 403"), std::string::npos) << no_flavor.output;
+  // From a user's session on the worker, by the usual name.
+  CommandResult from_user = Ssh(
+      "alice", w[3].address,
+      "curl -s -H 'Metadata-Flavor: Google' "
+      "http://metadata.google.internal/computeMetadata/v1/instance/attributes/agent-worker-number");
+  EXPECT_EQ(from_user.output, "3");
+}
+
+TEST_F(NamespaceHostsTest, WorkersHaveTheirOwnFilesUsersAndLocks) {
+  std::vector<WorkerInfo> w = BootOrDie(Spec(KeyLine("alice")));
+  ASSERT_EQ(w.size(), 4u);
+  std::string unique = "tpf-test-" + std::to_string(::getpid());
+  CommandResult made = Ssh("alice", w[0].address,
+                           "echo w0 > /tmp/" + unique + " && echo w0 > ~/" + unique +
+                               " && touch /tmp/libtpu_lockfile && sudo -n touch /etc/" + unique +
+                               " /usr/local/" + unique);
+  ASSERT_EQ(made.exit_code, 0) << made.output;
+  EXPECT_EQ(Ssh("alice", w[0].address, "cat /tmp/" + unique + " ~/" + unique).output, "w0\nw0\n");
+  CommandResult absent = Ssh("alice", w[1].address,
+                             "test ! -e /tmp/" + unique + " && test ! -e ~/" + unique +
+                                 " && test ! -e /tmp/libtpu_lockfile && test ! -e /etc/" + unique +
+                                 " && test ! -e /usr/local/" + unique + " && echo clean");
+  EXPECT_EQ(absent.output, "clean\n");
+  for (const std::string& p :
+       {"/tmp/" + unique, "/home/alice/" + unique, "/etc/" + unique, "/usr/local/" + unique}) {
+    EXPECT_FALSE(fs::exists(p)) << p << " leaked onto the machine";
+  }
+  EXPECT_EQ(Must(ReadFile("/etc/passwd")), host_passwd_);
+}
+
+TEST_F(NamespaceHostsTest, SshKeysPatchAddsAndRemovesUsersOnEveryWorker) {
+  std::vector<WorkerInfo> w = BootOrDie(Spec(KeyLine("alice")));
+  ASSERT_EQ(w.size(), 4u);
+  EXPECT_EQ(Ssh("bob", w[0].address, "true").exit_code, 255);
+  ASSERT_TRUE(
+      hosts_->SetMetadata(kNode, {{"ssh-keys", KeyLine("alice") + "\n" + KeyLine("bob")}}).ok());
+  for (const WorkerInfo& i : w) {
+    CommandResult r = Ssh("bob", i.address, "id -un");
+    EXPECT_EQ(r.output, "bob\n") << i.address << ": " << r.output;
+  }
+  ASSERT_TRUE(hosts_->SetMetadata(kNode, {{"ssh-keys", "# alice left\n" + KeyLine("bob")}}).ok());
+  for (const WorkerInfo& i : w) {
+    CommandResult alice = Ssh("alice", i.address, "true");
+    EXPECT_EQ(alice.exit_code, 255) << "alice still gets in on " << i.address;
+    EXPECT_NE(alice.output.find("Permission denied"), std::string::npos) << alice.output;
+    EXPECT_EQ(Ssh("bob", i.address, "true").exit_code, 0);
+  }
+  // Hostile lines are skipped, the good ones still applied.
+  ASSERT_TRUE(hosts_
+                  ->SetMetadata(kNode, {{"ssh-keys", "root:" + pub_["alice"] + "\n" + "x;reboot:" +
+                                                         pub_["alice"] + "\n" + KeyLine("bob")}})
+                  .ok());
+  EXPECT_EQ(Ssh("bob", w[2].address, "true").exit_code, 0);
+}
+
+TEST_F(NamespaceHostsTest, NoticesReachTheMetadataServerBeforeAnythingElse) {
+  std::vector<WorkerInfo> w = BootOrDie(Spec(KeyLine("alice")));
+  ASSERT_EQ(w.size(), 4u);
+  std::vector<pid_t> pids = hosts_->InitPids(kNode);
+  auto poll = std::async(std::launch::async, [&] {
+    return Curl(pids[1], "instance/preempted?wait_for_change=true&timeout_sec=60", true, 60);
+  });
+  EXPECT_EQ(poll.wait_for(milliseconds(700)), std::future_status::timeout)
+      << "the long-poll answered before anything changed";
+  ASSERT_TRUE(hosts_->Notify(kNode, HostEvent::kPreemptionNotice).ok());
+  ASSERT_EQ(poll.wait_for(seconds(10)), std::future_status::ready);
+  EXPECT_EQ(Body(poll.get()), "TRUE");
+  ASSERT_TRUE(hosts_->Notify(kNode, HostEvent::kMaintenanceNotice).ok());
+  EXPECT_EQ(Body(Curl(pids[3], "instance/maintenance-event")), "TERMINATE_ON_HOST_MAINTENANCE");
+}
+
+TEST_F(NamespaceHostsTest, HaltKillsEverythingOnTheWorkers) {
+  std::vector<WorkerInfo> w = BootOrDie(Spec(KeyLine("alice")));
+  ASSERT_EQ(w.size(), 4u);
+  CommandResult bg = Ssh("alice", w[0].address,
+                         "nohup sleep 4242 >/dev/null 2>&1 & setsid sleep 4243 >/dev/null 2>&1 "
+                         "< /dev/null & echo started");
+  ASSERT_EQ(bg.output, "started\n");
+  std::vector<pid_t> inits = hosts_->InitPids(kNode);
+  // The shell that ssh ran may return before its background child has exec'd sleep.
+  std::vector<pid_t> sleeps;
+  ASSERT_TRUE(Eventually([&] {
+    sleeps =
+        ProcessesWithArg(std::string("sleep\0"
+                                     "4242",
+                                     10));
+    return sleeps.size() == 1;
+  }));
+  std::set<pid_t> on_workers = ProcessesOn(inits);
+  EXPECT_EQ(on_workers.count(sleeps[0]), 1u);
+  EXPECT_GE(on_workers.size(), 4u * 2 + 2);  // init + sshd per worker, and the sleeps
+
+  ASSERT_TRUE(hosts_->Halt(kNode).ok());
+  for (pid_t p : hosts_->InitPids(kNode)) {
+    EXPECT_EQ(p, -1);
+  }
+  EXPECT_TRUE(Eventually([&] {
+    for (pid_t p : on_workers) {
+      if (Alive(p)) {
+        return false;
+      }
+    }
+    return true;
+  })) << "processes survived the halt";
+  CommandResult down = Ssh("alice", w[0].address, "true", /*connect_timeout_s=*/3);
+  EXPECT_EQ(down.exit_code, 255) << down.output;
+  std::string bridge = hosts_->bridge();
+  std::string slot = bridge.substr(5);
+  EXPECT_TRUE(Eventually([&] { return LinksWithPrefix("tpf" + slot + "v").empty(); }));
+}
+
+TEST_F(NamespaceHostsTest, RebootWithNewAddressesKeepsTheDisks) {
+  std::vector<WorkerInfo> before = BootOrDie(Spec(KeyLine("alice")));
+  ASSERT_EQ(before.size(), 4u);
+  ASSERT_EQ(Ssh("alice", before[0].address,
+                "echo kept > ~/kept && sudo -n sh -c 'echo kept > /etc/kept-etc'")
+                .exit_code,
+            0);
+  ASSERT_TRUE(hosts_->Halt(kNode).ok());
+  std::vector<WorkerInfo> after = BootOrDie(Spec(KeyLine("alice")), /*new_addresses=*/true);
+  ASSERT_EQ(after.size(), 4u);
+  for (size_t i = 0; i < 4; ++i) {
+    EXPECT_NE(after[i].address, before[i].address);
+    EXPECT_EQ(after[i].host_key, before[i].host_key) << "host keys live on the disk";
+    EXPECT_EQ(after[i].hostname, before[i].hostname);
+  }
+  EXPECT_EQ(Ssh("alice", after[0].address, "cat ~/kept /etc/kept-etc").output, "kept\nkept\n");
+  // Maintenance on a running node: new addresses, processes restarted.
+  std::vector<WorkerInfo> moved = BootOrDie(Spec(KeyLine("alice")), true);
+  ASSERT_EQ(moved.size(), 4u);
+  EXPECT_NE(moved[0].address, after[0].address);
+  EXPECT_EQ(Ssh("alice", moved[0].address, "cat ~/kept").output, "kept\n");
+}
+
+TEST_F(NamespaceHostsTest, CutOffMakesAWorkerUnreachableAndBack) {
+  std::vector<WorkerInfo> w = BootOrDie(Spec(KeyLine("alice")));
+  ASSERT_EQ(w.size(), 4u);
+  ASSERT_TRUE(hosts_->SetCutOff(kNode, 1, true).ok());
+  EXPECT_EQ(Ssh("alice", w[1].address, "true", 2).exit_code, 255);
+  EXPECT_EQ(Ssh("alice", w[0].address, "true").exit_code, 0);
+  // Nor can the other workers reach it.
+  CommandResult peer = Ssh("alice", w[0].address,
+                           "timeout 3 bash -c 'echo > /dev/tcp/" + w[1].address +
+                               "/22' 2>/dev/null && echo reached || echo unreachable");
+  EXPECT_EQ(peer.output, "unreachable\n");
+  ASSERT_TRUE(hosts_->SetCutOff(kNode, 1, false).ok());
+  EXPECT_EQ(Ssh("alice", w[1].address, "hostname").output, w[1].hostname + "\n");
+  EXPECT_EQ(hosts_->SetCutOff(kNode, 9, true).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(hosts_->SetCutOff("projects/p/locations/z/nodes/none", 0, true).code(),
+            StatusCode::kNotFound);
+}
+
+TEST_F(NamespaceHostsTest, DestroyAndShutdownLeaveNothingBehind) {
+  std::vector<WorkerInfo> a = BootOrDie(Spec(KeyLine("alice")));
+  ASSERT_EQ(a.size(), 4u);
+  NodeHostSpec other = Spec(KeyLine("bob"), 1);
+  other.name = "projects/p/locations/us-central2-b/nodes/t2";
+  other.id = "1002";
+  ASSERT_TRUE(hosts_->Boot(other, false).ok());
+  std::set<pid_t> on_a = ProcessesOn(hosts_->InitPids(kNode));
+  std::set<pid_t> on_b = ProcessesOn(hosts_->InitPids(other.name));
+  // Other emulators may run on this machine, so checks are on these workers' processes:
+  // each init and its sshd at least.
+  std::vector<pid_t> sshds = ProcessesNamed("sshd");
+  size_t our_sshds = 0;
+  for (pid_t p : sshds) {
+    our_sshds += on_a.count(p) + on_b.count(p);
+  }
+  EXPECT_GE(our_sshds, 5u);  // a listener each, and maybe a child for the readiness probe
+  std::string bridge = hosts_->bridge();
+  ASSERT_FALSE(bridge.empty());
+  std::string slot = bridge.substr(5);
+  EXPECT_EQ(LinksWithPrefix("tpf" + slot + "v").size(), 5u);
+
+  ASSERT_TRUE(hosts_->Destroy(kNode).ok());
+  EXPECT_FALSE(fs::exists(state_ + "/nodes/1001"));
+  EXPECT_TRUE(fs::exists(state_ + "/nodes/1002"));
+  EXPECT_TRUE(Eventually([&] {
+    for (pid_t p : on_a) {
+      if (Alive(p)) {
+        return false;
+      }
+    }
+    return true;
+  }));
+  EXPECT_TRUE(hosts_->Destroy(kNode).ok()) << "Destroy is idempotent";
+
+  hosts_.reset();  // Shutdown
+  EXPECT_TRUE(Eventually([&] {
+    for (pid_t p : on_b) {
+      if (Alive(p)) {
+        return false;
+      }
+    }
+    return true;
+  }));
+  EXPECT_TRUE(Eventually([&] { return LinksWithPrefix("tpf" + slot + "v").empty(); }));
+  EXPECT_TRUE(LinksWithPrefix(bridge).empty()) << "the bridge outlived Shutdown";
+  EXPECT_FALSE(MountsMention(state_));
+  EXPECT_TRUE(ProcessesWithArg(state_).empty());
+  EXPECT_TRUE(fs::exists(state_ + "/nodes/1002/w0/home")) << "Shutdown keeps the disks";
+}
+
+TEST_F(NamespaceHostsTest, SigkillOfTheOwnerLeavesNothingBehind) {
+  hosts_.reset();
+  std::string state = root_ + "/killed";
+  int report[2];
+  ASSERT_EQ(::pipe(report), 0);
+  pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    ::close(report[0]);
+    RealClock clock;
+    NamespaceHostsOptions o;
+    o.state_dir = state;
+    o.worker_binary = TPUFLEET_EMULATOR_WORKER;
+    Result<std::unique_ptr<NamespaceHosts>> h = NamespaceHosts::Create(o, clock);
+    std::string out = "ERR";
+    if (h.ok()) {
+      NodeHostSpec s = Spec(KeyLine("alice"), 2);
+      Result<std::vector<WorkerInfo>> r = (*h)->Boot(s, false);
+      if (r.ok()) {
+        out = (*h)->bridge();
+        for (pid_t p : (*h)->InitPids(s.name)) {
+          out += " " + std::to_string(p);
+        }
+      } else {
+        out += " " + r.status().ToString();
+      }
+    } else {
+      out += " " + h.status().ToString();
+    }
+    out += "\n";
+    [[maybe_unused]] ssize_t n = ::write(report[1], out.data(), out.size());
+    while (true) {
+      ::pause();  // until SIGKILLed
+    }
+  }
+  ::close(report[1]);
+  std::string line;
+  char c;
+  while (::read(report[0], &c, 1) == 1 && c != '\n') {
+    line += c;
+  }
+  ::close(report[0]);
+  std::vector<std::string> f = Split(line, ' ');
+  ASSERT_EQ(f.size(), 3u) << line;
+  ASSERT_NE(f[0], "ERR") << line;
+  std::string bridge = f[0];
+  std::vector<pid_t> inits = {std::stoi(f[1]), std::stoi(f[2])};
+  std::set<pid_t> on_workers = ProcessesOn(inits);
+  EXPECT_GE(on_workers.size(), 4u);
+
+  ::kill(child, SIGKILL);
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  EXPECT_TRUE(Eventually([&] {
+    for (pid_t p : on_workers) {
+      if (Alive(p)) {
+        return false;
+      }
+    }
+    return true;
+  })) << "workers outlived their emulator";
+  std::string slot = bridge.substr(5);
+  EXPECT_TRUE(Eventually([&] { return LinksWithPrefix("tpf" + slot + "v").empty(); }));
+  EXPECT_TRUE(ProcessesWithArg(state).empty());
+  // The bridge is all that is left; the next start (or CleanStale) removes it.
+  EXPECT_FALSE(LinksWithPrefix(bridge).empty());
+  ASSERT_TRUE(NamespaceHosts::CleanStale(state).ok());
+  EXPECT_TRUE(LinksWithPrefix(bridge).empty());
+}
+
+TEST_F(NamespaceHostsTest, WithoutRootTheErrorSaysSo) {
+  int report[2];
+  ASSERT_EQ(::pipe(report), 0);
+  pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    ::close(report[0]);
+    std::string out = "setresuid failed";
+    if (::setresgid(65534, 65534, 65534) == 0 && ::setresuid(65534, 65534, 65534) == 0) {
+      Status s = NamespaceHosts::CheckSupport();
+      out = s.ToString();
+    }
+    [[maybe_unused]] ssize_t n = ::write(report[1], out.data(), out.size());
+    ::_exit(0);
+  }
+  ::close(report[1]);
+  std::string out;
+  char buf[512];
+  ssize_t n;
+  while ((n = ::read(report[0], buf, sizeof buf)) > 0) {
+    out.append(buf, static_cast<size_t>(n));
+  }
+  ::close(report[0]);
+  ::waitpid(child, nullptr, 0);
+  EXPECT_TRUE(StartsWith(out, "failed_precondition: ")) << out;
+  EXPECT_NE(out.find("need root"), std::string::npos) << out;
+}
+
+TEST_F(NamespaceHostsTest, BadSpecsAreRejected) {
+  NodeHostSpec s = Spec(KeyLine("alice"), 1);
+  s.id = "../../etc";
+  EXPECT_EQ(hosts_->Boot(s, false).status().code(), StatusCode::kInvalidArgument);
+  s = Spec(KeyLine("alice"), 0);
+  EXPECT_EQ(hosts_->Boot(s, false).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(hosts_->SetMetadata("projects/p/locations/z/nodes/none", {}).code(),
+            StatusCode::kNotFound);
+  EXPECT_TRUE(hosts_->Halt("projects/p/locations/z/nodes/none").ok());
+  NamespaceHostsOptions o;
+  o.state_dir = "/etc/tpufleet";
+  o.worker_binary = TPUFLEET_EMULATOR_WORKER;
+  EXPECT_EQ(NamespaceHosts::Create(o, clock_).status().code(), StatusCode::kInvalidArgument);
+  o.state_dir = state_;
+  EXPECT_EQ(NamespaceHosts::Create(o, clock_).status().code(), StatusCode::kFailedPrecondition)
+      << "a second emulator on the same state dir";
+}
+
+}  // namespace
+}  // namespace tpufleet::emulator

@@ -1,0 +1,49 @@
+// Running the machine's tools (ip, ssh-keygen, useradd, …) without a shell.
+//
+// Every command is an argv array handed to posix_spawn: no string ever reaches a shell,
+// so user names and keys from metadata cannot inject anything. Programs are looked up
+// in the system directories, never through $PATH, and run with a minimal environment
+// (the caller's may hold credentials), a clean signal mask and no inherited descriptors
+// beyond stdin/stdout/stderr.
+//
+// Thread-safety: stateless; safe from any thread (posix_spawn is safe in a threaded
+// process, unlike fork followed by arbitrary code).
+#pragma once
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "util/status.h"
+
+namespace tpufleet::emulator::hosts {
+
+/// How long a helper command may run before it is killed: `ip -batch` for a few hundred
+/// veths takes well under a second, useradd a few milliseconds; ten seconds means hung.
+inline constexpr std::chrono::milliseconds kDefaultCommandTimeout{10'000};
+
+/// The directories searched for programs, in order.
+inline constexpr const char* kSystemPath =
+    "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
+/// The absolute path of the system program `name`, or FailedPrecondition naming the
+/// Debian package to install (`package`, when given).
+Result<std::string> FindProgram(const std::string& name, const std::string& package = "");
+
+struct CommandResult {
+  int exit_code = -1;  // the exit status, or 128 + signal when it was killed
+  std::string output;  // stdout and stderr, interleaved as written
+};
+
+/// Runs argv (argv[0] an absolute path) with `input` on stdin and waits for it. An error
+/// only when it could not be started or ran past `timeout` (then it is killed); a
+/// non-zero exit is a CommandResult.
+Result<CommandResult> RunCommand(const std::vector<std::string>& argv,
+                                 const std::string& input = "",
+                                 std::chrono::milliseconds timeout = kDefaultCommandTimeout);
+
+/// RunCommand, and Internal ("<program> failed (exit N): <output>") unless it exits 0.
+Status RunChecked(const std::vector<std::string>& argv, const std::string& input = "",
+                  std::chrono::milliseconds timeout = kDefaultCommandTimeout);
+
+}  // namespace tpufleet::emulator::hosts

@@ -1,0 +1,99 @@
+// The worker document: everything a worker's init needs, written by the machine side
+// (NamespaceHosts) as one JSON file per worker and read by the worker's init
+// (tpufleet-emulator-worker), which serves part of it as the metadata server.
+//
+// File: <state>/nodes/<node id>/w<i>/meta/metadata.json, replaced atomically (rename)
+// on every change, after which the machine sends the init SIGHUP. Format:
+//
+//   {
+//     "format": "tpufleet-worker/1",
+//     "version": 3,                       // bumped on every write; the init acks it
+//     "worker": {                         // the worker's own network and name
+//       "index": 0, "hostname": "t1v-n-1a2b3c4d-w-0", "address": "198.18.0.2",
+//       "prefix_length": 18, "gateway": "198.18.0.1",
+//       "hosts": [{"address": "198.18.0.2", "hostname": "t1v-n-1a2b3c4d-w-0"}, …]
+//     },
+//     "computeMetadata": {"v1": {         // served verbatim at /computeMetadata/v1/…
+//       "instance": {
+//         "attributes": {"accelerator-type": "v4-32", "agent-worker-number": "0",
+//                        "worker-network-endpoints": "t1v-n-…-w-0:<id>:198.18.0.2,…",
+//                        "instance-id": "n1", "tpu-env": "ACCELERATOR_TYPE: 'v4-32'\n…",
+//                        "ssh-keys": "…", <every other Node.metadata key>},
+//         "hostname": "t1v-n-…-w-0.us-central2-b.c.p.internal", "id": "…",
+//         "name": "t1v-n-…-w-0", "zone": "projects/<n>/zones/us-central2-b",
+//         "machine-type": "projects/<n>/machineTypes/ct4p-hightpu-4t",
+//         "preempted": "FALSE", "maintenance-event": "NONE",
+//         "network-interfaces": {"0": {"ip": …, "gateway": …, "subnetmask": …, …}},
+//         "service-accounts": {"default": {"email": …, "aliases": "default", "scopes": …}}
+//       },
+//       "project": {"project-id": "p", "numeric-project-id": "…", "attributes": {}}
+//     }}
+//   }
+//
+// Leaves are strings; objects are directories. The access token is not in the file: the
+// metadata server makes one up.
+//
+// Thread-safety: pure functions.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "util/status.h"
+
+namespace tpufleet::emulator::hosts {
+
+inline constexpr std::string_view kWorkerDocumentFormat = "tpufleet-worker/1";
+
+struct WorkerAddress {
+  std::string hostname;  // "t1v-n-1a2b3c4d-w-0"
+  std::string address;   // "198.18.0.2"
+};
+
+/// What the machine side knows about one worker when it writes its document.
+struct WorkerDocumentInput {
+  int64_t version = 1;
+  std::string node_name;               // "projects/p/locations/us-central2-b/nodes/n1"
+  std::string node_id;                 // Node.id
+  std::string accelerator_type;        // "v4-32"
+  int index = 0;                       // this worker
+  std::vector<WorkerAddress> workers;  // every worker of the node, in index order
+  int prefix_length = 18;
+  std::string gateway;                          // the bridge's address
+  std::map<std::string, std::string> metadata;  // Node.metadata
+  bool preempted = false;                       // instance/preempted = TRUE
+  bool maintenance = false;  // instance/maintenance-event = TERMINATE_ON_HOST_MAINTENANCE
+};
+
+/// The document's JSON text.
+std::string BuildWorkerDocument(const WorkerDocumentInput& in);
+
+/// What the init reads back.
+struct WorkerDocument {
+  int64_t version = 0;
+  int index = 0;
+  std::string hostname;
+  std::string address;
+  int prefix_length = 0;
+  std::string gateway;
+  std::vector<WorkerAddress> hosts;
+  std::string domain;    // "us-central2-b.c.p.internal", for /etc/hosts
+  std::string ssh_keys;  // instance/attributes/ssh-keys, "" when absent
+};
+
+/// Parses and checks a document (format, addresses, hostnames). InvalidArgument on any
+/// problem.
+Result<WorkerDocument> ParseWorkerDocument(std::string_view json);
+
+/// "t1v-n-1a2b3c4d-w-3": the TPU VM naming scheme, the hex part derived from the id.
+std::string WorkerHostname(std::string_view node_id, int worker);
+
+/// The `worker-network-endpoints` value: `<hostname>:<instance id>:<address>` per worker,
+/// comma-separated, worker 0 first (JAX takes the third field as the address).
+std::string WorkerNetworkEndpoints(std::string_view node_id,
+                                   const std::vector<WorkerAddress>& workers);
+
+}  // namespace tpufleet::emulator::hosts

@@ -1,0 +1,561 @@
+#include "emulator/hosts/worker_init.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "emulator/hosts/guest_agent.h"
+#include "emulator/hosts/metadata_server.h"
+#include "emulator/hosts/ssh_keys.h"
+#include "emulator/hosts/subprocess.h"
+#include "emulator/hosts/worker_document.h"
+#include "emulator/hosts/worker_setup.h"
+#include "util/file.h"
+#include "util/strings.h"
+
+namespace tpufleet::emulator::hosts {
+namespace {
+
+using Mono = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+// Metadata clients are the worker's own processes; a few hundred connections is plenty.
+constexpr size_t kMaxConnections = 512;
+// Request heads are a few hundred bytes; more is not a metadata client.
+constexpr size_t kMaxRequestHead = 16 * 1024;
+// A keep-alive metadata connection idle this long is closed (GCE's server does too).
+constexpr std::chrono::seconds kIdleTimeout{60};
+// How often boot checks whether sshd listens yet: it takes a few milliseconds.
+constexpr milliseconds kSshdPollInterval{5};
+// The longest the loop sleeps with nothing due: bounds how late a timer fires.
+constexpr milliseconds kMaxLoopSleep{1000};
+// Pending connections on the metadata port; clients are a handful of local processes.
+constexpr int kListenBacklog = 128;
+
+std::string Errno(const std::string& what) {
+  return what + ": " + std::strerror(errno);
+}
+
+int g_status_fd = kStatusFd;
+
+// Reports a failed boot to the machine and powers off.
+[[noreturn]] void FailBoot(const std::string& m) {
+  std::string one_line = m;
+  for (char& c : one_line) {
+    if (c == '\n' || c == '\r') {
+      c = ' ';
+    }
+  }
+  Say("boot failed: " + one_line);
+  if (g_status_fd >= 0) {
+    std::string line = "ERROR " + one_line + "\n";
+    [[maybe_unused]] ssize_t n = ::write(g_status_fd, line.data(), line.size());
+  }
+  ::_exit(1);
+}
+
+void CheckBoot(const Status& s) {
+  if (!s.ok()) {
+    FailBoot(s.message());
+  }
+}
+
+bool LifelineGone() {
+  pollfd p{kLifelineFd, POLLIN, 0};
+  return ::poll(&p, 1, 0) > 0 && (p.revents & (POLLHUP | POLLERR | POLLNVAL)) != 0;
+}
+
+// One metadata client connection.
+struct Conn {
+  int fd = -1;
+  std::string in;
+  std::string out;
+  bool close_after_write = false;
+  bool parked = false;  // a long-poll waiting for a change
+  HttpRequest request;
+  std::string wait_etag;
+  Mono::time_point wait_deadline{};
+  Mono::time_point last_active{};
+};
+
+class Worker {
+ public:
+  Worker(std::string disk, std::string state)
+      : disk_(std::move(disk)), state_(std::move(state)), server_(RandomHex(8)) {}
+
+  [[noreturn]] void Run();
+
+ private:
+  void Boot();
+  Result<std::string> ReadDocument(WorkerDocument* doc);
+  void ApplyDocument(const std::string& text, const WorkerDocument& doc);
+  void Reload();
+  void WriteApplied();
+  void Reap();
+  void BeginShutdown();
+  void Accept();
+  void ServeInput(Conn& c);
+  void Flush(Conn& c);
+  void Send(Conn& c, const HttpResponse& r, bool head_only);
+  void ExpireWaits(Mono::time_point now);
+
+  std::string disk_;
+  std::string state_;
+  MetadataServer server_;
+  GuestAgent agent_;
+  WorkerDocument doc_;
+  std::string sshd_path_;
+  pid_t sshd_pid_ = -1;
+  Mono::time_point sshd_restart_at_{};
+  bool shutting_down_ = false;
+  Mono::time_point shutdown_deadline_{};
+  int signal_fd_ = -1;
+  int listen_fd_ = -1;
+  std::vector<std::unique_ptr<Conn>> conns_;
+};
+
+Result<std::string> Worker::ReadDocument(WorkerDocument* doc) {
+  TPUFLEET_ASSIGN_OR_RETURN(std::string text,
+                            ReadFile(std::string(kMetaDir) + "/" + kDocumentName));
+  TPUFLEET_ASSIGN_OR_RETURN(*doc, ParseWorkerDocument(text));
+  return text;
+}
+
+void Worker::ApplyDocument(const std::string& text, const WorkerDocument& doc) {
+  if (Status s = server_.SetDocument(text); !s.ok()) {
+    Say(s.ToString());
+  }
+  if (Status s = WriteHostsFiles(doc); !s.ok()) {
+    Say(s.ToString());
+  }
+  std::vector<std::string> skipped;
+  std::vector<SshKeyEntry> keys = ParseSshKeys(doc.ssh_keys, &skipped);
+  for (const std::string& why : skipped) {
+    Say("ssh-keys: skipped " + why);
+  }
+  if (Status s = agent_.Sync(keys); !s.ok()) {
+    Say(s.ToString());
+  }
+  doc_ = doc;
+}
+
+void Worker::WriteApplied() {
+  Status s = WriteFileAtomic(std::string(kMetaDir) + "/applied",
+                             std::to_string(doc_.version) + "\n", 0644);
+  if (!s.ok()) {
+    Say(s.ToString());
+  }
+}
+
+void Worker::Boot() {
+  if (LifelineGone()) {
+    FailBoot("the emulator is gone");
+  }
+  CheckBoot(SetUpMounts(disk_, state_));
+  WorkerDocument doc;
+  Result<std::string> text = ReadDocument(&doc);
+  CheckBoot(text.status());
+  if (::sethostname(doc.hostname.data(), doc.hostname.size()) != 0) {
+    FailBoot(Errno("sethostname"));
+  }
+
+  // Wait for the machine to put eth0 into this namespace.
+  auto go_deadline = Mono::now() + kGoTimeout;
+  while (true) {
+    auto left = std::chrono::duration_cast<milliseconds>(go_deadline - Mono::now());
+    if (left.count() <= 0) {
+      FailBoot("the machine did not set up the network in time");
+    }
+    pollfd p[2] = {{kGoFd, POLLIN, 0}, {kLifelineFd, POLLIN, 0}};
+    if (::poll(p, 2, static_cast<int>(left.count())) < 0 && errno != EINTR) {
+      FailBoot(Errno("poll"));
+    }
+    if ((p[1].revents & (POLLHUP | POLLERR | POLLNVAL)) != 0) {
+      FailBoot("the emulator is gone");
+    }
+    if (p[0].revents != 0) {
+      char c;
+      if (::read(kGoFd, &c, 1) != 1) {
+        FailBoot("the machine gave up on this worker");
+      }
+      break;
+    }
+  }
+  ::close(kGoFd);
+  CheckBoot(SetUpNetwork(doc));
+
+  Result<std::string> host_key = EnsureHostKey(doc.hostname);
+  CheckBoot(host_key.status());
+  CheckBoot(WriteSshdConfig());
+  ApplyDocument(*text, doc);
+
+  listen_fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  int one = 1;
+  ::setsockopt(listen_fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(kMetadataPort);
+  ::inet_pton(AF_INET, kMetadataAddress, &addr.sin_addr);
+  if (listen_fd_ < 0 || ::bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+      ::listen(listen_fd_, kListenBacklog) != 0) {
+    FailBoot(Errno("metadata server on 169.254.169.254:80"));
+  }
+
+  Result<std::string> sshd = FindProgram("sshd", "openssh-server");
+  CheckBoot(sshd.status());
+  sshd_path_ = *sshd;
+  Result<pid_t> pid = StartSshd(sshd_path_);
+  CheckBoot(pid.status());
+  sshd_pid_ = *pid;
+  auto sshd_deadline = Mono::now() + kSshdStartTimeout;
+  while (!Port22Listening()) {
+    int status = 0;
+    if (::waitpid(sshd_pid_, &status, WNOHANG) == sshd_pid_) {
+      FailBoot("sshd exited at start (its messages are in worker.log)");
+    }
+    if (Mono::now() > sshd_deadline || LifelineGone()) {
+      FailBoot("sshd did not listen on port 22 in time");
+    }
+    ::usleep(static_cast<useconds_t>(
+        std::chrono::duration_cast<std::chrono::microseconds>(kSshdPollInterval).count()));
+  }
+  WriteApplied();
+  std::string ready = "READY " + *host_key + "\n";
+  if (::write(g_status_fd, ready.data(), ready.size()) != static_cast<ssize_t>(ready.size())) {
+    FailBoot(Errno("status pipe"));
+  }
+  ::close(g_status_fd);
+  g_status_fd = -1;
+  Say("up: " + doc.hostname + " " + doc.address);
+}
+
+void Worker::Reload() {
+  WorkerDocument doc;
+  Result<std::string> text = ReadDocument(&doc);
+  if (!text.ok()) {
+    Say("metadata reload: " + text.status().ToString());
+    return;
+  }
+  if (doc.version == doc_.version) {
+    return;
+  }
+  ApplyDocument(*text, doc);
+  // Long-polls whose value changed get their answer now.
+  auto now = Mono::now();
+  for (auto& c : conns_) {
+    if (!c->parked) {
+      continue;
+    }
+    HttpResponse r = server_.Render(c->request, now);
+    if (r.etag != c->wait_etag) {
+      c->parked = false;
+      Send(*c, r, c->request.method == "HEAD");
+    }
+  }
+  WriteApplied();
+}
+
+void Worker::Reap() {
+  while (true) {
+    int status = 0;
+    pid_t pid = ::waitpid(-1, &status, WNOHANG);
+    if (pid <= 0) {
+      return;
+    }
+    if (pid == sshd_pid_) {
+      sshd_pid_ = -1;
+      if (!shutting_down_) {
+        Say("sshd exited; restarting it");
+        sshd_restart_at_ = Mono::now() + kSshdRestartDelay;
+      }
+    }
+  }
+}
+
+void Worker::BeginShutdown() {
+  if (shutting_down_) {
+    return;
+  }
+  shutting_down_ = true;
+  shutdown_deadline_ = Mono::now() + kInitStopGrace;
+  // As PID 1 of the worker, kill(-1) reaches every other process on it.
+  ::kill(-1, SIGTERM);
+}
+
+void Worker::Accept() {
+  while (true) {
+    int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0) {
+      return;
+    }
+    if (conns_.size() >= kMaxConnections) {
+      ::close(fd);
+      continue;
+    }
+    auto c = std::make_unique<Conn>();
+    c->fd = fd;
+    c->last_active = Mono::now();
+    conns_.push_back(std::move(c));
+  }
+}
+
+void Worker::Send(Conn& c, const HttpResponse& r, bool head_only) {
+  bool keep_alive = c.request.keep_alive && !c.close_after_write;
+  c.out += SerializeHttpResponse(r, keep_alive, head_only);
+  if (!keep_alive) {
+    c.close_after_write = true;
+  }
+  Flush(c);
+}
+
+void Worker::Flush(Conn& c) {
+  while (!c.out.empty()) {
+    ssize_t n = ::send(c.fd, c.out.data(), c.out.size(), MSG_NOSIGNAL);
+    if (n <= 0) {
+      if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
+        return;
+      }
+      c.close_after_write = true;
+      c.out.clear();
+      return;
+    }
+    c.out.erase(0, static_cast<size_t>(n));
+  }
+}
+
+void Worker::ServeInput(Conn& c) {
+  // Requests are answered one at a time: a parked long-poll holds back what follows.
+  while (!c.parked && c.out.empty() && !c.close_after_write) {
+    size_t end = c.in.find("\r\n\r\n");
+    size_t skip = 4;
+    if (end == std::string::npos) {
+      end = c.in.find("\n\n");
+      skip = 2;
+    }
+    if (end == std::string::npos) {
+      if (c.in.size() > kMaxRequestHead) {
+        c.request = HttpRequest();
+        c.close_after_write = true;
+        HttpResponse bad;
+        bad.status = 400;
+        bad.body = "Bad Request\n";
+        Send(c, bad, false);
+      }
+      return;
+    }
+    std::string head = c.in.substr(0, end);
+    c.in.erase(0, end + skip);
+    Result<HttpRequest> req = ParseHttpRequestHead(head);
+    if (!req.ok() || req->has_body) {
+      c.request = HttpRequest();
+      c.close_after_write = true;
+      HttpResponse bad;
+      bad.status = 400;
+      bad.body = "Bad Request\n";
+      Send(c, bad, false);
+      return;
+    }
+    c.request = *req;
+    auto now = Mono::now();
+    MetadataServer::Answer a = server_.Handle(c.request, now);
+    if (a.wait) {
+      c.parked = true;
+      c.wait_etag = a.wait_etag;
+      c.wait_deadline = now + a.wait_timeout;
+      return;
+    }
+    Send(c, a.response, c.request.method == "HEAD");
+  }
+}
+
+void Worker::ExpireWaits(Mono::time_point now) {
+  for (auto& c : conns_) {
+    if (c->parked && now >= c->wait_deadline) {
+      c->parked = false;
+      Send(*c, server_.Render(c->request, now), c->request.method == "HEAD");
+    }
+  }
+}
+
+void Worker::Run() {
+  Boot();
+  sigset_t mask;
+  sigemptyset(&mask);
+  for (int s : {SIGCHLD, SIGTERM, SIGINT, SIGHUP}) {
+    sigaddset(&mask, s);
+  }
+  signal_fd_ = ::signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
+  if (signal_fd_ < 0) {
+    Say(Errno("signalfd"));
+    ::_exit(1);
+  }
+  Reload();  // a change that raced with boot (its SIGHUP is still pending too)
+  Reap();
+  while (true) {
+    auto now = Mono::now();
+    if (shutting_down_) {
+      Reap();
+      errno = 0;
+      bool none_left = ::waitpid(-1, nullptr, WNOHANG) < 0 && errno == ECHILD;
+      if (none_left || now >= shutdown_deadline_) {
+        ::_exit(0);  // the kernel ends whatever is left on the worker
+      }
+    }
+    if (sshd_pid_ < 0 && !shutting_down_ && now >= sshd_restart_at_) {
+      Result<pid_t> pid = StartSshd(sshd_path_);
+      if (pid.ok()) {
+        sshd_pid_ = *pid;
+      } else {
+        Say(pid.status().ToString());
+        sshd_restart_at_ = now + kSshdRestartDelay;
+      }
+    }
+    ExpireWaits(now);
+    // Drop finished or idle connections.
+    for (size_t i = 0; i < conns_.size();) {
+      Conn& c = *conns_[i];
+      bool idle = !c.parked && now - c.last_active > kIdleTimeout;
+      if ((c.close_after_write && c.out.empty()) || idle) {
+        ::close(c.fd);
+        conns_.erase(conns_.begin() + static_cast<long>(i));
+      } else {
+        ++i;
+      }
+    }
+
+    auto next = now + kMaxLoopSleep;
+    if (shutting_down_) {
+      next = std::min(next, shutdown_deadline_);
+    }
+    if (sshd_pid_ < 0 && !shutting_down_) {
+      next = std::min(next, sshd_restart_at_);
+    }
+    for (auto& c : conns_) {
+      if (c->parked) {
+        next = std::min(next, c->wait_deadline);
+      }
+    }
+    std::vector<pollfd> fds = {
+        {kLifelineFd, POLLIN, 0}, {signal_fd_, POLLIN, 0}, {listen_fd_, POLLIN, 0}};
+    for (auto& c : conns_) {
+      short events = POLLIN;
+      if (!c->out.empty()) {
+        events |= POLLOUT;
+      }
+      fds.push_back({c->fd, events, 0});
+    }
+    int timeout = static_cast<int>(
+        std::max<int64_t>(0, std::chrono::duration_cast<milliseconds>(next - now).count()) + 1);
+    if (::poll(fds.data(), fds.size(), timeout) < 0) {
+      if (errno == EINTR) {
+        continue;
+      }
+      Say(Errno("poll"));
+      ::_exit(1);
+    }
+    if ((fds[0].revents & (POLLHUP | POLLERR | POLLNVAL)) != 0) {
+      ::_exit(0);  // the emulator died: power off at once
+    }
+    if (fds[1].revents != 0) {
+      signalfd_siginfo si;
+      bool reload = false;
+      while (::read(signal_fd_, &si, sizeof si) == static_cast<ssize_t>(sizeof si)) {
+        if (si.ssi_signo == SIGCHLD) {
+          Reap();
+        } else if (si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT) {
+          BeginShutdown();
+        } else if (si.ssi_signo == SIGHUP) {
+          reload = true;
+        }
+      }
+      if (reload) {
+        Reload();
+      }
+    }
+    if (fds[2].revents != 0) {
+      Accept();
+    }
+    constexpr size_t kFixedFds = 3;
+    size_t polled = fds.size() - kFixedFds;
+    for (size_t i = 0; i < polled && i < conns_.size(); ++i) {
+      Conn& c = *conns_[i];
+      short rev = fds[kFixedFds + i].revents;
+      if (rev == 0) {
+        continue;
+      }
+      c.last_active = Mono::now();
+      if ((rev & POLLOUT) != 0) {
+        Flush(c);
+      }
+      if ((rev & (POLLIN | POLLHUP | POLLERR)) != 0) {
+        char buf[4096];
+        ssize_t r = ::recv(c.fd, buf, sizeof buf, 0);
+        if (r <= 0) {
+          if (r < 0 && (errno == EAGAIN || errno == EINTR)) {
+            continue;
+          }
+          // The client went away (a long-poll given up, or keep-alive closed).
+          c.parked = false;
+          c.out.clear();
+          c.close_after_write = true;
+          continue;
+        }
+        c.in.append(buf, static_cast<size_t>(r));
+        ServeInput(c);
+      }
+      if (c.out.empty() && !c.parked && !c.close_after_write) {
+        ServeInput(c);  // a pipelined request behind the one just written
+      }
+    }
+  }
+}
+
+}  // namespace
+
+int WorkerInitMain(int argc, char** argv) {
+  std::string disk;
+  std::string state;
+  for (int i = 1; i < argc; ++i) {
+    std::string_view a = argv[i];
+    if (StartsWith(a, "--disk=")) {
+      disk = std::string(a.substr(7));
+    } else if (StartsWith(a, "--state=")) {
+      state = std::string(a.substr(8));
+    } else {
+      Say("unknown argument " + std::string(a));
+      return 2;
+    }
+  }
+  if (disk.empty() || disk[0] != '/' || state.empty() || state[0] != '/') {
+    Say("usage: tpufleet-emulator-worker --disk=DIR --state=DIR (started by the emulator)");
+    return 2;
+  }
+  if (::getpid() != 1) {
+    Say("must run as PID 1 of a new PID namespace (the emulator starts it)");
+    return 2;
+  }
+  // Signals are read from a signalfd; block them before any child exists.
+  sigset_t mask;
+  sigemptyset(&mask);
+  for (int s : {SIGCHLD, SIGTERM, SIGINT, SIGHUP}) {
+    sigaddset(&mask, s);
+  }
+  ::sigprocmask(SIG_SETMASK, &mask, nullptr);
+  ::umask(022);
+  Worker worker(disk, state);
+  worker.Run();
+}
+
+}  // namespace tpufleet::emulator::hosts

@@ -1,0 +1,380 @@
+#include "emulator/hosts/worker_setup.h"
+
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <vector>
+
+#include "emulator/hosts/subprocess.h"
+#include "util/file.h"
+#include "util/strings.h"
+
+namespace tpufleet::emulator::hosts {
+namespace {
+
+using std::chrono::milliseconds;
+
+constexpr const char* kHostKey = "/etc/ssh/ssh_host_ed25519_key";
+// Present once this worker made its own host key (the machine's keys show through the
+// /etc overlay until then and must not be reused).
+constexpr const char* kHostKeyMarker = "/etc/ssh/.tpufleet-host-key";
+constexpr const char* kSshdConfig = "/etc/ssh/sshd_config";
+
+constexpr const char* kSshdConfigText =
+    "# Written by tpufleet-emulator-worker at every boot: the sshd of an emulated TPU VM.\n"
+    "Port 22\n"
+    "AddressFamily inet\n"
+    "ListenAddress 0.0.0.0\n"
+    "HostKey /etc/ssh/ssh_host_ed25519_key\n"
+    "PidFile /run/sshd.pid\n"
+    "UsePAM no\n"
+    "PermitRootLogin no\n"
+    "PubkeyAuthentication yes\n"
+    "PasswordAuthentication no\n"
+    "KbdInteractiveAuthentication no\n"
+    "AuthorizedKeysFile .ssh/authorized_keys\n"
+    "StrictModes yes\n"
+    "UseDNS no\n"
+    "PrintMotd no\n"
+    "PrintLastLog no\n"
+    "X11Forwarding no\n"
+    "AllowTcpForwarding yes\n"
+    "AllowAgentForwarding yes\n"
+    "MaxStartups 64:30:256\n"
+    "MaxSessions 64\n"
+    "ClientAliveInterval 120\n"
+    "AcceptEnv LANG LC_*\n"
+    "Subsystem sftp internal-sftp\n";
+
+std::string Errno(const std::string& what) {
+  return what + ": " + std::strerror(errno);
+}
+
+Status MkDir(const std::string& path, mode_t mode) {
+  if (::mkdir(path.c_str(), mode) == 0) {
+    ::chmod(path.c_str(), mode);  // exact bits, whatever the umask
+    return Status::Ok();
+  }
+  if (errno == EEXIST) {
+    return Status::Ok();
+  }
+  return InternalError(Errno("mkdir " + path));
+}
+
+Status Mount(const std::string& source, const std::string& target, const char* type,
+             unsigned long flags, const std::string& data = "") {
+  if (::mount(source.empty() ? nullptr : source.c_str(), target.c_str(), type, flags,
+              data.empty() ? nullptr : data.c_str()) != 0) {
+    return InternalError(Errno(std::string("mount ") + (type ? type : "bind") + " on " + target));
+  }
+  return Status::Ok();
+}
+
+bool IsUnder(const std::string& path, const std::string& dir) {
+  return path == dir || StartsWith(path, dir + "/");
+}
+
+bool IsRealDir(const std::string& path) {
+  struct stat st;
+  return ::lstat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+Status WriteIfChanged(const std::string& path, const std::string& content, int mode) {
+  Result<std::string> have = ReadFile(path);
+  if (have.ok() && *have == content) {
+    return Status::Ok();
+  }
+  return WriteFileAtomic(path, content, mode);
+}
+
+Status SetInterface(int sock, const std::string& name, const std::string& address,
+                    int prefix_length) {
+  ifreq ifr{};
+  std::strncpy(ifr.ifr_name, name.c_str(), IFNAMSIZ - 1);
+  auto* sin = reinterpret_cast<sockaddr_in*>(&ifr.ifr_addr);
+  sin->sin_family = AF_INET;
+  if (::inet_pton(AF_INET, address.c_str(), &sin->sin_addr) != 1) {
+    return InvalidArgumentError("bad address " + address);
+  }
+  if (::ioctl(sock, SIOCSIFADDR, &ifr) != 0) {
+    return InternalError(Errno("set address " + address + " on " + name));
+  }
+  uint32_t mask = prefix_length == 0 ? 0 : ~0u << (32 - prefix_length);
+  sin->sin_addr.s_addr = htonl(mask);
+  if (::ioctl(sock, SIOCSIFNETMASK, &ifr) != 0) {
+    return InternalError(Errno("set netmask on " + name));
+  }
+  return Status::Ok();
+}
+
+Status BringUp(int sock, const std::string& name) {
+  ifreq ifr{};
+  std::strncpy(ifr.ifr_name, name.c_str(), IFNAMSIZ - 1);
+  if (::ioctl(sock, SIOCGIFFLAGS, &ifr) != 0) {
+    return InternalError(Errno("interface " + name));
+  }
+  ifr.ifr_flags = static_cast<short>(ifr.ifr_flags | IFF_UP);
+  if (::ioctl(sock, SIOCSIFFLAGS, &ifr) != 0) {
+    return InternalError(Errno("bring up " + name));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+void Say(const std::string& m) {
+  std::string line = "tpufleet-emulator-worker: " + m + "\n";
+  [[maybe_unused]] ssize_t n = ::write(2, line.data(), line.size());
+}
+
+Status WriteSshdConfig() {
+  return WriteIfChanged(kSshdConfig, kSshdConfigText, 0644);
+}
+
+// The worker's file system: see worker_init.h.
+Status SetUpMounts(const std::string& disk, const std::string& state) {
+  const std::string d = kDiskMount;
+  TPUFLEET_TRY(Mount("", "/", nullptr, MS_REC | MS_PRIVATE));
+  TPUFLEET_TRY(Mount("tmpfs", "/run", "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755"));
+  TPUFLEET_TRY(MkDir("/run/tpufleet", 0700));
+  TPUFLEET_TRY(MkDir(d, 0700));
+  TPUFLEET_TRY(Mount(disk, d, nullptr, MS_BIND));
+  TPUFLEET_TRY(MkDir("/run/sshd", 0755));
+  TPUFLEET_TRY(MkDir("/run/lock", 01777));
+  TPUFLEET_TRY(MkDir("/run/user", 0755));
+  TPUFLEET_TRY(MkDir(d + "/upper", 0755));
+  TPUFLEET_TRY(MkDir(d + "/work", 0755));
+  for (const char* name : {"etc", "usr", "opt", "var"}) {
+    std::string dir = std::string("/") + name;
+    if (!IsRealDir(dir)) {
+      continue;
+    }
+    if (IsUnder(state, dir)) {
+      if (dir == "/etc") {
+        return InvalidArgumentError("the emulator's state dir must not be under /etc");
+      }
+      Say(dir + " holds the emulator's state dir: it stays shared with the machine");
+      if (dir == "/var" && IsRealDir("/var/tmp")) {
+        // Lock and temporary files at least stay on the worker.
+        TPUFLEET_TRY(MkDir(d + "/var-tmp", 01777));
+        TPUFLEET_TRY(Mount(d + "/var-tmp", "/var/tmp", nullptr, MS_BIND));
+      }
+      continue;
+    }
+    std::string upper = d + "/upper/" + name;
+    std::string work = d + "/work/" + name;
+    TPUFLEET_TRY(MkDir(upper, 0755));
+    TPUFLEET_TRY(MkDir(work, 0755));
+    Status s = Mount("overlay", dir, "overlay", 0,
+                     "lowerdir=" + dir + ",upperdir=" + upper + ",workdir=" + work);
+    if (s.ok()) {
+      continue;
+    }
+    if (dir != "/etc") {
+      Say(s.message() + ": " + dir + " stays shared with the machine");
+      continue;
+    }
+    // No overlayfs here: a private copy of /etc, made once and kept on the disk.
+    Say(s.message() + ": using a copy of /etc instead");
+    std::string copy = d + "/etc-copy";
+    if (!IsRealDir(copy)) {
+      TPUFLEET_ASSIGN_OR_RETURN(std::string rm, FindProgram("rm"));
+      TPUFLEET_ASSIGN_OR_RETURN(std::string cp, FindProgram("cp"));
+      TPUFLEET_TRY(RunChecked({rm, "-rf", "--", copy + ".tmp"}));
+      TPUFLEET_TRY(RunChecked({cp, "-a", "--", "/etc", copy + ".tmp"}, "", milliseconds(60'000)));
+      if (::rename((copy + ".tmp").c_str(), copy.c_str()) != 0) {
+        return InternalError(Errno("rename " + copy));
+      }
+    }
+    TPUFLEET_TRY(Mount(copy, "/etc", nullptr, MS_BIND));
+  }
+  struct Bind {
+    const char* name;
+    mode_t mode;
+  };
+  for (const Bind& b : {Bind{"home", 0755}, Bind{"root", 0700}, Bind{"tmp", 01777}}) {
+    std::string src = d + "/" + b.name;
+    TPUFLEET_TRY(MkDir(src, b.mode));
+    TPUFLEET_TRY(Mount(src, std::string("/") + b.name, nullptr, MS_BIND));
+  }
+  // Hide the other workers' disks (when the state dir is still visible at all).
+  struct stat st;
+  if (::stat(state.c_str(), &st) == 0) {
+    Status s = Mount("tmpfs", state, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+                     "size=4k,mode=0755");
+    if (!s.ok()) {
+      Say(s.message());
+    }
+  }
+  if (Status s = Mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777"); !s.ok()) {
+    Say(s.message());
+  }
+  Status pts = Mount("devpts", "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC,
+                     "newinstance,ptmxmode=0666,mode=0620,gid=5");
+  if (pts.ok()) {
+    if (::lstat("/dev/ptmx", &st) == 0 && !S_ISLNK(st.st_mode)) {
+      if (Status s = Mount("/dev/pts/ptmx", "/dev/ptmx", nullptr, MS_BIND); !s.ok()) {
+        Say(s.message());
+      }
+    }
+  } else {
+    Say(pts.message());
+  }
+  TPUFLEET_TRY(Mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC));
+  if (Status s = Mount("sysfs", "/sys", "sysfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC);
+      !s.ok()) {
+    Say(s.message());
+  }
+  return Status::Ok();
+}
+
+Status SetUpNetwork(const WorkerDocument& doc) {
+  int sock = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (sock < 0) {
+    return InternalError(Errno("socket"));
+  }
+  Status s = BringUp(sock, "lo");
+  if (s.ok()) {
+    s = SetInterface(sock, "lo:md", kMetadataAddress, 32);
+  }
+  if (s.ok()) {
+    // IPv4 only, like a TPU VM's default network; it also spares the bridge IPv6 chatter.
+    // (A sysctl file is written in place: no temporary files in /proc.)
+    int fd = ::open("/proc/sys/net/ipv6/conf/eth0/disable_ipv6", O_WRONLY | O_CLOEXEC);
+    if (fd >= 0) {
+      [[maybe_unused]] ssize_t n = ::write(fd, "1\n", 2);
+      ::close(fd);
+    }
+    s = SetInterface(sock, "eth0", doc.address, doc.prefix_length);
+  }
+  if (s.ok()) {
+    s = BringUp(sock, "eth0");
+  }
+  ::close(sock);
+  return s;
+}
+
+// The worker's own host key, made at first boot: "ssh-ed25519 AAAA…".
+Result<std::string> EnsureHostKey(const std::string& hostname) {
+  struct stat st;
+  if (::stat(kHostKeyMarker, &st) != 0 || ::stat(kHostKey, &st) != 0) {
+    if (DIR* d = ::opendir("/etc/ssh")) {
+      while (dirent* e = ::readdir(d)) {
+        if (StartsWith(e->d_name, "ssh_host_")) {
+          ::unlink((std::string("/etc/ssh/") + e->d_name).c_str());
+        }
+      }
+      ::closedir(d);
+    }
+    TPUFLEET_ASSIGN_OR_RETURN(std::string keygen, FindProgram("ssh-keygen", "openssh-client"));
+    TPUFLEET_TRY(RunChecked(
+        {keygen, "-q", "-t", "ed25519", "-N", "", "-C", "root@" + hostname, "-f", kHostKey}));
+    TPUFLEET_TRY(WriteFileAtomic(kHostKeyMarker, "made by tpufleet-emulator-worker\n", 0600));
+  }
+  TPUFLEET_ASSIGN_OR_RETURN(std::string pub, ReadFile(std::string(kHostKey) + ".pub"));
+  std::vector<std::string> parts = Split(Trim(pub), ' ');
+  if (parts.size() < 2) {
+    return InternalError("bad host key file " + std::string(kHostKey) + ".pub");
+  }
+  return parts[0] + " " + parts[1];
+}
+
+Status WriteHostsFiles(const WorkerDocument& doc) {
+  std::string hosts =
+      "127.0.0.1\tlocalhost\n"
+      "::1\tlocalhost ip6-localhost ip6-loopback\n"
+      "169.254.169.254\tmetadata.google.internal metadata\n";
+  for (const WorkerAddress& w : doc.hosts) {
+    hosts += w.address + "\t";
+    if (!doc.domain.empty()) {
+      hosts += w.hostname + "." + doc.domain + " ";
+    }
+    hosts += w.hostname + "\n";
+  }
+  TPUFLEET_TRY(WriteIfChanged("/etc/hosts", hosts, 0644));
+  return WriteIfChanged("/etc/hostname", doc.hostname + "\n", 0644);
+}
+
+Result<pid_t> StartSshd(const std::string& sshd) {
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addclosefrom_np(&actions, 3);
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  sigset_t none;
+  sigemptyset(&none);
+  sigset_t all;
+  sigfillset(&all);
+  posix_spawnattr_setsigmask(&attr, &none);
+  posix_spawnattr_setsigdefault(&attr, &all);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+  std::vector<std::string> argv = {sshd, "-D", "-e", "-f", kSshdConfig};
+  std::vector<char*> args;
+  for (std::string& a : argv) {
+    args.push_back(a.data());
+  }
+  args.push_back(nullptr);
+  std::string path_env = std::string("PATH=") + kSystemPath;
+  char* envp[] = {path_env.data(), nullptr};
+  pid_t pid = -1;
+  int err = ::posix_spawn(&pid, sshd.c_str(), &actions, &attr, args.data(), envp);
+  posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attr);
+  if (err != 0) {
+    return InternalError(sshd + ": " + std::strerror(err));
+  }
+  return pid;
+}
+
+// True once something in this network namespace listens on TCP port 22.
+bool Port22Listening() {
+  Result<std::string> tcp = ReadFile("/proc/net/tcp");
+  if (!tcp.ok()) {
+    return false;
+  }
+  for (const std::string& line : Split(*tcp, '\n')) {
+    std::vector<std::string> f;
+    for (const std::string& part : Split(line, ' ')) {
+      if (!part.empty()) {
+        f.push_back(part);
+      }
+    }
+    // "sl local_address rem_address st …"; state 0A is LISTEN, port 22 is 0016.
+    if (f.size() > 3 && f[1].size() > 5 && f[1].substr(f[1].size() - 5) == ":0016" &&
+        f[3] == "0A") {
+      return true;
+    }
+  }
+  return false;
+}
+
+std::string RandomHex(size_t bytes) {
+  std::string raw(bytes, '\0');
+  int fd = ::open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+  if (fd >= 0) {
+    [[maybe_unused]] ssize_t n = ::read(fd, raw.data(), raw.size());
+    ::close(fd);
+  }
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (unsigned char c : raw) {
+    out += kHex[c >> 4];
+    out += kHex[c & 15];
+  }
+  return out;
+}
+
+}  // namespace tpufleet::emulator::hosts

@@ -1,0 +1,197 @@
+#include "emulator/http_server.h"
+
+#include <httplib.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cctype>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "util/log.h"
+
+namespace tpufleet::emulator {
+namespace {
+
+// How long a host-work thread waits for work before it looks at the stop flag again.
+constexpr std::chrono::milliseconds kHostWorkPoll{100};
+// How often Stop looks whether the host work has drained.
+constexpr std::chrono::milliseconds kDrainPoll{20};
+// Longest Start waits for httplib's listener thread to be up (it takes microseconds).
+constexpr std::chrono::milliseconds kListenWait{5000};
+
+std::string Lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return s;
+}
+
+}  // namespace
+
+class HttpServer::Impl {
+ public:
+  Impl(ApiServer* api, HttpServerOptions options) : api_(api), options_(std::move(options)) {}
+
+  Result<int> Start() {
+    if (started_) {
+      return FailedPreconditionError("the emulator's HTTP server is already started");
+    }
+    int threads = std::max(1, options_.request_threads);
+    server_.new_task_queue = [threads] {
+      return new httplib::ThreadPool(static_cast<size_t>(threads));
+    };
+    auto handler = [this](const httplib::Request& req, httplib::Response& res) { Serve(req, res); };
+    server_.Get(".*", handler);
+    server_.Post(".*", handler);
+    server_.Put(".*", handler);
+    server_.Patch(".*", handler);
+    server_.Delete(".*", handler);
+    server_.set_exception_handler([](const httplib::Request&, httplib::Response& res,
+                                     std::exception_ptr) {
+      res.status = 500;
+      res.set_content(
+          R"({"error":{"code":500,"message":"Internal error encountered.","status":"INTERNAL"}})",
+          "application/json");
+    });
+    int port = options_.port;
+    if (port == 0) {
+      port = server_.bind_to_any_port(options_.address);
+      if (port < 0) {
+        return UnavailableError("cannot bind " + options_.address + " to any port");
+      }
+    } else if (!server_.bind_to_port(options_.address, port)) {
+      return UnavailableError("cannot bind " + options_.address + ":" + std::to_string(port) +
+                              " (in use, or not allowed)");
+    }
+    port_ = port;
+    started_ = true;
+    listener_ = std::thread([this] { server_.listen_after_bind(); });
+    // Stop before the listener runs would be lost (httplib's stop() only acts on a
+    // running server), so wait until it is.
+    auto deadline = std::chrono::steady_clock::now() + kListenWait;
+    while (!server_.is_running() && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    ticker_ = std::thread([this] { TickLoop(); });
+    for (int i = 0; i < std::max(1, options_.host_threads); ++i) {
+      host_threads_.emplace_back([this] {
+        while (!stop_hosts_.load()) {
+          api_->RunHostWorkOnce(kHostWorkPoll);
+        }
+      });
+    }
+    return port;
+  }
+
+  void Stop(bool destroy_hosts) {
+    if (!started_ || stopped_) {
+      return;
+    }
+    stopped_ = true;
+    server_.stop();
+    if (listener_.joinable()) {
+      listener_.join();
+    }
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      stopping_ = true;
+    }
+    cv_.notify_all();
+    if (ticker_.joinable()) {
+      ticker_.join();
+    }
+    if (destroy_hosts) {
+      api_->DestroyAllHosts();
+    }
+    // Real time: shutdown waits for real worker hosts to be torn down.
+    auto deadline = std::chrono::steady_clock::now() + options_.drain_timeout;
+    while (api_->host_work_pending() > 0 && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(kDrainPoll);
+    }
+    if (api_->host_work_pending() > 0) {
+      Log(LogLevel::kWarn, "emulator: stopping with " + std::to_string(api_->host_work_pending()) +
+                               " worker-host calls still queued");
+    }
+    stop_hosts_ = true;
+    api_->StopHostWork();
+    for (std::thread& t : host_threads_) {
+      t.join();
+    }
+    host_threads_.clear();
+  }
+
+  int port() const { return port_.load(); }
+
+ private:
+  void Serve(const httplib::Request& req, httplib::Response& res) {
+    HttpRequest r;
+    r.method = req.method;
+    r.path = req.path;
+    for (const auto& [k, v] : req.params) {
+      r.query[k] = v;
+    }
+    for (const auto& [k, v] : req.headers) {
+      r.headers[Lower(k)] = v;
+    }
+    r.body = req.body;
+    HttpResponse out = api_->Handle(r);
+    res.status = out.status;
+    for (const auto& [k, v] : out.headers) {
+      res.set_header(k, v);
+    }
+    res.set_content(out.body, out.content_type);
+    if (GetLogLevel() >= LogLevel::kDebug) {
+      Log(LogLevel::kDebug,
+          "emulator: " + req.method + " " + req.path + " -> " + std::to_string(out.status));
+    }
+  }
+
+  void TickLoop() {
+    std::unique_lock<std::mutex> l(mu_);
+    while (!stopping_) {
+      l.unlock();
+      api_->Tick();
+      l.lock();
+      // Real time: this thread is the emulator's heartbeat, not a decision; the
+      // ApiServer reads the injected Clock to decide what is due.
+      cv_.wait_for(l, options_.tick_interval, [this] { return stopping_; });
+    }
+  }
+
+  ApiServer* const api_;
+  const HttpServerOptions options_;
+  httplib::Server server_;
+  std::thread listener_;
+  std::thread ticker_;
+  std::vector<std::thread> host_threads_;
+  std::atomic<bool> stop_hosts_{false};
+  std::atomic<int> port_{0};
+  bool started_ = false;
+  bool stopped_ = false;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stopping_ = false;  // guarded by mu_
+};
+
+HttpServer::HttpServer(ApiServer* api, HttpServerOptions options)
+    : impl_(std::make_unique<Impl>(api, std::move(options))) {}
+
+HttpServer::~HttpServer() {
+  impl_->Stop(/*destroy_hosts=*/true);
+}
+
+Result<int> HttpServer::Start() {
+  return impl_->Start();
+}
+
+void HttpServer::Stop(bool destroy_hosts) {
+  impl_->Stop(destroy_hosts);
+}
+
+int HttpServer::port() const {
+  return impl_->port();
+}
+
+}  // namespace tpufleet::emulator

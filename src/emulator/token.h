@@ -1,0 +1,105 @@
+// TokenService: the emulator's OAuth2 token endpoint (POST /token, and the legacy
+// /oauth2/v4/token that npm gtoken still uses), so a client holding a service-account
+// key or authorized_user credentials whose token_uri points at the emulator gets an
+// access token exactly as from https://oauth2.googleapis.com/token.
+//
+//   grant_type=urn:ietf:params:oauth:grant-type:jwt-bearer&assertion=<RS256 JWT>
+//     The JWT's signature is checked with OpenSSL against the configured public keys
+//     (AuthConfig::service_account_keys; `kid` picks a key when it names one), then
+//     iss (the key's client_email), aud (a …/token URL), iat and exp (at most one hour
+//     apart, not expired). Bad signature: 400 {"error":"invalid_grant",
+//     "error_description":"Invalid JWT Signature."}, Google's answer.
+//   grant_type=refresh_token&client_id=…&client_secret=…&refresh_token=…
+//     Checked against AuthConfig::authorized_users.
+//
+// Success: {"access_token":"ya29.…","expires_in":3599,"token_type":"Bearer"} (plus
+// "scope" when the request named one). Reference: shared/reference/tpu-api.md §7.
+//
+// Thread-safety: all methods may be called from any thread (an internal mutex guards
+// the issued tokens).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <random>
+#include <string>
+#include <string_view>
+
+#include "emulator/config.h"
+#include "util/clock.h"
+#include "util/status.h"
+
+namespace tpufleet::emulator {
+
+/// Lifetime Google gives an access token; clients refresh a little before it ends.
+inline constexpr std::chrono::seconds kAccessTokenLifetime{3599};
+/// Clock skew allowed between a JWT's iat and our clock, as Google allows some.
+inline constexpr std::chrono::seconds kJwtClockSkew{300};
+/// Longest exp - iat Google accepts for a JWT-bearer assertion.
+inline constexpr std::chrono::seconds kJwtMaxLifetime{3600};
+
+struct TokenReply {
+  int http_status = 200;
+  std::string body;  // JSON
+};
+
+class TokenService {
+ public:
+  TokenService(AuthConfig config, Clock& clock, uint64_t seed);
+  TokenService(const TokenService&) = delete;
+  TokenService& operator=(const TokenService&) = delete;
+
+  /// Answers one POST to the token endpoint; `form_body` is
+  /// application/x-www-form-urlencoded.
+  TokenReply Exchange(std::string_view form_body);
+
+  /// True when `access_token` was issued here and has not expired.
+  bool IsValid(std::string_view access_token) const;
+
+ private:
+  TokenReply Issue(std::string_view scope);
+
+  const AuthConfig config_;
+  Clock& clock_;
+  mutable std::mutex mu_;
+  std::mt19937_64 rng_;                                         // guarded by mu_
+  std::map<std::string, Clock::WallTime, std::less<>> issued_;  // token -> expiry; guarded by mu_
+};
+
+/// Verifies the RS256 signature of the compact JWT `jwt` with the PEM public key and
+/// returns its decoded header and claims (JSON text). InvalidArgument when malformed,
+/// PermissionDenied when the signature does not verify.
+struct DecodedJwt {
+  std::string header_json;
+  std::string claims_json;
+};
+Result<DecodedJwt> VerifyJwtRs256(std::string_view jwt, std::string_view public_key_pem);
+
+/// Signs `claims_json` as a compact RS256 JWT with the PEM private key (PKCS#8 or
+/// PKCS#1), with `kid` in the header when not empty. For tests and for tools that make
+/// a service-account key for the emulator.
+Result<std::string> SignJwtRs256(std::string_view claims_json, std::string_view private_key_pem,
+                                 std::string_view kid = {});
+
+/// The PEM public key (SubjectPublicKeyInfo) of a PEM private key.
+Result<std::string> PublicKeyOfPrivateKey(std::string_view private_key_pem);
+
+/// A fresh service-account key for the emulator: the key JSON a client loads (type,
+/// project_id, private_key_id, private_key, client_email, client_id, token_uri) and the
+/// ServiceAccountKey the emulator's config needs to accept it. `bits` is the RSA size.
+struct GeneratedServiceAccountKey {
+  std::string key_json;  // a secret: write it 0600
+  ServiceAccountKey accepted;
+};
+Result<GeneratedServiceAccountKey> GenerateServiceAccountKey(std::string_view client_email,
+                                                             std::string_view project_id,
+                                                             std::string_view token_uri,
+                                                             int bits = 2048);
+
+/// base64url without padding, as JWTs use.
+std::string Base64UrlEncode(std::string_view bytes);
+Result<std::string> Base64UrlDecode(std::string_view text);
+
+}  // namespace tpufleet::emulator

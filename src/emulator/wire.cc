@@ -1,0 +1,397 @@
+#include "emulator/wire.h"
+
+#include <cstdio>
+#include <ctime>
+
+#include "util/strings.h"
+
+namespace tpufleet::emulator {
+
+int HttpStatusOf(RpcCode code) {
+  switch (code) {
+    case RpcCode::kOk:
+      return 200;
+    case RpcCode::kCancelled:
+      return 499;
+    case RpcCode::kInvalidArgument:
+      return 400;
+    case RpcCode::kDeadlineExceeded:
+      return 504;
+    case RpcCode::kNotFound:
+      return 404;
+    case RpcCode::kAlreadyExists:
+      return 409;
+    case RpcCode::kPermissionDenied:
+      return 403;
+    case RpcCode::kResourceExhausted:
+      return 429;
+    case RpcCode::kFailedPrecondition:
+      return 400;
+    case RpcCode::kAborted:
+      return 409;
+    case RpcCode::kUnimplemented:
+      return 501;
+    case RpcCode::kInternal:
+      return 500;
+    case RpcCode::kUnavailable:
+      return 503;
+    case RpcCode::kUnauthenticated:
+      return 401;
+  }
+  return 500;
+}
+
+std::string_view RpcCodeName(RpcCode code) {
+  switch (code) {
+    case RpcCode::kOk:
+      return "OK";
+    case RpcCode::kCancelled:
+      return "CANCELLED";
+    case RpcCode::kInvalidArgument:
+      return "INVALID_ARGUMENT";
+    case RpcCode::kDeadlineExceeded:
+      return "DEADLINE_EXCEEDED";
+    case RpcCode::kNotFound:
+      return "NOT_FOUND";
+    case RpcCode::kAlreadyExists:
+      return "ALREADY_EXISTS";
+    case RpcCode::kPermissionDenied:
+      return "PERMISSION_DENIED";
+    case RpcCode::kResourceExhausted:
+      return "RESOURCE_EXHAUSTED";
+    case RpcCode::kFailedPrecondition:
+      return "FAILED_PRECONDITION";
+    case RpcCode::kAborted:
+      return "ABORTED";
+    case RpcCode::kUnimplemented:
+      return "UNIMPLEMENTED";
+    case RpcCode::kInternal:
+      return "INTERNAL";
+    case RpcCode::kUnavailable:
+      return "UNAVAILABLE";
+    case RpcCode::kUnauthenticated:
+      return "UNAUTHENTICATED";
+  }
+  return "UNKNOWN";
+}
+
+RpcCode RpcCodeOfHttp(int http_status) {
+  switch (http_status) {
+    case 400:
+      return RpcCode::kInvalidArgument;
+    case 401:
+      return RpcCode::kUnauthenticated;
+    case 403:
+      return RpcCode::kPermissionDenied;
+    case 404:
+      return RpcCode::kNotFound;
+    case 409:
+      return RpcCode::kAborted;
+    case 429:
+      return RpcCode::kResourceExhausted;
+    case 501:
+      return RpcCode::kUnimplemented;
+    case 503:
+      return RpcCode::kUnavailable;
+    case 504:
+      return RpcCode::kDeadlineExceeded;
+    default:
+      return RpcCode::kInternal;
+  }
+}
+
+Json ResourceInfoDetail(std::string_view resource_name) {
+  return Json{{"@type", "type.googleapis.com/google.rpc.ResourceInfo"},
+              {"resourceName", std::string(resource_name)}};
+}
+
+Json ErrorInfoDetail(std::string_view reason, std::string_view domain,
+                     const std::map<std::string, std::string>& metadata) {
+  Json j{{"@type", "type.googleapis.com/google.rpc.ErrorInfo"},
+         {"reason", std::string(reason)},
+         {"domain", std::string(domain)}};
+  if (!metadata.empty()) {
+    j["metadata"] = metadata;
+  }
+  return j;
+}
+
+RpcError NotFound(std::string_view resource_name) {
+  return {RpcCode::kNotFound, "Resource '" + std::string(resource_name) + "' was not found",
+          Json::array({ResourceInfoDetail(resource_name)})};
+}
+
+RpcError AlreadyExists(std::string_view resource_name) {
+  return {RpcCode::kAlreadyExists, "Resource '" + std::string(resource_name) + "' already exists",
+          Json::array({ResourceInfoDetail(resource_name)})};
+}
+
+RpcError InvalidArgument(std::string message) {
+  return {RpcCode::kInvalidArgument, std::move(message), Json::array()};
+}
+
+HttpResponse ErrorResponse(const RpcError& error) {
+  Json e{{"code", HttpStatusOf(error.code)},
+         {"message", error.message},
+         {"status", std::string(RpcCodeName(error.code))}};
+  if (!error.details.empty()) {
+    e["details"] = error.details;
+  }
+  return JsonResponse(Json{{"error", e}}, HttpStatusOf(error.code));
+}
+
+Json OperationErrorJson(const RpcError& error) {
+  Json e{{"code", static_cast<int>(error.code)}, {"message", error.message}};
+  if (!error.details.empty()) {
+    e["details"] = error.details;
+  }
+  return e;
+}
+
+HttpResponse JsonResponse(const Json& body, int status) {
+  HttpResponse r;
+  r.status = status;
+  r.body = body.dump(2, ' ', false, Json::error_handler_t::replace);
+  r.body += "\n";
+  return r;
+}
+
+std::string FormatTimestamp(Clock::WallTime t) {
+  using std::chrono::duration_cast;
+  auto since = t.time_since_epoch();
+  auto secs = std::chrono::floor<std::chrono::seconds>(since);
+  long long nanos = duration_cast<std::chrono::nanoseconds>(since - secs).count();
+  std::chrono::sys_seconds ss{secs};
+  auto days = std::chrono::floor<std::chrono::days>(ss);
+  std::chrono::year_month_day ymd{days};
+  std::chrono::hh_mm_ss<std::chrono::seconds> hms{ss - days};
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%04d-%02u-%02uT%02lld:%02lld:%02lld",
+                static_cast<int>(ymd.year()), static_cast<unsigned>(ymd.month()),
+                static_cast<unsigned>(ymd.day()), static_cast<long long>(hms.hours().count()),
+                static_cast<long long>(hms.minutes().count()),
+                static_cast<long long>(hms.seconds().count()));
+  std::string out = buf;
+  if (nanos != 0) {
+    char frac[32];
+    if (nanos % 1'000'000 == 0) {
+      std::snprintf(frac, sizeof frac, ".%03lld", nanos / 1'000'000);
+    } else if (nanos % 1000 == 0) {
+      std::snprintf(frac, sizeof frac, ".%06lld", nanos / 1000);
+    } else {
+      std::snprintf(frac, sizeof frac, ".%09lld", nanos);
+    }
+    out += frac;
+  }
+  out += "Z";
+  return out;
+}
+
+namespace {
+
+bool ReadDigits(std::string_view text, size_t* pos, size_t n, int* out) {
+  if (*pos + n > text.size()) {
+    return false;
+  }
+  int v = 0;
+  for (size_t i = 0; i < n; ++i) {
+    char c = text[*pos + i];
+    if (c < '0' || c > '9') {
+      return false;
+    }
+    v = v * 10 + (c - '0');
+  }
+  *pos += n;
+  *out = v;
+  return true;
+}
+
+bool Expect(std::string_view text, size_t* pos, char c) {
+  if (*pos < text.size() && (text[*pos] == c || (c == 'T' && text[*pos] == 't'))) {
+    ++*pos;
+    return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+Result<Clock::WallTime> ParseTimestamp(std::string_view text) {
+  Status bad = InvalidArgumentError("invalid timestamp \"" + std::string(text) +
+                                    "\": expected RFC 3339, e.g. 2026-01-01T00:00:00Z");
+  size_t pos = 0;
+  int y, mo, d, h, mi, s;
+  if (!ReadDigits(text, &pos, 4, &y) || !Expect(text, &pos, '-') ||
+      !ReadDigits(text, &pos, 2, &mo) || !Expect(text, &pos, '-') ||
+      !ReadDigits(text, &pos, 2, &d) || !Expect(text, &pos, 'T') ||
+      !ReadDigits(text, &pos, 2, &h) || !Expect(text, &pos, ':') ||
+      !ReadDigits(text, &pos, 2, &mi) || !Expect(text, &pos, ':') ||
+      !ReadDigits(text, &pos, 2, &s)) {
+    return bad;
+  }
+  long long nanos = 0;
+  if (pos < text.size() && text[pos] == '.') {
+    ++pos;
+    int digits = 0;
+    while (pos < text.size() && text[pos] >= '0' && text[pos] <= '9') {
+      if (digits < 9) {
+        nanos = nanos * 10 + (text[pos] - '0');
+      }
+      ++digits;
+      ++pos;
+    }
+    if (digits == 0) {
+      return bad;
+    }
+    for (int i = digits; i < 9; ++i) {
+      nanos *= 10;
+    }
+  }
+  int offset_minutes = 0;
+  if (pos < text.size() && (text[pos] == 'Z' || text[pos] == 'z')) {
+    ++pos;
+  } else if (pos < text.size() && (text[pos] == '+' || text[pos] == '-')) {
+    int sign = text[pos] == '-' ? -1 : 1;
+    ++pos;
+    int oh, om;
+    if (!ReadDigits(text, &pos, 2, &oh) || !Expect(text, &pos, ':') ||
+        !ReadDigits(text, &pos, 2, &om)) {
+      return bad;
+    }
+    offset_minutes = sign * (oh * 60 + om);
+  } else {
+    return bad;
+  }
+  if (pos != text.size()) {
+    return bad;
+  }
+  std::chrono::year_month_day ymd{std::chrono::year{y},
+                                  std::chrono::month{static_cast<unsigned>(mo)},
+                                  std::chrono::day{static_cast<unsigned>(d)}};
+  if (!ymd.ok() || h > 23 || mi > 59 || s > 60) {
+    return bad;
+  }
+  auto tp = std::chrono::sys_days(ymd) + std::chrono::hours(h) + std::chrono::minutes(mi) +
+            std::chrono::seconds(s) - std::chrono::minutes(offset_minutes);
+  return Clock::WallTime(std::chrono::duration_cast<Clock::WallTime::duration>(
+      tp.time_since_epoch() + std::chrono::nanoseconds(nanos)));
+}
+
+Result<std::chrono::nanoseconds> ParseProtoDuration(std::string_view text) {
+  Status bad = InvalidArgumentError("invalid duration \"" + std::string(text) +
+                                    "\": expected seconds with an s suffix, e.g. 3600s");
+  if (text.size() < 2 || text.back() != 's') {
+    return bad;
+  }
+  std::string_view num = text.substr(0, text.size() - 1);
+  bool negative = false;
+  if (!num.empty() && num[0] == '-') {
+    negative = true;
+    num.remove_prefix(1);
+  }
+  size_t dot = num.find('.');
+  std::string_view whole = num.substr(0, dot);
+  std::string_view frac = dot == std::string_view::npos ? std::string_view() : num.substr(dot + 1);
+  long long secs = 0;
+  if (whole.empty() || !ParseInt(whole, &secs)) {
+    return bad;
+  }
+  long long nanos = 0;
+  if (dot != std::string_view::npos) {
+    if (frac.empty() || frac.size() > 9) {
+      return bad;
+    }
+    long long f = 0;
+    if (!ParseInt(frac, &f)) {
+      return bad;
+    }
+    nanos = f;
+    for (size_t i = frac.size(); i < 9; ++i) {
+      nanos *= 10;
+    }
+  }
+  auto d = std::chrono::seconds(secs) + std::chrono::nanoseconds(nanos);
+  return negative ? -d : d;
+}
+
+Result<std::string> EnumName(const Json& value, EnumTable table, std::string_view field) {
+  auto invalid = [&](const std::string& shown) {
+    return InvalidArgumentError("Invalid value at '" + std::string(field) + "' (" + shown + ")");
+  };
+  long long number = -1;
+  if (value.is_number_integer()) {
+    number = value.get<long long>();
+  } else if (value.is_string()) {
+    std::string s = value.get<std::string>();
+    if (!ParseInt(s, &number)) {
+      for (const auto& [n, name] : table) {
+        if (name == s) {
+          return s;
+        }
+      }
+      return invalid("\"" + s + "\"");
+    }
+  } else {
+    return invalid(value.dump());
+  }
+  for (const auto& [n, name] : table) {
+    if (n == number) {
+      return std::string(name);
+    }
+  }
+  return invalid(std::to_string(number));
+}
+
+namespace {
+constexpr std::string_view kB64 =
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+}  // namespace
+
+std::string EncodePageToken(std::string_view last_key) {
+  std::string out;
+  unsigned int buf = 0;
+  int bits = 0;
+  for (unsigned char c : last_key) {
+    buf = (buf << 8) | c;
+    bits += 8;
+    while (bits >= 6) {
+      bits -= 6;
+      out += kB64[(buf >> bits) & 63];
+    }
+  }
+  if (bits > 0) {
+    out += kB64[(buf << (6 - bits)) & 63];
+  }
+  return out;
+}
+
+Result<std::string> DecodePageToken(std::string_view token) {
+  std::string out;
+  unsigned int buf = 0;
+  int bits = 0;
+  for (char c : token) {
+    size_t v = kB64.find(c);
+    if (v == std::string_view::npos) {
+      return InvalidArgumentError("Invalid page token.");
+    }
+    buf = (buf << 6) | static_cast<unsigned int>(v);
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out += static_cast<char>((buf >> bits) & 0xff);
+    }
+  }
+  return out;
+}
+
+std::string Hex(uint64_t bits, int digits) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string out(static_cast<size_t>(digits), '0');
+  for (int i = digits - 1; i >= 0; --i) {
+    out[static_cast<size_t>(i)] = kDigits[bits & 15];
+    bits >>= 4;
+  }
+  return out;
+}
+
+}  // namespace tpufleet::emulator

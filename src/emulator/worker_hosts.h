@@ -1,0 +1,78 @@
+// WorkerHosts: the machines behind the emulator's TPU nodes.
+//
+// The emulator's API server (api_server.h) owns node state as the Cloud TPU API shows
+// it; a WorkerHosts gives each node its worker VMs. The real implementation
+// (namespace_hosts.h) makes every worker a real host: its own network, mount, UTS and
+// PID namespaces, an address in 198.18.0.0/15, its own /etc, /home, /root and /tmp, a
+// real sshd with its own host keys, a metadata server at 169.254.169.254 and a guest
+// agent that turns the node's `ssh-keys` metadata into Unix users, as on a TPU VM. The
+// fake (testing/fake_worker_hosts.h) only records calls, for unit tests of the server.
+//
+// Nodes are named by their full resource name ("projects/p/locations/z/nodes/n").
+// Implementations must be safe to call from several threads at once; calls for one
+// node are serialised by the caller.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "util/status.h"
+
+namespace tpufleet::emulator {
+
+/// What the hosts need to know about a node to run its workers.
+struct NodeHostSpec {
+  std::string name;              // full resource name
+  std::string id;                // the node's numeric id (as in Node.id)
+  std::string accelerator_type;  // "v4-32"
+  int workers = 1;               // worker VMs (one networkEndpoint each)
+  std::map<std::string, std::string> metadata;  // Node.metadata: ssh-keys, startup-script, …
+};
+
+/// One running worker, as the API reports it (networkEndpoints, guest attributes).
+struct WorkerInfo {
+  std::string address;        // "198.18.0.7": reachable from the machine and other workers
+  std::string hostname;       // "t1v-n-1a2b3c4d-w-0"
+  std::string host_key;       // sshd's public host key, "ssh-ed25519 AAAA…"
+};
+
+/// Events a node's workers learn through their metadata server.
+enum class HostEvent {
+  kPreemptionNotice,   // instance/preempted turns TRUE (long-polls return)
+  kMaintenanceNotice,  // instance/maintenance-event turns TERMINATE_ON_HOST_MAINTENANCE
+};
+
+class WorkerHosts {
+ public:
+  WorkerHosts() = default;
+  WorkerHosts(const WorkerHosts&) = delete;
+  WorkerHosts& operator=(const WorkerHosts&) = delete;
+  virtual ~WorkerHosts() = default;
+
+  /// Starts the node's workers and returns once every worker's sshd accepts
+  /// connections. A node booted before (stopped, or halted by maintenance) keeps its
+  /// disks (/home, /root, /etc); `new_addresses` gives its workers fresh addresses, as
+  /// maintenance does. FailedPrecondition when hosts cannot be made here (not root).
+  virtual Result<std::vector<WorkerInfo>> Boot(const NodeHostSpec& node, bool new_addresses) = 0;
+
+  /// Replaces the metadata every worker serves (after a patch of Node.metadata); the
+  /// guest agents apply ssh-keys changes to their users.
+  virtual Status SetMetadata(const std::string& node,
+                             const std::map<std::string, std::string>& metadata) = 0;
+
+  /// Tells the node's workers about a coming event through their metadata servers.
+  virtual Status Notify(const std::string& node, HostEvent event) = 0;
+
+  /// Powers the workers off: every process on them ends and they stop answering.
+  /// Their disks stay, for a later Boot.
+  virtual Status Halt(const std::string& node) = 0;
+
+  /// Cuts one worker off the network (cut = true) or reconnects it.
+  virtual Status SetCutOff(const std::string& node, int worker, bool cut) = 0;
+
+  /// Halts the workers if needed and deletes everything they had.
+  virtual Status Destroy(const std::string& node) = 0;
+};
+
+}  // namespace tpufleet::emulator

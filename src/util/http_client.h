@@ -1,0 +1,60 @@
+// HttpClient: the one way tpufleet makes HTTP requests, so the GCP client, the
+// emulator's command line and later the agent share timeouts, redaction and error
+// mapping, and tests can swap in a fake.
+//
+// Transport failures map to Status codes by what the caller does next: connection
+// refused, DNS and TLS errors are Unavailable (retry or report), a timeout is Timeout.
+// An HTTP error status is NOT a failure here: it comes back in HttpResponse::status for
+// the caller to interpret (a 404 means different things to different callers).
+//
+// CurlHttpClient is the real implementation (libcurl, TLS through OpenSSL). No libcurl
+// type appears in this header. Thread-safety: Send may be called from several threads
+// at once; each call uses its own handle.
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <string>
+
+#include "util/status.h"
+
+namespace tpufleet {
+
+struct HttpRequest {
+  std::string method = "GET";
+  std::string url;
+  std::map<std::string, std::string> headers;  // e.g. {"Authorization", "Bearer …"}
+  std::string body;
+  // Whole request, connect to last byte. Long enough for a metadata long-poll.
+  std::chrono::milliseconds timeout{30000};
+};
+
+struct HttpResponse {
+  int status = 0;
+  std::map<std::string, std::string> headers;  // names lower-cased
+  std::string body;
+};
+
+class HttpClient {
+ public:
+  HttpClient() = default;
+  HttpClient(const HttpClient&) = delete;
+  HttpClient& operator=(const HttpClient&) = delete;
+  virtual ~HttpClient() = default;
+
+  /// Sends `request` and returns the response, whatever its status.
+  virtual Result<HttpResponse> Send(const HttpRequest& request) = 0;
+};
+
+class CurlHttpClient final : public HttpClient {
+ public:
+  CurlHttpClient();
+  Result<HttpResponse> Send(const HttpRequest& request) override;
+};
+
+/// "a=1&b=x%20y": form or query encoding of `fields` (application/x-www-form-urlencoded).
+std::string FormEncode(const std::map<std::string, std::string>& fields);
+/// Percent-encodes everything but unreserved characters (RFC 3986).
+std::string UrlEscape(std::string_view text);
+
+}  // namespace tpufleet

@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# End to end: `tpufleet emulator` as a user drives it. Starts the emulator, creates a
+# v4-32 through the Cloud TPU API with a key in ssh-keys, logs in to each of its 4
+# workers with strict host key checking (keys pinned from getGuestAttributes), checks
+# each worker's metadata server and that workers do not share files, preempts the node
+# (API state, metadata long-poll, workers stop answering), and stops the emulator,
+# after which no namespace, veth, sshd or emulator process may be left.
+# Usage: emulator_e2e_test.sh path/to/tpufleet. Exit 77 (skipped) when not root.
+set -euo pipefail
+bin=$(realpath "$1")
+if [[ $(id -u) -ne 0 ]]; then
+  echo "SKIP: the emulator's workers are network namespaces with a real sshd; run as root"
+  exit 77
+fi
+tmp=$(mktemp -d)
+export HOME=$tmp TPUFLEET_EMULATOR_DIR=$tmp/emulator
+cleanup() {
+  "$bin" emulator stop >/dev/null 2>&1 || true
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+checks=0
+check() { checks=$((checks + 1)); echo "check: $*"; }
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+check "emulator start prints the endpoint"
+"$bin" emulator start >"$tmp/start.txt"
+ep=$(grep -o 'http://127.0.0.1:[0-9]*/' "$tmp/start.txt" | head -1)
+[[ -n $ep ]] || fail "no endpoint in: $(cat "$tmp/start.txt")"
+api=${ep}v2/projects/e2e/locations/us-central2-b
+
+check "create a v4-32 with alice's key in ssh-keys; it becomes READY"
+ssh-keygen -q -t ed25519 -N '' -C alice -f "$tmp/key"
+entry="alice:$(cut -d' ' -f1,2 "$tmp/key.pub") alice"
+curl -sf -X POST "$api/nodes?nodeId=pod" -H 'Content-Type: application/json' \
+  -d "{\"acceleratorType\":\"v4-32\",\"runtimeVersion\":\"tpu-ubuntu2204-base\",\"schedulingConfig\":{\"spot\":true},\"metadata\":{\"ssh-keys\":\"$entry\"}}" >/dev/null
+for _ in $(seq 1 200); do
+  curl -sf "$api/nodes/pod" >"$tmp/node.json"
+  grep -q '"state": *"READY"' "$tmp/node.json" && break
+  sleep 0.1
+done
+grep -q '"state": *"READY"' "$tmp/node.json" || fail "node not READY: $(cat "$tmp/node.json")"
+mapfile -t addrs < <(grep -o '"ipAddress": *"[0-9.]*"' "$tmp/node.json" | cut -d'"' -f4)
+[[ ${#addrs[@]} -eq 4 ]] || fail "expected 4 network endpoints, got ${#addrs[@]}"
+
+check "pin each worker's host key from getGuestAttributes"
+curl -sf -X POST "$api/nodes/pod:getGuestAttributes" -H 'Content-Type: application/json' \
+  -d '{"workerIds":[""]}' | tr -d ' \n' >"$tmp/ga.json"
+mapfile -t hostkeys < <(grep -o '"key":"ssh-ed25519"[^}]*' "$tmp/ga.json" |
+  sed -E 's/.*"value":"([^"]*)".*/\1/')
+[[ ${#hostkeys[@]} -eq 4 ]] || fail "expected 4 host keys: $(cat "$tmp/ga.json")"
+: >"$tmp/known_hosts"
+for i in 0 1 2 3; do echo "${addrs[$i]} ssh-ed25519 ${hostkeys[$i]}" >>"$tmp/known_hosts"; done
+on() {
+  local w=$1
+  shift
+  ssh -i "$tmp/key" -o UserKnownHostsFile="$tmp/known_hosts" -o StrictHostKeyChecking=yes \
+    -o BatchMode=yes -o ConnectTimeout=5 -o LogLevel=ERROR "alice@${addrs[$w]}" "$@"
+}
+
+check "ssh to every worker as alice; each metadata server gives its own worker number"
+for i in 0 1 2 3; do
+  out=$(on "$i" 'id -un; curl -s -H "Metadata-Flavor: Google" http://169.254.169.254/computeMetadata/v1/instance/attributes/agent-worker-number')
+  [[ $out == "alice"$'\n'"$i" ]] || fail "worker $i said: $out"
+done
+
+check "a file written on worker 0 is not on worker 1 nor on this machine"
+on 0 'echo hello >/tmp/e2e-marker && echo hi >~/marker'
+on 0 'test -f /tmp/e2e-marker && test -f ~/marker' || fail "file missing on worker 0"
+on 1 'test ! -e /tmp/e2e-marker && test ! -e ~/marker' || fail "worker 1 sees worker 0's files"
+[[ ! -e /tmp/e2e-marker ]] || fail "this machine sees worker 0's /tmp"
+
+check "preemption: the metadata long-poll turns TRUE, the API says PREEMPTED, workers stop answering"
+on 2 'curl -s -H "Metadata-Flavor: Google" "http://169.254.169.254/computeMetadata/v1/instance/preempted?wait_for_change=true"' >"$tmp/preempted" &
+poll=$!
+sleep 0.5
+"$bin" emulator inject preempt pod --notice 2s >/dev/null
+wait "$poll" || true
+[[ $(cat "$tmp/preempted") == TRUE ]] || fail "long-poll said: $(cat "$tmp/preempted")"
+for _ in $(seq 1 100); do
+  curl -sf "$api/nodes/pod" | grep -q '"state": *"PREEMPTED"' && break
+  sleep 0.1
+done
+curl -sf "$api/nodes/pod" | grep -q '"state": *"PREEMPTED"' || fail "node not PREEMPTED"
+if on 0 true 2>/dev/null; then fail "worker 0 still answers after preemption"; fi
+
+check "emulator stop leaves no namespace, veth, sshd, worker process or state dir"
+"$bin" emulator stop >/dev/null
+[[ -z $(ip netns list) ]] || fail "namespaces left: $(ip netns list)"
+! ip -o link show | grep -q ' tpf' || fail "links left: $(ip -o link show | grep ' tpf')"
+! pgrep -f "$tmp" >/dev/null || fail "processes left: $(pgrep -af "$tmp")"
+[[ ! -e $TPUFLEET_EMULATOR_DIR ]] || fail "state dir left"
+echo "PASS: $checks checks"

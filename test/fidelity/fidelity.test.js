@@ -1,0 +1,435 @@
+// Fidelity tests: the tpufleet emulator driven by Google's own Cloud TPU clients.
+//
+// Started by run.sh, which gives the emulator's address in TPUFLEET_EMULATOR_ENDPOINT
+// ("127.0.0.1:PORT") and a service-account key the emulator accepts in
+// TPUFLEET_FIDELITY_SA_KEY. The emulator requires tokens from its own token endpoint, so
+// every client here authenticates the way it would against Google (shared/reference/
+// tpu-api.md §7, §10). Where a client disagrees with the emulator, the emulator is wrong.
+'use strict';
+
+const test = require('node:test');
+const assert = require('node:assert/strict');
+const crypto = require('node:crypto');
+const fs = require('node:fs');
+const jws = require('jws');
+const {UserRefreshClient} = require('google-auth-library');
+const {TpuClient} = require('@google-cloud/tpu').v2;
+const {google} = require('googleapis');
+
+const endpoint = process.env.TPUFLEET_EMULATOR_ENDPOINT;
+assert.ok(endpoint, 'TPUFLEET_EMULATOR_ENDPOINT=host:port must be set (run.sh sets it)');
+const [host, portText] = endpoint.split(':');
+const port = Number(portText);
+const base = `http://${endpoint}`;
+const tokenUrl = `${base}/token`;
+
+const PROJECT = 'fidelity';
+const ZONE = 'us-central2-b';
+const PARENT = `projects/${PROJECT}/locations/${ZONE}`;
+const CLIENT = {clientId: 'fidelity-client', clientSecret: 'fidelity-secret', refreshToken: 'fidelity-refresh'};
+const SCOPE = 'https://www.googleapis.com/auth/cloud-platform';
+
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+// The emulator's own admin endpoint (faults on command).
+async function admin(method, path, body) {
+  const res = await fetch(base + path, {
+    method,
+    headers: {'content-type': 'application/json'},
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const json = await res.json();
+  assert.ok(res.ok, `${method} ${path}: ${res.status} ${JSON.stringify(json)}`);
+  return json;
+}
+
+// Enums decode as names or numbers depending on the client; both are right.
+function enumIs(value, name, number) {
+  assert.ok(value === name || value === number, `expected ${name} (${number}), got ${JSON.stringify(value)}`);
+}
+
+function nodeBody(type = 'v4-8') {
+  return {acceleratorType: type, runtimeVersion: 'tpu-ubuntu2204-base'};
+}
+
+function gapicClient() {
+  // authorized_user credentials whose token endpoint is the emulator's.
+  const authClient = new UserRefreshClient({...CLIENT, endpoints: {oauth2TokenUrl: tokenUrl}});
+  return new TpuClient({fallback: true, protocol: 'http', apiEndpoint: host, port, authClient});
+}
+
+function discoveryClient() {
+  const auth = new google.auth.OAuth2({
+    clientId: CLIENT.clientId,
+    clientSecret: CLIENT.clientSecret,
+    endpoints: {oauth2TokenUrl: tokenUrl},
+  });
+  auth.setCredentials({refresh_token: CLIENT.refreshToken});
+  return google.tpu({version: 'v2', auth, rootUrl: `${base}/`});
+}
+
+test('token endpoint', async (t) => {
+  await t.test('authorized_user refresh grant (google-auth-library)', async () => {
+    const client = new UserRefreshClient({...CLIENT, endpoints: {oauth2TokenUrl: tokenUrl}});
+    const {token} = await client.getAccessToken();
+    assert.match(token, /^ya29\./);
+  });
+
+  const key = JSON.parse(fs.readFileSync(process.env.TPUFLEET_FIDELITY_SA_KEY, 'utf8'));
+  const exchange = async (assertion) => {
+    const res = await fetch(tokenUrl, {
+      method: 'POST',
+      headers: {'content-type': 'application/x-www-form-urlencoded'},
+      body: new URLSearchParams({grant_type: 'urn:ietf:params:oauth:grant-type:jwt-bearer', assertion}),
+    });
+    return {status: res.status, json: await res.json()};
+  };
+  const iat = Math.floor(Date.now() / 1000);
+  const claims = {iss: key.client_email, scope: SCOPE, aud: tokenUrl, exp: iat + 3600, iat};
+
+  await t.test('service-account JWT signed as gtoken signs it (jws)', async () => {
+    const assertion = jws.sign({header: {alg: 'RS256', kid: key.private_key_id}, payload: claims,
+                                secret: key.private_key});
+    const {status, json} = await exchange(assertion);
+    assert.equal(status, 200, JSON.stringify(json));
+    assert.match(json.access_token, /^ya29\./);
+    assert.equal(json.token_type, 'Bearer');
+    assert.equal(json.expires_in, 3599);
+    const api = await fetch(`${base}/v2/${PARENT}/nodes`, {headers: {authorization: `Bearer ${json.access_token}`}});
+    assert.equal(api.status, 200);
+  });
+
+  await t.test('a JWT signed with another key is refused as Google refuses it', async () => {
+    const {privateKey} = crypto.generateKeyPairSync('rsa', {modulusLength: 2048});
+    const assertion = jws.sign({header: {alg: 'RS256'}, payload: claims,
+                                secret: privateKey.export({type: 'pkcs8', format: 'pem'})});
+    const {status, json} = await exchange(assertion);
+    assert.equal(status, 400);
+    assert.deepEqual(json, {error: 'invalid_grant', error_description: 'Invalid JWT Signature.'});
+  });
+
+  await t.test('API calls without an issued token are 401', async () => {
+    const res = await fetch(`${base}/v2/${PARENT}/nodes`, {headers: {authorization: 'Bearer made-up'}});
+    assert.equal(res.status, 401);
+    assert.equal((await res.json()).error.status, 'UNAUTHENTICATED');
+  });
+});
+
+test('@google-cloud/tpu TpuClient in REST fallback mode', async (t) => {
+  const client = gapicClient();
+  const ids = ['gapic-a', 'gapic-b', 'gapic-c'];
+
+  await t.test('createNode and poll the operation to the end', async () => {
+    for (const nodeId of ids) {
+      const [operation] = await client.createNode({
+        parent: PARENT,
+        nodeId,
+        node: {...nodeBody(), labels: {env: 'dev'}, metadata: {'ssh-keys': 'alice:ssh-ed25519 AAAA alice'},
+               dataDisks: [{sourceDisk: `projects/${PROJECT}/zones/${ZONE}/disks/d1`, mode: 'READ_ONLY'}],
+               networkConfig: {enableExternalIps: true}, schedulingConfig: {spot: true}},
+      });
+      assert.equal(operation.metadata === null || typeof operation.metadata, 'object');
+      const [node] = await operation.promise();
+      assert.equal(node.name, `${PARENT}/nodes/${nodeId}`);
+      enumIs(node.state, 'READY', 2);
+    }
+  });
+
+  await t.test('getNode', async () => {
+    const [node] = await client.getNode({name: `${PARENT}/nodes/gapic-a`});
+    enumIs(node.state, 'READY', 2);
+    enumIs(node.health, 'HEALTHY', 1);
+    enumIs(node.apiVersion, 'V2', 4);
+    enumIs(node.dataDisks[0].mode, 'READ_ONLY', 2);
+    assert.match(String(node.id), /^[0-9]{19}$/);
+    assert.equal(node.networkEndpoints.length, 1);
+    assert.equal(node.networkEndpoints[0].port, 8470);
+    assert.equal(node.networkEndpoints[0].accessConfig.externalIp, node.networkEndpoints[0].ipAddress);
+    assert.equal(node.schedulingConfig.spot, true);
+    assert.ok(Number(node.createTime.seconds) > 0);
+  });
+
+  await t.test('listNodes pages with pageSize 1', async () => {
+    const [page, nextRequest] = await client.listNodes({parent: PARENT, pageSize: 1}, {autoPaginate: false});
+    assert.equal(page.length, 1);
+    assert.ok(nextRequest && nextRequest.pageToken, 'a next page token');
+    const [all] = await client.listNodes({parent: PARENT, pageSize: 1});
+    assert.deepEqual(all.map((n) => n.name).sort(), ids.map((id) => `${PARENT}/nodes/${id}`));
+    const seen = [];
+    for await (const node of client.listNodesAsync({parent: PARENT, pageSize: 1})) {
+      seen.push(node.name);
+    }
+    assert.equal(seen.length, 3);
+  });
+
+  await t.test('updateNode applies only the update mask', async () => {
+    const [operation] = await client.updateNode({
+      node: {name: `${PARENT}/nodes/gapic-a`, labels: {env: 'prod'}, description: 'ignored'},
+      updateMask: {paths: ['labels']},
+    });
+    const [node] = await operation.promise();
+    assert.deepEqual(node.labels, {env: 'prod'});
+    const [again] = await client.getNode({name: `${PARENT}/nodes/gapic-a`});
+    assert.ok(!again.description);
+    const [op2] = await client.updateNode({
+      node: {name: `${PARENT}/nodes/gapic-a`, metadata: {'ssh-keys': 'bob:ssh-ed25519 BBBB bob'}},
+      updateMask: {paths: ['metadata']},
+    });
+    const [patched] = await op2.promise();
+    assert.deepEqual(patched.metadata, {'ssh-keys': 'bob:ssh-ed25519 BBBB bob'});
+  });
+
+  await t.test('getGuestAttributes gives host keys per worker', async () => {
+    const [resp] = await client.getGuestAttributes({name: `${PARENT}/nodes/gapic-b`, workerIds: [''], queryPath: '/'});
+    assert.equal(resp.guestAttributes.length, 1);
+    const keys = resp.guestAttributes[0].queryValue.items.filter((i) => i.key === 'ssh-ed25519');
+    assert.equal(keys.length, 1);
+    assert.match(keys[0].value, /^AAAAC3NzaC1lZDI1NTE5/);
+  });
+
+  await t.test('stopNode and startNode a single-host node', async () => {
+    const [stop] = await client.stopNode({name: `${PARENT}/nodes/gapic-c`});
+    const [stopped] = await stop.promise();
+    enumIs(stopped.state, 'STOPPED', 8);
+    const [start] = await client.startNode({name: `${PARENT}/nodes/gapic-c`});
+    const [started] = await start.promise();
+    enumIs(started.state, 'READY', 2);
+  });
+
+  await t.test('404 and 409 as the client reports them', async () => {
+    await assert.rejects(client.getNode({name: `${PARENT}/nodes/missing`}), (e) => {
+      assert.equal(e.code, 5);
+      assert.equal(e.message, `Resource '${PARENT}/nodes/missing' was not found`);
+      assert.equal(e.statusDetails[0].resourceName, `${PARENT}/nodes/missing`);
+      return true;
+    });
+    // gax's REST fallback derives the code from the HTTP status alone
+    // (rpcCodeFromHttpStatusCode: 409 -> ABORTED), so Google's 409 ALREADY_EXISTS
+    // reaches REST-mode callers as code 10; the message and ResourceInfo say which.
+    await assert.rejects(client.createNode({parent: PARENT, nodeId: 'gapic-a', node: nodeBody()}), (e) => {
+      assert.equal(e.code, 10);
+      assert.equal(e.message, `Resource '${PARENT}/nodes/gapic-a' already exists`);
+      assert.equal(e.statusDetails[0].resourceName, `${PARENT}/nodes/gapic-a`);
+      return true;
+    });
+  });
+
+  await t.test('quota: a synchronous 429 is code 8 with ErrorInfo', async () => {
+    const fault = await admin('POST', '/emulator/v1/faults', {kind: 'quota', region: 'us-central2', family: 'v4'});
+    try {
+      await assert.rejects(client.createNode({parent: PARENT, nodeId: 'gapic-quota', node: nodeBody()}), (e) => {
+        assert.equal(e.code, 8);
+        assert.match(e.message, /Quota limit 'TPUV4PerProjectPerRegionForTPUAPI' has been exceeded/);
+        assert.equal(e.reason, 'RESOURCE_QUOTA_EXCEEDED');
+        assert.equal(e.domain, 'googleapis.com');
+        return true;
+      });
+    } finally {
+      await admin('DELETE', `/emulator/v1/faults/${fault.id}`);
+    }
+  });
+
+  await t.test('stockout: the operation fails with code 8', async () => {
+    const fault = await admin('POST', '/emulator/v1/faults', {kind: 'stockout', zone: ZONE, family: 'v4'});
+    try {
+      const [operation] = await client.createNode({parent: PARENT, nodeId: 'gapic-stockout', node: nodeBody()});
+      await assert.rejects(operation.promise(), (e) => {
+        assert.equal(e.code, 8);
+        assert.match(e.message, /^There is no more capacity in the zone "us-central2-b"; you can try in another zone/);
+        return true;
+      });
+    } finally {
+      await admin('DELETE', `/emulator/v1/faults/${fault.id}`);
+    }
+  });
+
+  await t.test('queued resources: create, list, force delete', async () => {
+    const [operation] = await client.createQueuedResource({
+      parent: PARENT,
+      queuedResourceId: 'gapic-qr',
+      queuedResource: {
+        tpu: {nodeSpec: [{parent: PARENT, nodeId: 'gapic-qr-node', node: nodeBody()}]},
+        spot: {},
+        queueingPolicy: {validUntilDuration: {seconds: 3600}},
+      },
+    });
+    const [accepted] = await operation.promise();
+    assert.equal(accepted.name, `${PARENT}/queuedResources/gapic-qr`);
+    let state;
+    for (let i = 0; i < 100; ++i) {
+      const [qr] = await client.getQueuedResource({name: `${PARENT}/queuedResources/gapic-qr`});
+      state = qr.state.state;
+      if (state === 'ACTIVE' || state === 6) {
+        break;
+      }
+      await sleep(100);
+    }
+    enumIs(state, 'ACTIVE', 6);
+    const [node] = await client.getNode({name: `${PARENT}/nodes/gapic-qr-node`});
+    assert.equal(node.queuedResource, `${PARENT}/queuedResources/gapic-qr`);
+    const [qrs] = await client.listQueuedResources({parent: PARENT});
+    assert.deepEqual(qrs.map((q) => q.name), [`${PARENT}/queuedResources/gapic-qr`]);
+    // FAILED_PRECONDITION is HTTP 400, which gax's REST fallback reports as code 3.
+    await assert.rejects(client.deleteQueuedResource({name: `${PARENT}/queuedResources/gapic-qr`}),
+                         (e) => e.code === 3 && /force=true/.test(e.message));
+    const [del] = await client.deleteQueuedResource({name: `${PARENT}/queuedResources/gapic-qr`, force: true});
+    await del.promise();
+    await assert.rejects(client.getQueuedResource({name: `${PARENT}/queuedResources/gapic-qr`}), (e) => e.code === 5);
+    await assert.rejects(client.getNode({name: `${PARENT}/nodes/gapic-qr-node`}), (e) => e.code === 5);
+  });
+
+  await t.test('operations, locations, accelerator types, runtime versions', async () => {
+    const ops = [];
+    for await (const op of client.listOperationsAsync({name: PARENT})) {
+      ops.push(op);
+    }
+    assert.ok(ops.length >= 5);
+    const [op] = await client.getOperation({name: ops[0].name});
+    assert.equal(op.name, ops[0].name);
+    const locations = [];
+    for await (const loc of client.listLocationsAsync({name: `projects/${PROJECT}`})) {
+      locations.push(loc.locationId);
+    }
+    assert.ok(locations.includes(ZONE), locations.join(','));
+    const [types] = await client.listAcceleratorTypes({parent: PARENT});
+    assert.ok(types.some((x) => x.type === 'v4-32'));
+    const [type] = await client.getAcceleratorType({name: `${PARENT}/acceleratorTypes/v4-32`});
+    assert.equal(type.acceleratorConfigs[0].topology, '2x2x4');
+    const [versions] = await client.listRuntimeVersions({parent: PARENT});
+    assert.ok(versions.some((v) => v.version === 'tpu-ubuntu2204-base'));
+  });
+
+  await t.test('deleteNode until 404', async () => {
+    for (const nodeId of ids) {
+      const [operation] = await client.deleteNode({name: `${PARENT}/nodes/${nodeId}`});
+      await operation.promise();
+      await assert.rejects(client.getNode({name: `${PARENT}/nodes/${nodeId}`}), (e) => e.code === 5);
+    }
+  });
+
+  await client.close();
+});
+
+test('googleapis discovery client (google.tpu v2)', async (t) => {
+  const tpu = discoveryClient();
+  const nodes = tpu.projects.locations.nodes;
+  const ids = ['disc-a', 'disc-b', 'disc-c'];
+
+  // Polls an operation with operations.get until it is done.
+  const finish = async (op) => {
+    for (let i = 0; i < 200 && !op.done; ++i) {
+      await sleep(50);
+      op = (await tpu.projects.locations.operations.get({name: op.name})).data;
+    }
+    assert.ok(op.done, `operation ${op.name} did not finish`);
+    return op;
+  };
+
+  await t.test('create, get, and poll operations', async () => {
+    for (const nodeId of ids) {
+      const res = await nodes.create({parent: PARENT, nodeId, requestBody: {...nodeBody('v4-16'),
+                                                                           labels: {env: 'dev'}}});
+      assert.equal(res.status, 200);
+      assert.equal(res.data.metadata['@type'], 'type.googleapis.com/google.cloud.tpu.v2.OperationMetadata');
+      const op = await finish(res.data);
+      assert.equal(op.response['@type'], 'type.googleapis.com/google.cloud.tpu.v2.Node');
+      assert.equal(op.response.state, 'READY');
+    }
+    const node = (await nodes.get({name: `${PARENT}/nodes/disc-a`})).data;
+    assert.equal(node.state, 'READY');
+    assert.equal(node.apiVersion, 'V2');
+    assert.equal(node.networkEndpoints.length, 2);
+    assert.equal(typeof node.id, 'string');
+  });
+
+  await t.test('list with pageSize 1 over 3 nodes', async () => {
+    const names = [];
+    let pageToken;
+    let pages = 0;
+    do {
+      const res = await nodes.list({parent: PARENT, pageSize: 1, pageToken});
+      assert.equal(res.data.nodes.length, 1);
+      names.push(res.data.nodes[0].name);
+      pageToken = res.data.nextPageToken;
+      pages++;
+    } while (pageToken && pages < 10);
+    assert.deepEqual(names, ids.map((id) => `${PARENT}/nodes/${id}`));
+  });
+
+  await t.test('patch labels and metadata', async () => {
+    const res = await nodes.patch({
+      name: `${PARENT}/nodes/disc-a`,
+      updateMask: 'labels,metadata',
+      requestBody: {labels: {env: 'prod'}, metadata: {'startup-script': 'echo hi'}, description: 'not in mask'},
+    });
+    const op = await finish(res.data);
+    assert.deepEqual(op.response.labels, {env: 'prod'});
+    assert.deepEqual(op.response.metadata, {'startup-script': 'echo hi'});
+    assert.equal(op.response.description, undefined);
+  });
+
+  await t.test('404, 409 and 429 as the client reports them', async () => {
+    await assert.rejects(nodes.get({name: `${PARENT}/nodes/missing`}), (e) => e.code === 404);
+    await assert.rejects(nodes.create({parent: PARENT, nodeId: 'disc-a', requestBody: nodeBody()}),
+                         (e) => e.code === 409 && /already exists/.test(e.message));
+    const fault = await admin('POST', '/emulator/v1/faults', {kind: 'quota', region: 'us-central2'});
+    try {
+      await assert.rejects(nodes.create({parent: PARENT, nodeId: 'disc-q', requestBody: nodeBody()}),
+                           (e) => e.code === 429 && /Quota limit/.test(e.message));
+    } finally {
+      await admin('DELETE', `/emulator/v1/faults/${fault.id}`);
+    }
+  });
+
+  await t.test('stockout is a failed operation with code 8', async () => {
+    const fault = await admin('POST', '/emulator/v1/faults', {kind: 'stockout', zone: ZONE});
+    try {
+      const res = await nodes.create({parent: PARENT, nodeId: 'disc-stockout', requestBody: nodeBody()});
+      const op = await finish(res.data);
+      assert.equal(op.error.code, 8);
+      assert.match(op.error.message, /There is no more capacity in the zone "us-central2-b"/);
+    } finally {
+      await admin('DELETE', `/emulator/v1/faults/${fault.id}`);
+    }
+  });
+
+  await t.test('queued resources: create, list, force delete', async () => {
+    const qrs = tpu.projects.locations.queuedResources;
+    const res = await qrs.create({
+      parent: PARENT,
+      queuedResourceId: 'disc-qr',
+      requestBody: {
+        tpu: {nodeSpec: [{parent: PARENT, multisliceParams: {nodeCount: 2, nodeIdPrefix: 'disc-ms'},
+                          node: nodeBody()}]},
+        guaranteed: {},
+      },
+    });
+    const op = await finish(res.data);
+    assert.equal(op.response['@type'], 'type.googleapis.com/google.cloud.tpu.v2.QueuedResource');
+    let qr;
+    for (let i = 0; i < 100; ++i) {
+      qr = (await qrs.get({name: `${PARENT}/queuedResources/disc-qr`})).data;
+      if (qr.state.state === 'ACTIVE') {
+        break;
+      }
+      await sleep(100);
+    }
+    assert.equal(qr.state.state, 'ACTIVE');
+    const ms = (await nodes.get({name: `${PARENT}/nodes/disc-ms-1`})).data;
+    assert.equal(ms.multisliceNode, true);
+    const list = (await qrs.list({parent: PARENT})).data;
+    assert.deepEqual(list.queuedResources.map((q) => q.name), [`${PARENT}/queuedResources/disc-qr`]);
+    const del = await qrs.delete({name: `${PARENT}/queuedResources/disc-qr`, force: true});
+    const done = await finish(del.data);
+    assert.equal(done.response['@type'], 'type.googleapis.com/google.protobuf.Empty');
+    await assert.rejects(qrs.get({name: `${PARENT}/queuedResources/disc-qr`}), (e) => e.code === 404);
+  });
+
+  await t.test('delete nodes', async () => {
+    for (const nodeId of ids) {
+      await finish((await nodes.delete({name: `${PARENT}/nodes/${nodeId}`})).data);
+    }
+    const res = await nodes.list({parent: PARENT});
+    assert.equal(res.data.nodes, undefined);
+  });
+});
