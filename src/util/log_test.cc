@@ -182,6 +182,17 @@ TEST(Redact, LongSecretsAreMaskedWhole) {
   EXPECT_EQ(Redact("Bearer " + value), "Bearer [REDACTED]");
 }
 
+// std::regex recursed once per matched character: one long secret (a PEM block with no
+// END line followed by 100 KiB, as a truncated log of a key file could be) overflowed
+// the stack and killed the process. The scanner is linear and recursion-free.
+TEST(RedactRegression, HugeSecretsDoNotCrash) {
+  std::string body(1 << 20, 'A');
+  EXPECT_EQ(Redact("-----BEGIN PRIVATE KEY-----\n" + body), "[REDACTED]");
+  EXPECT_EQ(Redact(R"({"password": ")" + body + R"("})"), R"({"password": "[REDACTED]"})");
+  EXPECT_EQ(Redact("token=" + body + " next"), "token=[REDACTED] next");
+  EXPECT_EQ(Redact("Bearer " + body + " next"), "Bearer [REDACTED] next");
+}
+
 TEST(Redact, LeavesOrdinaryTextAlone) {
   for (const char* text : {
            "creating v4-32 in us-central2-b (4 workers, 16 chips)",
