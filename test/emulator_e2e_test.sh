@@ -84,6 +84,46 @@ done
 curl -sf "$api/nodes/pod" | grep -q '"state": *"PREEMPTED"' || fail "node not PREEMPTED"
 if on 0 true 2>/dev/null; then fail "worker 0 still answers after preemption"; fi
 
+check "inject stockout: a create returns an operation that fails with code 8 and the real message"
+"$bin" emulator inject stockout --zone us-central2-b --family v4 --for 5m >/dev/null
+op=$(curl -sf -X POST "$api/nodes?nodeId=late" -H 'Content-Type: application/json' \
+  -d '{"acceleratorType":"v4-8","runtimeVersion":"tpu-ubuntu2204-base"}' | grep -o '"name": *"[^"]*"' | head -1 | cut -d'"' -f4)
+for _ in $(seq 1 100); do
+  curl -sf "${ep}v2/$op" >"$tmp/op.json"
+  grep -q '"done": *true' "$tmp/op.json" && break
+  sleep 0.1
+done
+grep -q '"code": *8' "$tmp/op.json" || fail "stockout operation: $(cat "$tmp/op.json")"
+grep -q 'There is no more capacity in the zone \\"us-central2-b\\"' "$tmp/op.json" ||
+  fail "stockout message: $(cat "$tmp/op.json")"
+
+check "inject quota: a create gets HTTP 429 RESOURCE_EXHAUSTED at once"
+"$bin" emulator inject clear >/dev/null
+"$bin" emulator inject quota --region us-central2 --family v4 >/dev/null
+code=$(curl -s -o "$tmp/quota.json" -w '%{http_code}' -X POST "$api/nodes?nodeId=q" \
+  -H 'Content-Type: application/json' -d '{"acceleratorType":"v4-8","runtimeVersion":"tpu-ubuntu2204-base"}')
+[[ $code == 429 ]] || fail "quota: HTTP $code $(cat "$tmp/quota.json")"
+grep -q '"status": *"RESOURCE_EXHAUSTED"' "$tmp/quota.json" || fail "quota body: $(cat "$tmp/quota.json")"
+
+check "inject storm --rate 1 --codes 503: every call fails with 503 until cleared"
+"$bin" emulator inject clear >/dev/null
+"$bin" emulator inject storm --rate 1 --codes 503 --for 1m >/dev/null
+code=$(curl -s -o /dev/null -w '%{http_code}' "$api/nodes")
+[[ $code == 503 ]] || fail "storm: HTTP $code"
+"$bin" emulator inject clear >/dev/null
+code=$(curl -s -o /dev/null -w '%{http_code}' "$api/nodes")
+[[ $code == 200 ]] || fail "after clear: HTTP $code"
+
+check "inject: a misspelled kind or an unknown node is refused with a suggestion"
+set +e
+"$bin" emulator inject stokout --zone x 2>"$tmp/err"; rc=$?
+set -e
+[[ $rc == 2 ]] && grep -q "did you mean stockout" "$tmp/err" || fail "bad kind: rc=$rc $(cat "$tmp/err")"
+set +e
+"$bin" emulator inject preempt pdo 2>"$tmp/err"; rc=$?
+set -e
+[[ $rc == 1 ]] && grep -q 'no node "pdo" (did you mean pod' "$tmp/err" || fail "bad node: rc=$rc $(cat "$tmp/err")"
+
 check "emulator stop leaves no namespace, veth, sshd, worker process or state dir"
 "$bin" emulator stop >/dev/null
 [[ -z $(ip netns list) ]] || fail "namespaces left: $(ip netns list)"
