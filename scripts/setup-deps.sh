@@ -11,7 +11,7 @@ packages=(
   # build
   g++ cmake ninja-build make pkg-config
   # libraries
-  libyaml-cpp-dev nlohmann-json3-dev libcurl4-openssl-dev libcpp-httplib-dev libssl-dev
+  libyaml-cpp-dev nlohmann-json3-dev libcurl4-openssl-dev libsqlite3-dev libcpp-httplib-dev libssl-dev
   # tests and fuzzing (libFuzzer ships in libclang-rt-14-dev)
   googletest libgtest-dev libgmock-dev clang libclang-rt-14-dev
   # benchmarks

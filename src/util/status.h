@@ -104,17 +104,19 @@ Status AsStatus(const Result<T>& r) { return r.status(); }
 #define TPUFLEET_CONCAT(a, b) TPUFLEET_CONCAT_INNER(a, b)
 
 /// Returns the error of `expr` (a Status or Result) from the enclosing function.
-#define TPUFLEET_TRY(expr)                                                       \
-  do {                                                                           \
-    if (auto tpufleet_try_s = ::tpufleet::internal::AsStatus(expr);              \
-        !tpufleet_try_s.ok()) {                                                  \
-      return tpufleet_try_s;                                                     \
-    }                                                                            \
+/// The temporary's name is unique per use (__COUNTER__), so a TRY inside a lambda
+/// passed to another TRY does not shadow it.
+#define TPUFLEET_TRY(expr) TPUFLEET_TRY_IMPL(TPUFLEET_CONCAT(tpufleet_try_s_, __COUNTER__), expr)
+#define TPUFLEET_TRY_IMPL(tmp, expr)                                  \
+  do {                                                                \
+    if (auto tmp = ::tpufleet::internal::AsStatus(expr); !tmp.ok()) { \
+      return tmp;                                                     \
+    }                                                                 \
   } while (false)
 
 /// `lhs = value of rexpr`, or return its error. lhs may declare: `auto x`.
 #define TPUFLEET_ASSIGN_OR_RETURN(lhs, rexpr) \
-  TPUFLEET_ASSIGN_OR_RETURN_IMPL(TPUFLEET_CONCAT(tpufleet_r_, __LINE__), lhs, rexpr)
+  TPUFLEET_ASSIGN_OR_RETURN_IMPL(TPUFLEET_CONCAT(tpufleet_r_, __COUNTER__), lhs, rexpr)
 #define TPUFLEET_ASSIGN_OR_RETURN_IMPL(tmp, lhs, rexpr) \
   auto tmp = (rexpr);                                   \
   if (!tmp.ok()) {                                      \

@@ -1,0 +1,316 @@
+#include "store/sqlite_store.h"
+
+#include <fcntl.h>
+#include <sqlite3.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+
+namespace tpufleet {
+namespace {
+
+// The schema this build writes. Bump it with a migration step in Migrate().
+constexpr int kSchemaVersion = 1;
+// How long a writer waits for another process's transaction before giving up. An
+// `up` step holds the lock for milliseconds; seconds cover a loaded machine.
+constexpr int kBusyTimeoutMs = 10000;
+
+constexpr const char* kSchemaV1 = R"sql(
+CREATE TABLE nodes (
+  fleet TEXT NOT NULL, name TEXT NOT NULL, provider TEXT NOT NULL, project TEXT NOT NULL,
+  zone TEXT NOT NULL, type TEXT NOT NULL, runtime_version TEXT NOT NULL,
+  capacity TEXT NOT NULL, queued_resource TEXT NOT NULL, cloud_name TEXT NOT NULL,
+  request_id TEXT NOT NULL, state TEXT NOT NULL, spec_hash TEXT NOT NULL,
+  created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL,
+  PRIMARY KEY (fleet, name));
+CREATE TABLE workers (
+  fleet TEXT NOT NULL, node TEXT NOT NULL, idx INTEGER NOT NULL, address TEXT NOT NULL,
+  hostname TEXT NOT NULL, host_key TEXT NOT NULL, setup_done INTEGER NOT NULL,
+  PRIMARY KEY (fleet, node, idx),
+  FOREIGN KEY (fleet, node) REFERENCES nodes (fleet, name) ON DELETE CASCADE);
+CREATE TABLE events (
+  id INTEGER PRIMARY KEY AUTOINCREMENT, time INTEGER NOT NULL, fleet TEXT NOT NULL,
+  node TEXT NOT NULL, kind TEXT NOT NULL, detail TEXT NOT NULL);
+CREATE INDEX events_by_node ON events (fleet, node, kind, time);
+)sql";
+
+int64_t ToMicros(Clock::WallTime t) {
+  return std::chrono::duration_cast<std::chrono::microseconds>(t.time_since_epoch()).count();
+}
+Clock::WallTime FromMicros(int64_t us) {
+  return Clock::WallTime(std::chrono::duration_cast<Clock::WallTime::duration>(
+      std::chrono::microseconds(us)));
+}
+
+Status SqliteError(sqlite3* db, std::string_view what) {
+  int code = sqlite3_errcode(db);
+  std::string m = "state store: " + std::string(what) + ": " + sqlite3_errmsg(db);
+  if (code == SQLITE_BUSY || code == SQLITE_LOCKED) {
+    return UnavailableError(m + " (another tpufleet is writing; try again)");
+  }
+  if (code == SQLITE_CANTOPEN || code == SQLITE_PERM || code == SQLITE_READONLY) {
+    return PermissionDeniedError(m);
+  }
+  return InternalError(m);
+}
+
+// A prepared statement, finalized on scope exit. Bind* take 1-based positions.
+class Stmt {
+ public:
+  Stmt(sqlite3* db, const char* sql) : db_(db) {
+    rc_ = sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr);
+  }
+  ~Stmt() { sqlite3_finalize(stmt_); }
+  Stmt(const Stmt&) = delete;
+  Stmt& operator=(const Stmt&) = delete;
+
+  Status prepared() const {
+    return rc_ == SQLITE_OK ? Status::Ok() : SqliteError(db_, "preparing a statement");
+  }
+  void Bind(int i, std::string_view s) {
+    sqlite3_bind_text(stmt_, i, s.data(), static_cast<int>(s.size()), SQLITE_TRANSIENT);
+  }
+  void Bind(int i, int64_t v) { sqlite3_bind_int64(stmt_, i, v); }
+  /// true: a row is ready; false: done. Errors come back through `status`.
+  bool Step(Status* status) {
+    int rc = sqlite3_step(stmt_);
+    if (rc == SQLITE_ROW) {
+      return true;
+    }
+    if (rc != SQLITE_DONE) {
+      *status = SqliteError(db_, "running a statement");
+    }
+    return false;
+  }
+  Status Run() {
+    Status s;
+    while (Step(&s)) {
+    }
+    return s;
+  }
+  std::string Text(int col) const {
+    const unsigned char* t = sqlite3_column_text(stmt_, col);
+    return t ? std::string(reinterpret_cast<const char*>(t),
+                           static_cast<size_t>(sqlite3_column_bytes(stmt_, col)))
+             : std::string();
+  }
+  int64_t Int(int col) const { return sqlite3_column_int64(stmt_, col); }
+
+ private:
+  sqlite3* db_;
+  sqlite3_stmt* stmt_ = nullptr;
+  int rc_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<SqliteStore>> SqliteStore::Open(const std::string& path) {
+  if (path != ":memory:") {
+    // Create it 0600 ourselves: SQLite would use the umask. Its -wal and -shm files
+    // copy the database file's permissions.
+    int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (fd < 0) {
+      return PermissionDeniedError("state store: cannot open " + path + ": " +
+                                   std::strerror(errno));
+    }
+    ::close(fd);
+  }
+  sqlite3* db = nullptr;
+  if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr) !=
+      SQLITE_OK) {
+    Status s = SqliteError(db, "opening " + path);
+    sqlite3_close(db);
+    return s;
+  }
+  std::unique_ptr<SqliteStore> store(new SqliteStore(db));
+  sqlite3_busy_timeout(db, kBusyTimeoutMs);
+  TPUFLEET_TRY(store->Exec("PRAGMA foreign_keys = ON"));
+  if (path != ":memory:") {
+    TPUFLEET_TRY(store->Exec("PRAGMA journal_mode = WAL"));
+  }
+  // Schema: read the version and create or migrate inside one write transaction, so two
+  // processes opening a new file at once cannot both create it.
+  TPUFLEET_TRY(store->Transaction([&]() -> Status {
+    Stmt version(db, "PRAGMA user_version");
+    TPUFLEET_TRY(version.prepared());
+    Status s;
+    int64_t v = version.Step(&s) ? version.Int(0) : 0;
+    TPUFLEET_TRY(s);
+    if (v > kSchemaVersion) {
+      return FailedPreconditionError(path + " was written by a newer tpufleet (schema " +
+                                     std::to_string(v) + ", this one knows " +
+                                     std::to_string(kSchemaVersion) + "); upgrade tpufleet");
+    }
+    if (v == 0) {
+      TPUFLEET_TRY(store->Exec(kSchemaV1));
+      TPUFLEET_TRY(store->Exec("PRAGMA user_version = 1"));
+    }
+    return Status::Ok();
+  }));
+  return store;
+}
+
+SqliteStore::~SqliteStore() { sqlite3_close(db_); }
+
+Status SqliteStore::Exec(const char* sql) {
+  char* err = nullptr;
+  if (sqlite3_exec(db_, sql, nullptr, nullptr, &err) != SQLITE_OK) {
+    std::string m = err ? err : "unknown error";
+    sqlite3_free(err);
+    return SqliteError(db_, m);
+  }
+  return Status::Ok();
+}
+
+Status SqliteStore::Transaction(const std::function<Status()>& body) {
+  std::lock_guard<std::recursive_mutex> l(mu_);
+  if (in_transaction_) {
+    return InternalError("state store: nested transaction");
+  }
+  // IMMEDIATE takes the write lock now, so the body never fails half-way on a lock.
+  TPUFLEET_TRY(Exec("BEGIN IMMEDIATE"));
+  in_transaction_ = true;
+  Status s = body();
+  in_transaction_ = false;
+  if (!s.ok()) {
+    (void)Exec("ROLLBACK");
+    return s;
+  }
+  if (Status c = Exec("COMMIT"); !c.ok()) {
+    (void)Exec("ROLLBACK");
+    return c;
+  }
+  return Status::Ok();
+}
+
+Result<std::vector<NodeRecord>> SqliteStore::Nodes(std::string_view fleet) {
+  std::lock_guard<std::recursive_mutex> l(mu_);
+  Stmt q(db_,
+         "SELECT fleet, name, provider, project, zone, type, runtime_version, capacity, "
+         "queued_resource, cloud_name, request_id, state, spec_hash, created_at, updated_at "
+         "FROM nodes WHERE ?1 = '' OR fleet = ?1 ORDER BY fleet, name");
+  TPUFLEET_TRY(q.prepared());
+  q.Bind(1, fleet);
+  std::vector<NodeRecord> out;
+  Status s;
+  while (q.Step(&s)) {
+    NodeRecord n;
+    n.fleet = q.Text(0);
+    n.name = q.Text(1);
+    n.provider = q.Text(2);
+    n.project = q.Text(3);
+    n.zone = q.Text(4);
+    n.type = q.Text(5);
+    n.runtime_version = q.Text(6);
+    n.capacity = q.Text(7);
+    n.queued_resource = q.Text(8);
+    n.cloud_name = q.Text(9);
+    n.request_id = q.Text(10);
+    n.state = q.Text(11);
+    n.spec_hash = q.Text(12);
+    n.created_at = FromMicros(q.Int(13));
+    n.updated_at = FromMicros(q.Int(14));
+    out.push_back(std::move(n));
+  }
+  TPUFLEET_TRY(s);
+  for (NodeRecord& n : out) {
+    Stmt ws(db_,
+            "SELECT idx, address, hostname, host_key, setup_done FROM workers "
+            "WHERE fleet = ?1 AND node = ?2 ORDER BY idx");
+    TPUFLEET_TRY(ws.prepared());
+    ws.Bind(1, n.fleet);
+    ws.Bind(2, n.name);
+    while (ws.Step(&s)) {
+      n.workers.push_back({static_cast<int>(ws.Int(0)), ws.Text(1), ws.Text(2), ws.Text(3),
+                           ws.Int(4) != 0});
+    }
+    TPUFLEET_TRY(s);
+  }
+  return out;
+}
+
+Status SqliteStore::PutNode(const NodeRecord& n) {
+  std::lock_guard<std::recursive_mutex> l(mu_);
+  auto write = [&]() -> Status {
+    // REPLACE deletes the old row first, and with it (ON DELETE CASCADE) its workers.
+    Stmt put(db_,
+             "INSERT OR REPLACE INTO nodes (fleet, name, provider, project, zone, type, "
+             "runtime_version, capacity, queued_resource, cloud_name, request_id, state, "
+             "spec_hash, created_at, updated_at) "
+             "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)");
+    TPUFLEET_TRY(put.prepared());
+    int i = 1;
+    for (const std::string* f : {&n.fleet, &n.name, &n.provider, &n.project, &n.zone, &n.type,
+                                 &n.runtime_version, &n.capacity, &n.queued_resource,
+                                 &n.cloud_name, &n.request_id, &n.state, &n.spec_hash}) {
+      put.Bind(i++, *f);
+    }
+    put.Bind(i++, ToMicros(n.created_at));
+    put.Bind(i++, ToMicros(n.updated_at));
+    TPUFLEET_TRY(put.Run());
+    for (const WorkerRecord& w : n.workers) {
+      Stmt ins(db_,
+               "INSERT INTO workers (fleet, node, idx, address, hostname, host_key, setup_done) "
+               "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)");
+      TPUFLEET_TRY(ins.prepared());
+      ins.Bind(1, n.fleet);
+      ins.Bind(2, n.name);
+      ins.Bind(3, static_cast<int64_t>(w.index));
+      ins.Bind(4, w.address);
+      ins.Bind(5, w.hostname);
+      ins.Bind(6, w.host_key);
+      ins.Bind(7, static_cast<int64_t>(w.setup_done ? 1 : 0));
+      TPUFLEET_TRY(ins.Run());
+    }
+    return Status::Ok();
+  };
+  return in_transaction_ ? write() : Transaction(write);
+}
+
+Status SqliteStore::DeleteNode(std::string_view fleet, std::string_view name) {
+  std::lock_guard<std::recursive_mutex> l(mu_);
+  Stmt del(db_, "DELETE FROM nodes WHERE fleet = ?1 AND name = ?2");
+  TPUFLEET_TRY(del.prepared());
+  del.Bind(1, fleet);
+  del.Bind(2, name);
+  return del.Run();
+}
+
+Status SqliteStore::AddEvent(const EventRecord& e) {
+  std::lock_guard<std::recursive_mutex> l(mu_);
+  Stmt add(db_, "INSERT INTO events (time, fleet, node, kind, detail) VALUES (?1, ?2, ?3, ?4, ?5)");
+  TPUFLEET_TRY(add.prepared());
+  add.Bind(1, ToMicros(e.time));
+  add.Bind(2, e.fleet);
+  add.Bind(3, e.node);
+  add.Bind(4, e.kind);
+  add.Bind(5, e.detail);
+  return add.Run();
+}
+
+Result<std::vector<EventRecord>> SqliteStore::Events(const EventQuery& query) {
+  std::lock_guard<std::recursive_mutex> l(mu_);
+  Stmt q(db_,
+         "SELECT id, time, fleet, node, kind, detail FROM events "
+         "WHERE (?1 = '' OR fleet = ?1) AND (?2 = '' OR node = ?2) AND (?3 = '' OR kind = ?3) "
+         "AND time >= ?4 ORDER BY id DESC LIMIT ?5");
+  TPUFLEET_TRY(q.prepared());
+  q.Bind(1, query.fleet);
+  q.Bind(2, query.node);
+  q.Bind(3, query.kind);
+  q.Bind(4, query.since ? ToMicros(*query.since) : INT64_MIN);
+  q.Bind(5, static_cast<int64_t>(query.limit));
+  std::vector<EventRecord> out;
+  Status s;
+  while (q.Step(&s)) {
+    out.push_back({q.Int(0), FromMicros(q.Int(1)), q.Text(2), q.Text(3), q.Text(4), q.Text(5)});
+  }
+  TPUFLEET_TRY(s);
+  std::reverse(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace tpufleet

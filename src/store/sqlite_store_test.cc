@@ -1,0 +1,238 @@
+#include "store/sqlite_store.h"
+
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+
+#include "util/testing/fake_clock.h"
+
+namespace tpufleet {
+namespace {
+
+class SqliteStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/tpufleet-store-test.XXXXXX";
+    ASSERT_NE(::mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    path_ = dir_ + "/state.db";
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  std::unique_ptr<SqliteStore> Open() {
+    Result<std::unique_ptr<SqliteStore>> s = SqliteStore::Open(path_);
+    EXPECT_TRUE(s.ok()) << s.status().ToString();
+    return s.ok() ? std::move(*s) : nullptr;
+  }
+
+  NodeRecord Node(std::string name, int workers) {
+    NodeRecord n;
+    n.fleet = "lab";
+    n.name = std::move(name);
+    n.provider = "gcp-tpu";
+    n.project = "p";
+    n.zone = "us-central2-b";
+    n.type = "v4-32";
+    n.runtime_version = "tpu-ubuntu2204-base";
+    n.capacity = "spot";
+    n.cloud_name = "projects/p/locations/us-central2-b/nodes/" + n.name;
+    n.request_id = "req-" + n.name;
+    n.state = "READY";
+    n.spec_hash = "h1";
+    n.created_at = clock_.Now();
+    n.updated_at = clock_.Now();
+    for (int i = 0; i < workers; ++i) {
+      n.workers.push_back({i, "198.18.0." + std::to_string(i + 2), "w" + std::to_string(i),
+                           "ssh-ed25519 AAAA" + std::to_string(i), i == 0});
+    }
+    return n;
+  }
+
+  FakeClock clock_;
+  std::string dir_;
+  std::string path_;
+};
+
+TEST_F(SqliteStoreTest, NodesRoundTripWithTheirWorkers) {
+  auto store = Open();
+  ASSERT_TRUE(store->PutNode(Node("trainer", 4)).ok());
+  ASSERT_TRUE(store->PutNode(Node("eval", 1)).ok());
+  Result<std::vector<NodeRecord>> nodes = store->Nodes("lab");
+  ASSERT_TRUE(nodes.ok()) << nodes.status().ToString();
+  ASSERT_EQ(nodes->size(), 2u);
+  EXPECT_EQ((*nodes)[0].name, "eval");  // ordered by name
+  const NodeRecord& t = (*nodes)[1];
+  EXPECT_EQ(t.cloud_name, "projects/p/locations/us-central2-b/nodes/trainer");
+  EXPECT_EQ(t.request_id, "req-trainer");
+  EXPECT_EQ(t.created_at, clock_.Now());
+  ASSERT_EQ(t.workers.size(), 4u);
+  EXPECT_EQ(t.workers[3].address, "198.18.0.5");
+  EXPECT_EQ(t.workers[3].host_key, "ssh-ed25519 AAAA3");
+  EXPECT_TRUE(t.workers[0].setup_done);
+  EXPECT_FALSE(t.workers[1].setup_done);
+  EXPECT_TRUE(store->Nodes("other-fleet")->empty());
+  EXPECT_EQ(store->Nodes("")->size(), 2u);
+}
+
+TEST_F(SqliteStoreTest, PutReplacesTheNodeAndItsWorkers) {
+  auto store = Open();
+  ASSERT_TRUE(store->PutNode(Node("trainer", 4)).ok());
+  NodeRecord smaller = Node("trainer", 1);
+  smaller.state = "PREEMPTED";
+  ASSERT_TRUE(store->PutNode(smaller).ok());
+  Result<std::vector<NodeRecord>> nodes = store->Nodes("lab");
+  ASSERT_EQ(nodes->size(), 1u);
+  EXPECT_EQ((*nodes)[0].state, "PREEMPTED");
+  EXPECT_EQ((*nodes)[0].workers.size(), 1u);
+}
+
+TEST_F(SqliteStoreTest, DeleteRemovesTheWorkersToo) {
+  auto store = Open();
+  ASSERT_TRUE(store->PutNode(Node("trainer", 4)).ok());
+  ASSERT_TRUE(store->DeleteNode("lab", "trainer").ok());
+  EXPECT_TRUE(store->Nodes("lab")->empty());
+  EXPECT_TRUE(store->DeleteNode("lab", "trainer").ok()) << "deleting twice is fine";
+  // No orphaned worker rows: a new node of the same name starts with none.
+  NodeRecord fresh = Node("trainer", 0);
+  ASSERT_TRUE(store->PutNode(fresh).ok());
+  EXPECT_TRUE((*store->Nodes("lab"))[0].workers.empty());
+}
+
+TEST_F(SqliteStoreTest, DataSurvivesReopenAndTheFileIsPrivate) {
+  {
+    auto store = Open();
+    ASSERT_TRUE(store->PutNode(Node("trainer", 2)).ok());
+  }
+  struct stat st {};
+  ASSERT_EQ(::stat(path_.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  auto again = Open();
+  ASSERT_EQ(again->Nodes("lab")->size(), 1u);
+}
+
+TEST_F(SqliteStoreTest, AFailedTransactionWritesNothing) {
+  auto store = Open();
+  Status s = store->Transaction([&]() -> Status {
+    TPUFLEET_TRY(store->PutNode(Node("a", 1)));
+    TPUFLEET_TRY(store->AddEvent({0, clock_.Now(), "lab", "a", "create-requested", ""}));
+    return UnavailableError("the create call failed");
+  });
+  EXPECT_EQ(s.code(), StatusCode::kUnavailable);
+  EXPECT_TRUE(store->Nodes("lab")->empty());
+  EXPECT_TRUE(store->Events({})->empty());
+  EXPECT_EQ(store->Transaction([] { return Status::Ok(); }).code(), StatusCode::kOk);
+}
+
+TEST_F(SqliteStoreTest, NestedTransactionsAreRefused) {
+  auto store = Open();
+  Status inner;
+  Status outer = store->Transaction([&]() -> Status {
+    inner = store->Transaction([] { return Status::Ok(); });
+    return Status::Ok();
+  });
+  EXPECT_TRUE(outer.ok());
+  EXPECT_EQ(inner.code(), StatusCode::kInternal);
+}
+
+// kill -9 in the middle of a step: a process that dies inside a transaction leaves the
+// state as it was before the step.
+TEST_F(SqliteStoreTest, AProcessKilledMidTransactionLeavesNoTrace) {
+  {
+    auto store = Open();
+    ASSERT_TRUE(store->PutNode(Node("kept", 1)).ok());
+  }
+  pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    Result<std::unique_ptr<SqliteStore>> s = SqliteStore::Open(path_);
+    if (!s.ok()) {
+      ::_exit(3);
+    }
+    (void)(*s)->Transaction([&]() -> Status {
+      (void)(*s)->PutNode(Node("half", 4));
+      (void)(*s)->DeleteNode("lab", "kept");
+      ::raise(SIGKILL);  // dies here, before COMMIT
+      return Status::Ok();
+    });
+    ::_exit(4);
+  }
+  int wstatus = 0;
+  ASSERT_EQ(::waitpid(child, &wstatus, 0), child);
+  ASSERT_TRUE(WIFSIGNALED(wstatus) && WTERMSIG(wstatus) == SIGKILL) << wstatus;
+  auto store = Open();
+  Result<std::vector<NodeRecord>> nodes = store->Nodes("lab");
+  ASSERT_TRUE(nodes.ok());
+  ASSERT_EQ(nodes->size(), 1u);
+  EXPECT_EQ((*nodes)[0].name, "kept");
+}
+
+TEST_F(SqliteStoreTest, TwoOpenersSeeEachOthersWrites) {
+  auto a = Open();
+  auto b = Open();
+  ASSERT_TRUE(a->PutNode(Node("trainer", 1)).ok());
+  EXPECT_EQ(b->Nodes("lab")->size(), 1u);
+  ASSERT_TRUE(b->DeleteNode("lab", "trainer").ok());
+  EXPECT_TRUE(a->Nodes("lab")->empty());
+}
+
+TEST_F(SqliteStoreTest, EventsFilterAndKeepTheNewestInOrder) {
+  auto store = Open();
+  auto add = [&](std::string node, std::string kind) {
+    clock_.Advance(std::chrono::seconds(1));
+    ASSERT_TRUE(store->AddEvent({0, clock_.Now(), "lab", node, kind, "zone=us-central2-b"}).ok());
+  };
+  add("a", "create-requested");
+  Clock::WallTime after_first = clock_.Now();
+  add("a", "stockout");
+  add("b", "stockout");
+  add("a", "ready");
+  Result<std::vector<EventRecord>> all = store->Events({});
+  ASSERT_EQ(all->size(), 4u);
+  EXPECT_EQ((*all)[0].kind, "create-requested");
+  EXPECT_LT((*all)[0].id, (*all)[3].id);
+  EXPECT_EQ((*all)[1].detail, "zone=us-central2-b");
+  EventQuery stockouts;
+  stockouts.fleet = "lab";
+  stockouts.kind = "stockout";
+  EXPECT_EQ(store->Events(stockouts)->size(), 2u);
+  EventQuery of_a;
+  of_a.node = "a";
+  EXPECT_EQ(store->Events(of_a)->size(), 3u);
+  EventQuery since{"lab", "", "", after_first + std::chrono::seconds(1)};
+  EXPECT_EQ(store->Events(since)->size(), 3u);
+  EventQuery newest{"", "", "", std::nullopt, 2};
+  Result<std::vector<EventRecord>> two = store->Events(newest);
+  ASSERT_EQ(two->size(), 2u);
+  EXPECT_EQ((*two)[0].node, "b");
+  EXPECT_EQ((*two)[1].kind, "ready");
+}
+
+TEST_F(SqliteStoreTest, AFileFromANewerTpufleetIsRefused) {
+  {
+    auto store = Open();
+  }
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db, "PRAGMA user_version = 99", nullptr, nullptr, nullptr), SQLITE_OK);
+  sqlite3_close(db);
+  Result<std::unique_ptr<SqliteStore>> s = SqliteStore::Open(path_);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(s.status().message().find("newer tpufleet"), std::string::npos);
+}
+
+TEST_F(SqliteStoreTest, AnUnwritablePlaceIsAClearError) {
+  Result<std::unique_ptr<SqliteStore>> s = SqliteStore::Open(dir_ + "/no/such/dir/state.db");
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().code(), StatusCode::kPermissionDenied);
+  EXPECT_NE(s.status().message().find("/no/such/dir/state.db"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace tpufleet
