@@ -70,6 +70,14 @@ on 0 'test -f /tmp/e2e-marker && test -f ~/marker' || fail "file missing on work
 on 1 'test ! -e /tmp/e2e-marker && test ! -e ~/marker' || fail "worker 1 sees worker 0's files"
 [[ ! -e /tmp/e2e-marker ]] || fail "this machine sees worker 0's /tmp"
 
+check "inject cutoff --worker 1: that worker stops answering until the fault is cleared"
+"$bin" emulator inject cutoff pod --worker 1 >/dev/null
+if on 1 true 2>/dev/null; then fail "worker 1 still answers while cut off"; fi
+on 0 true || fail "worker 0 was cut off too"
+"$bin" emulator inject clear >/dev/null
+for _ in $(seq 1 50); do on 1 true 2>/dev/null && break; sleep 0.1; done
+on 1 true || fail "worker 1 did not come back after clear"
+
 check "preemption: the metadata long-poll turns TRUE, the API says PREEMPTED, workers stop answering"
 on 2 'curl -s -H "Metadata-Flavor: Google" "http://169.254.169.254/computeMetadata/v1/instance/preempted?wait_for_change=true"' >"$tmp/preempted" &
 poll=$!
@@ -123,6 +131,17 @@ set +e
 "$bin" emulator inject preempt pdo 2>"$tmp/err"; rc=$?
 set -e
 [[ $rc == 1 ]] && grep -q 'no node "pdo" (did you mean pod' "$tmp/err" || fail "bad node: rc=$rc $(cat "$tmp/err")"
+
+check "start and stop never touch a directory that is not an emulator state dir"
+mkdir -p "$tmp/precious" && echo keep >"$tmp/precious/file"
+set +e
+"$bin" emulator start --state-dir "$tmp/precious" 2>"$tmp/err"; rc=$?
+set -e
+[[ $rc == 1 ]] && grep -q "is not empty and is not an emulator state dir" "$tmp/err" ||
+  fail "start on a full dir: rc=$rc $(cat "$tmp/err")"
+"$bin" emulator stop --state-dir "$tmp/precious" >"$tmp/out"
+grep -q "nothing was removed" "$tmp/out" || fail "stop on a foreign dir said: $(cat "$tmp/out")"
+[[ $(cat "$tmp/precious/file") == keep ]] || fail "stop deleted a directory it did not make"
 
 check "emulator stop leaves no namespace, veth, sshd, worker process or state dir"
 "$bin" emulator stop >/dev/null

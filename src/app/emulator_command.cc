@@ -17,7 +17,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <ostream>
@@ -30,6 +32,7 @@
 #include "emulator/hosts/namespace_hosts.h"
 #include "emulator/http_server.h"
 #include "util/clock.h"
+#include "util/encoding.h"
 #include "util/file.h"
 #include "util/http_client.h"
 #include "util/strings.h"
@@ -52,6 +55,11 @@ constexpr std::chrono::milliseconds kPollInterval{50};
 constexpr std::chrono::milliseconds kAdminTimeout{10000};
 // argv[0] of the daemon, which `stop` checks before it signals a recorded pid.
 constexpr const char* kDaemonName = "tpufleet-emulator";
+// How long `stop` waits for a SIGKILLed daemon to disappear.
+constexpr std::chrono::seconds kKillWait{5};
+// Marks a directory as an emulator state dir. `start` writes it into a new or empty
+// directory only, and `stop` deletes only a directory that has it.
+constexpr const char* kStateDirMarker = ".tpufleet-emulator";
 
 std::string StateDir(Invocation& inv) {
   if (auto dir = inv.args.Get("state-dir")) {
@@ -63,6 +71,26 @@ std::string StateDir(Invocation& inv) {
   std::string base = !inv.env["XDG_STATE_HOME"].empty() ? inv.env["XDG_STATE_HOME"]
                                                          : inv.env["HOME"] + "/.local/state";
   return base + "/tpufleet/emulator";
+}
+
+// Makes `dir` the emulator's state dir: creates it (0700) if missing, adopts it if
+// empty, and refuses a directory with other things in it that lacks the marker.
+Status ClaimStateDir(const std::string& dir) {
+  std::error_code ec;
+  if (std::filesystem::exists(dir + "/" + kStateDirMarker)) {
+    return Status::Ok();
+  }
+  if (!std::filesystem::exists(dir)) {
+    std::filesystem::create_directories(std::filesystem::path(dir).parent_path(), ec);
+    if (::mkdir(dir.c_str(), 0700) != 0) {
+      return PermissionDeniedError("cannot create the state dir " + dir + ": " +
+                                   std::strerror(errno));
+    }
+  } else if (!std::filesystem::is_directory(dir) || !std::filesystem::is_empty(dir)) {
+    return InvalidArgumentError(dir + " is not empty and is not an emulator state dir; give "
+                                "--state-dir a new or empty directory");
+  }
+  return WriteFileAtomic(dir + "/" + kStateDirMarker, "tpufleet emulator state dir\n", 0600);
 }
 
 struct Daemon {
@@ -155,13 +183,14 @@ ExitStatus Start(Invocation& inv) {
   if (Status s = emulator::NamespaceHosts::CheckSupport(); !s.ok()) {
     return cli::Fail(inv, s);
   }
+  if (Status s = ClaimStateDir(dir); !s.ok()) {
+    return cli::Fail(inv, s);
+  }
   // A crashed emulator's leftovers go before a new one starts.
   if (Status s = emulator::NamespaceHosts::CleanStale(dir + "/hosts"); !s.ok()) {
     return cli::Fail(inv, s.WithContext("cleaning up after an earlier emulator"));
   }
   std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  ::chmod(dir.c_str(), 0700);
   std::filesystem::remove(dir + "/daemon.json", ec);
   std::vector<std::string> argv = {kDaemonName, "serve", "--state-dir", dir,
                                    "--port", inv.args.Get("port").value_or("0")};
@@ -233,7 +262,22 @@ ExitStatus Stop(Invocation& inv) {
       inv.err << "tpufleet: the emulator did not stop within " << FormatDuration(kStopTimeout)
               << "; killing it\n";
       ::kill(d->pid, SIGKILL);
+      // Its lock on the hosts' state dir goes only when it is gone.
+      auto killed_by = std::chrono::steady_clock::now() + kKillWait;
+      while (::kill(d->pid, 0) == 0 && std::chrono::steady_clock::now() < killed_by) {
+        std::this_thread::sleep_for(kPollInterval);
+      }
     }
+  }
+  if (!std::filesystem::exists(dir + "/" + kStateDirMarker)) {
+    // Never delete a directory the emulator did not make: --state-dir may be a typo.
+    if (inv.json) {
+      inv.out << json{{"stopped", d.has_value()}, {"state_dir", dir}}.dump(2) << "\n";
+    } else {
+      inv.out << (d ? "Emulator stopped" : "No emulator was running") << "; " << dir
+              << " is not an emulator state dir, so nothing was removed.\n";
+    }
+    return ExitStatus::kOk;
   }
   if (std::filesystem::exists(dir + "/hosts")) {
     if (Status s = emulator::NamespaceHosts::CleanStale(dir + "/hosts"); !s.ok()) {
@@ -375,11 +419,22 @@ ExitStatus Inject(Invocation& inv) {
       fault[field] = *v;
     }
   }
-  for (const char* flag : {"rate", "factor", "seed", "worker"}) {
+  for (const char* flag : {"rate", "factor"}) {
     if (auto v = inv.args.Get(flag)) {
       double number = 0;
       if (!ParseDouble(*v, &number)) {
         return cli::UsageError(inv, std::string("--") + flag + " expects a number, got '" + *v + "'");
+      }
+      fault[flag] = number;
+    }
+  }
+  // The admin API wants whole numbers for these (a worker index, a generator seed).
+  for (const char* flag : {"seed", "worker"}) {
+    if (auto v = inv.args.Get(flag)) {
+      long long number = 0;
+      if (!ParseInt(*v, &number)) {
+        return cli::UsageError(inv, std::string("--") + flag + " expects a whole number, got '" +
+                                        *v + "'");
       }
       fault[flag] = number;
     }

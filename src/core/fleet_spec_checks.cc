@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/fleet_spec.h"
+#include "util/encoding.h"
 #include "util/strings.h"
 
 namespace tpufleet {
@@ -103,46 +104,6 @@ Status CheckUserName(std::string_view name) {
 
 namespace {
 
-// Standard base64 with padding, as OpenSSH writes it. False on anything else.
-bool DecodeBase64(std::string_view in, std::string* out) {
-  if (in.empty() || in.size() % 4 != 0) {
-    return false;
-  }
-  auto value = [](char c) -> int {
-    if (c >= 'A' && c <= 'Z')
-      return c - 'A';
-    if (c >= 'a' && c <= 'z')
-      return c - 'a' + 26;
-    if (c >= '0' && c <= '9')
-      return c - '0' + 52;
-    if (c == '+')
-      return 62;
-    if (c == '/')
-      return 63;
-    return -1;
-  };
-  size_t pad = in.size() - in.find_last_not_of('=') - 1;
-  if (pad > 2) {
-    return false;
-  }
-  out->clear();
-  unsigned bits = 0;
-  int nbits = 0;
-  for (size_t i = 0; i < in.size() - pad; ++i) {
-    int v = value(in[i]);
-    if (v < 0) {
-      return false;
-    }
-    bits = (bits << 6) | static_cast<unsigned>(v);
-    nbits += 6;
-    if (nbits >= 8) {
-      nbits -= 8;
-      out->push_back(static_cast<char>((bits >> nbits) & 0xff));
-    }
-  }
-  return true;
-}
-
 // Splits an SSH wire-format blob into its length-prefixed strings; false when the
 // lengths do not add up to the blob exactly.
 bool SplitSshBlob(std::string_view blob, std::vector<std::string_view>* fields) {
@@ -228,13 +189,13 @@ Status CheckSshPublicKey(std::string_view key) {
                                                DidYouMean(words[0], names) + "; ") +
                                 expected + " with TYPE one of " + Join(names, ", "));
   }
-  std::string blob;
-  if (words.size() < 2 || !DecodeBase64(words[1], &blob)) {
+  Result<std::string> blob = Base64Decode(words.size() < 2 ? std::string_view() : words[1]);
+  if (!blob.ok()) {
     return InvalidArgumentError("the key data after " + words[0] +
                                 " is not base64; was the key cut short when pasted?");
   }
   std::vector<std::string_view> fields;
-  if (!SplitSshBlob(blob, &fields) || fields.empty()) {
+  if (!SplitSshBlob(*blob, &fields) || fields.empty()) {
     return InvalidArgumentError(
         "the key data is damaged or cut short (it does not decode to "
         "an SSH key); paste the whole line of the .pub file");

@@ -245,6 +245,11 @@ class ApiServerImpl {
   HttpResponse StartNode(const Call& c, const std::string& id);
   HttpResponse PatchNode(const Call& c, const std::string& id);
   HttpResponse GetGuestAttributes(const Call& c, const std::string& id);
+  /// The node `id` that stop or start (`verb`) acts on: NotFound when there is none,
+  /// InvalidArgument when it has several workers (Cloud TPU stops and starts only
+  /// single TPU nodes).
+  RpcOr<NodeRecord*> SingleWorkerNodeLocked(const Call& c, const std::string& id,
+                                            std::string_view verb);
   RpcError BadState(std::string_view verb, const NodeRecord& n);
   RpcError Busy(const NodeRecord& n) const;
 
@@ -277,10 +282,16 @@ class ApiServerImpl {
   void StartDeleteLocked(NodeRecord& n, const std::string& op, Clock::MonoTime now);
   NodeStep& NewStepLocked(NodeRecord& n, NodeStep::Kind kind, const std::string& op,
                           Millis duration, Clock::MonoTime now);
+  /// Ends `n`'s pending maintenance and preemption and removes their faults: a node
+  /// that stops, is deleted or is preempted keeps neither.
+  void DropNodeEventsLocked(NodeRecord& n);
   void EraseNodeLocked(const std::string& name);
   Millis Scaled(Millis d, Clock::MonoTime now) const;
 
   enum class Waiter { kNone, kStep, kMaintenance };
+  /// Counts one more host call for `waiter` (the node's step or maintenance, which must
+  /// exist) and returns the seq its report must carry; 0 for Waiter::kNone.
+  uint64_t AddHostCallLocked(NodeRecord& n, Waiter waiter);
   void PostBootLocked(NodeRecord& n, bool new_addresses, Waiter waiter);
   void PostHostCallLocked(NodeRecord& n, std::string what, std::function<Status(WorkerHosts&)> call,
                           Waiter waiter);

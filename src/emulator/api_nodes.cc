@@ -239,6 +239,21 @@ RpcError ApiServerImpl::Busy(const NodeRecord& n) const {
                   Json::array({ResourceInfoDetail(n.name)})};
 }
 
+RpcOr<NodeRecord*> ApiServerImpl::SingleWorkerNodeLocked(const Call& c, const std::string& id,
+                                                         std::string_view verb) {
+  auto it = nodes_.find(c.parent + "/nodes/" + id);
+  if (it == nodes_.end()) {
+    return NotFound(c.parent + "/nodes/" + id);
+  }
+  NodeRecord& n = it->second;
+  if (n.type.workers > 1) {
+    return InvalidArgument("Cloud TPU received a bad request. " + std::string(verb) +
+                           " is only available for single TPU nodes; \"" + n.type.name + "\" has " +
+                           std::to_string(n.type.workers) + " workers " + Eid());
+  }
+  return &n;
+}
+
 HttpResponse ApiServerImpl::ListNodes(const Call& c) {
   std::vector<std::pair<std::string, Json>> items;
   std::string prefix = c.parent + "/nodes/";
@@ -314,17 +329,11 @@ HttpResponse ApiServerImpl::DeleteNode(const Call& c, const std::string& id) {
 }
 
 HttpResponse ApiServerImpl::StopNode(const Call& c, const std::string& id) {
-  auto it = nodes_.find(c.parent + "/nodes/" + id);
-  if (it == nodes_.end()) {
-    return ErrorResponse(NotFound(c.parent + "/nodes/" + id));
+  RpcOr<NodeRecord*> found = SingleWorkerNodeLocked(c, id, "stop");
+  if (!found.ok()) {
+    return ErrorResponse(found.error());
   }
-  NodeRecord& n = it->second;
-  if (n.type.workers > 1) {
-    return ErrorResponse(InvalidArgument(
-        "Cloud TPU received a bad request. stop is only available for single "
-        "TPU nodes; \"" +
-        n.type.name + "\" has " + std::to_string(n.type.workers) + " workers " + Eid()));
-  }
+  NodeRecord& n = *found.value();
   if (n.state != NodeState::kReady) {
     return ErrorResponse(BadState("stop", n));
   }
@@ -334,14 +343,7 @@ HttpResponse ApiServerImpl::StopNode(const Call& c, const std::string& id) {
   OperationRecord& op = NewOperationLocked(c, "stop", n.name, "Node");
   n.state = NodeState::kStopping;
   n.health.clear();
-  if (n.maintenance) {
-    faults_.Remove(n.maintenance->fault_id);
-    n.maintenance.reset();
-  }
-  if (n.preemption) {
-    faults_.Remove(n.preemption->fault_id);
-    n.preemption.reset();
-  }
+  DropNodeEventsLocked(n);
   NewStepLocked(n, NodeStep::kStop, op.name, config_.timings.stop, c.now);
   PostHostCallLocked(
       n, "Halt", [name = n.name](WorkerHosts& h) { return h.Halt(name); }, Waiter::kStep);
@@ -349,17 +351,11 @@ HttpResponse ApiServerImpl::StopNode(const Call& c, const std::string& id) {
 }
 
 HttpResponse ApiServerImpl::StartNode(const Call& c, const std::string& id) {
-  auto it = nodes_.find(c.parent + "/nodes/" + id);
-  if (it == nodes_.end()) {
-    return ErrorResponse(NotFound(c.parent + "/nodes/" + id));
+  RpcOr<NodeRecord*> found = SingleWorkerNodeLocked(c, id, "start");
+  if (!found.ok()) {
+    return ErrorResponse(found.error());
   }
-  NodeRecord& n = it->second;
-  if (n.type.workers > 1) {
-    return ErrorResponse(InvalidArgument(
-        "Cloud TPU received a bad request. start is only available for single "
-        "TPU nodes; \"" +
-        n.type.name + "\" has " + std::to_string(n.type.workers) + " workers " + Eid()));
-  }
+  NodeRecord& n = *found.value();
   if (n.state != NodeState::kStopped) {
     return ErrorResponse(BadState("start", n));
   }

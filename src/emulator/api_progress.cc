@@ -65,6 +65,15 @@ void ApiServerImpl::StartDeleteLocked(NodeRecord& n, const std::string& op, Cloc
         n.step->op,
         {RpcCode::kAborted, "Operation was aborted: the node is being deleted.", Json::array()});
   }
+  DropNodeEventsLocked(n);
+  n.state = NodeState::kDeleting;
+  n.health.clear();
+  NewStepLocked(n, NodeStep::kDelete, op, config_.timings.remove, now);
+  PostHostCallLocked(
+      n, "Destroy", [name = n.name](WorkerHosts& h) { return h.Destroy(name); }, Waiter::kStep);
+}
+
+void ApiServerImpl::DropNodeEventsLocked(NodeRecord& n) {
   if (n.maintenance) {
     faults_.Remove(n.maintenance->fault_id);
     n.maintenance.reset();
@@ -73,11 +82,6 @@ void ApiServerImpl::StartDeleteLocked(NodeRecord& n, const std::string& op, Cloc
     faults_.Remove(n.preemption->fault_id);
     n.preemption.reset();
   }
-  n.state = NodeState::kDeleting;
-  n.health.clear();
-  NewStepLocked(n, NodeStep::kDelete, op, config_.timings.remove, now);
-  PostHostCallLocked(
-      n, "Destroy", [name = n.name](WorkerHosts& h) { return h.Destroy(name); }, Waiter::kStep);
 }
 
 void ApiServerImpl::EraseNodeLocked(const std::string& name) {
@@ -199,17 +203,12 @@ void ApiServerImpl::FinishStepLocked(const std::string& name, Clock::MonoTime, C
 }
 
 void ApiServerImpl::PreemptLocked(NodeRecord& n) {
-  faults_.Remove(n.preemption->fault_id);
-  n.preemption.reset();
+  DropNodeEventsLocked(n);
   if (n.step) {
     FailOperationLocked(
         n.step->op,
         {RpcCode::kAborted, "Operation was aborted: the node was preempted.", Json::array()});
     n.step.reset();
-  }
-  if (n.maintenance) {
-    faults_.Remove(n.maintenance->fault_id);
-    n.maintenance.reset();
   }
   n.state = NodeState::kPreempted;
   n.health.clear();
@@ -253,6 +252,20 @@ void ApiServerImpl::AdvanceMaintenanceLocked(NodeRecord& n, Clock::MonoTime now,
 
 // --- host work ---------------------------------------------------------------
 
+uint64_t ApiServerImpl::AddHostCallLocked(NodeRecord& n, Waiter waiter) {
+  switch (waiter) {
+    case Waiter::kNone:
+      return 0;
+    case Waiter::kStep:
+      n.step->host_calls++;
+      return n.step->seq;
+    case Waiter::kMaintenance:
+      n.maintenance->host_calls++;
+      return n.maintenance->seq;
+  }
+  return 0;
+}
+
 void ApiServerImpl::PostBootLocked(NodeRecord& n, bool new_addresses, Waiter waiter) {
   NodeHostSpec spec;
   spec.name = n.name;
@@ -262,14 +275,7 @@ void ApiServerImpl::PostBootLocked(NodeRecord& n, bool new_addresses, Waiter wai
   if (n.spec.contains("metadata")) {
     spec.metadata = n.spec["metadata"].get<std::map<std::string, std::string>>();
   }
-  uint64_t seq = 0;
-  if (waiter == Waiter::kStep) {
-    seq = n.step->seq;
-    n.step->host_calls++;
-  } else if (waiter == Waiter::kMaintenance) {
-    seq = n.maintenance->seq;
-    n.maintenance->host_calls++;
-  }
+  uint64_t seq = AddHostCallLocked(n, waiter);
   std::string uid = n.uid;
   work_.Post(n.name, [this, spec = std::move(spec), new_addresses, waiter, seq, uid] {
     Result<std::vector<WorkerInfo>> r = InternalError("not run");
@@ -291,14 +297,7 @@ void ApiServerImpl::PostBootLocked(NodeRecord& n, bool new_addresses, Waiter wai
 
 void ApiServerImpl::PostHostCallLocked(NodeRecord& n, std::string what,
                                        std::function<Status(WorkerHosts&)> call, Waiter waiter) {
-  uint64_t seq = 0;
-  if (waiter == Waiter::kStep) {
-    seq = n.step->seq;
-    n.step->host_calls++;
-  } else if (waiter == Waiter::kMaintenance) {
-    seq = n.maintenance->seq;
-    n.maintenance->host_calls++;
-  }
+  uint64_t seq = AddHostCallLocked(n, waiter);
   work_.Post(n.name, [this, name = n.name, uid = n.uid, what = std::move(what),
                       call = std::move(call), waiter, seq] {
     Status s;

@@ -561,11 +561,7 @@ void ApiServerImpl::FailOperationLocked(const std::string& name, RpcError error)
 
 std::string ApiServerImpl::ProjectNumber(std::string_view project) const {
   // Stable for a project id: FNV-1a folded into 12 digits, no leading zero.
-  uint64_t h = 1469598103934665603ULL;
-  for (char ch : project) {
-    h = (h ^ static_cast<unsigned char>(ch)) * 1099511628211ULL;
-  }
-  return std::to_string(100000000000ULL + h % 900000000000ULL);
+  return std::to_string(100000000000ULL + Fnv1a64(project) % 900000000000ULL);
 }
 
 std::string ApiServerImpl::Eid() {

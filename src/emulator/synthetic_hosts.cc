@@ -1,39 +1,9 @@
 #include "emulator/synthetic_hosts.h"
 
 #include "emulator/wire.h"
+#include "util/encoding.h"
 
 namespace tpufleet::emulator {
-namespace {
-
-std::string Base64(const std::string& bytes) {
-  static constexpr char kAlphabet[] =
-      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string out;
-  size_t i = 0;
-  for (; i + 2 < bytes.size(); i += 3) {
-    uint32_t v = (static_cast<uint8_t>(bytes[i]) << 16) |
-                 (static_cast<uint8_t>(bytes[i + 1]) << 8) | static_cast<uint8_t>(bytes[i + 2]);
-    out += kAlphabet[(v >> 18) & 63];
-    out += kAlphabet[(v >> 12) & 63];
-    out += kAlphabet[(v >> 6) & 63];
-    out += kAlphabet[v & 63];
-  }
-  if (i + 1 == bytes.size()) {
-    uint32_t v = static_cast<uint8_t>(bytes[i]) << 16;
-    out += kAlphabet[(v >> 18) & 63];
-    out += kAlphabet[(v >> 12) & 63];
-    out += "==";
-  } else if (i + 2 == bytes.size()) {
-    uint32_t v = (static_cast<uint8_t>(bytes[i]) << 16) | (static_cast<uint8_t>(bytes[i + 1]) << 8);
-    out += kAlphabet[(v >> 18) & 63];
-    out += kAlphabet[(v >> 12) & 63];
-    out += kAlphabet[(v >> 6) & 63];
-    out += '=';
-  }
-  return out;
-}
-
-}  // namespace
 
 std::string SyntheticHosts::AddressFor(uint32_t n) {
   // 254 usable host numbers per /24 (skip .0 and .255), 512 /24s in the /15.
@@ -52,7 +22,7 @@ std::string SyntheticHosts::NewHostKey() {
       blob += static_cast<char>((r >> (8 * b)) & 0xff);
     }
   }
-  return "ssh-ed25519 " + Base64(blob);
+  return "ssh-ed25519 " + Base64Encode(blob);
 }
 
 Result<std::vector<WorkerInfo>> SyntheticHosts::Boot(const NodeHostSpec& node, bool new_addresses) {

@@ -11,7 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "emulator/wire.h"
-#include "util/strings.h"
+#include "util/encoding.h"
 
 namespace tpufleet::emulator {
 namespace {
@@ -59,50 +59,6 @@ Result<std::string> PublicPem(EVP_PKEY* key) {
   return BioContents(bio.get());
 }
 
-int HexValue(char c) {
-  if (c >= '0' && c <= '9') {
-    return c - '0';
-  }
-  if (c >= 'a' && c <= 'f') {
-    return c - 'a' + 10;
-  }
-  if (c >= 'A' && c <= 'F') {
-    return c - 'A' + 10;
-  }
-  return -1;
-}
-
-std::string FormDecode(std::string_view s) {
-  std::string out;
-  for (size_t i = 0; i < s.size(); ++i) {
-    if (s[i] == '+') {
-      out += ' ';
-    } else if (s[i] == '%' && i + 2 < s.size() && HexValue(s[i + 1]) >= 0 &&
-               HexValue(s[i + 2]) >= 0) {
-      out += static_cast<char>(HexValue(s[i + 1]) * 16 + HexValue(s[i + 2]));
-      i += 2;
-    } else {
-      out += s[i];
-    }
-  }
-  return out;
-}
-
-std::map<std::string, std::string> ParseForm(std::string_view body) {
-  std::map<std::string, std::string> out;
-  for (const std::string& pair : Split(body, '&')) {
-    if (pair.empty()) {
-      continue;
-    }
-    size_t eq = pair.find('=');
-    std::string key = FormDecode(std::string_view(pair).substr(0, eq));
-    std::string value =
-        eq == std::string::npos ? "" : FormDecode(std::string_view(pair).substr(eq + 1));
-    out[key] = value;
-  }
-  return out;
-}
-
 TokenReply OAuthError(int status, std::string_view error, std::string_view description) {
   Json j{{"error", std::string(error)}, {"error_description", std::string(description)}};
   return {status, j.dump()};
@@ -115,57 +71,6 @@ constexpr std::string_view kBadTimes =
     "Check your iat and exp values in the JWT claim.";
 
 }  // namespace
-
-std::string Base64UrlEncode(std::string_view bytes) {
-  static constexpr char kAlphabet[] =
-      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-  std::string out;
-  unsigned int buf = 0;
-  int bits = 0;
-  for (unsigned char c : bytes) {
-    buf = (buf << 8) | c;
-    bits += 8;
-    while (bits >= 6) {
-      bits -= 6;
-      out += kAlphabet[(buf >> bits) & 63];
-    }
-  }
-  if (bits > 0) {
-    out += kAlphabet[(buf << (6 - bits)) & 63];
-  }
-  return out;
-}
-
-Result<std::string> Base64UrlDecode(std::string_view text) {
-  std::string out;
-  unsigned int buf = 0;
-  int bits = 0;
-  for (char c : text) {
-    int v;
-    if (c >= 'A' && c <= 'Z') {
-      v = c - 'A';
-    } else if (c >= 'a' && c <= 'z') {
-      v = c - 'a' + 26;
-    } else if (c >= '0' && c <= '9') {
-      v = c - '0' + 52;
-    } else if (c == '-' || c == '+') {
-      v = 62;
-    } else if (c == '_' || c == '/') {
-      v = 63;
-    } else if (c == '=') {
-      break;
-    } else {
-      return InvalidArgumentError("not base64url");
-    }
-    buf = (buf << 6) | static_cast<unsigned int>(v);
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      out += static_cast<char>((buf >> bits) & 0xff);
-    }
-  }
-  return out;
-}
 
 Result<DecodedJwt> VerifyJwtRs256(std::string_view jwt, std::string_view public_key_pem) {
   size_t d1 = jwt.find('.');
@@ -299,7 +204,7 @@ bool TokenService::IsValid(std::string_view access_token) const {
 }
 
 TokenReply TokenService::Exchange(std::string_view form_body) {
-  std::map<std::string, std::string> form = ParseForm(form_body);
+  std::map<std::string, std::string> form = ParseQueryString(form_body);
   const std::string& grant = form["grant_type"];
   if (grant == "urn:ietf:params:oauth:grant-type:jwt-bearer") {
     const std::string& assertion = form["assertion"];

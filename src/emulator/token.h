@@ -98,8 +98,4 @@ Result<GeneratedServiceAccountKey> GenerateServiceAccountKey(std::string_view cl
                                                              std::string_view token_uri,
                                                              int bits = 2048);
 
-/// base64url without padding, as JWTs use.
-std::string Base64UrlEncode(std::string_view bytes);
-Result<std::string> Base64UrlDecode(std::string_view text);
-
 }  // namespace tpufleet::emulator

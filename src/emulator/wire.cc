@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <ctime>
 
+#include "util/encoding.h"
 #include "util/strings.h"
 
 namespace tpufleet::emulator {
@@ -342,46 +343,17 @@ Result<std::string> EnumName(const Json& value, EnumTable table, std::string_vie
   return invalid(std::to_string(number));
 }
 
-namespace {
-constexpr std::string_view kB64 =
-    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-}  // namespace
-
 std::string EncodePageToken(std::string_view last_key) {
-  std::string out;
-  unsigned int buf = 0;
-  int bits = 0;
-  for (unsigned char c : last_key) {
-    buf = (buf << 8) | c;
-    bits += 8;
-    while (bits >= 6) {
-      bits -= 6;
-      out += kB64[(buf >> bits) & 63];
-    }
-  }
-  if (bits > 0) {
-    out += kB64[(buf << (6 - bits)) & 63];
-  }
-  return out;
+  return Base64UrlEncode(last_key);
 }
 
 Result<std::string> DecodePageToken(std::string_view token) {
-  std::string out;
-  unsigned int buf = 0;
-  int bits = 0;
-  for (char c : token) {
-    size_t v = kB64.find(c);
-    if (v == std::string_view::npos) {
-      return InvalidArgumentError("Invalid page token.");
-    }
-    buf = (buf << 6) | static_cast<unsigned int>(v);
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      out += static_cast<char>((buf >> bits) & 0xff);
-    }
+  // Only EncodePageToken's own output is a token: no padding, no standard-alphabet digits.
+  Result<std::string> key = Base64UrlDecode(token);
+  if (!key.ok() || token.find_first_of("+/=") != std::string_view::npos) {
+    return InvalidArgumentError("Invalid page token.");
   }
-  return out;
+  return key;
 }
 
 std::string Hex(uint64_t bits, int digits) {

@@ -82,30 +82,4 @@ Result<HttpResponse> CurlHttpClient::Send(const HttpRequest& req) {
   return resp;
 }
 
-std::string UrlEscape(std::string_view text) {
-  static constexpr char kHex[] = "0123456789ABCDEF";
-  std::string out;
-  for (unsigned char c : text) {
-    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
-      out += static_cast<char>(c);
-    } else {
-      out += '%';
-      out += kHex[c >> 4];
-      out += kHex[c & 15];
-    }
-  }
-  return out;
-}
-
-std::string FormEncode(const std::map<std::string, std::string>& fields) {
-  std::string out;
-  for (const auto& [k, v] : fields) {
-    if (!out.empty()) {
-      out += '&';
-    }
-    out += UrlEscape(k) + "=" + UrlEscape(v);
-  }
-  return out;
-}
-
 }  // namespace tpufleet

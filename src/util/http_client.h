@@ -52,9 +52,4 @@ class CurlHttpClient final : public HttpClient {
   Result<HttpResponse> Send(const HttpRequest& request) override;
 };
 
-/// "a=1&b=x%20y": form or query encoding of `fields` (application/x-www-form-urlencoded).
-std::string FormEncode(const std::map<std::string, std::string>& fields);
-/// Percent-encodes everything but unreserved characters (RFC 3986).
-std::string UrlEscape(std::string_view text);
-
 }  // namespace tpufleet

@@ -5,20 +5,6 @@
 namespace tpufleet {
 namespace {
 
-TEST(UrlEscape, KeepsUnreservedAndEscapesTheRest) {
-  EXPECT_EQ(UrlEscape("abcXYZ019-_.~"), "abcXYZ019-_.~");
-  EXPECT_EQ(UrlEscape("a b/c?d=e&f"), "a%20b%2Fc%3Fd%3De%26f");
-  EXPECT_EQ(UrlEscape("\xff"), "%FF");
-}
-
-TEST(FormEncode, JoinsEscapedPairs) {
-  // A JWT-bearer token request body, as the OAuth2 token endpoint expects it.
-  EXPECT_EQ(FormEncode({{"grant_type", "urn:ietf:params:oauth:grant-type:jwt-bearer"},
-                        {"assertion", "a.b.c"}}),
-            "assertion=a.b.c&grant_type=urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Ajwt-bearer");
-  EXPECT_EQ(FormEncode({}), "");
-}
-
 TEST(CurlHttpClient, UnreachableAddressIsUnavailableAndRedacted) {
   // Port 1 on loopback: nothing listens, the connection is refused at once.
   CurlHttpClient client;

@@ -187,6 +187,15 @@ bool ParseDouble(std::string_view text, double* out) {
   return ec == std::errc() && end == text.data() + text.size() && std::isfinite(*out);
 }
 
+uint64_t Fnv1a64(std::string_view text) {
+  uint64_t h = 1469598103934665603ULL;
+  for (unsigned char c : text) {
+    h ^= c;
+    h *= 1099511628211ULL;
+  }
+  return h;
+}
+
 std::string FormatUsd(double usd) {
   if (!std::isfinite(usd)) {
     return std::isnan(usd) ? "$nan" : usd < 0 ? "-$inf" : "$inf";

@@ -1,10 +1,12 @@
 // Small string helpers shared by every module: splitting, trimming, edit distance
-// for "did you mean" suggestions, and the duration syntax used in specs and flags.
+// for "did you mean" suggestions, the duration syntax used in specs and flags, and a
+// stable string hash.
 //
 // Thread-safety: pure functions.
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -42,6 +44,12 @@ std::string FormatDuration(std::chrono::seconds d);
 bool ParseInt(std::string_view text, long long* out);
 /// Parses a finite decimal number such as "12", "0.5" or "1e3"; false otherwise.
 bool ParseDouble(std::string_view text, double* out);
+
+/// 64-bit FNV-1a of `text`: a stable, non-cryptographic hash for made-up ids and ETags
+/// that must come out the same in every process and on every run. Its offset basis,
+/// 1469598103934665603, is one digit short of the published one; the emulator's ids
+/// were made with it, so it stays.
+uint64_t Fnv1a64(std::string_view text);
 
 /// "$1,234.56" style money, two decimals ("-$0.25" below zero, "$inf" when not finite).
 std::string FormatUsd(double usd);

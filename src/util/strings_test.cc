@@ -187,6 +187,13 @@ TEST(ParseDouble, RejectsEverythingElse) {
   }
 }
 
+TEST(Fnv1a64, IsStable) {
+  // Project numbers, instance ids and ETags are made from it: these must never change.
+  EXPECT_EQ(Fnv1a64(""), 1469598103934665603ULL);
+  EXPECT_EQ(Fnv1a64("a"), 4953267810257967366ULL);
+  EXPECT_EQ(Fnv1a64("foobar"), 9870438755804841970ULL);
+}
+
 TEST(FormatUsd, TwoDecimalsAndThousandsSeparators) {
   EXPECT_EQ(FormatUsd(0), "$0.00");
   EXPECT_EQ(FormatUsd(0.5), "$0.50");

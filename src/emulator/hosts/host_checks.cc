@@ -22,6 +22,7 @@
 #include "util/file.h"
 #include "util/log.h"
 #include "util/strings.h"
+#include "util/unique_fd.h"
 
 namespace tpufleet::emulator::hosts {
 namespace {
@@ -31,34 +32,6 @@ namespace fs = std::filesystem;
 constexpr const char* kNeedRoot =
     "the emulator's worker hosts need root (or CAP_SYS_ADMIN + CAP_NET_ADMIN) to create network "
     "namespaces; run as root";
-
-std::string Errno(const std::string& what) {
-  return what + ": " + std::strerror(errno);
-}
-
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  Fd(Fd&& o) noexcept : fd_(o.fd_) { o.fd_ = -1; }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  ~Fd() {
-    if (fd_ >= 0) {
-      ::close(fd_);
-    }
-  }
-  int get() const { return fd_; }
-
- private:
-  int fd_ = -1;
-};
-
-// Reaps `pid` if it is our child and has exited. True when it is gone (or not ours).
-bool Reaped(pid_t pid) {
-  int status = 0;
-  pid_t r = ::waitpid(pid, &status, WNOHANG);
-  return r == pid || (r < 0 && errno == ECHILD);
-}
 
 bool IsUnder(const std::string& path, const std::string& dir) {
   return path == dir || StartsWith(path, dir + "/");
@@ -216,10 +189,10 @@ Status CheckMachineSupport() {
 Status ProbeSsh(const std::vector<std::string>& addresses, Clock& clock, Clock::MonoTime deadline) {
   std::vector<std::string> pending = addresses;
   while (!pending.empty()) {
-    std::vector<Fd> socks;
+    std::vector<UniqueFd> socks;
     std::vector<pollfd> fds;
     for (const std::string& a : pending) {
-      Fd s(::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+      UniqueFd s(::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
       sockaddr_in sin{};
       sin.sin_family = AF_INET;
       sin.sin_port = htons(22);

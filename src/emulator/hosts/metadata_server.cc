@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "util/encoding.h"
 #include "util/strings.h"
 
 namespace tpufleet::emulator::hosts {
@@ -29,60 +30,6 @@ std::string Hex16(uint64_t v) {
   char buf[17];
   std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
   return buf;
-}
-
-uint64_t Fnv1a64(std::string_view s) {
-  uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : s) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
-  return h;
-}
-
-int HexValue(char c) {
-  if (c >= '0' && c <= '9') {
-    return c - '0';
-  }
-  if (c >= 'a' && c <= 'f') {
-    return c - 'a' + 10;
-  }
-  if (c >= 'A' && c <= 'F') {
-    return c - 'A' + 10;
-  }
-  return -1;
-}
-
-// '+' means a space only in a query (form encoding), never in a path.
-std::string PercentDecode(std::string_view s, bool plus_is_space) {
-  std::string out;
-  for (size_t i = 0; i < s.size(); ++i) {
-    if (s[i] == '%' && i + 2 < s.size() && HexValue(s[i + 1]) >= 0 && HexValue(s[i + 2]) >= 0) {
-      out += static_cast<char>(HexValue(s[i + 1]) * 16 + HexValue(s[i + 2]));
-      i += 2;
-    } else if (plus_is_space && s[i] == '+') {
-      out += ' ';
-    } else {
-      out += s[i];
-    }
-  }
-  return out;
-}
-
-std::map<std::string, std::string> ParseQuery(std::string_view q) {
-  std::map<std::string, std::string> out;
-  for (const std::string& pair : Split(q, '&')) {
-    if (pair.empty()) {
-      continue;
-    }
-    size_t eq = pair.find('=');
-    if (eq == std::string::npos) {
-      out[PercentDecode(pair, true)] = "";
-    } else {
-      out[PercentDecode(pair.substr(0, eq), true)] = PercentDecode(pair.substr(eq + 1), true);
-    }
-  }
-  return out;
 }
 
 bool IsTrue(const std::map<std::string, std::string>& q, const std::string& key) {
@@ -323,10 +270,10 @@ Status MetadataServer::SetDocument(std::string_view document_json) {
 HttpResponse MetadataServer::Render(const HttpRequest& request, Clock::MonoTime now) {
   std::string_view target = request.target;
   size_t q = target.find('?');
-  std::string path = PercentDecode(target.substr(0, q), false);
+  std::string path = PercentDecode(target.substr(0, q), /*plus_is_space=*/false);
   std::map<std::string, std::string> query = q == std::string_view::npos
                                                  ? std::map<std::string, std::string>()
-                                                 : ParseQuery(target.substr(q + 1));
+                                                 : ParseQueryString(target.substr(q + 1));
   if (request.method != "GET" && request.method != "HEAD") {
     return Error(405, "Method Not Allowed\n");
   }
@@ -362,7 +309,7 @@ MetadataServer::Answer MetadataServer::Handle(const HttpRequest& request, Clock:
   if (a.response.status != 200 || q == std::string_view::npos) {
     return a;
   }
-  std::map<std::string, std::string> query = ParseQuery(target.substr(q + 1));
+  std::map<std::string, std::string> query = ParseQueryString(target.substr(q + 1));
   if (!IsTrue(query, "wait_for_change")) {
     return a;
   }

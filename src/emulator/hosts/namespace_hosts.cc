@@ -8,7 +8,6 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstring>
 #include <filesystem>
 #include <thread>
 
@@ -17,61 +16,28 @@
 #include "emulator/hosts/host_checks.h"
 #include "emulator/hosts/host_network.h"
 #include "emulator/hosts/init_spawner.h"
+#include "emulator/hosts/subprocess.h"
 #include "emulator/hosts/worker_document.h"
 #include "util/file.h"
 #include "util/log.h"
 #include "util/strings.h"
+#include "util/unique_fd.h"
 
 namespace tpufleet::emulator {
 
+using hosts::Errno;
 using hosts::FormatIpv4;
 using hosts::HostNetwork;
 using hosts::InitSpawner;
 using hosts::kHostPollInterval;
 using hosts::kProbeAttempt;
 using hosts::kWorkerProgram;
+using hosts::Reaped;
 using std::chrono::milliseconds;
 
 namespace {
 
 namespace fs = std::filesystem;
-
-class Fd {
- public:
-  Fd() = default;
-  explicit Fd(int fd) : fd_(fd) {}
-  Fd(Fd&& o) noexcept : fd_(o.fd_) { o.fd_ = -1; }
-  Fd& operator=(Fd&& o) noexcept {
-    Reset();
-    fd_ = o.fd_;
-    o.fd_ = -1;
-    return *this;
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  ~Fd() { Reset(); }
-  int get() const { return fd_; }
-  void Reset() {
-    if (fd_ >= 0) {
-      ::close(fd_);
-    }
-    fd_ = -1;
-  }
-
- private:
-  int fd_ = -1;
-};
-
-std::string Errno(const std::string& what) {
-  return what + ": " + std::strerror(errno);
-}
-
-// Reaps `pid` if it has exited. True when it is gone (or was never ours).
-bool Reaped(pid_t pid) {
-  int status = 0;
-  pid_t r = ::waitpid(pid, &status, WNOHANG);
-  return r == pid || (r < 0 && errno == ECHILD);
-}
 
 std::string LogTail(const std::string& path, size_t lines) {
   Result<std::string> text = ReadFile(path);
@@ -437,7 +403,7 @@ Status NamespaceHosts::BootWorkers(Node& node) {
   TPUFLEET_TRY(WriteDocuments(node));
 
   // Pipes: status (init → machine), go (machine → init). All close-on-exec here.
-  std::vector<Fd> status_r(n), status_w(n), go_r(n), go_w(n), logs(n);
+  std::vector<UniqueFd> status_r(n), status_w(n), go_r(n), go_w(n), logs(n);
   std::vector<InitSpawner::Request> requests(n);
   for (size_t i = 0; i < n; ++i) {
     int p[2];
@@ -445,12 +411,13 @@ Status NamespaceHosts::BootWorkers(Node& node) {
     if (::pipe2(p, O_CLOEXEC) != 0 || ::pipe2(q, O_CLOEXEC) != 0) {
       return InternalError(Errno("pipe"));
     }
-    status_r[i] = Fd(p[0]);
-    status_w[i] = Fd(p[1]);
-    go_r[i] = Fd(q[0]);
-    go_w[i] = Fd(q[1]);
+    status_r[i] = UniqueFd(p[0]);
+    status_w[i] = UniqueFd(p[1]);
+    go_r[i] = UniqueFd(q[0]);
+    go_w[i] = UniqueFd(q[1]);
     std::string log = node.workers[i].dir + "/worker.log";
-    logs[i] = Fd(::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0600));
+    logs[i] =
+        UniqueFd(::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0600));
     if (logs[i].get() < 0) {
       return InternalError(Errno(log));
     }

@@ -11,28 +11,10 @@
 #include <cstring>
 
 #include "util/strings.h"
+#include "util/unique_fd.h"
 
 namespace tpufleet::emulator::hosts {
 namespace {
-
-class Fd {
- public:
-  Fd() = default;
-  explicit Fd(int fd) : fd_(fd) {}
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  ~Fd() { Reset(); }
-  int get() const { return fd_; }
-  void Reset() {
-    if (fd_ >= 0) {
-      ::close(fd_);
-    }
-    fd_ = -1;
-  }
-
- private:
-  int fd_ = -1;
-};
 
 int DecodeWaitStatus(int status) {
   if (WIFEXITED(status)) {
@@ -60,29 +42,19 @@ Result<std::string> FindProgram(const std::string& name, const std::string& pack
   return FailedPreconditionError(m);
 }
 
-Result<CommandResult> RunCommand(const std::vector<std::string>& argv, const std::string& input,
-                                 std::chrono::milliseconds timeout) {
-  if (argv.empty() || argv[0].empty() || argv[0][0] != '/') {
-    return InternalError("RunCommand needs an absolute program path");
-  }
-  int in_pipe[2];
-  int out_pipe[2];
-  if (::pipe2(in_pipe, O_CLOEXEC) != 0) {
-    return InternalError(std::string("pipe: ") + std::strerror(errno));
-  }
-  Fd in_r(in_pipe[0]);
-  Fd in_w(in_pipe[1]);
-  if (::pipe2(out_pipe, O_CLOEXEC) != 0) {
-    return InternalError(std::string("pipe: ") + std::strerror(errno));
-  }
-  Fd out_r(out_pipe[0]);
-  Fd out_w(out_pipe[1]);
-
+Result<pid_t> SpawnProgram(const std::vector<std::string>& argv, SpawnStdio stdio,
+                           const std::vector<std::string>& env) {
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, in_r.get(), 0);
-  posix_spawn_file_actions_adddup2(&actions, out_w.get(), 1);
-  posix_spawn_file_actions_adddup2(&actions, out_w.get(), 2);
+  if (stdio.input >= 0) {
+    posix_spawn_file_actions_adddup2(&actions, stdio.input, 0);
+  } else {
+    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+  }
+  if (stdio.output >= 0) {
+    posix_spawn_file_actions_adddup2(&actions, stdio.output, 1);
+    posix_spawn_file_actions_adddup2(&actions, stdio.output, 2);
+  }
   posix_spawn_file_actions_addclosefrom_np(&actions, 3);
   posix_spawnattr_t attr;
   posix_spawnattr_init(&attr);
@@ -99,17 +71,43 @@ Result<CommandResult> RunCommand(const std::vector<std::string>& argv, const std
     args.push_back(const_cast<char*>(a.c_str()));
   }
   args.push_back(nullptr);
-  std::string path_env = std::string("PATH=") + kSystemPath;
-  char lc_all[] = "LC_ALL=C";
-  char* envp[] = {path_env.data(), lc_all, nullptr};
+  std::vector<std::string> env_strings = {std::string("PATH=") + kSystemPath};
+  env_strings.insert(env_strings.end(), env.begin(), env.end());
+  std::vector<char*> envp;
+  for (std::string& e : env_strings) {
+    envp.push_back(e.data());
+  }
+  envp.push_back(nullptr);
 
   pid_t pid = -1;
-  int err = ::posix_spawn(&pid, argv[0].c_str(), &actions, &attr, args.data(), envp);
+  int err = ::posix_spawn(&pid, argv[0].c_str(), &actions, &attr, args.data(), envp.data());
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attr);
   if (err != 0) {
     return InternalError(argv[0] + ": " + std::strerror(err));
   }
+  return pid;
+}
+
+Result<CommandResult> RunCommand(const std::vector<std::string>& argv, const std::string& input,
+                                 std::chrono::milliseconds timeout) {
+  if (argv.empty() || argv[0].empty() || argv[0][0] != '/') {
+    return InternalError("RunCommand needs an absolute program path");
+  }
+  int in_pipe[2];
+  int out_pipe[2];
+  if (::pipe2(in_pipe, O_CLOEXEC) != 0) {
+    return InternalError(std::string("pipe: ") + std::strerror(errno));
+  }
+  UniqueFd in_r(in_pipe[0]);
+  UniqueFd in_w(in_pipe[1]);
+  if (::pipe2(out_pipe, O_CLOEXEC) != 0) {
+    return InternalError(std::string("pipe: ") + std::strerror(errno));
+  }
+  UniqueFd out_r(out_pipe[0]);
+  UniqueFd out_w(out_pipe[1]);
+
+  TPUFLEET_ASSIGN_OR_RETURN(pid_t pid, SpawnProgram(argv, {in_r.get(), out_w.get()}, {"LC_ALL=C"}));
   in_r.Reset();
   out_w.Reset();
   if (input.empty()) {
@@ -179,6 +177,16 @@ Status RunChecked(const std::vector<std::string>& argv, const std::string& input
                          (out.empty() ? "" : ": " + out));
   }
   return Status::Ok();
+}
+
+bool Reaped(pid_t pid) {
+  int status = 0;
+  pid_t r = ::waitpid(pid, &status, WNOHANG);
+  return r == pid || (r < 0 && errno == ECHILD);
+}
+
+std::string Errno(const std::string& what) {
+  return what + ": " + std::strerror(errno);
 }
 
 }  // namespace tpufleet::emulator::hosts

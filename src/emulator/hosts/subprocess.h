@@ -6,9 +6,13 @@
 // (the caller's may hold credentials), a clean signal mask and no inherited descriptors
 // beyond stdin/stdout/stderr.
 //
+// Also here: Reaped and Errno, two small helpers all the worker-host code shares.
+//
 // Thread-safety: stateless; safe from any thread (posix_spawn is safe in a threaded
 // process, unlike fork followed by arbitrary code).
 #pragma once
+
+#include <sys/types.h>
 
 #include <chrono>
 #include <string>
@@ -30,6 +34,18 @@ inline constexpr const char* kSystemPath =
 /// Debian package to install (`package`, when given).
 Result<std::string> FindProgram(const std::string& name, const std::string& package = "");
 
+/// Where a spawned program's standard descriptors come from.
+struct SpawnStdio {
+  int input = -1;   // its stdin; -1: /dev/null
+  int output = -1;  // its stdout and stderr; -1: this process's own
+};
+
+/// Starts argv (argv[0] an absolute path) as described above, with PATH=kSystemPath
+/// and `env` ("NAME=value") as its whole environment, and returns its pid at once.
+/// The caller reaps it.
+Result<pid_t> SpawnProgram(const std::vector<std::string>& argv, SpawnStdio stdio,
+                           const std::vector<std::string>& env = {});
+
 struct CommandResult {
   int exit_code = -1;  // the exit status, or 128 + signal when it was killed
   std::string output;  // stdout and stderr, interleaved as written
@@ -45,5 +61,11 @@ Result<CommandResult> RunCommand(const std::vector<std::string>& argv,
 /// RunCommand, and Internal ("<program> failed (exit N): <output>") unless it exits 0.
 Status RunChecked(const std::vector<std::string>& argv, const std::string& input = "",
                   std::chrono::milliseconds timeout = kDefaultCommandTimeout);
+
+/// Reaps `pid` if it is our child and has exited. True when it is gone (or not ours).
+bool Reaped(pid_t pid);
+
+/// "<what>: <strerror(errno)>", for the system call that just failed.
+std::string Errno(const std::string& what);
 
 }  // namespace tpufleet::emulator::hosts

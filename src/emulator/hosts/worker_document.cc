@@ -12,15 +12,6 @@ namespace {
 
 using nlohmann::json;
 
-uint64_t Fnv1a64(std::string_view s) {
-  uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : s) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
-  return h;
-}
-
 struct NodeName {
   std::string project = "emulator-project";
   std::string zone = "us-central2-b";

@@ -44,10 +44,6 @@ constexpr milliseconds kMaxLoopSleep{1000};
 // Pending connections on the metadata port; clients are a handful of local processes.
 constexpr int kListenBacklog = 128;
 
-std::string Errno(const std::string& what) {
-  return what + ": " + std::strerror(errno);
-}
-
 int g_status_fd = kStatusFd;
 
 // Reports a failed boot to the machine and powers off.
@@ -109,6 +105,8 @@ class Worker {
   void ServeInput(Conn& c);
   void Flush(Conn& c);
   void Send(Conn& c, const HttpResponse& r, bool head_only);
+  // Answers 400 to a request head that is too long or malformed, and closes after it.
+  void SendBadRequest(Conn& c);
   void ExpireWaits(Mono::time_point now);
 
   std::string disk_;
@@ -320,6 +318,15 @@ void Worker::Send(Conn& c, const HttpResponse& r, bool head_only) {
   Flush(c);
 }
 
+void Worker::SendBadRequest(Conn& c) {
+  c.request = HttpRequest();
+  c.close_after_write = true;
+  HttpResponse bad;
+  bad.status = 400;
+  bad.body = "Bad Request\n";
+  Send(c, bad, false);
+}
+
 void Worker::Flush(Conn& c) {
   while (!c.out.empty()) {
     ssize_t n = ::send(c.fd, c.out.data(), c.out.size(), MSG_NOSIGNAL);
@@ -346,12 +353,7 @@ void Worker::ServeInput(Conn& c) {
     }
     if (end == std::string::npos) {
       if (c.in.size() > kMaxRequestHead) {
-        c.request = HttpRequest();
-        c.close_after_write = true;
-        HttpResponse bad;
-        bad.status = 400;
-        bad.body = "Bad Request\n";
-        Send(c, bad, false);
+        SendBadRequest(c);
       }
       return;
     }
@@ -359,12 +361,7 @@ void Worker::ServeInput(Conn& c) {
     c.in.erase(0, end + skip);
     Result<HttpRequest> req = ParseHttpRequestHead(head);
     if (!req.ok() || req->has_body) {
-      c.request = HttpRequest();
-      c.close_after_write = true;
-      HttpResponse bad;
-      bad.status = 400;
-      bad.body = "Bad Request\n";
-      Send(c, bad, false);
+      SendBadRequest(c);
       return;
     }
     c.request = *req;

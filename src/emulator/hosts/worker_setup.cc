@@ -5,8 +5,6 @@
 #include <fcntl.h>
 #include <net/if.h>
 #include <netinet/in.h>
-#include <signal.h>
-#include <spawn.h>
 #include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/socket.h>
@@ -57,10 +55,6 @@ constexpr const char* kSshdConfigText =
     "ClientAliveInterval 120\n"
     "AcceptEnv LANG LC_*\n"
     "Subsystem sftp internal-sftp\n";
-
-std::string Errno(const std::string& what) {
-  return what + ": " + std::strerror(errno);
-}
 
 Status MkDir(const std::string& path, mode_t mode) {
   if (::mkdir(path.c_str(), mode) == 0) {
@@ -308,35 +302,8 @@ Status WriteHostsFiles(const WorkerDocument& doc) {
 }
 
 Result<pid_t> StartSshd(const std::string& sshd) {
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addclosefrom_np(&actions, 3);
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  sigset_t none;
-  sigemptyset(&none);
-  sigset_t all;
-  sigfillset(&all);
-  posix_spawnattr_setsigmask(&attr, &none);
-  posix_spawnattr_setsigdefault(&attr, &all);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-  std::vector<std::string> argv = {sshd, "-D", "-e", "-f", kSshdConfig};
-  std::vector<char*> args;
-  for (std::string& a : argv) {
-    args.push_back(a.data());
-  }
-  args.push_back(nullptr);
-  std::string path_env = std::string("PATH=") + kSystemPath;
-  char* envp[] = {path_env.data(), nullptr};
-  pid_t pid = -1;
-  int err = ::posix_spawn(&pid, sshd.c_str(), &actions, &attr, args.data(), envp);
-  posix_spawn_file_actions_destroy(&actions);
-  posix_spawnattr_destroy(&attr);
-  if (err != 0) {
-    return InternalError(sshd + ": " + std::strerror(err));
-  }
-  return pid;
+  // stdin from /dev/null; -e: its log goes to our stderr.
+  return SpawnProgram({sshd, "-D", "-e", "-f", kSshdConfig}, {});
 }
 
 // True once something in this network namespace listens on TCP port 22.
