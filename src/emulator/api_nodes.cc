@@ -359,10 +359,18 @@ HttpResponse ApiServerImpl::StartNode(const Call& c, const std::string& id) {
   if (n.state != NodeState::kStopped) {
     return ErrorResponse(BadState("start", n));
   }
+  if (n.step) {
+    // A patch of a stopped node is still running; replacing its step would leave that
+    // operation unfinished forever.
+    return ErrorResponse(Busy(n));
+  }
+  // Capacity is checked while the node is still STOPPED, which holds none: once
+  // STARTING it would count its own chips against itself.
+  std::optional<RpcError> no_capacity =
+      CheckCapacityLocked(n.zone, *n.type.family, n.type.chips, c.now);
   OperationRecord& op = NewOperationLocked(c, "start", n.name, "Node");
   n.state = NodeState::kStarting;
-  if (std::optional<RpcError> e =
-          CheckCapacityLocked(n.zone, *n.type.family, n.type.chips, c.now)) {
+  if (std::optional<RpcError> e = std::move(no_capacity)) {
     NodeStep& s = NewStepLocked(n, NodeStep::kStart, op.name, config_.timings.stockout_fail, c.now);
     s.fail = std::move(*e);
   } else {

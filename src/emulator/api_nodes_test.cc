@@ -314,6 +314,32 @@ TEST_F(NodesTest, StopAndStartASingleHostNode) {
   EXPECT_EQ(Post(NodePath("n1") + ":start").status, 400);
 }
 
+// A node that filled its zone could never start again: it counted its own chips.
+TEST_F(NodesTest, StartFitsInTheCapacityTheNodeGaveBack) {
+  EmulatorConfig config;
+  config.capacity.push_back({"us-central2-b", "v4", 4});  // exactly one v4-8
+  Reset(config);
+  CreateNode("n1");
+  WaitOperation(Post(NodePath("n1") + ":stop").json["name"]);
+  Json started = WaitOperation(Post(NodePath("n1") + ":start").json["name"]);
+  EXPECT_FALSE(started.contains("error")) << started.dump();
+  EXPECT_EQ(Get(NodePath("n1")).json["state"], "READY");
+}
+
+// A start on a stopped node whose patch was still running replaced the patch's step, so
+// the patch operation never finished.
+TEST_F(NodesTest, StartWaitsForAPendingPatch) {
+  CreateNode("n1");
+  WaitOperation(Post(NodePath("n1") + ":stop").json["name"]);
+  Reply patch = Send("PATCH", NodePath("n1") + "?updateMask=labels", R"({"labels":{"a":"b"}})");
+  ASSERT_EQ(patch.status, 200) << patch.text;
+  Reply start = Post(NodePath("n1") + ":start");
+  EXPECT_EQ(start.status, 409) << start.text;
+  Json patched = WaitOperation(patch.json["name"]);
+  EXPECT_TRUE(patched.value("done", false));
+  EXPECT_EQ(Post(NodePath("n1") + ":start").status, 200);
+}
+
 TEST_F(NodesTest, StopAndStartAreRefusedForMultiHostNodes) {
   CreateNode("pod", NodeBody("v4-32"));
   Reply r = Post(NodePath("pod") + ":stop");
