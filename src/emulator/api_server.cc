@@ -206,9 +206,31 @@ std::optional<RpcError> ApiServerImpl::CheckAuthLocked(const HttpRequest& req) {
                                    {{"service", "tpu.googleapis.com"}})})};
 }
 
+namespace {
+
+// A project id as GCP spells them (lower-case letters, digits and hyphens, a letter
+// first, no hyphen last), or a project number. Google also wants 6 to 30 characters;
+// the emulator accepts shorter ids ("p") so tests stay short. Anything else would also
+// break the workers' DNS names (ZONE.c.PROJECT.internal).
+bool IsProjectId(const std::string& p) {
+  if (p.empty() || p.size() > 30) {
+    return false;
+  }
+  if (std::all_of(p.begin(), p.end(), [](char ch) { return ch >= '0' && ch <= '9'; })) {
+    return true;
+  }
+  return p[0] >= 'a' && p[0] <= 'z' && p.back() != '-' &&
+         std::all_of(p.begin(), p.end(), [](char ch) {
+           return (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '-';
+         });
+}
+
+}  // namespace
+
 std::optional<RpcError> ApiServerImpl::CheckProjectLocked(const Call& c) {
-  if (config_.projects.empty() || std::find(config_.projects.begin(), config_.projects.end(),
-                                            c.project) != config_.projects.end()) {
+  if (IsProjectId(c.project) &&
+      (config_.projects.empty() || std::find(config_.projects.begin(), config_.projects.end(),
+                                             c.project) != config_.projects.end())) {
     return std::nullopt;
   }
   return RpcError{

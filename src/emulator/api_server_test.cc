@@ -40,6 +40,20 @@ TEST_F(ApiServerTest, LocationsAreServedUnderV1AndV2) {
   EXPECT_EQ(next.json["locations"][0]["locationId"], ids[2]);
 }
 
+// Any string was taken as a project; ids with capitals, '_', ':' or spaces then broke
+// the workers' DNS names and every boot failed with code 13.
+TEST_F(ApiServerTest, ProjectIdsMustBeSpelledAsGcpSpellsThem) {
+  for (const char* bad : {"My-Project", "a_b", "google.com:x", "a%20b", "ends-", "9lives-"}) {
+    Reply r = Get(std::string("/v2/projects/") + bad + "/locations/us-central2-b/nodes");
+    EXPECT_EQ(r.status, 403) << bad << ": " << r.text;
+  }
+  for (const char* good : {"p", "my-project-42", "123456789012"}) {
+    EXPECT_EQ(Get(std::string("/v2/projects/") + good + "/locations/us-central2-b/nodes").status,
+              200)
+        << good;
+  }
+}
+
 TEST_F(ApiServerTest, UnknownZoneIsRefusedLikeGoogleDoes) {
   Reply r = Get("/v2/projects/p/locations/us-nowhere1-z/nodes");
   EXPECT_EQ(r.status, 403);
