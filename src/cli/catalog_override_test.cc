@@ -1,6 +1,8 @@
 // Catalog overrides through the CLI: --catalog FILE, $TPUFLEET_CATALOG and the config
 // directory, laid over the built-in catalog; and the errors a broken override gives.
 #include <gtest/gtest.h>
+
+#include "core/testing/catalog_fixtures.h"
 #include <stdlib.h>
 
 #include <filesystem>
@@ -51,24 +53,6 @@ constexpr const char* kCheaperV4 =
     "    prices:\n"
     "      - {region: us-central2, on_demand: 2.50, source: \"our contract\"}\n";
 
-// A made-up family, complete.
-constexpr const char* kV7x =
-    "families:\n"
-    "  v7x:\n"
-    "    generation: TPU v7x (test)\n"
-    "    api_type: V7X\n"
-    "    suffix: chips\n"
-    "    chips_per_worker: 4\n"
-    "    max_single_host_chips: 4\n"
-    "    sizes: [4, 8, 16]\n"
-    "    topologies: {4: 2x2x1, 8: 2x2x2, 16: 2x2x4}\n"
-    "    hbm_gib_per_chip: 192\n"
-    "    hosts:\n"
-    "      - {chips_per_worker: 4, machine_type: tpu7x-standard-4t, vcpus: 224, ram_gib: 960}\n"
-    "    runtime_versions: [v2-alpha-tpu7x]\n"
-    "    zones: [us-central1-c]\n"
-    "    prices:\n"
-    "      - {region: us-central1, on_demand: 5.00, spot: 2.00, source: test}\n";
 
 TEST_F(CatalogOverride, FlagChangesOneFieldAndKeepsTheRest) {
   std::string path = Write("cheap.yaml", kCheaperV4);
@@ -130,7 +114,7 @@ TEST_F(CatalogOverride, ConfigDirectoryFiles) {
 }
 
 TEST_F(CatalogOverride, NewFamily) {
-  std::string path = Write("v7x.yaml", kV7x);
+  std::string path = Write("v7x.yaml", std::string(testing::kNewFamilyV7x));
   json j = TpufleetJson({"catalog", "v7x-16", "--catalog", path});
   EXPECT_EQ(j["type"], "v7x-16");
   EXPECT_EQ(j["family"], "v7x");

@@ -1,6 +1,7 @@
 // The CLI's command table and what a command handler gets.
 //
-// Every subcommand is one row of kCommands (commands.cc): its name, a one-line summary,
+// Every subcommand is one row of the table (command_table.cc; src/app adds rows with
+// AddCommands): its name, a one-line summary,
 // its usage, its flags, and a handler. `tpufleet help` prints the table; an unknown
 // command or flag gets a "did you mean"; `--help` after any command prints its usage.
 // Handlers write to the Invocation's streams (never to std::cout directly) so tests can

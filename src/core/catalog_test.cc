@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "core/testing/catalog_fixtures.h"
+
 #include <map>
 #include <set>
 #include <string>
@@ -417,27 +419,9 @@ TEST(Override, ScalarFieldsAndZones) {
   EXPECT_EQ(v5p->hbm_gib_per_chip, 95);
 }
 
-// A made-up family, complete, as a user would add one before tpufleet knows it.
-constexpr std::string_view kNewFamily =
-    "families:\n"
-    "  v7x:\n"
-    "    generation: TPU v7x (test)\n"
-    "    api_type: V7X\n"
-    "    suffix: chips\n"
-    "    chips_per_worker: 4\n"
-    "    max_single_host_chips: 4\n"
-    "    sizes: [4, 8, 16]\n"
-    "    topologies: {4: 2x2x1, 8: 2x2x2, 16: 2x2x4}\n"
-    "    hbm_gib_per_chip: 192\n"
-    "    hosts:\n"
-    "      - {chips_per_worker: 4, machine_type: tpu7x-standard-4t, vcpus: 224, ram_gib: 960}\n"
-    "    runtime_versions: [v2-alpha-tpu7x]\n"
-    "    zones: [us-central1-c]\n"
-    "    prices:\n"
-    "      - {region: us-central1, on_demand: 5.00, spot: 2.00, source: test}\n";
 
 TEST(Override, AddsACompleteNewFamily) {
-  Result<Catalog> c = Override(kNewFamily);
+  Result<Catalog> c = Override(testing::kNewFamilyV7x);
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   EXPECT_EQ(c->families().size(), 7u);
   EXPECT_EQ(c->families().back().name, "v7x");
@@ -477,7 +461,7 @@ TEST(Override, EachRequiredFieldIsChecked) {
        {"api_type", "sizes", "hbm_gib_per_chip", "runtime_versions", "zones", "prices"}) {
     std::string yaml;
     bool skipping = false;
-    for (const std::string& line : Split(kNewFamily, '\n')) {
+    for (const std::string& line : Split(testing::kNewFamilyV7x, '\n')) {
       bool top = line.size() > 4 && line[4] != ' ';
       if (top) {
         skipping = StartsWith(line, std::string("    ") + field + ":");

@@ -4,8 +4,9 @@
 //   fleet.yaml:12:5: nodes[0].zones[1]: unknown zone "us-central-2b" (did you mean us-central2-b?)
 //
 // Field wraps a node with its dotted path; its accessors check the node's kind and
-// convert, so parsers read like a list of fields. Internal to core: yaml-cpp types do
-// not appear in core's public headers.
+// convert, so parsers read like a list of fields. For tpufleet's own YAML only: core's
+// parsers and the emulator's config use it; the catalog and spec headers keep yaml-cpp
+// types out of their APIs.
 //
 // Thread-safety: values over immutable nodes; use from one thread.
 #pragma once
