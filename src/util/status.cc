@@ -11,6 +11,8 @@ std::string_view StatusCodeName(StatusCode code) {
     case StatusCode::kTimeout: return "timeout";
     case StatusCode::kPermissionDenied: return "permission_denied";
     case StatusCode::kFailedPrecondition: return "failed_precondition";
+    case StatusCode::kResourceExhausted: return "resource_exhausted";
+    case StatusCode::kAlreadyExists: return "already_exists";
     case StatusCode::kInternal: return "internal";
   }
   return "unknown";

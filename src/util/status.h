@@ -28,7 +28,9 @@ enum class StatusCode {
   kUnavailable,         // transient (HTTP 429/503, connection refused): retry with backoff
   kTimeout,             // a deadline passed: retry or give up
   kPermissionDenied,    // credentials or IAM: ask the user
-  kFailedPrecondition,  // the world is not in a state that allows this (quota, stockout)
+  kFailedPrecondition,  // the world is not in a state that allows this (quota): stop
+  kResourceExhausted,   // no capacity where asked (a stockout): try another place or later
+  kAlreadyExists,       // what was to be created exists already: adopt it or pick a new name
   kInternal,            // a bug or an impossible state
 };
 
@@ -65,6 +67,8 @@ inline Status UnavailableError(std::string m) { return {StatusCode::kUnavailable
 inline Status TimeoutError(std::string m) { return {StatusCode::kTimeout, std::move(m)}; }
 inline Status PermissionDeniedError(std::string m) { return {StatusCode::kPermissionDenied, std::move(m)}; }
 inline Status FailedPreconditionError(std::string m) { return {StatusCode::kFailedPrecondition, std::move(m)}; }
+inline Status ResourceExhaustedError(std::string m) { return {StatusCode::kResourceExhausted, std::move(m)}; }
+inline Status AlreadyExistsError(std::string m) { return {StatusCode::kAlreadyExists, std::move(m)}; }
 inline Status InternalError(std::string m) { return {StatusCode::kInternal, std::move(m)}; }
 
 template <typename T>

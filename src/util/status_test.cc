@@ -33,6 +33,8 @@ TEST(Status, EachHelperSetsItsCode) {
       {TimeoutError("m"), StatusCode::kTimeout, "timeout"},
       {PermissionDeniedError("m"), StatusCode::kPermissionDenied, "permission_denied"},
       {FailedPreconditionError("m"), StatusCode::kFailedPrecondition, "failed_precondition"},
+      {ResourceExhaustedError("m"), StatusCode::kResourceExhausted, "resource_exhausted"},
+      {AlreadyExistsError("m"), StatusCode::kAlreadyExists, "already_exists"},
       {InternalError("m"), StatusCode::kInternal, "internal"},
   };
   for (const Case& c : cases) {

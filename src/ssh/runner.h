@@ -1,0 +1,66 @@
+// SshRunner: runs a script on one worker and waits for it; the seam `up` uses for
+// readiness checks and the spec's setup script. (The libssh2 fan-out engine of `exec`
+// comes later; this is the simple, always-available path.)
+//
+// OpenSshRunner spawns the system `ssh` (posix_spawn, no shell, arguments as a vector)
+// with tpufleet's config file: `ssh -F CONFIG -o BatchMode=yes -o ConnectTimeout=N
+// ALIAS bash -s`, the script fed on stdin, so no part of it is ever parsed by a local
+// shell and the remote shell sees it exactly once. Host keys are checked against the
+// pinned known_hosts (StrictHostKeyChecking yes comes from the config).
+//
+// Thread-safety: Run and Probe may be called from several threads at once.
+#pragma once
+
+#include <chrono>
+#include <string>
+#include <string_view>
+
+#include <vector>
+
+#include "util/status.h"
+
+namespace tpufleet {
+
+struct RunResult {
+  int exit_code = 0;   // the remote command's exit status (255: ssh itself failed)
+  std::string output;  // stdout and stderr interleaved, the last 64 KiB
+};
+
+class SshRunner {
+ public:
+  SshRunner() = default;
+  SshRunner(const SshRunner&) = delete;
+  SshRunner& operator=(const SshRunner&) = delete;
+  virtual ~SshRunner() = default;
+
+  /// Runs `script` with bash on the host `alias` of the config. A non-zero exit is a
+  /// RunResult, not an error; Unavailable when ssh could not connect or authenticate
+  /// (with ssh's own message), Timeout when `timeout` passed (the process is killed).
+  virtual Result<RunResult> Run(std::string_view alias, std::string_view script,
+                                std::chrono::milliseconds timeout) = 0;
+};
+
+class OpenSshRunner final : public SshRunner {
+ public:
+  /// `config_path`: tpufleet's ssh config (ssh_files.h). `ssh_binary`: "ssh" (PATH).
+  explicit OpenSshRunner(std::string config_path, std::string ssh_binary = "ssh");
+  Result<RunResult> Run(std::string_view alias, std::string_view script,
+                        std::chrono::milliseconds timeout) override;
+
+ private:
+  const std::string config_path_;
+  const std::string ssh_binary_;
+};
+
+/// Connects to address:port and reads the SSH identification line ("SSH-2.0-…"): OK when
+/// an SSH server answers within `timeout`, Unavailable (refused, unreachable, not SSH) or
+/// Timeout otherwise. Nothing is authenticated.
+Status ProbeSsh(const std::string& address, int port, std::chrono::milliseconds timeout);
+
+/// The key line(s) the user's known_hosts holds for `host` (`ssh-keygen -F`), for
+/// ssh-hosts machines whose keys the user pinned when first connecting. NotFound when
+/// there are none. `known_hosts`: "" means ~/.ssh/known_hosts.
+Result<std::vector<std::string>> KnownHostKeys(const std::string& host, int port,
+                                               const std::string& known_hosts);
+
+}  // namespace tpufleet

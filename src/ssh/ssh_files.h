@@ -1,0 +1,54 @@
+// The SSH files tpufleet writes so that plain `ssh NODE-w3`, scp, rsync and VS Code
+// Remote-SSH reach every worker by a stable name, with host keys pinned:
+//
+//   STATE/ssh/config       Host blocks: NODE (worker 0) and NODE-wN for every worker,
+//                          each with HostName, User, Port, IdentityFile,
+//                          UserKnownHostsFile STATE/ssh/known_hosts and
+//                          StrictHostKeyChecking yes
+//   STATE/ssh/known_hosts  one line per worker: its address and the pinned host key
+//   ~/.ssh/config          one line `Include STATE/ssh/config`, added once at the top
+//
+// Both files are rewritten whole (atomically) from the state store whenever it changes,
+// so a changed address never leaves a stale entry. Values are checked before they reach
+// the files: an alias, user or address with whitespace, quotes or control characters is
+// refused (InvalidArgument), so a hostile name cannot add options to ssh_config.
+//
+// Thread-safety: pure functions and whole-file writes; callers serialize writers.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "util/status.h"
+
+namespace tpufleet {
+
+/// One `Host` block and its known_hosts line.
+struct SshHostEntry {
+  std::string alias;          // "trainer", "trainer-w3"
+  std::string address;        // IPv4, IPv6 or DNS name
+  int port = 0;               // 0: leave to ssh (22)
+  std::string user;           // "" leaves it to ssh
+  std::string identity_file;  // "" leaves it to ssh (ssh-hosts machines use the user's keys)
+  std::string host_key;       // "ssh-ed25519 AAAA…"; "" only with known_hosts_file set
+  /// ssh-hosts machines keep the user's own known_hosts: "" means STATE/ssh/known_hosts.
+  std::string known_hosts_file;
+};
+
+/// The text of the ssh_config file for `entries`. `known_hosts_path` is the file the
+/// entries without their own known_hosts_file point at. InvalidArgument on a bad value.
+Result<std::string> RenderSshConfig(const std::vector<SshHostEntry>& entries,
+                                    const std::string& known_hosts_path);
+/// The known_hosts text for the entries that carry a host key ("[addr]:port" when the
+/// port is not 22).
+std::string RenderKnownHosts(const std::vector<SshHostEntry>& entries);
+
+/// Writes `dir`/config and `dir`/known_hosts (0600, atomically; `dir` made 0700).
+Status WriteSshFiles(const std::string& dir, const std::vector<SshHostEntry>& entries);
+
+/// Makes `user_config` (usually ~/.ssh/config) include `include_path`: adds
+/// "Include <path>" as the first line unless that exact line is already there; creates
+/// the file (0600, its directory 0700) when missing. Keeps the rest byte for byte.
+Status EnsureSshInclude(const std::string& user_config, const std::string& include_path);
+
+}  // namespace tpufleet
