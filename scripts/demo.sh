@@ -36,40 +36,46 @@ if [[ $(id -u) -ne 0 ]]; then
   exit 0
 fi
 tmp=$(mktemp -d)
-export TPUFLEET_EMULATOR_DIR=$tmp/emulator
-trap '"$bin" emulator stop >/dev/null 2>&1 || true; rm -rf "$tmp"' EXIT
+export TPUFLEET_EMULATOR_DIR=$tmp/emulator TPUFLEET_STATE_DIR=$tmp/state HOME=$tmp/home
+mkdir -p "$HOME"
+trap '"$bin" down --all --yes >/dev/null 2>&1; "$bin" emulator stop >/dev/null 2>&1 || true
+      rm -rf "$tmp"' EXIT
 
 step "Start the local Cloud TPU" tpufleet emulator start
-tpufleet emulator start | tee "$tmp/start.txt"
-api=$(grep -o 'http://127.0.0.1:[0-9]*/' "$tmp/start.txt" | head -1)v2/projects/demo/locations/us-central2-b
+tpufleet emulator start
 
-step "Create a v4-32 through the Cloud TPU API, as Google's clients do" \
-  "curl -X POST $api/nodes?nodeId=pod -d {acceleratorType: v4-32, ssh-keys: ...}"
-ssh-keygen -q -t ed25519 -N '' -C demo -f "$tmp/key"
-curl -sf -X POST "$api/nodes?nodeId=pod" -H 'Content-Type: application/json' \
-  -d "{\"acceleratorType\":\"v4-32\",\"runtimeVersion\":\"tpu-ubuntu2204-base\",\"schedulingConfig\":{\"spot\":true},\"metadata\":{\"ssh-keys\":\"demo:$(cut -d' ' -f1,2 "$tmp/key.pub") demo\"}}" >/dev/null
-printf 'waiting for READY'
-until curl -sf "$api/nodes/pod" | grep -q '"state": *"READY"'; do printf .; sleep 0.2; done
-echo
-tpufleet emulator status
+step "What would the example fleet create, and what would it cost?" \
+  tpufleet up examples/emulator-fleet.yaml --dry-run
+tpufleet up examples/emulator-fleet.yaml --dry-run
 
-step "Log in to each of its 4 workers, host keys pinned from guest attributes" \
-  "ssh demo@WORKER 'hostname; curl 169.254.169.254/.../agent-worker-number'"
-curl -sf -X POST "$api/nodes/pod:getGuestAttributes" -d '{"workerIds":[""]}' | tr -d ' \n' |
-  grep -o '"key":"ssh-ed25519"[^}]*' | sed -E 's/.*"value":"([^"]*)".*/\1/' >"$tmp/hostkeys"
-mapfile -t addrs < <(curl -sf "$api/nodes/pod" | grep -o '"ipAddress": *"[0-9.]*"' | cut -d'"' -f4)
-paste -d' ' <(printf '%s\n' "${addrs[@]}") <(sed 's/^/ssh-ed25519 /' "$tmp/hostkeys") >"$tmp/known_hosts"
-for a in "${addrs[@]}"; do
-  ssh -i "$tmp/key" -o UserKnownHostsFile="$tmp/known_hosts" -o StrictHostKeyChecking=yes \
-    -o BatchMode=yes -o LogLevel=ERROR "demo@$a" \
-    'echo "$(hostname) is worker $(curl -s -H "Metadata-Flavor: Google" http://169.254.169.254/computeMetadata/v1/instance/attributes/agent-worker-number)"'
+step "Bring it up: a v4-32 pod (4 workers) and a single-host v5e, set up and reachable" \
+  tpufleet up examples/emulator-fleet.yaml
+tpufleet up examples/emulator-fleet.yaml
+
+step "Where is everything, and what has it cost so far?" tpufleet status demo-pod
+tpufleet status demo-pod
+
+# OpenSSH reads ~/.ssh/config from the passwd home; the demo keeps its files private,
+# so it names tpufleet's config with -F (after `up`, a plain `ssh demo-pod-w3` works).
+ssh_config=$TPUFLEET_STATE_DIR/ssh/config
+step "Log in to every worker by name; host keys were pinned from the API" \
+  "for w in 0 1 2 3; do ssh demo-pod-w\$w 'hostname; cat ~/setup-done.txt'; done"
+for w in 0 1 2 3; do
+  ssh -F "$ssh_config" -o BatchMode=yes "demo-pod-w$w" 'cat ~/setup-done.txt'
 done
 
-step "Spot preemption, injected" tpufleet emulator inject preempt pod --notice 1s
-tpufleet emulator inject preempt pod --notice 1s
-until curl -sf "$api/nodes/pod" | grep -q '"state": *"PREEMPTED"'; do sleep 0.2; done
-tpufleet emulator status
+step "Running up again changes nothing" tpufleet up examples/emulator-fleet.yaml
+tpufleet up examples/emulator-fleet.yaml
 
-step "Tear everything down" tpufleet emulator stop
+step "Spot preemption, injected; up makes the node again" \
+  "tpufleet emulator inject preempt demo-pod; tpufleet up examples/emulator-fleet.yaml"
+tpufleet emulator inject preempt demo-pod --notice 0s >/dev/null
+until tpufleet status --refresh demo-pod | grep -q PREEMPTED; do sleep 0.3; done
+tpufleet status demo-pod | head -2
+tpufleet up examples/emulator-fleet.yaml
+
+step "Tear everything down" "tpufleet down --all --yes; tpufleet emulator stop"
+tpufleet down --all --yes
+tpufleet status
 tpufleet emulator stop
 printf '\nDemo done. Try: %s help\n' "$bin"

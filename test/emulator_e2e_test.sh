@@ -29,6 +29,18 @@ ep=$(grep -o 'http://127.0.0.1:[0-9]*/' "$tmp/start.txt" | head -1)
 [[ -n $ep ]] || fail "no endpoint in: $(cat "$tmp/start.txt")"
 api=${ep}v2/projects/e2e/locations/us-central2-b
 
+check "web pages are refused: a request with a foreign Host (DNS rebinding) or an Origin gets 403"
+code=$(curl -s -o "$tmp/web.json" -w '%{http_code}' -H 'Host: rebind.example:80' "$api/nodes")
+[[ $code == 403 ]] && grep -q '"status": *"PERMISSION_DENIED"' "$tmp/web.json" ||
+  fail "foreign Host: HTTP $code $(cat "$tmp/web.json")"
+code=$(curl -s -o "$tmp/web.json" -w '%{http_code}' -X POST "$api/nodes?nodeId=web" \
+  -H 'Origin: http://evil.example' -H 'Content-Type: text/plain' \
+  -d '{"acceleratorType":"v4-8","runtimeVersion":"tpu-ubuntu2204-base"}')
+[[ $code == 403 ]] || fail "Origin: HTTP $code $(cat "$tmp/web.json")"
+code=$(curl -s -o /dev/null -w '%{http_code}' "${ep/127.0.0.1/localhost}v2/projects/e2e/locations/us-central2-b/nodes")
+[[ $code == 200 ]] || fail "localhost: HTTP $code"
+curl -sf "$api/nodes/web" >/dev/null && fail "the refused create made a node"
+
 check "create a v4-32 with alice's key in ssh-keys; it becomes READY"
 ssh-keygen -q -t ed25519 -N '' -C alice -f "$tmp/key"
 entry="alice:$(cut -d' ' -f1,2 "$tmp/key.pub") alice"
@@ -63,6 +75,10 @@ for i in 0 1 2 3; do
   out=$(on "$i" 'id -un; curl -s -H "Metadata-Flavor: Google" http://169.254.169.254/computeMetadata/v1/instance/attributes/agent-worker-number')
   [[ $out == "alice"$'\n'"$i" ]] || fail "worker $i said: $out"
 done
+
+check "a worker's metadata server refuses a web page's request (foreign Host)"
+out=$(on 0 'curl -s -o /dev/null -w "%{http_code}" -H "Metadata-Flavor: Google" -H "Host: rebind.example" http://169.254.169.254/computeMetadata/v1/instance/id')
+[[ $out == 403 ]] || fail "metadata with a foreign Host: HTTP $out"
 
 check "a file written on worker 0 is not on worker 1 nor on this machine"
 on 0 'echo hello >/tmp/e2e-marker && echo hi >~/marker'

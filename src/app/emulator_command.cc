@@ -10,6 +10,7 @@
 // CleanStale), and removes the state dir. `status` and `inject` talk to the daemon's
 // admin endpoints (/emulator/v1/...).
 #include "app/emulator_command.h"
+#include "app/emulator_locator.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -54,7 +55,7 @@ constexpr std::chrono::milliseconds kPollInterval{50};
 // Admin requests are local and answer at once.
 constexpr std::chrono::milliseconds kAdminTimeout{10000};
 // argv[0] of the daemon, which `stop` checks before it signals a recorded pid.
-constexpr const char* kDaemonName = "tpufleet-emulator";
+constexpr const char* kDaemonName = kEmulatorDaemonName;
 // How long `stop` waits for a SIGKILLed daemon to disappear.
 constexpr std::chrono::seconds kKillWait{5};
 // Marks a directory as an emulator state dir. `start` writes it into a new or empty
@@ -62,15 +63,7 @@ constexpr std::chrono::seconds kKillWait{5};
 constexpr const char* kStateDirMarker = ".tpufleet-emulator";
 
 std::string StateDir(Invocation& inv) {
-  if (auto dir = inv.args.Get("state-dir")) {
-    return *dir;
-  }
-  if (!inv.env["TPUFLEET_EMULATOR_DIR"].empty()) {
-    return inv.env["TPUFLEET_EMULATOR_DIR"];
-  }
-  std::string base = !inv.env["XDG_STATE_HOME"].empty() ? inv.env["XDG_STATE_HOME"]
-                                                         : inv.env["HOME"] + "/.local/state";
-  return base + "/tpufleet/emulator";
+  return EmulatorStateDir(inv.args.Get("state-dir"), inv.env);
 }
 
 // Makes `dir` the emulator's state dir: creates it (0700) if missing, adopts it if
@@ -93,37 +86,7 @@ Status ClaimStateDir(const std::string& dir) {
   return WriteFileAtomic(dir + "/" + kStateDirMarker, "tpufleet emulator state dir\n", 0600);
 }
 
-struct Daemon {
-  pid_t pid = 0;
-  std::string endpoint;  // "http://127.0.0.1:PORT/"
-};
-
-// True when `pid` runs `tpufleet-emulator serve` (not a recycled pid).
-bool IsOurDaemon(pid_t pid) {
-  Result<std::string> cmdline = ReadFile("/proc/" + std::to_string(pid) + "/cmdline");
-  if (!cmdline.ok()) {
-    return false;
-  }
-  std::vector<std::string> argv = Split(*cmdline, '\0');
-  return argv.size() >= 2 && argv[0] == kDaemonName && argv[1] == "serve";
-}
-
-// The daemon recorded in `dir`, if it is alive.
-std::optional<Daemon> RunningDaemon(const std::string& dir) {
-  Result<std::string> text = ReadFile(dir + "/daemon.json");
-  if (!text.ok()) {
-    return std::nullopt;
-  }
-  json j = json::parse(*text, nullptr, /*allow_exceptions=*/false);
-  if (!j.is_object() || !j["pid"].is_number_integer() || !j["endpoint"].is_string()) {
-    return std::nullopt;
-  }
-  Daemon d{j["pid"].get<pid_t>(), j["endpoint"].get<std::string>()};
-  if (!IsOurDaemon(d.pid)) {
-    return std::nullopt;
-  }
-  return d;
-}
+using Daemon = EmulatorDaemon;
 
 Result<json> Admin(const Daemon& d, const std::string& method, const std::string& path,
                    const std::string& body = "") {
@@ -170,7 +133,7 @@ void PrintEndpointHelp(std::ostream& out, const Daemon& d, const std::string& di
 
 ExitStatus Start(Invocation& inv) {
   std::string dir = StateDir(inv);
-  if (std::optional<Daemon> d = RunningDaemon(dir)) {
+  if (std::optional<Daemon> d = RunningEmulator(dir)) {
     if (inv.json) {
       inv.out << json{{"running", true}, {"pid", d->pid}, {"endpoint", d->endpoint},
                       {"state_dir", dir}}.dump(2) << "\n";
@@ -230,7 +193,7 @@ ExitStatus Start(Invocation& inv) {
       return cli::Fail(inv, UnavailableError("the emulator exited while starting; its log (" +
                                              log + ") ends:\n" + tail));
     }
-    if (std::optional<Daemon> d = RunningDaemon(dir); d && d->pid == child) {
+    if (std::optional<Daemon> d = RunningEmulator(dir); d && d->pid == child) {
       if (inv.json) {
         inv.out << json{{"running", true}, {"pid", d->pid}, {"endpoint", d->endpoint},
                         {"state_dir", dir}}.dump(2) << "\n";
@@ -248,17 +211,17 @@ ExitStatus Start(Invocation& inv) {
 
 ExitStatus Stop(Invocation& inv) {
   std::string dir = StateDir(inv);
-  std::optional<Daemon> d = RunningDaemon(dir);
+  std::optional<Daemon> d = RunningEmulator(dir);
   if (d) {
     if (!inv.json) {
       inv.out << "Stopping the emulator (pid " << d->pid << ") and its workers...\n";
     }
     ::kill(d->pid, SIGTERM);
     auto deadline = std::chrono::steady_clock::now() + kStopTimeout;
-    while (IsOurDaemon(d->pid) && std::chrono::steady_clock::now() < deadline) {
+    while (IsEmulatorDaemon(d->pid) && std::chrono::steady_clock::now() < deadline) {
       std::this_thread::sleep_for(kPollInterval);
     }
-    if (IsOurDaemon(d->pid)) {
+    if (IsEmulatorDaemon(d->pid)) {
       inv.err << "tpufleet: the emulator did not stop within " << FormatDuration(kStopTimeout)
               << "; killing it\n";
       ::kill(d->pid, SIGKILL);
@@ -302,7 +265,7 @@ ExitStatus Stop(Invocation& inv) {
 
 ExitStatus ShowStatus(Invocation& inv) {
   std::string dir = StateDir(inv);
-  std::optional<Daemon> d = RunningDaemon(dir);
+  std::optional<Daemon> d = RunningEmulator(dir);
   if (!d) {
     return NotRunning(inv, dir);
   }
@@ -396,7 +359,7 @@ ExitStatus Inject(Invocation& inv) {
                                     "; kinds: " + Join(kKinds, ", "));
   }
   std::string dir = StateDir(inv);
-  std::optional<Daemon> d = RunningDaemon(dir);
+  std::optional<Daemon> d = RunningEmulator(dir);
   if (!d) {
     return NotRunning(inv, dir);
   }

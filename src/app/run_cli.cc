@@ -1,5 +1,7 @@
 #include "app/run_cli.h"
 
+#include <unistd.h>
+
 #include <iostream>
 #include <map>
 
@@ -19,7 +21,9 @@ int RunCli(const std::vector<std::string>& args) {
       env.emplace(kv.substr(0, eq), kv.substr(eq + 1));
     }
   }
-  cli::ExitStatus status = cli::Main(args, std::cout, std::cerr, env);
+  cli::Terminal terminal{isatty(STDOUT_FILENO) == 1,
+                         isatty(STDIN_FILENO) == 1 ? &std::cin : nullptr};
+  cli::ExitStatus status = cli::Main(args, std::cout, std::cerr, env, terminal);
   std::cout.flush();
   return static_cast<int>(status);
 }

@@ -3,9 +3,11 @@
 #include <vector>
 
 #include "app/emulator_command.h"
+#include "app/fleet_world.h"
 #include "app/run_cli.h"
 
 int main(int argc, char** argv) {
+  tpufleet::cli::SetWorldFactory(tpufleet::app::OpenFleetWorld);
   tpufleet::cli::AddCommands({tpufleet::app::EmulatorCommandRow(tpufleet::app::ExecEmulator)});
   return tpufleet::app::RunCli(std::vector<std::string>(argv + 1, argv + argc));
 }

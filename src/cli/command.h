@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "core/catalog.h"
+#include "core/fleet_spec.h"
 #include "util/status.h"
 
 namespace tpufleet::cli {
@@ -40,10 +41,17 @@ struct Args {
   std::optional<std::string> Get(std::string_view flag) const;
 };
 
+/// What the process is attached to, for commands that draw live progress or ask.
+struct Terminal {
+  bool out_is_terminal = false;  // stdout is a terminal: draw live lines
+  std::istream* in = nullptr;    // stdin when it is a terminal (for questions), else null
+};
+
 /// Where a command runs: its streams, parsed arguments, and the global options.
 struct Invocation {
-  Invocation(std::ostream& o, std::ostream& e, Args a, std::map<std::string, std::string> environment)
-      : out(o), err(e), args(std::move(a)), env(std::move(environment)) {}
+  Invocation(std::ostream& o, std::ostream& e, Args a, std::map<std::string, std::string> environment,
+             Terminal t = {})
+      : out(o), err(e), args(std::move(a)), env(std::move(environment)), terminal(t) {}
 
   std::ostream& out;
   std::ostream& err;
@@ -51,11 +59,14 @@ struct Invocation {
   bool json = false;                 // --json: machine-readable output on `out`
   std::optional<std::string> catalog_path;  // --catalog FILE
   std::map<std::string, std::string> env;   // the environment variables the CLI reads
+  Terminal terminal;
 
   /// The built-in catalog with the user's override laid over it: --catalog FILE, else
   /// $TPUFLEET_CATALOG, else $XDG_CONFIG_HOME (or ~/.config)/tpufleet/catalog.yaml
   /// when that file exists. Parsed once per invocation.
   Result<const Catalog*> LoadCatalog();
+  /// Reads and checks the fleet spec at `path` against LoadCatalog().
+  Result<FleetSpec> LoadFleetSpec(const std::string& path);
 
  private:
   std::optional<Catalog> catalog_;
@@ -80,7 +91,7 @@ void AddCommands(std::vector<Command> commands);
 
 /// Runs the CLI on argv[1..] (no program name). `env` holds the variables it may read.
 ExitStatus Main(const std::vector<std::string>& argv, std::ostream& out, std::ostream& err,
-                const std::map<std::string, std::string>& env);
+                const std::map<std::string, std::string>& env, Terminal terminal = {});
 
 // Helpers for handlers: print "tpufleet: error: …" and return the matching status.
 ExitStatus Fail(Invocation& inv, const Status& status);
@@ -96,5 +107,9 @@ ExitStatus RunCatalog(Invocation& inv);
 ExitStatus RunEstimate(Invocation& inv);
 ExitStatus RunPlan(Invocation& inv);
 ExitStatus RunValidate(Invocation& inv);
+ExitStatus RunUp(Invocation& inv);
+ExitStatus RunStatus(Invocation& inv);
+ExitStatus RunDown(Invocation& inv);
+ExitStatus RunImport(Invocation& inv);
 
 }  // namespace tpufleet::cli

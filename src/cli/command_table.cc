@@ -44,6 +44,46 @@ std::vector<Command>& Table() {
        "on-demand cost per hour, the fleet's cost per hour and per day, and a warning when\n"
        "that exceeds budget.usd_per_day. Changes nothing. Exit status: 0 valid, 1 not.",
        {}, true, RunValidate},
+      {"up", "Bring a fleet to its spec: create, wait, pin keys, set up, write SSH names",
+       "FLEET.yaml [--dry-run] [--timeout D]",
+       "Creates every node of the spec that does not exist, in the first candidate zone that\n"
+       "has capacity (zones that stocked out in the last hour go last), directly or as a\n"
+       "queued resource. Preempted spot nodes are deleted and made again. Waits until every\n"
+       "worker is READY and accepts SSH, pins each worker's host key from the node's guest\n"
+       "attributes, runs the spec's setup script once on every worker, and writes SSH names\n"
+       "(NODE for worker 0, NODE-wN) included from ~/.ssh/config. Running it again changes\n"
+       "nothing when nothing changed; after an interruption (even kill -9) it carries on.\n"
+       "--dry-run prints what would be created and its price per hour, changing nothing.\n"
+       "Exit status: 0 when every node is ready, 1 otherwise.",
+       {{"dry-run", "", "show the plan and its price; change nothing"},
+        {"timeout", "D", "longest wait for one node, e.g. 45m (default 30m)"}},
+       true, RunUp},
+      {"status", "Show nodes, their state, workers, age and cost so far", "[NODE...] [--refresh]",
+       "From local state by default (no network). --refresh asks the cloud about every zone\n"
+       "the nodes are in (concurrently), records what changed (state, addresses,\n"
+       "preemptions) and rewrites the SSH names. With NODE names or --workers, also lists\n"
+       "each worker's SSH name and address. Cost so far is at list prices since creation\n"
+       "(spot: at most).",
+       {{"refresh", "", "ask the cloud first"},
+        {"workers", "", "list every worker's SSH name and address"}},
+       true, RunStatus},
+      {"down", "Delete nodes (and their queued resources) and their SSH names",
+       "NODE... | --all [--yes]",
+       "Deletes the nodes in the cloud, waits until they are gone, and forgets them. Nodes of\n"
+       "the ssh-hosts provider are only forgotten; the machines are untouched. Asks for\n"
+       "confirmation on a terminal; elsewhere --yes is required.",
+       {{"all", "", "every node tpufleet tracks"}, {"yes", "", "do not ask for confirmation"}},
+       true, RunDown},
+      {"import", "Adopt nodes made elsewhere (gcloud, console) into tpufleet",
+       "--project P --zones Z1[,Z2] [NODE...] [--fleet NAME] [--provider gcp-tpu|emulator]",
+       "Finds the nodes in the zones (all of them, or the named ones), adds tpufleet's key to\n"
+       "their ssh-keys (keeping the others), pins their host keys and writes SSH names, so\n"
+       "status, ssh and exec work on them. Nothing is created or deleted.",
+       {{"project", "P", "GCP project id"},
+        {"zones", "Z1,Z2", "zones to look in"},
+        {"fleet", "NAME", "the fleet they join (default imported)"},
+        {"provider", "NAME", "gcp-tpu (default) or emulator"}},
+       true, RunImport},
   };
   return table;
 }

@@ -161,6 +161,15 @@ std::optional<std::string> Args::Get(std::string_view flag) const {
   return it->second;
 }
 
+Result<FleetSpec> Invocation::LoadFleetSpec(const std::string& path) {
+  Result<std::string> text = ReadFile(path);
+  if (!text.ok()) {
+    return text.status().WithContext("reading the fleet spec");
+  }
+  TPUFLEET_ASSIGN_OR_RETURN(const Catalog* catalog, LoadCatalog());
+  return ParseFleetSpec(*text, path, *catalog);
+}
+
 Result<const Catalog*> Invocation::LoadCatalog() {
   if (catalog_) {
     return &*catalog_;
@@ -220,11 +229,11 @@ std::optional<double> NumberFlag(Invocation& inv, std::string_view flag, double 
 }
 
 ExitStatus Main(const std::vector<std::string>& argv, std::ostream& out, std::ostream& err,
-                const std::map<std::string, std::string>& env) {
+                const std::map<std::string, std::string>& env, Terminal terminal) {
   std::string name;
   Args args;
   Status parsed = ParseArgs(argv, &name, &args);
-  Invocation inv(out, err, std::move(args), env);
+  Invocation inv(out, err, std::move(args), env, terminal);
   if (!parsed.ok()) {
     return UsageError(inv, parsed.message() + "\nRun 'tpufleet " +
                                (name.empty() ? "help" : name + " --help") + "' for usage.");

@@ -174,18 +174,11 @@ ExitStatus RunValidate(Invocation& inv) {
                       "validate needs exactly one fleet spec, e.g. tpufleet validate fleet.yaml");
   }
   const std::string& path = inv.args.positional[0];
-  Result<std::string> text = ReadFile(path);
-  if (!text.ok()) {
-    return Fail(inv, text.status().WithContext("reading the fleet spec"));
-  }
-  Result<const Catalog*> catalog = inv.LoadCatalog();
-  if (!catalog.ok()) {
-    return Fail(inv, catalog.status());
-  }
-  Result<FleetSpec> spec = ParseFleetSpec(*text, path, **catalog);
+  Result<FleetSpec> spec = inv.LoadFleetSpec(path);
   if (!spec.ok()) {
     return Fail(inv, spec.status());
   }
+  Result<const Catalog*> catalog = inv.LoadCatalog();
 
   std::vector<NodeCost> costs;
   double per_hour = 0;

@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -209,9 +210,13 @@ class ApiServerImpl {
   void FailOperationLocked(const std::string& name, RpcError error);
   std::string ProjectNumber(std::string_view project) const;
   std::string Eid();  // "[EID: 0x…]"; REQUIRES mu_ held (uses rng_)
-  /// requestId de-duplication: the operation an earlier call with the same id made.
+  /// requestId de-duplication: the operation an earlier call with the same id made, if
+  /// it was within kRequestIdLifetime.
   const OperationRecord* FindRequestLocked(const Call& c, std::string_view method);
   void RememberRequestLocked(const Call& c, std::string_view method, const std::string& op);
+  /// Forgets requestIds older than kRequestIdLifetime, and the oldest beyond
+  /// kMaxRequestIds.
+  void PruneRequestIdsLocked(Clock::MonoTime now);
 
   HttpResponse ListOperations(const Call& c);
   HttpResponse GetOperation(const Call& c, const std::string& id);
@@ -335,11 +340,28 @@ class ApiServerImpl {
   std::map<std::string, NodeRecord> nodes_;          // by name; guarded by mu_
   std::map<std::string, QueuedResourceRecord> qrs_;  // by name; guarded by mu_
   std::map<std::string, OperationRecord> ops_;       // by name; guarded by mu_
-  std::map<std::string, std::string> request_ids_;   // key -> operation name; guarded by mu_
-  FaultSet faults_;                                  // guarded by mu_
+  struct RequestId {
+    std::string op;  // the operation the first call made
+    uint64_t seq = 0;
+  };
+  struct RequestIdAge {
+    Clock::MonoTime at;
+    uint64_t seq = 0;  // the entry is stale when request_ids_ has another seq for key
+    std::string key;
+  };
+  std::map<std::string, RequestId> request_ids_;  // by "parent|method|id"; guarded by mu_
+  std::deque<RequestIdAge> request_id_order_;     // oldest first; guarded by mu_
+  uint64_t next_request_id_seq_ = 1;              // guarded by mu_
+  FaultSet faults_;  // guarded by mu_
 };
 
 /// Done operations kept for operations.get/list; the oldest go first beyond this.
 inline constexpr size_t kMaxDoneOperations = 10000;
+/// How long a requestId is remembered: AIP-155 asks servers to honour one for at least
+/// 60 minutes, and Cloud TPU documents no longer.
+inline constexpr std::chrono::minutes kRequestIdLifetime{60};
+/// requestIds remembered at most; the oldest are forgotten first beyond this, so a
+/// client that sends a fresh one with every call cannot grow the server without bound.
+inline constexpr size_t kMaxRequestIds = 100000;
 
 }  // namespace tpufleet::emulator

@@ -422,6 +422,26 @@ TEST_F(NodesTest, RequestIdMakesARetriedCreateIdempotent) {
   EXPECT_EQ(Post(std::string(kParent) + "/nodes?nodeId=n1", NodeBody()).status, 409);
 }
 
+// requestIds were remembered forever: the map grew with every call that sent one.
+TEST_F(NodesTest, RequestIdsAreForgottenAfterAnHourRegression) {
+  Reply a = Post(std::string(kParent) + "/nodes?nodeId=n1&requestId=r-1", NodeBody());
+  ASSERT_EQ(a.status, 200);
+  clock_.Advance(std::chrono::minutes(59));
+  Reply within = Post(std::string(kParent) + "/nodes?nodeId=n1&requestId=r-1", NodeBody());
+  EXPECT_EQ(within.status, 200);
+  EXPECT_EQ(within.json["name"], a.json["name"]);
+  clock_.Advance(std::chrono::minutes(1));
+  // Now a new call: n1 exists, so it is a conflict rather than the old operation.
+  Reply after = Post(std::string(kParent) + "/nodes?nodeId=n1&requestId=r-1", NodeBody());
+  EXPECT_EQ(after.status, 409) << after.text;
+  // A forgotten id may be used again, and is remembered again.
+  Reply reused = Post(std::string(kParent) + "/nodes?nodeId=n2&requestId=r-1", NodeBody());
+  ASSERT_EQ(reused.status, 200);
+  EXPECT_NE(reused.json["name"], a.json["name"]);
+  EXPECT_EQ(Post(std::string(kParent) + "/nodes?nodeId=n2&requestId=r-1", NodeBody()).json["name"],
+            reused.json["name"]);
+}
+
 TEST_F(NodesTest, CapacityIsHeldByRunningNodesAndFreedByStop) {
   EmulatorConfig config;
   config.capacity.push_back({kZone, "v4", 4});

@@ -31,6 +31,23 @@ bool ValidNodeIdForQr(std::string_view id) {
   });
 }
 
+// A google.protobuf.Duration field that must not be negative (a validity window or a
+// guaranteed minimum): 400 for anything else, with the field's path `at`.
+RpcOr<std::chrono::nanoseconds> ParseNonNegativeDuration(const Json& value, const std::string& at) {
+  std::string text = value.is_string() ? value.get<std::string>() : value.dump();
+  Result<std::chrono::nanoseconds> d = ParseProtoDuration(text);
+  if (!d.ok()) {
+    return InvalidArgument("Invalid value at '" + at +
+                           "' (type.googleapis.com/google.protobuf.Duration), " +
+                           Json(text.substr(0, 64)).dump());
+  }
+  if (d->count() < 0) {
+    return InvalidArgument("Invalid value at '" + at + "', " + Json(text.substr(0, 64)).dump() +
+                           ": the duration must not be negative.");
+  }
+  return *d;
+}
+
 // The validity window of a queueing policy, from `wall` on.
 struct Window {
   std::optional<Clock::WallTime> after;
@@ -49,12 +66,12 @@ RpcOr<Window> ParsePolicy(const Json& spec, Clock::WallTime wall) {
         "valid_until_time, valid_after_duration, valid_after_time and valid_interval.");
   }
   auto duration = [&](const char* key, std::string_view at) -> RpcOr<Clock::WallTime> {
-    Result<std::chrono::nanoseconds> d = ParseProtoDuration(p[key].get<std::string>());
+    RpcOr<std::chrono::nanoseconds> d =
+        ParseNonNegativeDuration(p[key], "queued_resource.queueing_policy." + std::string(at));
     if (!d.ok()) {
-      return InvalidArgument("Invalid value at 'queued_resource.queueing_policy." +
-                             std::string(at) + "' (" + d.status().message() + ")");
+      return d.error();
     }
-    return wall + std::chrono::duration_cast<Clock::WallTime::duration>(*d);
+    return AddSaturating(wall, d.value());
   };
   auto time = [&](const Json& v, std::string_view at) -> RpcOr<Clock::WallTime> {
     Result<Clock::WallTime> t = ParseTimestamp(v.get<std::string>());
@@ -227,11 +244,12 @@ HttpResponse ApiServerImpl::CreateQueuedResource(const Call& c) {
         InvalidArgument("Invalid value at 'queued_resource': spot and guaranteed are mutually "
                         "exclusive."));
   }
-  if (spec.contains("guaranteed") && spec["guaranteed"].contains("minDuration") &&
-      !ParseProtoDuration(spec["guaranteed"]["minDuration"].get<std::string>()).ok()) {
-    return ErrorResponse(
-        InvalidArgument("Invalid value at 'queued_resource.guaranteed.min_duration' (a duration "
-                        "such as \"3600s\")."));
+  if (spec.contains("guaranteed") && spec["guaranteed"].contains("minDuration")) {
+    RpcOr<std::chrono::nanoseconds> d = ParseNonNegativeDuration(
+        spec["guaranteed"]["minDuration"], "queued_resource.guaranteed.min_duration");
+    if (!d.ok()) {
+      return ErrorResponse(d.error());
+    }
   }
   bool spot = spec.contains("spot");
   if (!spec.contains("tpu") || !spec["tpu"].contains("nodeSpec") ||
@@ -278,6 +296,13 @@ HttpResponse ApiServerImpl::CreateQueuedResource(const Call& c) {
         return ErrorResponse(
             InvalidArgument("Invalid value for field '" + at +
                             ".multislice_params.node_count': must be greater than 1."));
+      }
+      if (count > config_.max_multislice_nodes) {
+        return ErrorResponse(InvalidArgument(
+            "Invalid value for field '" + at + ".multislice_params.node_count': " +
+            std::to_string(count) + " is more than the " +
+            std::to_string(config_.max_multislice_nodes) +
+            " nodes a queued resource may have (the emulator's max_multislice_nodes)."));
       }
       std::string prefix = mp.value("nodeIdPrefix", id);
       for (long long k = 0; k < count; ++k) {

@@ -99,6 +99,30 @@ TEST_F(QueuedResourcesTest, MultisliceMakesNumberedNodes) {
   EXPECT_EQ(Get(NodePath("qr2-1")).status, 200);
 }
 
+// nodeCount was unbounded: 3,000,000 held the server's lock for 40 s while it planned.
+TEST_F(QueuedResourcesTest, MultisliceNodeCountIsBoundedRegression) {
+  Json body = QrBody("unused");
+  body["tpu"]["nodeSpec"][0].erase("nodeId");
+  std::string base = std::string(kParent) + "/queuedResources?queuedResourceId=";
+  for (Json count : {Json(3'000'000), Json(257), Json("18446744073709551615"),
+                     Json(18446744073709551615ULL), Json(4'294'967'298LL)}) {
+    body["tpu"]["nodeSpec"][0]["multisliceParams"] = {{"nodeCount", count}};
+    auto start = std::chrono::steady_clock::now();
+    Reply r = Post(base + "big", body);
+    EXPECT_EQ(r.status, 400) << count << ": " << r.text;
+    EXPECT_NE(r.json["error"]["message"].get<std::string>().find("node_count"), std::string::npos)
+        << r.text;
+    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(1));
+  }
+  EmulatorConfig config;
+  config.max_multislice_nodes = 3;
+  Reset(config);
+  body["tpu"]["nodeSpec"][0]["multisliceParams"] = {{"nodeCount", 4}};
+  EXPECT_EQ(Post(base + "four", body).status, 400);
+  body["tpu"]["nodeSpec"][0]["multisliceParams"] = {{"nodeCount", 3}};
+  EXPECT_EQ(Post(base + "three", body).status, 200);
+}
+
 TEST_F(QueuedResourcesTest, DeleteNeedsForceWhileNodesExist) {
   Post(std::string(kParent) + "/queuedResources?queuedResourceId=qr1", QrBody("n1"));
   ASSERT_TRUE(WaitState("qr1", "ACTIVE"));
@@ -253,6 +277,40 @@ TEST_F(QueuedResourcesTest, RequestsAreValidated) {
   EXPECT_EQ(Get(QrPath("nope")).status, 404);
   EXPECT_EQ(Delete(QrPath("nope")).status, 404);
   EXPECT_EQ(Post(QrPath("nope") + ":reset").status, 404);
+}
+
+// Negative durations were accepted (a window already closed), and huge ones overflowed
+// the clock's nanoseconds.
+TEST_F(QueuedResourcesTest, DurationsOutOfRangeAreRejectedRegression) {
+  std::string base = std::string(kParent) + "/queuedResources?queuedResourceId=";
+  int n = 0;
+  auto post = [&](const Json& body) { return Post(base + "q" + std::to_string(n++), body); };
+  for (const char* field : {"validUntilDuration", "validAfterDuration"}) {
+    for (const char* bad : {"-5s", "-0.5s", "99999999999999s", "315576000001s", "1e3s"}) {
+      Json body = QrBody("n" + std::to_string(n));
+      body["queueingPolicy"] = {{field, bad}};
+      Reply r = post(body);
+      EXPECT_EQ(r.status, 400) << field << " " << bad << ": " << r.text;
+      EXPECT_EQ(r.json["error"]["status"], "INVALID_ARGUMENT");
+    }
+  }
+  for (const char* bad : {"-5s", "99999999999999s"}) {
+    Json body = QrBody("n" + std::to_string(n), "v4-8", /*spot=*/false);
+    body["guaranteed"] = {{"minDuration", bad}};
+    Reply r = post(body);
+    EXPECT_EQ(r.status, 400) << bad << ": " << r.text;
+    EXPECT_NE(r.json["error"]["message"].get<std::string>().find(
+                  "queued_resource.guaranteed.min_duration"),
+              std::string::npos);
+  }
+  // The largest Duration there is: valid, and the request then simply never expires.
+  Json forever = QrBody("nforever");
+  forever["queueingPolicy"] = {{"validUntilDuration", "315576000000s"}};
+  ASSERT_EQ(Post(base + "forever", forever).status, 200);
+  ASSERT_TRUE(WaitState("forever", "ACTIVE"));
+  Json zero = QrBody("nzero", "v4-8", /*spot=*/false);
+  zero["guaranteed"] = {{"minDuration", "0s"}};
+  EXPECT_EQ(Post(base + "zero", zero).status, 200);
 }
 
 TEST_F(QueuedResourcesTest, ListPages) {

@@ -595,19 +595,39 @@ const OperationRecord* ApiServerImpl::FindRequestLocked(const Call& c, std::stri
   if (id.empty()) {
     return nullptr;
   }
+  PruneRequestIdsLocked(c.now);
   auto it = request_ids_.find(c.parent + "|" + std::string(method) + "|" + id);
   if (it == request_ids_.end()) {
     return nullptr;
   }
-  auto op = ops_.find(it->second);
+  auto op = ops_.find(it->second.op);
   return op == ops_.end() ? nullptr : &op->second;
 }
 
 void ApiServerImpl::RememberRequestLocked(const Call& c, std::string_view method,
                                           const std::string& op) {
   std::string id = c.req->Query("requestId");
-  if (!id.empty()) {
-    request_ids_[c.parent + "|" + std::string(method) + "|" + id] = op;
+  if (id.empty()) {
+    return;
+  }
+  std::string key = c.parent + "|" + std::string(method) + "|" + id;
+  uint64_t seq = next_request_id_seq_++;
+  request_ids_[key] = RequestId{op, seq};
+  request_id_order_.push_back(RequestIdAge{c.now, seq, std::move(key)});
+  PruneRequestIdsLocked(c.now);
+}
+
+void ApiServerImpl::PruneRequestIdsLocked(Clock::MonoTime now) {
+  while (!request_id_order_.empty() &&
+         (now - request_id_order_.front().at >= kRequestIdLifetime ||
+          request_id_order_.size() > kMaxRequestIds)) {
+    const RequestIdAge& oldest = request_id_order_.front();
+    // The key may have been remembered again since; that later entry stays.
+    if (auto it = request_ids_.find(oldest.key);
+        it != request_ids_.end() && it->second.seq == oldest.seq) {
+      request_ids_.erase(it);
+    }
+    request_id_order_.pop_front();
   }
 }
 

@@ -115,7 +115,7 @@ Result<EmulatorConfig> ParseEmulatorConfig(std::string_view yaml_text, std::stri
   EmulatorConfig c;
   TPUFLEET_ASSIGN_OR_RETURN(Field root, yaml::ParseDocument(yaml_text, origin));
   TPUFLEET_TRY(root.CheckKeys({"timings", "seed", "projects", "default_page_size", "max_page_size",
-                               "capacity", "quota", "auth"}));
+                               "max_multislice_nodes", "capacity", "quota", "auth"}));
   if (auto t = root.Get("timings")) {
     TPUFLEET_TRY(ParseTimings(*t, &c.timings));
   }
@@ -136,6 +136,14 @@ Result<EmulatorConfig> ParseEmulatorConfig(std::string_view yaml_text, std::stri
       }
       *out = static_cast<int>(n);
     }
+  }
+  if (auto f = root.Get("max_multislice_nodes")) {
+    TPUFLEET_ASSIGN_OR_RETURN(long long n, f->Int());
+    if (n < 2 || n > kMaxMultisliceNodesLimit) {
+      return f->Error("expected a node count between 2 and " +
+                      std::to_string(kMaxMultisliceNodesLimit));
+    }
+    c.max_multislice_nodes = static_cast<int>(n);
   }
   if (auto cap = root.Get("capacity")) {
     TPUFLEET_ASSIGN_OR_RETURN(std::vector<Field> items, cap->Items());

@@ -12,6 +12,7 @@
 //   seed: 7
 //   projects: [my-project]        # default: any project id
 //   default_page_size: 50
+//   max_multislice_nodes: 256     # most nodes of one multislice node spec
 //   capacity:                     # chips a zone can hand out per family
 //     - {zone: us-central2-b, family: v4, chips: 64}
 //   quota:                        # chips a project may hold per region and family
@@ -117,6 +118,10 @@ struct EmulatorConfig {
   int default_page_size = 500;
   // Largest page a list call returns, whatever it asks for.
   int max_page_size = 1000;
+  // Most nodes one node spec of a queued resource may ask for with
+  // multisliceParams.nodeCount (400 beyond). Google publishes no limit; every node here
+  // is real worker hosts, and a count in the millions held the server's lock for 40 s.
+  int max_multislice_nodes = 256;
   // Overrides of the default capacity (kDefaultZoneCapacityChips in every zone the
   // catalog lists for a family; none elsewhere).
   std::vector<CapacityLimit> capacity;
@@ -124,6 +129,10 @@ struct EmulatorConfig {
   std::vector<QuotaLimit> quota;
   AuthConfig auth;
 };
+
+/// The largest max_multislice_nodes a config may set: a request that big already takes
+/// the server a noticeable time to plan.
+inline constexpr long long kMaxMultisliceNodesLimit = 100'000;
 
 /// Chips a zone offers per family when the config says nothing: enough that nothing
 /// short of a stockout fault runs out.

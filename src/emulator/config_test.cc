@@ -92,6 +92,15 @@ TEST_F(ConfigTest, ErrorsNameTheFileLineAndField) {
   EXPECT_FALSE(Parse("default_page_size: 0\n").ok());
 }
 
+TEST_F(ConfigTest, MaxMultisliceNodesIsBounded) {
+  EXPECT_EQ(EmulatorConfig().max_multislice_nodes, 256);
+  Result<EmulatorConfig> c = Parse("max_multislice_nodes: 8\n");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->max_multislice_nodes, 8);
+  EXPECT_FALSE(Parse("max_multislice_nodes: 1\n").ok());
+  EXPECT_FALSE(Parse("max_multislice_nodes: 3000000\n").ok());
+}
+
 TEST_F(ConfigTest, LoadReadsServiceAccountKeysBesideTheFile) {
   std::string dir = ::testing::TempDir() + "emu-config-" + std::to_string(::getpid());
   std::filesystem::create_directories(dir);

@@ -10,6 +10,7 @@
 #include <thread>
 #include <vector>
 
+#include "emulator/wire.h"
 #include "util/log.h"
 
 namespace tpufleet::emulator {
@@ -29,6 +30,31 @@ std::string Lower(std::string s) {
 }
 
 }  // namespace
+
+std::optional<HttpResponse> RefuseWebRequest(const HttpRequest& request, int port) {
+  auto refuse = [](const std::string& why) {
+    return ErrorResponse({RpcCode::kPermissionDenied,
+                          why + " The emulator answers only programs on this machine, never "
+                                "web pages.",
+                          Json::array()});
+  };
+  if (request.headers.count("origin") != 0) {
+    return refuse("Requests with an Origin header are refused.");
+  }
+  auto host = request.headers.find("host");
+  if (host == request.headers.end()) {
+    return std::nullopt;
+  }
+  std::string want_port = ":" + std::to_string(port);
+  std::string h = Lower(host->second);
+  for (const char* name : {"127.0.0.1", "localhost", "[::1]"}) {
+    if (h == name + want_port || (port == 80 && h == name)) {
+      return std::nullopt;
+    }
+  }
+  return refuse("Host \"" + host->second.substr(0, 100) + "\" is not this emulator's address (" +
+                "127.0.0.1" + want_port + ").");
+}
 
 class HttpServer::Impl {
  public:
@@ -136,7 +162,8 @@ class HttpServer::Impl {
       r.headers[Lower(k)] = v;
     }
     r.body = req.body;
-    HttpResponse out = api_->Handle(r);
+    std::optional<HttpResponse> refused = RefuseWebRequest(r, port_.load());
+    HttpResponse out = refused ? *std::move(refused) : api_->Handle(r);
     res.status = out.status;
     for (const auto& [k, v] : out.headers) {
       res.set_header(k, v);

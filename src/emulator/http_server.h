@@ -14,15 +14,22 @@
 //   ...
 //   http.Stop();   // stops serving, destroys every worker host, joins the threads
 //
+// Web pages are kept out: the emulator has no real authentication, so a page open in a
+// browser on this machine must not reach it, neither by a cross-site request nor by
+// DNS rebinding (a name of the page's site that resolves to 127.0.0.1). Every request
+// first passes RefuseWebRequest (below), and those it refuses get 403.
+//
 // Ownership: the ApiServer must outlive the HttpServer. Thread-safety: Start and Stop
 // are for one controlling thread; port() may be read from any thread after Start.
 #pragma once
 
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "emulator/api_server.h"
+#include "emulator/http_types.h"
 #include "util/status.h"
 
 namespace tpufleet::emulator {
@@ -42,6 +49,14 @@ struct HttpServerOptions {
   // Longest Stop waits for queued WorkerHosts calls (Destroy of every node) to finish.
   std::chrono::milliseconds drain_timeout{60000};
 };
+
+/// The 403 (Google's error envelope, PERMISSION_DENIED) for a request a web page may
+/// have sent, or nullopt to serve it. Refused: any request with an Origin header (no
+/// API client sends one; browsers do on cross-site and on POST requests), and one whose
+/// Host is not the address the server listens on: 127.0.0.1:`port`, localhost:`port`
+/// or [::1]:`port`, the port left out only when it is 80. A request without Host
+/// (HTTP/1.0) is served: browsers always send one.
+std::optional<HttpResponse> RefuseWebRequest(const HttpRequest& request, int port);
 
 class HttpServer {
  public:

@@ -1,5 +1,7 @@
 #include "emulator/schema.h"
 
+#include <cstdint>
+#include <limits>
 #include <map>
 #include <vector>
 
@@ -129,11 +131,21 @@ RpcOr<Json> CanonicalizeField(const FieldDef& def, const Json& v, const std::str
       }
       return v;
     case Kind::kInt: {
+      // int32, as every integer field of these messages is; an unsigned JSON number
+      // above int64 would otherwise read back negative.
+      auto int32 = [](long long x) {
+        return x >= std::numeric_limits<int32_t>::min() && x <= std::numeric_limits<int32_t>::max();
+      };
       long long n = 0;
-      if (v.is_number_integer()) {
-        return v;
-      }
-      if (v.is_string() && ParseInt(v.get<std::string>(), &n)) {
+      if (v.is_number_unsigned()) {
+        if (v.get<uint64_t>() <= static_cast<uint64_t>(std::numeric_limits<int32_t>::max())) {
+          return v;
+        }
+      } else if (v.is_number_integer()) {
+        if (int32(v.get<long long>())) {
+          return v;
+        }
+      } else if (v.is_string() && ParseInt(v.get<std::string>(), &n) && int32(n)) {
         return Json(n);
       }
       return BadValue(path, "TYPE_INT32", v);

@@ -4,7 +4,7 @@
 // access token exactly as from https://oauth2.googleapis.com/token.
 //
 //   grant_type=urn:ietf:params:oauth:grant-type:jwt-bearer&assertion=<RS256 JWT>
-//     The JWT's signature is checked with OpenSSL against the configured public keys
+//     The JWT's signature is checked (util/jwt.h) against the configured public keys
 //     (AuthConfig::service_account_keys; `kid` picks a key when it names one), then
 //     iss (the key's client_email), aud (a …/token URL), iat and exp (at most one hour
 //     apart, not expired). Bad signature: 400 {"error":"invalid_grant",
@@ -29,6 +29,7 @@
 
 #include "emulator/config.h"
 #include "util/clock.h"
+#include "util/jwt.h"  // for callers that sign or check assertions (config, tests)
 #include "util/status.h"
 
 namespace tpufleet::emulator {
@@ -67,24 +68,6 @@ class TokenService {
   std::mt19937_64 rng_;                                         // guarded by mu_
   std::map<std::string, Clock::WallTime, std::less<>> issued_;  // token -> expiry; guarded by mu_
 };
-
-/// Verifies the RS256 signature of the compact JWT `jwt` with the PEM public key and
-/// returns its decoded header and claims (JSON text). InvalidArgument when malformed,
-/// PermissionDenied when the signature does not verify.
-struct DecodedJwt {
-  std::string header_json;
-  std::string claims_json;
-};
-Result<DecodedJwt> VerifyJwtRs256(std::string_view jwt, std::string_view public_key_pem);
-
-/// Signs `claims_json` as a compact RS256 JWT with the PEM private key (PKCS#8 or
-/// PKCS#1), with `kid` in the header when not empty. For tests and for tools that make
-/// a service-account key for the emulator.
-Result<std::string> SignJwtRs256(std::string_view claims_json, std::string_view private_key_pem,
-                                 std::string_view kid = {});
-
-/// The PEM public key (SubjectPublicKeyInfo) of a PEM private key.
-Result<std::string> PublicKeyOfPrivateKey(std::string_view private_key_pem);
 
 /// A fresh service-account key for the emulator: the key JSON a client loads (type,
 /// project_id, private_key_id, private_key, client_email, client_id, token_uri) and the

@@ -165,21 +165,5 @@ TEST_F(TokenTest, RefreshTokenGrant) {
   EXPECT_EQ(Exchange("").second["error"], "invalid_request");
 }
 
-TEST(Jwt, SignAndVerifyDirectly) {
-  GeneratedServiceAccountKey k = GenerateServiceAccountKey("a@b", "p", "t", 1024).value();
-  Json sa = Json::parse(k.key_json);
-  std::string jwt = SignJwtRs256(R"({"sub":"x"})", sa["private_key"].get<std::string>()).value();
-  Result<DecodedJwt> d = VerifyJwtRs256(jwt, k.accepted.public_key_pem);
-  ASSERT_TRUE(d.ok()) << d.status().ToString();
-  EXPECT_EQ(d->claims_json, R"({"sub":"x"})");
-  EXPECT_EQ(Json::parse(d->header_json), (Json{{"alg", "RS256"}, {"typ", "JWT"}}));
-  EXPECT_EQ(VerifyJwtRs256(jwt, "garbage").status().code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(VerifyJwtRs256("a.b", k.accepted.public_key_pem).status().code(),
-            StatusCode::kInvalidArgument);
-  std::string none = Base64UrlEncode(R"({"alg":"none"})") + "." + Base64UrlEncode("{}") + ".";
-  EXPECT_FALSE(VerifyJwtRs256(none, k.accepted.public_key_pem).ok());
-  EXPECT_FALSE(SignJwtRs256("{}", "not a key").ok());
-}
-
 }  // namespace
 }  // namespace tpufleet::emulator

@@ -1,8 +1,5 @@
 #include "emulator/wire.h"
 
-#include <cstdio>
-#include <ctime>
-
 #include "util/encoding.h"
 #include "util/strings.h"
 
@@ -157,130 +154,21 @@ HttpResponse JsonResponse(const Json& body, int status) {
   return r;
 }
 
-std::string FormatTimestamp(Clock::WallTime t) {
-  using std::chrono::duration_cast;
-  auto since = t.time_since_epoch();
-  auto secs = std::chrono::floor<std::chrono::seconds>(since);
-  long long nanos = duration_cast<std::chrono::nanoseconds>(since - secs).count();
-  std::chrono::sys_seconds ss{secs};
-  auto days = std::chrono::floor<std::chrono::days>(ss);
-  std::chrono::year_month_day ymd{days};
-  std::chrono::hh_mm_ss<std::chrono::seconds> hms{ss - days};
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%04d-%02u-%02uT%02lld:%02lld:%02lld",
-                static_cast<int>(ymd.year()), static_cast<unsigned>(ymd.month()),
-                static_cast<unsigned>(ymd.day()), static_cast<long long>(hms.hours().count()),
-                static_cast<long long>(hms.minutes().count()),
-                static_cast<long long>(hms.seconds().count()));
-  std::string out = buf;
-  if (nanos != 0) {
-    char frac[32];
-    if (nanos % 1'000'000 == 0) {
-      std::snprintf(frac, sizeof frac, ".%03lld", nanos / 1'000'000);
-    } else if (nanos % 1000 == 0) {
-      std::snprintf(frac, sizeof frac, ".%06lld", nanos / 1000);
-    } else {
-      std::snprintf(frac, sizeof frac, ".%09lld", nanos);
-    }
-    out += frac;
+Clock::WallTime AddSaturating(Clock::WallTime t, std::chrono::nanoseconds d) {
+  auto since = std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch());
+  if (d.count() > 0 && since > std::chrono::nanoseconds::max() - d) {
+    return Clock::WallTime::max();
   }
-  out += "Z";
-  return out;
-}
-
-namespace {
-
-bool ReadDigits(std::string_view text, size_t* pos, size_t n, int* out) {
-  if (*pos + n > text.size()) {
-    return false;
+  if (d.count() < 0 && since < std::chrono::nanoseconds::min() - d) {
+    return Clock::WallTime::min();
   }
-  int v = 0;
-  for (size_t i = 0; i < n; ++i) {
-    char c = text[*pos + i];
-    if (c < '0' || c > '9') {
-      return false;
-    }
-    v = v * 10 + (c - '0');
-  }
-  *pos += n;
-  *out = v;
-  return true;
-}
-
-bool Expect(std::string_view text, size_t* pos, char c) {
-  if (*pos < text.size() && (text[*pos] == c || (c == 'T' && text[*pos] == 't'))) {
-    ++*pos;
-    return true;
-  }
-  return false;
-}
-
-}  // namespace
-
-Result<Clock::WallTime> ParseTimestamp(std::string_view text) {
-  Status bad = InvalidArgumentError("invalid timestamp \"" + std::string(text) +
-                                    "\": expected RFC 3339, e.g. 2026-01-01T00:00:00Z");
-  size_t pos = 0;
-  int y, mo, d, h, mi, s;
-  if (!ReadDigits(text, &pos, 4, &y) || !Expect(text, &pos, '-') ||
-      !ReadDigits(text, &pos, 2, &mo) || !Expect(text, &pos, '-') ||
-      !ReadDigits(text, &pos, 2, &d) || !Expect(text, &pos, 'T') ||
-      !ReadDigits(text, &pos, 2, &h) || !Expect(text, &pos, ':') ||
-      !ReadDigits(text, &pos, 2, &mi) || !Expect(text, &pos, ':') ||
-      !ReadDigits(text, &pos, 2, &s)) {
-    return bad;
-  }
-  long long nanos = 0;
-  if (pos < text.size() && text[pos] == '.') {
-    ++pos;
-    int digits = 0;
-    while (pos < text.size() && text[pos] >= '0' && text[pos] <= '9') {
-      if (digits < 9) {
-        nanos = nanos * 10 + (text[pos] - '0');
-      }
-      ++digits;
-      ++pos;
-    }
-    if (digits == 0) {
-      return bad;
-    }
-    for (int i = digits; i < 9; ++i) {
-      nanos *= 10;
-    }
-  }
-  int offset_minutes = 0;
-  if (pos < text.size() && (text[pos] == 'Z' || text[pos] == 'z')) {
-    ++pos;
-  } else if (pos < text.size() && (text[pos] == '+' || text[pos] == '-')) {
-    int sign = text[pos] == '-' ? -1 : 1;
-    ++pos;
-    int oh, om;
-    if (!ReadDigits(text, &pos, 2, &oh) || !Expect(text, &pos, ':') ||
-        !ReadDigits(text, &pos, 2, &om)) {
-      return bad;
-    }
-    offset_minutes = sign * (oh * 60 + om);
-  } else {
-    return bad;
-  }
-  if (pos != text.size()) {
-    return bad;
-  }
-  std::chrono::year_month_day ymd{std::chrono::year{y},
-                                  std::chrono::month{static_cast<unsigned>(mo)},
-                                  std::chrono::day{static_cast<unsigned>(d)}};
-  if (!ymd.ok() || h > 23 || mi > 59 || s > 60) {
-    return bad;
-  }
-  auto tp = std::chrono::sys_days(ymd) + std::chrono::hours(h) + std::chrono::minutes(mi) +
-            std::chrono::seconds(s) - std::chrono::minutes(offset_minutes);
-  return Clock::WallTime(std::chrono::duration_cast<Clock::WallTime::duration>(
-      tp.time_since_epoch() + std::chrono::nanoseconds(nanos)));
+  return t + std::chrono::duration_cast<Clock::WallTime::duration>(d);
 }
 
 Result<std::chrono::nanoseconds> ParseProtoDuration(std::string_view text) {
   Status bad = InvalidArgumentError("invalid duration \"" + std::string(text) +
-                                    "\": expected seconds with an s suffix, e.g. 3600s");
+                                    "\": expected seconds with an s suffix, e.g. 3600s, "
+                                    "within ±315576000000s");
   if (text.size() < 2 || text.back() != 's') {
     return bad;
   }
@@ -294,7 +182,7 @@ Result<std::chrono::nanoseconds> ParseProtoDuration(std::string_view text) {
   std::string_view whole = num.substr(0, dot);
   std::string_view frac = dot == std::string_view::npos ? std::string_view() : num.substr(dot + 1);
   long long secs = 0;
-  if (whole.empty() || !ParseInt(whole, &secs)) {
+  if (whole.empty() || !ParseInt(whole, &secs) || secs > kMaxProtoDurationSeconds) {
     return bad;
   }
   long long nanos = 0;
@@ -310,6 +198,11 @@ Result<std::chrono::nanoseconds> ParseProtoDuration(std::string_view text) {
     for (size_t i = frac.size(); i < 9; ++i) {
       nanos *= 10;
     }
+  }
+  // Past ±292 years nanoseconds overflow: such a Duration saturates.
+  constexpr long long kMaxNanosSeconds = std::chrono::nanoseconds::max().count() / 1'000'000'000;
+  if (secs >= kMaxNanosSeconds) {
+    return negative ? std::chrono::nanoseconds::min() : std::chrono::nanoseconds::max();
   }
   auto d = std::chrono::seconds(secs) + std::chrono::nanoseconds(nanos);
   return negative ? -d : d;

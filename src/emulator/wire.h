@@ -1,6 +1,6 @@
 // Wire helpers of the emulator's Cloud TPU API (internal to src/emulator): gRPC codes
-// and their HTTP mapping, Google's JSON error envelope, proto3-JSON timestamps and
-// durations, enum values that arrive as names or numbers, and opaque page tokens.
+// and their HTTP mapping, Google's JSON error envelope, proto3-JSON durations, enum values
+// that arrive as names or numbers, and opaque page tokens. Timestamps: util/timestamp.h.
 //
 // Reference: shared/reference/tpu-api.md §1 (proto3 JSON), §5 (operations), §6 (errors).
 //
@@ -20,6 +20,7 @@
 #include "emulator/http_types.h"
 #include "util/clock.h"
 #include "util/status.h"
+#include "util/timestamp.h"  // FormatTimestamp, ParseTimestamp
 
 namespace tpufleet::emulator {
 
@@ -73,12 +74,16 @@ HttpResponse ErrorResponse(const RpcError& error);
 Json OperationErrorJson(const RpcError& error);
 HttpResponse JsonResponse(const Json& body, int status = 200);
 
-/// RFC 3339 in UTC with 0, 3, 6 or 9 fractional digits, as proto3 JSON writes
-/// Timestamps: "2026-01-01T00:00:00Z", "2026-01-01T00:00:01.500Z".
-std::string FormatTimestamp(Clock::WallTime t);
-/// Parses an RFC 3339 timestamp ("…Z" or "…+02:00", any fractional digits).
-Result<Clock::WallTime> ParseTimestamp(std::string_view text);
-/// Parses a proto3-JSON Duration: "3600s", "1.5s", "0.000001s".
+/// `t + d`, or WallTime::max()/min() where that would overflow.
+Clock::WallTime AddSaturating(Clock::WallTime t, std::chrono::nanoseconds d);
+
+/// The bound of google.protobuf.Duration: ±10,000 years in seconds.
+inline constexpr long long kMaxProtoDurationSeconds = 315'576'000'000;
+/// Parses a proto3-JSON Duration: "3600s", "1.5s", "0.000001s", "-2s": an optional
+/// '-', seconds within ±kMaxProtoDurationSeconds, an optional fraction of 1 to 9
+/// digits, and "s". One past what nanoseconds hold (±292 years) saturates at
+/// nanoseconds::max() (or min()). Negative durations are valid protos: callers that
+/// need a non-negative one check.
 Result<std::chrono::nanoseconds> ParseProtoDuration(std::string_view text);
 
 /// One enum's proto names by number.

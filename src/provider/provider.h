@@ -1,4 +1,5 @@
-// Provider: one cloud (or one set of existing machines) as `control` sees it.
+// CloudProvider: one cloud (or one set of existing machines) as `control` sees it. (Named
+// so to stay clear of core's Provider enum, the spellings a spec uses.)
 //
 // Every call is one step against the outside world: start a create, read a node, list a
 // zone, start a delete. Waiting, zone failover, progress and state are control's; a
@@ -98,12 +99,12 @@ struct CloudOperation {
   Status error;      // classified as above; OK unless done and failed
 };
 
-class Provider {
+class CloudProvider {
  public:
-  Provider() = default;
-  Provider(const Provider&) = delete;
-  Provider& operator=(const Provider&) = delete;
-  virtual ~Provider() = default;
+  CloudProvider() = default;
+  CloudProvider(const CloudProvider&) = delete;
+  CloudProvider& operator=(const CloudProvider&) = delete;
+  virtual ~CloudProvider() = default;
 
   /// "gcp-tpu", "ssh-hosts": as stored in NodeRecord::provider.
   virtual std::string_view Name() const = 0;

@@ -14,12 +14,16 @@
 #include <chrono>
 #include <string>
 #include <string_view>
-
 #include <vector>
 
 #include "util/status.h"
 
 namespace tpufleet {
+
+/// The longest ssh waits for a worker to accept the connection (ConnectTimeout): one
+/// that has not answered in 10 s is down, not slow, and without it ssh would wait for
+/// the kernel's TCP timeout (about two minutes). Shorter when the Run timeout is.
+inline constexpr std::chrono::seconds kSshConnectTimeout{10};
 
 struct RunResult {
   int exit_code = 0;   // the remote command's exit status (255: ssh itself failed)

@@ -16,12 +16,18 @@
 // Thread-safety: pure functions and whole-file writes; callers serialize writers.
 #pragma once
 
+#include <chrono>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "util/status.h"
 
 namespace tpufleet {
+
+/// Every Host block asks for a keepalive this often: a worker that vanished (preempted,
+/// deleted) is noticed after three missed answers, 45 s, not TCP's two hours.
+inline constexpr std::chrono::seconds kServerAliveInterval{15};
 
 /// One `Host` block and its known_hosts line.
 struct SshHostEntry {
@@ -34,6 +40,11 @@ struct SshHostEntry {
   /// ssh-hosts machines keep the user's own known_hosts: "" means STATE/ssh/known_hosts.
   std::string known_hosts_file;
 };
+
+/// An alias as RenderSshConfig accepts it, and as `ssh ALIAS` may safely be given: at
+/// most 255 letters, digits, '.', '_' and '-', not starting with '.' or '-' (so it can be
+/// neither an option nor a Host pattern). InvalidArgument otherwise.
+Status CheckSshAlias(std::string_view alias);
 
 /// The text of the ssh_config file for `entries`. `known_hosts_path` is the file the
 /// entries without their own known_hosts_file point at. InvalidArgument on a bad value.

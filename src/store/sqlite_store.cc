@@ -23,7 +23,8 @@ CREATE TABLE nodes (
   fleet TEXT NOT NULL, name TEXT NOT NULL, provider TEXT NOT NULL, project TEXT NOT NULL,
   zone TEXT NOT NULL, type TEXT NOT NULL, runtime_version TEXT NOT NULL,
   capacity TEXT NOT NULL, queued_resource TEXT NOT NULL, cloud_name TEXT NOT NULL,
-  request_id TEXT NOT NULL, state TEXT NOT NULL, spec_hash TEXT NOT NULL,
+  request_id TEXT NOT NULL, state TEXT NOT NULL, health TEXT NOT NULL,
+  spec_hash TEXT NOT NULL, login TEXT NOT NULL, port INTEGER NOT NULL,
   created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL,
   PRIMARY KEY (fleet, name));
 CREATE TABLE workers (
@@ -190,8 +191,8 @@ Result<std::vector<NodeRecord>> SqliteStore::Nodes(std::string_view fleet) {
   std::lock_guard<std::recursive_mutex> l(mu_);
   Stmt q(db_,
          "SELECT fleet, name, provider, project, zone, type, runtime_version, capacity, "
-         "queued_resource, cloud_name, request_id, state, spec_hash, created_at, updated_at "
-         "FROM nodes WHERE ?1 = '' OR fleet = ?1 ORDER BY fleet, name");
+         "queued_resource, cloud_name, request_id, state, health, spec_hash, login, port, "
+         "created_at, updated_at FROM nodes WHERE ?1 = '' OR fleet = ?1 ORDER BY fleet, name");
   TPUFLEET_TRY(q.prepared());
   q.Bind(1, fleet);
   std::vector<NodeRecord> out;
@@ -210,9 +211,12 @@ Result<std::vector<NodeRecord>> SqliteStore::Nodes(std::string_view fleet) {
     n.cloud_name = q.Text(9);
     n.request_id = q.Text(10);
     n.state = q.Text(11);
-    n.spec_hash = q.Text(12);
-    n.created_at = FromMicros(q.Int(13));
-    n.updated_at = FromMicros(q.Int(14));
+    n.health = q.Text(12);
+    n.spec_hash = q.Text(13);
+    n.login = q.Text(14);
+    n.port = static_cast<int>(q.Int(15));
+    n.created_at = FromMicros(q.Int(16));
+    n.updated_at = FromMicros(q.Int(17));
     out.push_back(std::move(n));
   }
   TPUFLEET_TRY(s);
@@ -239,17 +243,20 @@ Status SqliteStore::PutNode(const NodeRecord& n) {
     Stmt put(db_,
              "INSERT OR REPLACE INTO nodes (fleet, name, provider, project, zone, type, "
              "runtime_version, capacity, queued_resource, cloud_name, request_id, state, "
-             "spec_hash, created_at, updated_at) "
-             "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)");
+             "health, spec_hash, login, created_at, updated_at, port) "
+             "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, "
+             "?17, ?18)");
     TPUFLEET_TRY(put.prepared());
     int i = 1;
     for (const std::string* f : {&n.fleet, &n.name, &n.provider, &n.project, &n.zone, &n.type,
                                  &n.runtime_version, &n.capacity, &n.queued_resource,
-                                 &n.cloud_name, &n.request_id, &n.state, &n.spec_hash}) {
+                                 &n.cloud_name, &n.request_id, &n.state, &n.health,
+                                 &n.spec_hash, &n.login}) {
       put.Bind(i++, *f);
     }
     put.Bind(i++, ToMicros(n.created_at));
     put.Bind(i++, ToMicros(n.updated_at));
+    put.Bind(i++, static_cast<int64_t>(n.port));
     TPUFLEET_TRY(put.Run());
     for (const WorkerRecord& w : n.workers) {
       Stmt ins(db_,

@@ -44,7 +44,10 @@ class SqliteStoreTest : public ::testing::Test {
     n.cloud_name = "projects/p/locations/us-central2-b/nodes/" + n.name;
     n.request_id = "req-" + n.name;
     n.state = "READY";
+    n.health = "HEALTHY";
     n.spec_hash = "h1";
+    n.login = "alice";
+    n.port = 2222;
     n.created_at = clock_.Now();
     n.updated_at = clock_.Now();
     for (int i = 0; i < workers; ++i) {
@@ -70,6 +73,9 @@ TEST_F(SqliteStoreTest, NodesRoundTripWithTheirWorkers) {
   const NodeRecord& t = (*nodes)[1];
   EXPECT_EQ(t.cloud_name, "projects/p/locations/us-central2-b/nodes/trainer");
   EXPECT_EQ(t.request_id, "req-trainer");
+  EXPECT_EQ(t.health, "HEALTHY");
+  EXPECT_EQ(t.login, "alice");
+  EXPECT_EQ(t.port, 2222);
   EXPECT_EQ(t.created_at, clock_.Now());
   ASSERT_EQ(t.workers.size(), 4u);
   EXPECT_EQ(t.workers[3].address, "198.18.0.5");

@@ -50,7 +50,10 @@ struct NodeRecord {
   std::string cloud_name;       // "projects/p/locations/z/nodes/n" once requested
   std::string request_id;       // sent with the create; a retry reuses it
   std::string state;            // last seen cloud state ("CREATING", "READY", …)
+  std::string health;           // last seen health ("HEALTHY", "UNHEALTHY_MAINTENANCE", "")
   std::string spec_hash;        // digest of the node's spec when it was created
+  std::string login;            // the SSH user tpufleet logs in as ("" leaves it to ssh)
+  int port = 0;                 // SSH port of its workers; 0 = 22
   Clock::WallTime created_at{};  // when tpufleet first asked for it
   Clock::WallTime updated_at{};  // when this record last changed
   std::vector<WorkerRecord> workers;

@@ -8,7 +8,6 @@
 #include <cstring>
 
 namespace tpufleet {
-namespace {
 
 Status ErrnoStatus(const std::string& path, int err) {
   std::string m = path + ": " + std::strerror(err);
@@ -20,8 +19,6 @@ Status ErrnoStatus(const std::string& path, int err) {
   }
   return InternalError(m);
 }
-
-}  // namespace
 
 Result<std::string> ReadFile(const std::string& path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);

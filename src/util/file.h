@@ -18,4 +18,8 @@ Result<std::string> ReadFile(const std::string& path);
 /// (0600 for anything holding a credential).
 Status WriteFileAtomic(const std::string& path, const std::string& data, int mode = 0644);
 
+/// "<path>: <strerror(err)>" for a system call on `path` that failed with `err`:
+/// NotFound (ENOENT), PermissionDenied (EACCES, EPERM) or Internal.
+Status ErrnoStatus(const std::string& path, int err);
+
 }  // namespace tpufleet

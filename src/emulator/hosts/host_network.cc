@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "emulator/hosts/subprocess.h"
+#include "util/file.h"
 #include "util/log.h"
 #include "util/strings.h"
 
@@ -57,7 +58,40 @@ Status DeleteSlotLinks(const std::string& ip, int slot) {
   return Status::Ok();
 }
 
+// Writes `value` to the sysctl file `path` in place (no temporary files in /proc); OK
+// too when it cannot be written but already holds `value`.
+Status WriteSysctl(const std::string& path, const std::string& value) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  bool wrote = false;
+  if (fd >= 0) {
+    std::string line = value + "\n";
+    wrote = ::write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size());
+    ::close(fd);
+  }
+  if (wrote) {
+    return Status::Ok();
+  }
+  int err = errno;
+  Result<std::string> have = ReadFile(path);
+  if (have.ok() && Trim(*have) == value) {
+    return Status::Ok();
+  }
+  return FailedPreconditionError("cannot set " + path + " to " + value + ": " +
+                                 std::strerror(err));
+}
+
 }  // namespace
+
+Status IsolateBridge(const std::string& bridge) {
+  // A machine that routes (ip_forward=1, as with Docker) would otherwise forward what a
+  // worker's root sends to an outside address via the bridge: the per-interface
+  // setting stops packets that arrive on the bridge from being routed anywhere.
+  TPUFLEET_TRY(WriteSysctl("/proc/sys/net/ipv4/conf/" + bridge + "/forwarding", "0"));
+  // IPv6 has no per-interface forwarding switch; without IPv6 on the bridge, what
+  // arrives there over IPv6 is dropped. (Workers turn IPv6 off too, but their root can
+  // turn it back on.)
+  return WriteSysctl("/proc/sys/net/ipv6/conf/" + bridge + "/disable_ipv6", "1");
+}
 
 std::string HostNetwork::BridgeName(int slot) {
   return "tpfbr" + std::to_string(slot);
@@ -101,6 +135,7 @@ Result<std::unique_ptr<HostNetwork>> HostNetwork::Claim() {
     if (!s.ok()) {
       return s.WithContext("creating the worker bridge " + net->bridge_);
     }
+    TPUFLEET_TRY(IsolateBridge(net->bridge_));
     return net;
   }
   return FailedPreconditionError("every one of the " + std::to_string(kSlotCount) +
@@ -132,7 +167,12 @@ Status HostNetwork::AddVeths(const std::vector<Veth>& veths) {
     batch += "link set " + v.name + " master " + bridge_ + (v.up ? " up\n" : "\n");
   }
   Status s = RunChecked({ip_, "-batch", "-"}, batch);
-  return s.ok() ? s : s.WithContext("creating worker veths");
+  if (!s.ok()) {
+    return s.WithContext("creating worker veths");
+  }
+  // Again at every boot: a write of net.ipv4.conf.all.forwarding since (a daemon that
+  // started meanwhile) set every interface's forwarding back on.
+  return IsolateBridge(bridge_);
 }
 
 Status HostNetwork::SetLinkUp(const std::string& veth, bool up) {

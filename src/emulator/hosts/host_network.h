@@ -9,8 +9,10 @@
 //   - one veth pair per worker: `tpf<k>v<n>` on the machine, enslaved to the bridge, and
 //     `eth0` created directly inside the worker's network namespace. When a worker's
 //     namespace dies the pair dies with it, so workers never leave veths behind.
-// Nothing routes beyond the bridge: workers have no default route, the machine does
-// not forward, so worker traffic stays between the workers and the machine.
+// Nothing routes beyond the bridge: workers have no default route, and the machine
+// does not forward what arrives on the bridge (IsolateBridge: the bridge's own IPv4
+// forwarding off and IPv6 off, whatever net.ipv4.ip_forward says), so worker traffic
+// stays between the workers and the machine, even when a worker's root adds routes.
 //
 // Links are made with `ip -batch` (one process for all the veths of a node) rather than
 // hand-written netlink: a node of 256 workers costs one exec, a few milliseconds.
@@ -33,6 +35,13 @@ namespace tpufleet::emulator::hosts {
 
 /// Where the slot locks live: /run is a tmpfs cleared at boot, like the links they guard.
 inline constexpr const char* kSlotLockDir = "/run/tpufleet-emulator";
+
+/// Turns off IPv4 forwarding of packets that arrive on `bridge`
+/// (/proc/sys/net/ipv4/conf/<bridge>/forwarding = 0) and IPv6 on it. Claim does this for
+/// its bridge. FailedPrecondition when a setting cannot be made.
+/// A later write of net.ipv4.conf.all.forwarding (some daemons do it at start) sets
+/// every interface's forwarding again, so AddVeths repeats this at every boot.
+Status IsolateBridge(const std::string& bridge);
 
 class HostNetwork {
  public:
@@ -57,7 +66,8 @@ class HostNetwork {
     pid_t netns_pid;   // a process in the worker's network namespace (its init)
     bool up = true;    // false leaves the worker cut off
   };
-  /// Creates each pair: `name` on the bridge, its peer `eth0` inside the namespace.
+  /// Creates each pair: `name` on the bridge, its peer `eth0` inside the namespace;
+  /// then IsolateBridge again.
   Status AddVeths(const std::vector<Veth>& veths);
 
   /// Brings the machine's end of a worker's veth up or down (cut off).

@@ -78,6 +78,21 @@ json WithoutTokens(const json& j) {
   return out;
 }
 
+// A Host header that names this server (or none, as HTTP/1.0 allows): anything else is
+// a web page's request reaching 169.254.169.254 through DNS rebinding.
+bool IsMetadataHost(const std::map<std::string, std::string>& headers) {
+  auto it = headers.find("host");
+  if (it == headers.end()) {
+    return true;
+  }
+  std::string host = Lower(it->second);
+  if (host.size() > 3 && host.compare(host.size() - 3, 3, ":80") == 0) {
+    host.resize(host.size() - 3);
+  }
+  return host == "metadata.google.internal" || host == "metadata.google.internal." ||
+         host == "metadata" || host == "169.254.169.254";
+}
+
 std::string LeafText(const json& j) {
   if (j.is_string()) {
     return j.get<std::string>();
@@ -280,6 +295,10 @@ HttpResponse MetadataServer::Render(const HttpRequest& request, Clock::MonoTime 
   if (request.headers.count("x-forwarded-for") != 0) {
     return Error(403, "Your client does not have permission to get URL " + path +
                           " from this server. Requests with X-Forwarded-For are refused.\n");
+  }
+  if (request.headers.count("origin") != 0 || !IsMetadataHost(request.headers)) {
+    return Error(403, "Your client does not have permission to get URL " + path +
+                          " from this server. Requests from web pages are refused.\n");
   }
   HttpResponse r;
   if (path == "/") {

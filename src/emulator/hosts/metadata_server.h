@@ -7,6 +7,9 @@
 //   - Every path under /computeMetadata/v1/ needs the request header
 //     `Metadata-Flavor: Google` (or the legacy `X-Google-Metadata-Request: True`) and
 //     is refused when `X-Forwarded-For` is present (403). `/` answers without it.
+//   - A request with an `Origin` header, or whose `Host` is not metadata.google.internal,
+//     metadata or 169.254.169.254 (port 80 optional), is refused (403) everywhere: it
+//     comes from a web page in a browser on the worker (DNS rebinding), not a client.
 //   - Every answer carries `Metadata-Flavor: Google` and an `ETag` (a hash of the body).
 //   - A leaf is its text (`?alt=json`: a JSON string). A directory with a trailing
 //     slash lists its entries one per line, sub-directories with a '/'; without the

@@ -51,6 +51,32 @@ TEST_F(MetadataServerTest, LeafNeedsTheFlavorHeader) {
   EXPECT_EQ(server_.Render(Get("/", false), now_).body, "computeMetadata/\n");
 }
 
+// A web page in a browser on the worker reaches 169.254.169.254 through DNS rebinding
+// with its own site's name in Host; same-origin requests may carry any header.
+TEST_F(MetadataServerTest, WebPagesAreRefusedRegression) {
+  const std::string leaf = "/computeMetadata/v1/instance/attributes/ssh-keys";
+  for (const char* host : {"metadata.google.internal", "metadata.google.internal:80", "metadata",
+                           "169.254.169.254", "169.254.169.254:80", "METADATA.google.internal"}) {
+    HttpRequest r = Get(leaf);
+    r.headers["host"] = host;
+    EXPECT_EQ(server_.Render(r, now_).status, 200) << host;
+  }
+  for (const char* host : {"evil.example", "evil.example:80", "169.254.169.254:8080",
+                           "metadata.google.internal.evil.example", ""}) {
+    HttpRequest r = Get(leaf);
+    r.headers["host"] = host;
+    EXPECT_EQ(server_.Render(r, now_).status, 403) << host;
+    r.target = "/";
+    EXPECT_EQ(server_.Render(r, now_).status, 403) << host;
+  }
+  HttpRequest origin = Get(leaf);
+  origin.headers["host"] = "metadata.google.internal";
+  origin.headers["origin"] = "http://metadata.google.internal";
+  HttpResponse refused = server_.Render(origin, now_);
+  EXPECT_EQ(refused.status, 403);
+  EXPECT_NE(refused.body.find("web pages"), std::string::npos) << refused.body;
+}
+
 TEST_F(MetadataServerTest, DirectoriesListRedirectAndRecurse) {
   HttpResponse r = server_.Render(Get("/computeMetadata/v1/instance/"), now_);
   EXPECT_EQ(r.body, "attributes/\npreempted\nservice-accounts/\n");

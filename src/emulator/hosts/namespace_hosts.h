@@ -14,7 +14,10 @@
 //     the disk), no root login, no passwords: keys from the node's `ssh-keys` metadata
 //     only, applied by a guest agent (guest_agent.h) at boot and on every SetMetadata;
 //   - a metadata server at 169.254.169.254:80 (metadata_server.h) serving the worker
-//     document (worker_document.h) that this class writes.
+//     document (worker_document.h) that this class writes;
+//   - a root that is not the machine's (worker_setup.h): the rest of the machine's file
+//     system is read-only, /dev has only harmless devices, kernel settings are
+//     read-only, and no process has capabilities beyond Docker's default set.
 //
 // Lifetime and clean-up. A halted worker is a dead init: the kernel kills everything on
 // it, then frees its namespaces, mounts and veth. Inits die with the emulator however it

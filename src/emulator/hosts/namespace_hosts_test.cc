@@ -6,12 +6,15 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sched.h>
 #include <signal.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <future>
 #include <set>
@@ -135,6 +138,36 @@ std::vector<std::string> LinksWithPrefix(const std::string& prefix) {
 bool MountsMention(const std::string& path) {
   Result<std::string> m = ReadFile("/proc/self/mountinfo");
   return m.ok() && m->find(path) != std::string::npos;
+}
+
+// Runs `body` in a forked child (to change its credentials or namespaces without
+// touching this process) and returns what it returned.
+template <typename F>
+std::string InChild(F body) {
+  int report[2];
+  if (::pipe(report) != 0) {
+    return "pipe failed";
+  }
+  pid_t child = ::fork();
+  if (child < 0) {
+    return "fork failed";
+  }
+  if (child == 0) {
+    ::close(report[0]);
+    std::string out = body();
+    [[maybe_unused]] ssize_t n = ::write(report[1], out.data(), out.size());
+    ::_exit(0);
+  }
+  ::close(report[1]);
+  std::string out;
+  char buf[512];
+  ssize_t n;
+  while ((n = ::read(report[0], buf, sizeof buf)) > 0) {
+    out.append(buf, static_cast<size_t>(n));
+  }
+  ::close(report[0]);
+  ::waitpid(child, nullptr, 0);
+  return out;
 }
 
 class NamespaceHostsTest : public ::testing::Test {
@@ -383,6 +416,116 @@ TEST_F(NamespaceHostsTest, SshKeysPatchAddsAndRemovesUsersOnEveryWorker) {
   EXPECT_EQ(Ssh("bob", w[2].address, "true").exit_code, 0);
 }
 
+// The guest agent used to adopt any existing account with a uid from 1000 up: `nobody`
+// in ssh-keys got keys, and its home /nonexistent was made on the machine's own root
+// file system (the part a worker shares). It now manages only the accounts it made.
+class GuestAgentRegression : public NamespaceHostsTest {
+ protected:
+  std::string WorkerLog() { return Must(ReadFile(state_ + "/nodes/1001/w0/worker.log")); }
+
+  // ssh as `login` with `key_owner`'s key.
+  CommandResult SshWithKey(const std::string& key_owner, const std::string& login,
+                           const std::string& address, const std::string& cmd) {
+    Result<CommandResult> r = RunCommand(
+        {ssh_, "-F", "/dev/null", "-i", root_ + "/" + key_owner, "-o", "IdentitiesOnly=yes", "-o",
+         "BatchMode=yes", "-o", "UserKnownHostsFile=" + root_ + "/known_hosts", "-o",
+         "StrictHostKeyChecking=yes", "-o", "ConnectTimeout=10", "-o", "LogLevel=ERROR",
+         login + "@" + address, "--", cmd},
+        "", kSshTimeout);
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    return r.ok() ? *r : CommandResult{};
+  }
+};
+
+TEST_F(GuestAgentRegression, OnlyAccountsTheAgentMadeGetKeys) {
+  bool had_nonexistent = fs::exists("/nonexistent");
+  std::vector<WorkerInfo> w = BootOrDie(Spec(KeyLine("alice"), 1));
+  ASSERT_EQ(w.size(), 1u);
+  // An account made by hand on the worker, and the system's nobody.
+  ASSERT_EQ(Ssh("alice", w[0].address, "sudo -n useradd -m -s /bin/bash carol").exit_code, 0);
+  ASSERT_TRUE(hosts_
+                  ->SetMetadata(kNode, {{"ssh-keys", KeyLine("alice") + "\nnobody:" + pub_["bob"] +
+                                                         "\ncarol:" + pub_["bob"]}})
+                  .ok());
+  for (const char* user : {"nobody", "carol"}) {
+    CommandResult r = SshWithKey("bob", user, w[0].address, "true");
+    EXPECT_EQ(r.exit_code, 255) << user << " got in: " << r.output;
+  }
+  if (!had_nonexistent) {
+    EXPECT_FALSE(fs::exists("/nonexistent")) << "nobody's home was made on the machine";
+  }
+  CommandResult groups = Ssh("alice", w[0].address,
+                             "getent group google-sudoers; sudo -n test -e ~carol/.ssh && echo keys");
+  EXPECT_EQ(groups.exit_code, 1) << groups.output;  // no ~carol/.ssh
+  EXPECT_EQ(groups.output.find("nobody"), std::string::npos) << groups.output;
+  EXPECT_EQ(groups.output.find("carol"), std::string::npos) << groups.output;
+  std::string log = WorkerLog();
+  EXPECT_NE(log.find("ssh-keys names nobody"), std::string::npos) << log;
+  EXPECT_NE(log.find("ssh-keys names carol"), std::string::npos) << log;
+  EXPECT_EQ(Ssh("alice", w[0].address, "true").exit_code, 0) << "the others still applied";
+}
+
+TEST_F(GuestAgentRegression, KeysGoOnlyIntoTheHomeTheAgentMade) {
+  std::vector<WorkerInfo> w = BootOrDie(Spec(KeyLine("alice"), 1));
+  ASSERT_EQ(w.size(), 1u);
+  // Root on the worker moves alice's home; the agent must not follow it there.
+  ASSERT_EQ(Ssh("alice", w[0].address,
+                "sudo -n mkdir -p /var/tmp/elsewhere && sudo -n chown alice /var/tmp/elsewhere && "
+                "sudo -n sed -i 's#:/home/alice:#:/var/tmp/elsewhere:#' /etc/passwd")
+                .exit_code,
+            0);
+  ASSERT_TRUE(
+      hosts_->SetMetadata(kNode, {{"ssh-keys", KeyLine("alice") + "\nalice:" + pub_["bob"]}}).ok());
+  EXPECT_EQ(Ssh("bob", w[0].address, "true").exit_code, 255);
+  // (alice cannot log in any more to look: sshd reads the moved home too.)
+  Result<CommandResult> moved =
+      RunCommand({nsenter_, "--target", std::to_string(hosts_->InitPids(kNode)[0]), "--mount",
+                  "--", "ls", "-A", "/var/tmp/elsewhere"});
+  ASSERT_TRUE(moved.ok());
+  EXPECT_EQ(moved->exit_code, 0) << moved->output;
+  EXPECT_EQ(moved->output, "") << "keys were written into the moved home";
+  EXPECT_NE(WorkerLog().find("no longer the one the guest agent created"), std::string::npos);
+}
+
+// A worker used to see the machine's own login accounts, so a tpufleet login with the
+// name of one (the machine owner's $USER) could not be created, and was adopted.
+TEST_F(GuestAgentRegression, MachineLoginsAreNotOnTheWorker) {
+  std::string machine_login;
+  for (const std::string& line : Split(host_passwd_, '\n')) {
+    std::vector<std::string> f = Split(line, ':');
+    long long uid = 0;
+    if (f.size() >= 7 && ParseInt(f[2], &uid) && uid >= 1000 && uid != 65534 &&
+        f[0] != "alice" && f[0] != "bob") {
+      machine_login = f[0];
+      break;
+    }
+  }
+  std::string keys = KeyLine("alice");
+  if (!machine_login.empty()) {
+    keys += "\n" + machine_login + ":" + pub_["bob"];
+  }
+  std::vector<WorkerInfo> w = BootOrDie(Spec(keys, 1));
+  ASSERT_EQ(w.size(), 1u);
+  CommandResult users = Ssh("alice", w[0].address,
+                            "getent passwd | awk -F: '$3 >= 1000 && $3 != 65534 {print $1}' | LC_ALL=C sort");
+  std::set<std::string> want = {"alice"};
+  if (!machine_login.empty()) {
+    want.insert(machine_login);
+  }
+  EXPECT_EQ(users.output, Join(std::vector<std::string>(want.begin(), want.end()), "\n") + "\n");
+  // No password hash of the machine's is readable there.
+  CommandResult hashes =
+      Ssh("alice", w[0].address, "sudo -n awk -F: '$2 != \"*\" && $2 != \"!\"' /etc/shadow");
+  EXPECT_EQ(hashes.exit_code, 0);
+  EXPECT_EQ(hashes.output, "") << hashes.output;
+  if (!machine_login.empty()) {
+    // A new account of that name, made by the agent, with its home on the worker.
+    CommandResult r = SshWithKey("bob", machine_login, w[0].address, "pwd");
+    EXPECT_EQ(r.output, "/home/" + machine_login + "\n") << machine_login;
+  }
+  EXPECT_EQ(Must(ReadFile("/etc/passwd")), host_passwd_);
+}
+
 TEST_F(NamespaceHostsTest, NoticesReachTheMetadataServerBeforeAnythingElse) {
   std::vector<WorkerInfo> w = BootOrDie(Spec(KeyLine("alice")));
   ASSERT_EQ(w.size(), 4u);
@@ -602,29 +745,12 @@ TEST_F(NamespaceHostsTest, SigkillOfTheOwnerLeavesNothingBehind) {
 }
 
 TEST_F(NamespaceHostsTest, WithoutRootTheErrorSaysSo) {
-  int report[2];
-  ASSERT_EQ(::pipe(report), 0);
-  pid_t child = ::fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
-    ::close(report[0]);
-    std::string out = "setresuid failed";
-    if (::setresgid(65534, 65534, 65534) == 0 && ::setresuid(65534, 65534, 65534) == 0) {
-      Status s = NamespaceHosts::CheckSupport();
-      out = s.ToString();
+  std::string out = InChild([] {
+    if (::setresgid(65534, 65534, 65534) != 0 || ::setresuid(65534, 65534, 65534) != 0) {
+      return std::string("setresuid failed");
     }
-    [[maybe_unused]] ssize_t n = ::write(report[1], out.data(), out.size());
-    ::_exit(0);
-  }
-  ::close(report[1]);
-  std::string out;
-  char buf[512];
-  ssize_t n;
-  while ((n = ::read(report[0], buf, sizeof buf)) > 0) {
-    out.append(buf, static_cast<size_t>(n));
-  }
-  ::close(report[0]);
-  ::waitpid(child, nullptr, 0);
+    return NamespaceHosts::CheckSupport().ToString();
+  });
   EXPECT_TRUE(StartsWith(out, "failed_precondition: ")) << out;
   EXPECT_NE(out.find("need root"), std::string::npos) << out;
 }
@@ -645,6 +771,91 @@ TEST_F(NamespaceHostsTest, BadSpecsAreRejected) {
   o.state_dir = state_;
   EXPECT_EQ(NamespaceHosts::Create(o, clock_).status().code(), StatusCode::kFailedPrecondition)
       << "a second emulator on the same state dir";
+}
+
+// Root on a worker was root on the machine: it could write the machine's files outside
+// the worker's overlays, mount, reach the machine's disks in /dev, and set kernel
+// settings (core_pattern runs a command on the machine).
+class WorkerRootRegression : public NamespaceHostsTest {};
+
+TEST_F(WorkerRootRegression, CannotChangeTheMachine) {
+  std::vector<WorkerInfo> w = BootOrDie(Spec(KeyLine("alice"), 1));
+  ASSERT_EQ(w.size(), 1u);
+  const std::string mark = "/tpufleet-worker-root-test-" + std::to_string(::getpid());
+  // Each line prints "<check> <exit code>"; 0 would be a way out.
+  CommandResult r = Ssh(
+      "alice", w[0].address,
+      "t() { name=$1; shift; sudo -n \"$@\" >/dev/null 2>&1; echo \"$name $?\"; }; "
+      "t write-root touch " + mark + "; "
+      "t mount mount -t tmpfs none /mnt; "
+      "t umount umount -l /etc; "
+      "t address ip addr add 192.0.2.1/32 dev eth0; "
+      "t sysctl sh -c 'cat /proc/sys/kernel/hostname > /proc/sys/kernel/hostname'; "
+      "t sysrq sh -c 'echo > /proc/sysrq-trigger'; "
+      "t mknod mknod /tmp/disk b 8 0; "
+      "echo devices $(ls /dev | LC_ALL=C sort); "
+      "echo bounding $(sudo -n awk '/^CapBnd/ {print $2}' /proc/self/status)");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  for (const char* check : {"write-root", "mount", "umount", "address", "sysctl", "sysrq", "mknod"}) {
+    EXPECT_EQ(r.output.find(std::string(check) + " 0\n"), std::string::npos)
+        << check << " worked: " << r.output;
+    EXPECT_NE(r.output.find(std::string(check) + " "), std::string::npos) << r.output;
+  }
+  EXPECT_NE(r.output.find("devices fd full null ptmx pts random shm stderr stdin stdout tty "
+                          "urandom zero\n"),
+            std::string::npos)
+      << r.output;
+  // CapBnd: CHOWN DAC_OVERRIDE FOWNER FSETID KILL SETGID SETUID SETPCAP NET_BIND_SERVICE
+  // NET_RAW SYS_CHROOT AUDIT_WRITE SETFCAP.
+  EXPECT_NE(r.output.find("bounding 00000000a00425fb\n"), std::string::npos) << r.output;
+  std::error_code ec;
+  EXPECT_FALSE(fs::exists(mark, ec));
+  fs::remove(mark, ec);
+  // What users do still works: sudo, and writing where the worker has its own files.
+  CommandResult ok = Ssh("alice", w[0].address,
+                         "sudo -n touch /etc/ok /usr/local/ok /var/ok /opt/ok ~/ok /tmp/ok && "
+                         "echo hi > /dev/null && sudo -n id -un");
+  EXPECT_EQ(ok.output, "root\n") << ok.output;
+}
+
+// On a machine with net.ipv4.ip_forward=1 (Docker sets it), a worker's root could
+// route through the bridge to any network the machine reaches. Tried in a network
+// namespace of its own, so the machine's forwarding setting is never touched.
+TEST(HostNetworkRegression, TheBridgeNeverForwards) {
+  if (::geteuid() != 0) {
+    GTEST_SKIP() << "needs root: makes a network namespace and a bridge";
+  }
+  std::string out = InChild([] {
+    auto sysctl = [](const std::string& path) {
+      Result<std::string> v = ReadFile(path);
+      return v.ok() ? std::string(Trim(*v)) : "?";
+    };
+    auto set_sysctl = [](const char* path, const std::string& value) {
+      int fd = ::open(path, O_WRONLY | O_CLOEXEC);  // in place: no temporary files in /proc
+      bool ok = fd >= 0 && ::write(fd, value.data(), value.size()) ==
+                               static_cast<ssize_t>(value.size());
+      if (fd >= 0) {
+        ::close(fd);
+      }
+      return ok;
+    };
+    // A sysfs of the new namespace, so /sys/class/net lists its links.
+    if (::unshare(CLONE_NEWNET | CLONE_NEWNS) != 0 ||
+        ::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0 ||
+        ::mount("sysfs", "/sys", "sysfs", 0, nullptr) != 0 ||
+        !set_sysctl("/proc/sys/net/ipv4/ip_forward", "1\n") ||
+        sysctl("/proc/sys/net/ipv4/conf/default/forwarding") != "1") {
+      return "setup failed: " + std::string(std::strerror(errno));
+    }
+    Result<std::unique_ptr<hosts::HostNetwork>> net = hosts::HostNetwork::Claim();
+    if (!net.ok()) {
+      return "claim failed: " + net.status().ToString();
+    }
+    return "forwarding=" + sysctl("/proc/sys/net/ipv4/conf/" + (*net)->bridge() + "/forwarding") +
+           " disable_ipv6=" +
+           sysctl("/proc/sys/net/ipv6/conf/" + (*net)->bridge() + "/disable_ipv6");
+  });
+  EXPECT_EQ(out, "forwarding=0 disable_ipv6=1");
 }
 
 }  // namespace

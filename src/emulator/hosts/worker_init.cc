@@ -211,6 +211,10 @@ void Worker::Boot() {
     FailBoot(Errno("metadata server on 169.254.169.254:80"));
   }
 
+  // Everything that needs more than a worker's root may have is done: mounts, network,
+  // hostname, port 80.
+  CheckBoot(DropCapabilities());
+
   Result<std::string> sshd = FindProgram("sshd", "openssh-server");
   CheckBoot(sshd.status());
   sshd_path_ = *sshd;

@@ -15,12 +15,15 @@
 // Boot: make mounts private; a tmpfs /run; overlays over /etc, /usr, /opt and /var with
 // their upper layers on the worker's disk (so what is installed or written there stays
 // on this worker; /var only when the state dir is not under it, else just a private
-// /var/tmp); the disk's home, root and tmp bound over /home, /root and /tmp; the
-// emulator's state dir hidden; private /dev/shm and /dev/pts; a fresh /proc and /sys;
+// /var/tmp); the disk's home, root and tmp bound over /home, /root and /tmp; a /dev of
+// its own with only harmless devices; a fresh /proc (kernel settings read-only) and
+// /sys; every other mount, the machine's, read-only; the emulator's state dir hidden;
 // the hostname. After "go": lo up with 169.254.169.254/32, eth0 with the worker's
 // address. Then the host key (ssh-keygen at first boot, kept on the disk), sshd_config,
-// /etc/hosts, the users from ssh-keys (guest_agent.h), sshd, and the metadata server on
-// 169.254.169.254:80. When sshd listens it writes one line to the status pipe:
+// /etc/hosts, the users from ssh-keys (guest_agent.h), the metadata server on
+// 169.254.169.254:80, the capabilities a worker does not need dropped for good
+// (DropCapabilities, so root on a worker is not root on the machine), and sshd. When
+// sshd listens it writes one line to the status pipe:
 //
 //   READY <host key type> <base64>        or        ERROR <message>
 //

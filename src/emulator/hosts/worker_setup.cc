@@ -3,12 +3,15 @@
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <fcntl.h>
+#include <linux/capability.h>
 #include <net/if.h>
 #include <netinet/in.h>
 #include <sys/ioctl.h>
 #include <sys/mount.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -126,6 +129,66 @@ Status BringUp(int sock, const std::string& name) {
   return Status::Ok();
 }
 
+// A /dev of the worker's own: a tmpfs with the harmless devices bound from the
+// machine's, so its root cannot reach the machine's disks, memory or consoles.
+Status SetUpDev() {
+  const std::string host_dev = "/run/tpufleet/host-dev";
+  TPUFLEET_TRY(MkDir(host_dev, 0700));
+  TPUFLEET_TRY(Mount("/dev", host_dev, nullptr, MS_BIND));
+  TPUFLEET_TRY(Mount("tmpfs", "/dev", "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=0755,size=64k"));
+  for (const char* name : {"null", "zero", "full", "random", "urandom", "tty"}) {
+    std::string target = std::string("/dev/") + name;
+    int fd = ::open(target.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd < 0) {
+      return InternalError(Errno("create " + target));
+    }
+    ::close(fd);
+    TPUFLEET_TRY(Mount(host_dev + "/" + name, target, nullptr, MS_BIND));
+  }
+  for (const auto& [link, to] : {std::pair<const char*, const char*>{"fd", "/proc/self/fd"},
+                                 {"stdin", "/proc/self/fd/0"},
+                                 {"stdout", "/proc/self/fd/1"},
+                                 {"stderr", "/proc/self/fd/2"},
+                                 {"ptmx", "pts/ptmx"}}) {
+    if (::symlink(to, (std::string("/dev/") + link).c_str()) != 0) {
+      return InternalError(Errno(std::string("symlink /dev/") + link));
+    }
+  }
+  TPUFLEET_TRY(MkDir("/dev/pts", 0755));
+  TPUFLEET_TRY(MkDir("/dev/shm", 01777));
+  if (::umount2(host_dev.c_str(), MNT_DETACH) != 0 || ::rmdir(host_dev.c_str()) != 0) {
+    return InternalError(Errno("unmount " + host_dev));
+  }
+  return Status::Ok();
+}
+
+// Makes every mount read-only but the worker's own (`own`, with what is mounted below
+// them), so the part of the machine's file system the worker shares is read-only to it.
+// /proc itself stays writable (processes' own files), its bound kernel settings not.
+Status LockDown(const std::vector<std::string>& own) {
+  mount_attr ro{};
+  ro.attr_set = MOUNT_ATTR_RDONLY;
+  if (::mount_setattr(AT_FDCWD, "/", AT_RECURSIVE, &ro, sizeof ro) != 0) {
+    if (errno == ENOSYS) {
+      Say("this kernel has no mount_setattr (Linux 5.12): the machine's file system stays "
+          "writable to the worker's root");
+      return Status::Ok();
+    }
+    return InternalError(Errno("make / read-only"));
+  }
+  mount_attr rw{};
+  rw.attr_clr = MOUNT_ATTR_RDONLY;
+  for (const std::string& path : own) {
+    if (::mount_setattr(AT_FDCWD, path.c_str(), AT_RECURSIVE, &rw, sizeof rw) != 0) {
+      return InternalError(Errno("make " + path + " writable"));
+    }
+  }
+  if (::mount_setattr(AT_FDCWD, "/proc", 0, &rw, sizeof rw) != 0) {
+    return InternalError(Errno("make /proc writable"));
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 void Say(const std::string& m) {
@@ -140,6 +203,8 @@ Status WriteSshdConfig() {
 // The worker's file system: see worker_init.h.
 Status SetUpMounts(const std::string& disk, const std::string& state) {
   const std::string d = kDiskMount;
+  // The mounts the worker owns, writable after LockDown; the rest of / is not.
+  std::vector<std::string> own = {"/run"};
   TPUFLEET_TRY(Mount("", "/", nullptr, MS_REC | MS_PRIVATE));
   TPUFLEET_TRY(Mount("tmpfs", "/run", "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755"));
   TPUFLEET_TRY(MkDir("/run/tpufleet", 0700));
@@ -159,11 +224,12 @@ Status SetUpMounts(const std::string& disk, const std::string& state) {
       if (dir == "/etc") {
         return InvalidArgumentError("the emulator's state dir must not be under /etc");
       }
-      Say(dir + " holds the emulator's state dir: it stays shared with the machine");
+      Say(dir + " holds the emulator's state dir: it stays the machine's, read-only here");
       if (dir == "/var" && IsRealDir("/var/tmp")) {
         // Lock and temporary files at least stay on the worker.
         TPUFLEET_TRY(MkDir(d + "/var-tmp", 01777));
         TPUFLEET_TRY(Mount(d + "/var-tmp", "/var/tmp", nullptr, MS_BIND));
+        own.push_back("/var/tmp");
       }
       continue;
     }
@@ -174,10 +240,11 @@ Status SetUpMounts(const std::string& disk, const std::string& state) {
     Status s = Mount("overlay", dir, "overlay", 0,
                      "lowerdir=" + dir + ",upperdir=" + upper + ",workdir=" + work);
     if (s.ok()) {
+      own.push_back(dir);
       continue;
     }
     if (dir != "/etc") {
-      Say(s.message() + ": " + dir + " stays shared with the machine");
+      Say(s.message() + ": " + dir + " stays the machine's, read-only here");
       continue;
     }
     // No overlayfs here: a private copy of /etc, made once and kept on the disk.
@@ -193,6 +260,7 @@ Status SetUpMounts(const std::string& disk, const std::string& state) {
       }
     }
     TPUFLEET_TRY(Mount(copy, "/etc", nullptr, MS_BIND));
+    own.push_back("/etc");
   }
   struct Bind {
     const char* name;
@@ -202,9 +270,38 @@ Status SetUpMounts(const std::string& disk, const std::string& state) {
     std::string src = d + "/" + b.name;
     TPUFLEET_TRY(MkDir(src, b.mode));
     TPUFLEET_TRY(Mount(src, std::string("/") + b.name, nullptr, MS_BIND));
+    own.push_back(std::string("/") + b.name);
   }
-  // Hide the other workers' disks (when the state dir is still visible at all).
+  TPUFLEET_TRY(SetUpDev());
   struct stat st;
+  if (Status s = Mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777"); s.ok()) {
+    own.push_back("/dev/shm");
+  } else {
+    Say(s.message());
+  }
+  // /dev/ptmx is a link to pts/ptmx (SetUpDev).
+  if (Status s = Mount("devpts", "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC,
+                       "newinstance,ptmxmode=0666,mode=0620,gid=5");
+      s.ok()) {
+    own.push_back("/dev/pts");
+  } else {
+    Say(s.message());
+  }
+  TPUFLEET_TRY(Mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC));
+  // The kernel's settings and triggers stay read-only: /proc/sys/kernel/core_pattern or
+  // /proc/sysrq-trigger would let the worker's root run commands on, or reboot, the
+  // machine. (Docker protects the same paths.)
+  for (const char* path : {"/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus"}) {
+    if (::lstat(path, &st) == 0) {
+      TPUFLEET_TRY(Mount(path, path, nullptr, MS_BIND));
+    }
+  }
+  if (Status s = Mount("sysfs", "/sys", "sysfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC);
+      !s.ok()) {
+    Say(s.message());
+  }
+  TPUFLEET_TRY(LockDown(own));
+  // Hide the other workers' disks (when the state dir is still visible at all).
   if (::stat(state.c_str(), &st) == 0) {
     Status s = Mount("tmpfs", state, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
                      "size=4k,mode=0755");
@@ -212,24 +309,39 @@ Status SetUpMounts(const std::string& disk, const std::string& state) {
       Say(s.message());
     }
   }
-  if (Status s = Mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777"); !s.ok()) {
-    Say(s.message());
+  return Status::Ok();
+}
+
+Status DropCapabilities() {
+  Result<std::string> last_text = ReadFile("/proc/sys/kernel/cap_last_cap");
+  long long last = CAP_LAST_CAP;
+  if (last_text.ok() && !ParseInt(Trim(*last_text), &last)) {
+    last = CAP_LAST_CAP;
   }
-  Status pts = Mount("devpts", "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC,
-                     "newinstance,ptmxmode=0666,mode=0620,gid=5");
-  if (pts.ok()) {
-    if (::lstat("/dev/ptmx", &st) == 0 && !S_ISLNK(st.st_mode)) {
-      if (Status s = Mount("/dev/pts/ptmx", "/dev/ptmx", nullptr, MS_BIND); !s.ok()) {
-        Say(s.message());
-      }
+  uint64_t keep = 0;
+  for (int cap : kWorkerCapabilities) {
+    keep |= uint64_t{1} << cap;
+  }
+  for (long long cap = 0; cap <= last && cap < 64; ++cap) {
+    if ((keep & (uint64_t{1} << cap)) == 0 && ::prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 &&
+        errno != EINVAL) {
+      return InternalError(Errno("drop capability " + std::to_string(cap)));
     }
-  } else {
-    Say(pts.message());
   }
-  TPUFLEET_TRY(Mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC));
-  if (Status s = Mount("sysfs", "/sys", "sysfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC);
-      !s.ok()) {
-    Say(s.message());
+  // This process keeps no more than its children can have either.
+  __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+  __user_cap_data_struct data[2] = {};
+  if (::syscall(SYS_capget, &header, data) != 0) {
+    return InternalError(Errno("capget"));
+  }
+  for (int i = 0; i < 2; ++i) {
+    uint32_t mask = static_cast<uint32_t>(keep >> (32 * i));
+    data[i].effective &= mask;
+    data[i].permitted &= mask;
+    data[i].inheritable &= mask;
+  }
+  if (::syscall(SYS_capset, &header, data) != 0) {
+    return InternalError(Errno("capset"));
   }
   return Status::Ok();
 }

@@ -6,6 +6,7 @@
 // network namespace and files.
 #pragma once
 
+#include <linux/capability.h>
 #include <sys/types.h>
 
 #include <cstdint>
@@ -31,8 +32,28 @@ void Say(const std::string& m);
 
 /// The worker's file system (see worker_init.h): private mounts, tmpfs /run with the
 /// disk at kDiskMount, overlays over /etc /usr /opt /var, the disk's home, root and tmp
-/// over /home /root /tmp, the state dir hidden, /dev/shm, /dev/pts, /proc and /sys.
+/// over /home /root /tmp, a /dev of its own (null, zero, full, random, urandom, tty,
+/// shm, pts), /proc (its sys, sysrq-trigger, irq and bus read-only) and /sys
+/// (read-only). Every other mount, the machine's root file system first, is made
+/// read-only for the worker; then the state dir is hidden.
 Status SetUpMounts(const std::string& disk, const std::string& state_dir);
+
+/// The capabilities a worker's processes may have, Docker's default set without
+/// CAP_MKNOD: enough for sshd (setuid, setgid, chown, chroot, audit), sudo, useradd,
+/// package installs and ping. Gone are, among others, CAP_SYS_ADMIN (mounts: the
+/// worker's root could uncover the machine's /etc under its overlay), CAP_NET_ADMIN
+/// (its addresses and routes), CAP_SYS_MODULE, CAP_SYS_RAWIO, CAP_SYS_BOOT,
+/// CAP_SYS_TIME, CAP_DAC_READ_SEARCH (open_by_handle_at reaches any file of the
+/// machine) and CAP_SYS_PTRACE.
+inline constexpr int kWorkerCapabilities[] = {
+    CAP_CHOWN,  CAP_DAC_OVERRIDE,     CAP_FOWNER,  CAP_FSETID,     CAP_KILL,
+    CAP_SETGID, CAP_SETUID,           CAP_SETPCAP, CAP_NET_BIND_SERVICE,
+    CAP_NET_RAW, CAP_SYS_CHROOT,      CAP_AUDIT_WRITE, CAP_SETFCAP};
+
+/// Drops every other capability from the bounding set (so nothing started from now on,
+/// root or setuid, can have it) and from this process. REQUIRES: the steps that need
+/// them (mounts, network, hostname, binding port 80) are done.
+Status DropCapabilities();
 
 /// lo up with kMetadataAddress/32; eth0 (moved in by the machine) with the worker's
 /// address; IPv6 off on eth0. No default route: nothing beyond the bridge is reachable.

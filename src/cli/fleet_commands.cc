@@ -1,0 +1,368 @@
+// up, status, down and import: the commands that act on a fleet through `control`.
+#include <istream>
+#include <ostream>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/command.h"
+#include "cli/fleet_world.h"
+#include "cli/progress_view.h"
+#include "cli/table.h"
+#include "control/down.h"
+#include "control/fleet_status.h"
+#include "control/import.h"
+#include "control/up.h"
+#include "util/strings.h"
+
+namespace tpufleet::cli {
+namespace {
+
+using nlohmann::json;
+
+WorldFactory& Factory() {
+  static WorldFactory factory;
+  return factory;
+}
+
+ProgressView::Mode ModeFor(const Invocation& inv) {
+  if (inv.json) {
+    return ProgressView::Mode::kQuiet;
+  }
+  return inv.terminal.out_is_terminal ? ProgressView::Mode::kLive : ProgressView::Mode::kLines;
+}
+
+// A duration flag such as --timeout 30m; nullopt (after an error) when malformed.
+std::optional<std::chrono::seconds> DurationFlag(Invocation& inv, std::string_view flag,
+                                                 std::chrono::seconds fallback) {
+  std::optional<std::string> v = inv.args.Get(flag);
+  if (!v) {
+    return fallback;
+  }
+  Result<std::chrono::seconds> d = ParseDuration(*v);
+  if (!d.ok() || d->count() <= 0) {
+    UsageError(inv, "--" + std::string(flag) + ": expected a duration such as 90s, 30m or 2h, "
+                    "got " + QuoteForMessage(*v));
+    return std::nullopt;
+  }
+  return *d;
+}
+
+json OutcomesJson(const std::vector<NodeOutcome>& outcomes) {
+  json out = json::array();
+  for (const NodeOutcome& o : outcomes) {
+    json j = {{"node", o.node}, {"ok", o.status.ok()}, {"changed", o.changed}};
+    if (!o.status.ok()) {
+      j["error"] = {{"code", StatusCodeName(o.status.code())}, {"message", o.status.message()}};
+    }
+    out.push_back(std::move(j));
+  }
+  return out;
+}
+
+// Prints the failures after a run; returns whether all succeeded.
+bool ReportOutcomes(Invocation& inv, const std::vector<NodeOutcome>& outcomes) {
+  bool all_ok = true;
+  for (const NodeOutcome& o : outcomes) {
+    if (!o.status.ok()) {
+      all_ok = false;
+      if (!inv.json) {
+        inv.err << "tpufleet: " << o.node << ": " << o.status.message() << "\n";
+      }
+    }
+  }
+  return all_ok;
+}
+
+ExitStatus PrintPlan(Invocation& inv, const std::vector<NodePlan>& plans) {
+  double total = 0;
+  for (const NodePlan& p : plans) {
+    total += p.usd_per_hour;
+  }
+  if (inv.json) {
+    json nodes = json::array();
+    for (const NodePlan& p : plans) {
+      nodes.push_back({{"node", p.node}, {"action", PlanActionName(p.action)},
+                       {"zones", p.zones}, {"state", p.state}, {"detail", p.detail},
+                       {"type", p.spec->type}, {"capacity", CapacityName(p.spec->capacity)},
+                       {"usd_per_hour", p.usd_per_hour}});
+    }
+    inv.out << json{{"nodes", nodes}, {"usd_per_hour", total}}.dump(2) << "\n";
+    return ExitStatus::kOk;
+  }
+  TextTable t({"NODE", "ACTION", "ZONE", "TYPE", "CAPACITY", "USD/HOUR", "NOTE"});
+  for (const NodePlan& p : plans) {
+    std::string zones = p.zones.empty() ? "-" : p.zones.front();
+    if (p.action == PlanAction::kCreate && p.zones.size() > 1) {
+      zones += " (then " + Join({p.zones.begin() + 1, p.zones.end()}, ", ") + ")";
+    }
+    bool spot = p.spec->capacity == Capacity::kSpot;
+    t.AddRow({p.node, std::string(PlanActionName(p.action)), zones,
+              p.spec->type.empty() ? "-" : p.spec->type, std::string(CapacityName(p.spec->capacity)),
+              p.usd_per_hour > 0 ? (spot ? "<= " : "") + FormatUsd(p.usd_per_hour) : "-",
+              p.detail.empty() ? p.state : p.detail});
+  }
+  t.Print(inv.out);
+  inv.out << "\nThe fleet costs " << (total > 0 ? FormatUsd(total) : "-")
+          << " per hour at list prices (spot: at most). Nothing was changed (--dry-run).\n";
+  return ExitStatus::kOk;
+}
+
+}  // namespace
+
+void SetWorldFactory(WorldFactory factory) { Factory() = std::move(factory); }
+
+Result<std::unique_ptr<WorldHandle>> OpenWorld(Invocation& inv, bool exclusive) {
+  if (!Factory()) {
+    return InternalError("this build of tpufleet has no fleet state (no world factory)");
+  }
+  return Factory()(inv, exclusive);
+}
+
+ExitStatus RunUp(Invocation& inv) {
+  if (inv.args.positional.size() != 1) {
+    return UsageError(inv, "up needs exactly one fleet spec, e.g. tpufleet up fleet.yaml");
+  }
+  std::optional<std::chrono::seconds> timeout =
+      DurationFlag(inv, "timeout", UpOptions{}.timeout);
+  if (!timeout) {
+    return ExitStatus::kUsage;
+  }
+  Result<FleetSpec> spec = inv.LoadFleetSpec(inv.args.positional[0]);
+  if (!spec.ok()) {
+    return Fail(inv, spec.status());
+  }
+  Result<const Catalog*> catalog = inv.LoadCatalog();
+  if (!catalog.ok()) {
+    return Fail(inv, catalog.status());
+  }
+  bool dry_run = inv.args.Has("dry-run");
+  Result<std::unique_ptr<WorldHandle>> handle = OpenWorld(inv, !dry_run);
+  if (!handle.ok()) {
+    return Fail(inv, handle.status());
+  }
+  World& world = (*handle)->world();
+  if (dry_run) {
+    Result<std::vector<NodePlan>> plans = PlanUp(*spec, **catalog, world);
+    if (!plans.ok()) {
+      return Fail(inv, plans.status());
+    }
+    return PrintPlan(inv, *plans);
+  }
+
+  UpOptions options;
+  options.timeout = *timeout;
+  ProgressView view(inv.out, ModeFor(inv));
+  Result<UpReport> report = Up(*spec, **catalog, world, options, view);
+  if (!report.ok()) {
+    return Fail(inv, report.status());
+  }
+  bool all_ok = ReportOutcomes(inv, report->nodes);
+  if (inv.json) {
+    inv.out << json{{"fleet", spec->name},
+                    {"nodes", OutcomesJson(report->nodes)},
+                    {"not_in_spec", report->not_in_spec},
+                    {"ssh_config", world.paths.ssh_dir + "/config"}}
+                   .dump(2)
+            << "\n";
+  } else {
+    size_t changed = 0;
+    size_t ready = 0;
+    for (const NodeOutcome& o : report->nodes) {
+      changed += o.changed ? 1 : 0;
+      ready += o.status.ok() ? 1 : 0;
+    }
+    inv.out << "\n" << ready << " of " << report->nodes.size() << " nodes ready"
+            << (changed == 0 ? "; nothing changed" : "; " + std::to_string(changed) + " changed")
+            << ".\n";
+    for (const std::string& name : report->not_in_spec) {
+      inv.out << "note: " << name << " is in fleet " << spec->name
+              << " but no longer in the spec; `tpufleet down " << name << "` deletes it.\n";
+    }
+    if (ready > 0) {
+      const std::string& first = report->nodes.front().node;
+      inv.out << "Log in with `ssh " << first << "` (worker 0) or `ssh " << first
+              << "-w1`; the names come from " << world.paths.ssh_dir << "/config.\n";
+    }
+  }
+  return all_ok ? ExitStatus::kOk : ExitStatus::kFailure;
+}
+
+ExitStatus RunStatus(Invocation& inv) {
+  Result<const Catalog*> catalog = inv.LoadCatalog();
+  if (!catalog.ok()) {
+    return Fail(inv, catalog.status());
+  }
+  Result<std::unique_ptr<WorldHandle>> handle = OpenWorld(inv, false);
+  if (!handle.ok()) {
+    return Fail(inv, handle.status());
+  }
+  StatusOptions options{inv.args.positional, inv.args.Has("refresh")};
+  Result<std::vector<NodeView>> views = FleetStatus((*handle)->world(), **catalog, options);
+  if (!views.ok()) {
+    return Fail(inv, views.status());
+  }
+  bool show_workers = !inv.args.positional.empty() || inv.args.Has("workers");
+  if (inv.json) {
+    json nodes = json::array();
+    for (const NodeView& v : *views) {
+      const NodeRecord& r = v.record;
+      json workers = json::array();
+      for (const WorkerRecord& w : r.workers) {
+        workers.push_back({{"index", w.index}, {"address", w.address}, {"hostname", w.hostname},
+                           {"setup_done", w.setup_done}});
+      }
+      json j = {{"node", r.name},          {"fleet", r.fleet},   {"provider", r.provider},
+                {"project", r.project},    {"zone", r.zone},     {"type", r.type},
+                {"capacity", r.capacity},  {"state", r.state},   {"health", r.health},
+                {"workers", workers},      {"age_seconds", v.age.count()}};
+      j["cost_usd"] = v.cost_usd ? json(*v.cost_usd) : json(nullptr);
+      j["cost_is_upper_bound"] = v.cost_is_upper_bound;
+      if (!v.refresh_error.empty()) {
+        j["refresh_error"] = v.refresh_error;
+      }
+      nodes.push_back(std::move(j));
+    }
+    inv.out << json{{"nodes", nodes}}.dump(2) << "\n";
+    return ExitStatus::kOk;
+  }
+  if (views->empty()) {
+    inv.out << "No nodes. Bring a fleet up with `tpufleet up FLEET.yaml`.\n";
+    return ExitStatus::kOk;
+  }
+  TextTable t({"NODE", "FLEET", "PROVIDER", "ZONE", "TYPE", "CAPACITY", "STATE", "HEALTH",
+               "WORKERS", "AGE", "COST"});
+  std::vector<std::string> errors;
+  for (const NodeView& v : *views) {
+    const NodeRecord& r = v.record;
+    std::string cost = v.cost_usd ? (v.cost_is_upper_bound ? "<= " : "") + FormatUsd(*v.cost_usd)
+                                  : "-";
+    t.AddRow({r.name, r.fleet, r.provider, r.zone.empty() ? "-" : r.zone,
+              r.type.empty() ? "-" : r.type, r.capacity.empty() ? "-" : r.capacity,
+              r.state.empty() ? "-" : r.state, r.health.empty() ? "-" : r.health,
+              std::to_string(r.workers.size()), FormatDuration(v.age), cost});
+    if (!v.refresh_error.empty()) {
+      errors.push_back(r.name + ": could not refresh: " + v.refresh_error);
+    }
+  }
+  t.Print(inv.out);
+  if (show_workers) {
+    inv.out << "\n";
+    TextTable w({"WORKER", "SSH NAME", "ADDRESS", "HOSTNAME", "SETUP"});
+    for (const NodeView& v : *views) {
+      for (const WorkerRecord& wr : v.record.workers) {
+        w.AddRow({v.record.name + "/w" + std::to_string(wr.index),
+                  v.record.name + "-w" + std::to_string(wr.index), wr.address,
+                  wr.hostname.empty() ? "-" : wr.hostname, wr.setup_done ? "done" : "-"});
+      }
+    }
+    w.Print(inv.out);
+  }
+  for (const std::string& e : errors) {
+    inv.err << "tpufleet: " << e << "\n";
+  }
+  if (!inv.args.Has("refresh")) {
+    inv.out << "\n(from local state; --refresh asks the cloud)\n";
+  }
+  return errors.empty() ? ExitStatus::kOk : ExitStatus::kFailure;
+}
+
+ExitStatus RunDown(Invocation& inv) {
+  bool all = inv.args.Has("all");
+  if (all == !inv.args.positional.empty()) {
+    return UsageError(inv, "down takes node names or --all, e.g. tpufleet down trainer");
+  }
+  Result<std::unique_ptr<WorldHandle>> handle = OpenWorld(inv, true);
+  if (!handle.ok()) {
+    return Fail(inv, handle.status());
+  }
+  World& world = (*handle)->world();
+  Result<std::vector<NodeRecord>> records = world.store.Nodes("");
+  if (!records.ok()) {
+    return Fail(inv, records.status());
+  }
+  std::vector<NodeRecord> targets;
+  for (const std::string& name : inv.args.positional) {
+    auto it = std::find_if(records->begin(), records->end(),
+                           [&](const NodeRecord& r) { return r.name == name; });
+    if (it == records->end()) {
+      std::vector<std::string> names;
+      for (const NodeRecord& r : *records) {
+        names.push_back(r.name);
+      }
+      return Fail(inv, NotFoundError("no node named " + QuoteForMessage(name) +
+                                     DidYouMean(name, names)));
+    }
+    targets.push_back(*it);
+  }
+  if (all) {
+    targets = *records;
+  }
+  if (targets.empty()) {
+    inv.out << (inv.json ? "{\"nodes\": []}\n" : "No nodes to delete.\n");
+    return ExitStatus::kOk;
+  }
+  if (!inv.args.Has("yes")) {
+    std::vector<std::string> names;
+    for (const NodeRecord& r : targets) {
+      names.push_back(r.name);
+    }
+    if (inv.terminal.in == nullptr) {
+      return UsageError(inv, "down deletes " + Join(names, ", ") +
+                                 "; not at a terminal, so pass --yes to confirm");
+    }
+    inv.err << "Delete " << Join(names, ", ") << "? Their disks and data go with them. [y/N] "
+            << std::flush;
+    std::string answer;
+    std::getline(*inv.terminal.in, answer);
+    if (Trim(answer) != "y" && Trim(answer) != "yes") {
+      inv.err << "Nothing deleted.\n";
+      return ExitStatus::kFailure;
+    }
+  }
+  ProgressView view(inv.out, ModeFor(inv));
+  std::vector<NodeOutcome> outcomes = Down(world, targets, DownOptions{}, view);
+  bool all_ok = ReportOutcomes(inv, outcomes);
+  if (inv.json) {
+    inv.out << json{{"nodes", OutcomesJson(outcomes)}}.dump(2) << "\n";
+  }
+  return all_ok ? ExitStatus::kOk : ExitStatus::kFailure;
+}
+
+ExitStatus RunImport(Invocation& inv) {
+  std::optional<std::string> project = inv.args.Get("project");
+  std::optional<std::string> zones = inv.args.Get("zones");
+  if (!project || !zones) {
+    return UsageError(inv, "import needs --project P and --zones Z1[,Z2…]");
+  }
+  ImportRequest request;
+  request.project = *project;
+  request.zones = Split(*zones, ',');
+  request.nodes = inv.args.positional;
+  request.provider = inv.args.Get("provider").value_or("gcp-tpu");
+  request.fleet = inv.args.Get("fleet").value_or("imported");
+  if (request.provider != "gcp-tpu" && request.provider != "emulator") {
+    return UsageError(inv, "--provider: expected gcp-tpu or emulator, got " +
+                               QuoteForMessage(request.provider));
+  }
+  if (Status s = CheckNodeName(request.fleet); !s.ok()) {
+    return UsageError(inv, "--fleet: " + s.message());
+  }
+  Result<std::unique_ptr<WorldHandle>> handle = OpenWorld(inv, true);
+  if (!handle.ok()) {
+    return Fail(inv, handle.status());
+  }
+  ProgressView view(inv.out, ModeFor(inv));
+  Result<std::vector<NodeOutcome>> outcomes = Import((*handle)->world(), request, view);
+  if (!outcomes.ok()) {
+    return Fail(inv, outcomes.status());
+  }
+  bool all_ok = ReportOutcomes(inv, *outcomes);
+  if (inv.json) {
+    inv.out << json{{"nodes", OutcomesJson(*outcomes)}}.dump(2) << "\n";
+  } else if (outcomes->empty()) {
+    inv.out << "No nodes found in " << *zones << ".\n";
+  }
+  return all_ok ? ExitStatus::kOk : ExitStatus::kFailure;
+}
+
+}  // namespace tpufleet::cli

@@ -1,0 +1,149 @@
+#include "control/fleet_status.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "control/testing/test_world.h"
+#include "control/up.h"
+
+namespace tpufleet {
+namespace {
+
+using std::chrono::hours;
+using testing::kProject;
+using testing::kZoneB;
+using testing::TestWorld;
+
+// Fleet "lab" with one v4-32 (16 chips, 4 workers) in zone b, paid for as `capacity`.
+std::string OneNode(const std::string& capacity) {
+  return std::string("fleet: lab\nproject: ") + kProject +
+         "\nnodes:\n  - name: trainer\n    type: v4-32\n    zones: [us-central2-b]\n"
+         "    capacity: " +
+         capacity + "\n";
+}
+
+double Hours(std::chrono::seconds s) { return std::chrono::duration<double>(s).count() / 3600; }
+
+TEST(FleetStatus, FromTheStoreWithAgeAndCost) {
+  TestWorld t;
+  Clock::WallTime asked = t.clock.Now();
+  ASSERT_EQ(t.Up(t.Spec(OneNode("on-demand"))).nodes[0].status, Status::Ok());
+  t.clock.Advance(hours(2));
+  t.cloud.ClearCalls();
+
+  Result<std::vector<NodeView>> views = FleetStatus(t.world, t.catalog, {});
+
+  ASSERT_TRUE(views.ok()) << views.status().ToString();
+  ASSERT_EQ(views->size(), 1u);
+  const NodeView& v = views->front();
+  EXPECT_EQ(v.record.name, "trainer");
+  EXPECT_EQ(v.record.state, "READY");
+  EXPECT_EQ(v.age, std::chrono::duration_cast<std::chrono::seconds>(t.clock.Now() - asked));
+  EXPECT_GE(v.age, hours(2));
+  // The catalog's v4 price in us-central2: 3.22 USD per chip-hour, 16 chips.
+  ASSERT_TRUE(v.cost_usd);
+  EXPECT_NEAR(*v.cost_usd, 3.22 * 16 * Hours(v.age), 1e-6);
+  EXPECT_FALSE(v.cost_is_upper_bound);
+  EXPECT_TRUE(v.refresh_error.empty());
+  EXPECT_TRUE(t.cloud.Calls().empty()) << "status without refresh asks no one";
+}
+
+TEST(FleetStatus, SpotCostIsAnUpperBound) {
+  TestWorld t;
+  ASSERT_EQ(t.Up(t.Spec(OneNode("spot"))).nodes[0].status, Status::Ok());
+  t.clock.Advance(hours(3));
+
+  Result<std::vector<NodeView>> views = FleetStatus(t.world, t.catalog, {});
+
+  ASSERT_TRUE(views.ok());
+  const NodeView& v = views->front();
+  ASSERT_TRUE(v.cost_usd);
+  // v4 has one priced region, so the spot range is its spot price: 0.9215 USD/chip-hour.
+  EXPECT_NEAR(*v.cost_usd, 0.9215 * 16 * Hours(v.age), 1e-6);
+  EXPECT_TRUE(v.cost_is_upper_bound);
+}
+
+TEST(FleetStatus, UnknownNodeIsNotFound) {
+  TestWorld t;
+  ASSERT_EQ(t.Up(t.Spec(OneNode("spot"))).nodes[0].status, Status::Ok());
+  StatusOptions options;
+  options.nodes = {"nope"};
+  Result<std::vector<NodeView>> views = FleetStatus(t.world, t.catalog, options);
+  EXPECT_EQ(views.status().code(), StatusCode::kNotFound);
+  options.nodes = {"trainer"};
+  EXPECT_EQ(FleetStatus(t.world, t.catalog, options)->size(), 1u);
+}
+
+TEST(FleetStatus, RefreshSeesAPreemption) {
+  TestWorld t;
+  ASSERT_EQ(t.Up(t.Spec(OneNode("spot"))).nodes[0].status, Status::Ok());
+  t.cloud.Preempt(kZoneB, "trainer");
+  t.cloud.ClearCalls();
+  StatusOptions refresh;
+  refresh.refresh = true;
+
+  Result<std::vector<NodeView>> views = FleetStatus(t.world, t.catalog, refresh);
+
+  ASSERT_TRUE(views.ok()) << views.status().ToString();
+  EXPECT_EQ(views->front().record.state, "PREEMPTED");
+  EXPECT_FALSE(views->front().cost_usd) << "a preempted node costs nothing";
+  EXPECT_EQ(t.Record("trainer").state, "PREEMPTED");
+  std::vector<EventRecord> events = t.Events("preempted", "trainer");
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].detail, "zone=us-central2-b state=PREEMPTED");
+  EXPECT_EQ(t.cloud.mutating_calls(), 0);
+
+  // Seen once, logged once.
+  ASSERT_TRUE(FleetStatus(t.world, t.catalog, refresh).ok());
+  EXPECT_EQ(t.Events("preempted", "trainer").size(), 1u);
+}
+
+TEST(FleetStatus, APreemptionSeenByStatusAndThenUpIsOneEvent) {
+  TestWorld t;
+  FleetSpec spec = t.Spec(OneNode("spot"));
+  ASSERT_EQ(t.Up(spec).nodes[0].status, Status::Ok());
+  t.cloud.Preempt(kZoneB, "trainer");
+  StatusOptions refresh;
+  refresh.refresh = true;
+  ASSERT_TRUE(FleetStatus(t.world, t.catalog, refresh).ok());
+
+  ASSERT_EQ(t.Up(spec).nodes[0].status, Status::Ok());
+
+  EXPECT_EQ(t.Events("preempted", "trainer").size(), 1u);
+  EXPECT_EQ(t.Record("trainer").state, "READY");
+}
+
+TEST(FleetStatus, RefreshSeesAVanishedNode) {
+  TestWorld t;
+  ASSERT_EQ(t.Up(t.Spec(OneNode("spot"))).nodes[0].status, Status::Ok());
+  t.cloud.Vanish(kZoneB, "trainer");
+  StatusOptions refresh;
+  refresh.refresh = true;
+
+  Result<std::vector<NodeView>> views = FleetStatus(t.world, t.catalog, refresh);
+
+  ASSERT_TRUE(views.ok()) << views.status().ToString();
+  EXPECT_EQ(views->front().record.state, "NOT_FOUND");
+  EXPECT_EQ(t.Record("trainer").state, "NOT_FOUND");
+  EXPECT_EQ(t.Events("vanished", "trainer").size(), 1u);
+  ASSERT_TRUE(FleetStatus(t.world, t.catalog, refresh).ok());
+  EXPECT_EQ(t.Events("vanished", "trainer").size(), 1u);
+}
+
+TEST(FleetStatus, RefreshErrorIsShownPerNodeNotFatal) {
+  TestWorld t;
+  ASSERT_EQ(t.Up(t.Spec(OneNode("spot"))).nodes[0].status, Status::Ok());
+  t.cloud.FailNext("ListNodes", UnavailableError("503 backend unavailable"));
+  StatusOptions refresh;
+  refresh.refresh = true;
+
+  Result<std::vector<NodeView>> views = FleetStatus(t.world, t.catalog, refresh);
+
+  ASSERT_TRUE(views.ok()) << views.status().ToString();
+  EXPECT_EQ(views->front().refresh_error, "503 backend unavailable");
+  EXPECT_EQ(views->front().record.state, "READY") << "the stored view stands";
+}
+
+}  // namespace
+}  // namespace tpufleet

@@ -1,0 +1,151 @@
+// TestWorld: a World for control's tests, over fakes: a FakeCloud, a FakeSshRunner, a
+// FakeClock, a real SqliteStore on a temp file, and the SSH files (fleet key, config,
+// known_hosts, a stand-in ~/.ssh/config) in a temp dir removed afterwards.
+//
+// The catalog is the built-in one with a second v4 zone (us-central2-a): the built-in
+// lists v4 in one zone only, and zone failover needs two.
+//
+// Thread-safety: the fakes lock; the TestWorld itself belongs to the test's thread.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "control/progress.h"
+#include "control/up.h"
+#include "control/world.h"
+#include "core/catalog.h"
+#include "core/fleet_spec.h"
+#include "provider/testing/fake_cloud.h"
+#include "ssh/testing/fake_ssh_runner.h"
+#include "ssh/testing/temp_dir.h"
+#include "store/sqlite_store.h"
+#include "util/file.h"
+#include "util/testing/fake_clock.h"
+#include "util/testing/status_printer.h"
+
+namespace tpufleet::testing {
+
+inline constexpr char kZoneB[] = "us-central2-b";
+inline constexpr char kZoneA[] = "us-central2-a";
+inline constexpr char kProject[] = "lab-project";
+
+// Users' public keys (real ed25519 keys, public halves only).
+inline constexpr char kAliceKey[] =
+    "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIF8CMJzNhdkO7jeYCceTkgcAMVdmkDM5OkhGSfnuAsrl "
+    "alice@laptop";
+inline constexpr char kBobKey[] =
+    "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIEJRPDF2Ls8M/iUvYINLgiHOimRyl2Qw5/Ne86WVqpLx bob@laptop";
+
+inline bool Contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+/// Hands out the one FakeCloud for every fleet and record.
+class FakeProviders final : public ProviderSource {
+ public:
+  explicit FakeProviders(CloudProvider& cloud) : cloud_(cloud) {}
+  Result<CloudProvider*> ForFleet(const FleetSpec&) override { return &cloud_; }
+  Result<CloudProvider*> ForRecord(const NodeRecord&) override { return &cloud_; }
+
+ private:
+  CloudProvider& cloud_;
+};
+
+/// Keeps every progress report.
+class ProgressLog final : public ProgressObserver {
+ public:
+  void OnProgress(const NodeProgress& p) override {
+    std::lock_guard<std::mutex> l(mu_);
+    all_.push_back(p);
+  }
+  std::vector<NodeProgress> all() const {
+    std::lock_guard<std::mutex> l(mu_);
+    return all_;
+  }
+  bool Saw(const std::string& node, NodePhase phase) const {
+    std::lock_guard<std::mutex> l(mu_);
+    for (const NodeProgress& p : all_) {
+      if (p.node == node && p.phase == phase) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::vector<NodeProgress> all_;  // guarded by mu_
+};
+
+inline Catalog TestCatalog() {
+  Catalog builtin = ParseCatalog(BuiltinCatalogYaml(), "built-in catalog").value();
+  return ParseCatalog("families:\n  v4:\n    zones: [us-central2-b, us-central2-a]\n",
+                      "test overlay", builtin)
+      .value();
+}
+
+class TestWorld {
+ public:
+  TestWorld()
+      : catalog(TestCatalog()),
+        store(SqliteStore::Open(dir.path() + "/state.db").value()),
+        cloud(catalog, kProject),
+        providers(cloud),
+        world{*store, clock, providers, ssh,
+              {dir.path() + "/state/ssh", dir.path() + "/home/.ssh/config"}, "tester"} {}
+
+  /// A spec from YAML; the test fails (and an empty spec comes back) when it is bad.
+  FleetSpec Spec(const std::string& yaml) {
+    Result<FleetSpec> spec = ParseFleetSpec(yaml, "fleet.yaml", catalog);
+    EXPECT_TRUE(spec.ok()) << spec.status().ToString();
+    return spec.ok() ? *spec : FleetSpec{};
+  }
+
+  /// Runs up with small timeouts (fake time) and returns its report.
+  UpReport Up(const FleetSpec& spec, UpOptions options = {}) {
+    Result<UpReport> r = tpufleet::Up(spec, catalog, world, options, progress);
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    return r.ok() ? *r : UpReport{};
+  }
+
+  std::vector<NodeRecord> Records(const std::string& fleet = "") {
+    return store->Nodes(fleet).value();
+  }
+  /// The stored record of `name`; a default record when there is none.
+  NodeRecord Record(const std::string& name) {
+    for (NodeRecord& r : Records()) {
+      if (r.name == name) {
+        return r;
+      }
+    }
+    ADD_FAILURE() << "no record for " << name;
+    return {};
+  }
+  std::vector<EventRecord> Events(const std::string& kind, const std::string& node = "") {
+    EventQuery q;
+    q.kind = kind;
+    q.node = node;
+    return store->Events(q).value();
+  }
+
+  std::string SshConfig() { return ReadFile(world.paths.ssh_dir + "/config").value(); }
+  std::string KnownHosts() { return ReadFile(world.paths.ssh_dir + "/known_hosts").value(); }
+  std::string UserSshConfig() { return ReadFile(world.paths.user_ssh_config).value(); }
+
+  TempDir dir;
+  Catalog catalog;
+  FakeClock clock;
+  std::unique_ptr<SqliteStore> store;
+  FakeCloud cloud;
+  FakeSshRunner ssh;
+  FakeProviders providers;
+  ProgressLog progress;
+  World world;
+};
+
+}  // namespace tpufleet::testing

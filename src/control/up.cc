@@ -1,0 +1,776 @@
+#include "control/up.h"
+
+#include <algorithm>
+#include <mutex>
+#include <random>
+#include <semaphore>
+#include <set>
+#include <thread>
+
+#include "control/ssh_sync.h"
+#include "control/wait.h"
+#include "core/cost.h"
+#include "core/zone_choice.h"
+#include "ssh/fleet_key.h"
+#include "util/strings.h"
+
+namespace tpufleet {
+namespace {
+
+constexpr char kFleetLabel[] = "tpufleet-fleet";
+constexpr char kSshKeys[] = "ssh-keys";
+constexpr int kPreemptedRetries = 3;
+
+// A fresh UUID (version 4) for a create's request id.
+std::string NewRequestId() {
+  static std::mutex mu;
+  static std::mt19937_64 rng{std::random_device{}()};
+  uint64_t a, b;
+  {
+    std::lock_guard<std::mutex> l(mu);
+    a = rng();
+    b = rng();
+  }
+  a = (a & ~0xf000ULL) | 0x4000ULL;                     // version 4
+  b = (b & ~(3ULL << 62)) | (2ULL << 62);               // variant 10
+  char buf[37];
+  snprintf(buf, sizeof buf, "%08x-%04x-%04x-%04x-%012llx", static_cast<unsigned>(a >> 32),
+           static_cast<unsigned>((a >> 16) & 0xffff), static_cast<unsigned>(a & 0xffff),
+           static_cast<unsigned>(b >> 48), static_cast<unsigned long long>(b & 0xffffffffffffULL));
+  return buf;
+}
+
+bool IsGone(const std::string& state) { return state == "PREEMPTED" || state == "TERMINATED"; }
+bool IsQueueDead(const std::string& state) {
+  return state == "FAILED" || state == "SUSPENDED" || state == "SUSPENDING";
+}
+
+// "type=v4-32 zone=us-central2-b" -> value of `key`.
+std::string DetailValue(const std::string& detail, std::string_view key) {
+  for (const std::string& part : Split(detail, ' ')) {
+    if (part.size() > key.size() && part.compare(0, key.size(), key) == 0 &&
+        part[key.size()] == '=') {
+      return part.substr(key.size() + 1);
+    }
+  }
+  return "";
+}
+
+// The digest of what a node is made of; a change means the node no longer matches.
+std::string SpecDigest(const NodeSpec& n) {
+  std::string s = n.type + "|" + n.runtime_version + "|" +
+                  std::string(CapacityName(n.capacity)) + "|" + (n.queued ? "queued" : "");
+  for (const DataDiskSpec& d : n.data_disks) {
+    s += "|" + d.source + ":" + std::string(DiskModeName(d.mode));
+  }
+  char buf[17];
+  snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(Fnv1a64(s)));
+  return buf;
+}
+
+double ListPricePerHour(const Catalog& catalog, const NodeSpec& n, const std::string& zone) {
+  if (n.type.empty()) {
+    return 0;
+  }
+  Result<AcceleratorType> type = catalog.Lookup(n.type);
+  if (!type.ok()) {
+    return 0;
+  }
+  Result<CostEstimate> c = EstimateCost(catalog, *type, 1, 1, zone);
+  if (!c.ok()) {
+    return 0;
+  }
+  if (n.capacity == Capacity::kSpot && c->spot_max_usd) {
+    return *c->spot_max_usd;
+  }
+  return c->usd_per_hour;
+}
+
+std::vector<Stockout> RecentStockouts(World& world) {
+  EventQuery q;
+  q.kind = "stockout";
+  q.since = world.clock.Now() - kStockoutMemory;
+  Result<std::vector<EventRecord>> events = world.store.Events(q);
+  std::vector<Stockout> out;
+  if (!events.ok()) {
+    return out;  // no memory is no worse than a fresh machine
+  }
+  for (const EventRecord& e : *events) {
+    out.push_back({DetailValue(e.detail, "type"), DetailValue(e.detail, "zone"), e.time});
+  }
+  return out;
+}
+
+// The provider's zones to look in for this fleet's gcp-tpu nodes.
+std::vector<std::string> CandidateZones(const FleetSpec& fleet, bool queued_only) {
+  std::set<std::string> zones;
+  for (const NodeSpec& n : fleet.nodes) {
+    if (!queued_only || n.queued) {
+      zones.insert(n.zones.begin(), n.zones.end());
+    }
+  }
+  return {zones.begin(), zones.end()};
+}
+
+// Works one node id from its plan to ready. One thread per node.
+class NodeUp {
+ public:
+  NodeUp(World& world, const FleetSpec& fleet, const NodePlan& plan, CloudProvider& provider,
+         const UpOptions& options, ProgressObserver& progress, const FleetKey* key,
+         std::mutex& ssh_files_mu)
+      : world_(world), fleet_(fleet), spec_(*plan.spec), plan_(plan), provider_(provider),
+        options_(options), progress_(progress), key_(key), ssh_files_mu_(ssh_files_mu),
+        poller_(world.clock, options.poll_min, options.poll_max, options.timeout) {}
+
+  NodeOutcome Run() {
+    NodeOutcome out{plan_.node, Status::Ok(), false};
+    out.status = Bring();
+    // Preempted on the way up: make it again, a few times at most (capacity that is
+    // taken away at once is unlikely to stay on the next try).
+    for (int retry = 0; retry < kPreemptedRetries && preempted_; ++retry) {
+      preempted_ = false;
+      action_ = PlanAction::kRecreate;
+      out.status = Bring();
+    }
+    out.changed = changed_;
+    if (out.status.ok()) {
+      Report(NodePhase::kReady, plan_.zones.empty() ? "" : zone_, ReadyDetail());
+    } else {
+      Report(NodePhase::kFailed, zone_, out.status.message());
+    }
+    return out;
+  }
+
+ private:
+  bool IsSshHosts() const { return fleet_.provider == Provider::kSshHosts; }
+
+  Status Bring() {
+    TPUFLEET_TRY(LoadRecord());
+    switch (action_) {
+      case PlanAction::kForeign:
+        return AlreadyExistsError(plan_.detail);
+      case PlanAction::kRecreate:
+        TPUFLEET_TRY(Remove());
+        TPUFLEET_TRY(Create());
+        break;
+      case PlanAction::kCreate:
+        TPUFLEET_TRY(Create());
+        break;
+      case PlanAction::kKeep:
+      case PlanAction::kWait:
+        zone_ = plan_.zones.empty() ? "" : plan_.zones.front();
+        TPUFLEET_TRY(Adopt());
+        if (action_ == PlanAction::kWait && spec_.queued) {
+          // A queued resource still waiting: its failure is news only it can tell.
+          Status queued = WaitQueued(zone_);
+          if (!queued.ok() && queued.code() != StatusCode::kNotFound) {
+            return queued;
+          }
+        }
+        break;
+    }
+    TPUFLEET_TRY(WaitReady());
+    TPUFLEET_TRY(SyncSsh());
+    TPUFLEET_TRY(WaitForSsh());
+    return RunSetup();
+  }
+
+  std::string ReadyDetail() const {
+    return std::to_string(rec_.workers.size()) +
+           (rec_.workers.size() == 1 ? " worker" : " workers");
+  }
+
+  void Report(NodePhase phase, const std::string& zone, std::string detail = "") {
+    progress_.OnProgress({plan_.node, phase, zone, std::move(detail)});
+  }
+
+  Status Event(const std::string& kind, const std::string& detail) {
+    return world_.store.AddEvent({0, world_.clock.Now(), fleet_.name, plan_.node, kind, detail});
+  }
+
+  Status Save() {
+    rec_.updated_at = world_.clock.Now();
+    return world_.store.PutNode(rec_);
+  }
+
+  Status LoadRecord() {
+    TPUFLEET_ASSIGN_OR_RETURN(std::vector<NodeRecord> all, world_.store.Nodes(fleet_.name));
+    for (NodeRecord& r : all) {
+      if (r.name == plan_.node) {
+        rec_ = std::move(r);
+        return Status::Ok();
+      }
+    }
+    rec_ = NodeRecord{};
+    rec_.fleet = fleet_.name;
+    rec_.name = plan_.node;
+    rec_.created_at = world_.clock.Now();
+    FillFromSpec();
+    return Status::Ok();
+  }
+
+  void FillFromSpec() {
+    rec_.provider = std::string(ProviderName(fleet_.provider));
+    rec_.project = fleet_.project;
+    rec_.type = spec_.type;
+    rec_.runtime_version = spec_.runtime_version;
+    rec_.capacity = IsSshHosts() ? "" : std::string(CapacityName(spec_.capacity));
+    rec_.spec_hash = SpecDigest(spec_);
+    rec_.login = IsSshHosts() ? spec_.ssh_user : world_.login;
+    rec_.port = spec_.port;
+  }
+
+  // A node that exists already (and is ours): make sure the store knows it.
+  Status Adopt() {
+    if (rec_.zone != zone_ || rec_.state.empty()) {
+      rec_.zone = zone_;
+      rec_.state = plan_.state;
+      TPUFLEET_TRY(Save());
+    }
+    return Status::Ok();
+  }
+
+  // Deletes a preempted node (or dead queued resource) before making it again.
+  Status Remove() {
+    if (zone_.empty()) {
+      zone_ = plan_.zones.front();
+    }
+    std::string state = gone_state_.empty() ? plan_.state : gone_state_;
+    Report(NodePhase::kDeleting, zone_, "was " + state);
+    if (rec_.state != state) {  // else `status --refresh` logged it already
+      TPUFLEET_TRY(Event("preempted", "zone=" + zone_ + " state=" + state));
+    }
+    Result<CloudOperation> op = spec_.queued
+                                    ? provider_.DeleteQueuedResource(zone_, plan_.node, true)
+                                    : provider_.DeleteNode(zone_, plan_.node);
+    if (op.ok()) {
+      TPUFLEET_TRY(WaitOperation(provider_, *op, poller_));
+    } else if (op.status().code() != StatusCode::kNotFound) {
+      return op.status();
+    }
+    changed_ = true;
+    return Status::Ok();
+  }
+
+  Status Create() {
+    changed_ = true;
+    std::vector<std::string> zones = plan_.zones;
+    if (action_ == PlanAction::kRecreate) {
+      zones = OrderZones(spec_.zones, spec_.type, RecentStockouts(world_), world_.clock.Now());
+    }
+    if (spec_.queued) {
+      zones.resize(1);  // a queued resource waits for capacity where it is
+    }
+    Status last;
+    for (const std::string& zone : zones) {
+      zone_ = zone;
+      last = CreateIn(zone);
+      if (last.code() != StatusCode::kResourceExhausted) {
+        return last;
+      }
+      TPUFLEET_TRY(Event("stockout", "type=" + spec_.type + " zone=" + zone));
+      Report(NodePhase::kStockout, zone, last.message());
+    }
+    rec_.state = "STOCKOUT";
+    TPUFLEET_TRY(Save());
+    return ResourceExhaustedError("no capacity for " + spec_.type + " in any of its zones (" +
+                                  Join(zones, ", ") + "); the last said: " + last.message() +
+                                  ". Run up again later, add zones, or set `queued:`");
+  }
+
+  CreateNodeRequest Request(const std::string& zone) const {
+    CreateNodeRequest r;
+    r.zone = zone;
+    r.node_id = plan_.node;
+    r.type = spec_.type;
+    r.runtime_version = spec_.runtime_version;
+    r.capacity = spec_.capacity;
+    r.labels = spec_.labels;
+    r.labels[kFleetLabel] = fleet_.name;
+    r.metadata[kSshKeys] = DesiredSshKeys();
+    r.data_disks = spec_.data_disks;
+    r.queued = spec_.queued;
+    r.request_id = rec_.request_id;
+    return r;
+  }
+
+  std::string DesiredSshKeys() const {
+    return SshKeysMetadata(world_.login, key_ ? key_->public_key : "", UsersOn(fleet_, spec_));
+  }
+
+  Status CreateIn(const std::string& zone) {
+    Report(NodePhase::kCreating, zone);
+    // Record where and with which request id before asking: a kill after this line is
+    // resolved by the next up looking in this zone.
+    FillFromSpec();
+    rec_.zone = zone;
+    rec_.request_id = NewRequestId();
+    rec_.state = "REQUESTED";
+    rec_.workers.clear();
+    rec_.created_at = world_.clock.Now();
+    rec_.queued_resource = spec_.queued ? "projects/" + fleet_.project + "/locations/" + zone +
+                                              "/queuedResources/" + plan_.node
+                                        : "";
+    TPUFLEET_TRY(world_.store.Transaction([&]() -> Status {
+      TPUFLEET_TRY(Save());
+      return Event("create-requested", "type=" + spec_.type + " zone=" + zone +
+                                           " capacity=" + rec_.capacity);
+    }));
+    Result<CloudOperation> op = provider_.CreateNode(Request(zone));
+    if (!op.ok()) {
+      if (op.status().code() != StatusCode::kAlreadyExists) {
+        return op.status();
+      }
+      return AdoptAfterConflict(zone, op.status());
+    }
+    Status done = WaitOperation(provider_, *op, poller_);
+    if (!done.ok()) {
+      if (done.code() == StatusCode::kResourceExhausted && !spec_.queued) {
+        DeleteLeftover(zone);
+      }
+      return done;
+    }
+    return spec_.queued ? WaitQueued(zone) : Status::Ok();
+  }
+
+  // The id was taken: by our own earlier request (a retry after a lost answer, or a
+  // killed up), or by someone else.
+  Status AdoptAfterConflict(const std::string& zone, const Status& conflict) {
+    Result<CloudNode> node = provider_.GetNode(zone, plan_.node);
+    if (node.ok()) {
+      auto label = node->labels.find(kFleetLabel);
+      if (label == node->labels.end() || label->second != fleet_.name) {
+        return conflict;
+      }
+      return Status::Ok();
+    }
+    if (spec_.queued) {
+      return WaitQueued(zone);  // our queued resource, its node not made yet
+    }
+    return conflict;
+  }
+
+  // A failed create may leave a node behind (Cloud TPU sometimes does); it would hold
+  // the id and quota, so delete it.
+  void DeleteLeftover(const std::string& zone) {
+    Result<CloudNode> node = provider_.GetNode(zone, plan_.node);
+    if (node.ok()) {
+      Result<CloudOperation> op = provider_.DeleteNode(zone, plan_.node);
+      if (op.ok()) {
+        (void)WaitOperation(provider_, *op, poller_);
+      }
+    }
+  }
+
+  Status WaitQueued(const std::string& zone) {
+    std::string last_state;
+    while (true) {
+      TPUFLEET_ASSIGN_OR_RETURN(CloudQueuedResource qr,
+                                provider_.GetQueuedResource(zone, plan_.node));
+      if (qr.state == "ACTIVE") {
+        return Status::Ok();
+      }
+      if (qr.state == "FAILED") {
+        return qr.failure.ok() ? FailedPreconditionError("queued resource " + qr.cloud_name +
+                                                         " failed")
+                               : qr.failure;
+      }
+      if (qr.state != last_state) {
+        last_state = qr.state;
+        Report(NodePhase::kQueued, zone, qr.state);
+        if (rec_.state != "QUEUED") {
+          rec_.state = "QUEUED";
+          TPUFLEET_TRY(Save());
+        }
+      }
+      if (!poller_.Pause()) {
+        return TimeoutError("queued resource " + plan_.node + " still " + qr.state +
+                            " after the timeout; it keeps waiting in the cloud, and the next "
+                            "`up` picks it up");
+      }
+    }
+  }
+
+  Status WaitReady() {
+    Report(NodePhase::kBooting, zone_);
+    CloudNode node;
+    std::string last_state;
+    while (true) {
+      Result<CloudNode> got = provider_.GetNode(zone_, plan_.node);
+      if (got.ok()) {
+        node = std::move(*got);
+        if (node.state == "READY") {
+          break;
+        }
+        if (IsGone(node.state)) {
+          preempted_ = true;
+          gone_state_ = node.state;
+        }
+        if (IsGone(node.state) || node.state == "STOPPED" || node.state == "UNREACHABLE") {
+          return FailedPreconditionError("node " + plan_.node + " is " + node.state +
+                                         (node.health.empty() ? "" : " (" + node.health + ")"));
+        }
+        if (node.state != last_state) {
+          last_state = node.state;
+          Report(NodePhase::kBooting, zone_, node.state);
+        }
+      } else if (got.status().code() != StatusCode::kNotFound) {
+        return got.status();
+      }
+      if (!poller_.Pause()) {
+        return TimeoutError("node " + plan_.node + " not READY in time (last state " +
+                            (last_state.empty() ? "not found" : last_state) + ")");
+      }
+    }
+    TPUFLEET_ASSIGN_OR_RETURN(std::vector<WorkerIdentity> ids, WaitIdentities(node));
+    bool was_ready = rec_.state == "READY";
+    rec_.state = node.state;
+    rec_.health = node.health;
+    rec_.cloud_name = node.cloud_name;
+    if (!node.queued_resource.empty()) {
+      rec_.queued_resource = node.queued_resource;
+    }
+    rec_.workers = MergeWorkers(node, ids);
+    TPUFLEET_TRY(world_.store.Transaction([&]() -> Status {
+      TPUFLEET_TRY(Save());
+      return was_ready ? Status::Ok() : Event("ready", "zone=" + zone_);
+    }));
+    return UpdateSshKeys(node);
+  }
+
+  Result<std::vector<WorkerIdentity>> WaitIdentities(const CloudNode& node) {
+    while (true) {
+      TPUFLEET_ASSIGN_OR_RETURN(std::vector<WorkerIdentity> ids,
+                                provider_.GetWorkerIdentities(zone_, plan_.node));
+      size_t with_keys = std::count_if(ids.begin(), ids.end(), [](const WorkerIdentity& w) {
+        return !w.host_key.empty();
+      });
+      if (with_keys == node.workers.size() && ids.size() == node.workers.size()) {
+        return ids;
+      }
+      if (IsSshHosts()) {
+        for (size_t i = 0; i < node.workers.size(); ++i) {
+          if (i >= ids.size() || ids[i].host_key.empty()) {
+            return FailedPreconditionError(
+                "no known host key for " + node.workers[i].address +
+                " in your known_hosts; connect once with `ssh " + node.workers[i].address +
+                "`, check the fingerprint, and run up again (tpufleet never trusts an "
+                "unknown key)");
+          }
+        }
+      }
+      Report(NodePhase::kBooting, zone_,
+             "host keys " + std::to_string(with_keys) + "/" + std::to_string(node.workers.size()));
+      if (!poller_.Pause()) {
+        return TimeoutError("node " + plan_.node + " did not publish its workers' host keys");
+      }
+    }
+  }
+
+  // A worker keeps its setup flag only while it is the same VM (same host key).
+  std::vector<WorkerRecord> MergeWorkers(const CloudNode& node,
+                                         const std::vector<WorkerIdentity>& ids) const {
+    std::vector<WorkerRecord> out;
+    for (size_t i = 0; i < node.workers.size(); ++i) {
+      WorkerRecord w;
+      w.index = static_cast<int>(i);
+      w.address = node.workers[i].external_address.empty() ? node.workers[i].address
+                                                           : node.workers[i].external_address;
+      w.hostname = ids[i].hostname;
+      w.host_key = ids[i].host_key;
+      for (const WorkerRecord& old : rec_.workers) {
+        if (old.index == w.index && old.host_key == w.host_key) {
+          w.setup_done = old.setup_done;
+        }
+      }
+      out.push_back(std::move(w));
+    }
+    return out;
+  }
+
+  Status UpdateSshKeys(const CloudNode& node) {
+    if (IsSshHosts()) {
+      return Status::Ok();
+    }
+    std::string want = DesiredSshKeys();
+    auto have = node.metadata.find(kSshKeys);
+    if (have != node.metadata.end() && have->second == want) {
+      return Status::Ok();
+    }
+    changed_ = true;
+    TPUFLEET_ASSIGN_OR_RETURN(CloudOperation op,
+                              provider_.SetSshKeys(zone_, plan_.node, want));
+    return WaitOperation(provider_, op, poller_);
+  }
+
+  Status SyncSsh() {
+    std::lock_guard<std::mutex> l(ssh_files_mu_);
+    return SyncSshFiles(world_);
+  }
+
+  // Each worker in parallel, at most one thread per worker.
+  template <typename F>
+  Status ForEachWorker(F&& f) {
+    std::vector<Status> results(rec_.workers.size());
+    std::vector<std::thread> threads;
+    for (size_t i = 0; i < rec_.workers.size(); ++i) {
+      threads.emplace_back([&, i] { results[i] = f(rec_.workers[i]); });
+    }
+    for (std::thread& t : threads) {
+      t.join();
+    }
+    for (const Status& s : results) {
+      TPUFLEET_TRY(s);
+    }
+    return Status::Ok();
+  }
+
+  // Keys reach a new VM's accounts a little after READY (the guest agent): retry login.
+  Status WaitForSsh() {
+    Report(NodePhase::kConnecting, zone_, ReadyDetail());
+    return ForEachWorker([&](const WorkerRecord& w) -> Status {
+      Poller poller(world_.clock, options_.poll_min, options_.poll_max, options_.timeout);
+      Status last;
+      do {
+        Result<RunResult> r = world_.ssh.Run(WorkerAlias(plan_.node, w.index), "true",
+                                             std::chrono::seconds(30));
+        if (r.ok() && r->exit_code == 0) {
+          return Status::Ok();
+        }
+        last = r.ok() ? UnavailableError("exit " + std::to_string(r->exit_code) + ": " +
+                                         std::string(Trim(r->output)))
+                      : r.status();
+        // A spot node can be preempted while we wait for it; then waiting is pointless.
+        if (Result<CloudNode> n = provider_.GetNode(zone_, plan_.node);
+            n.ok() && IsGone(n->state)) {
+          std::lock_guard<std::mutex> l(gone_mu_);  // workers' threads race here
+          preempted_ = true;
+          gone_state_ = n->state;
+          return FailedPreconditionError("node " + plan_.node + " was " + n->state +
+                                         " while coming up");
+        }
+      } while (poller.Pause());
+      return last.WithContext("worker " + std::to_string(w.index) + " of " + plan_.node +
+                              " does not accept SSH");
+    });
+  }
+
+  Status RunSetup() {
+    if (spec_.setup.empty()) {
+      return Status::Ok();
+    }
+    size_t pending = std::count_if(rec_.workers.begin(), rec_.workers.end(),
+                                   [](const WorkerRecord& w) { return !w.setup_done; });
+    if (pending == 0) {
+      return Status::Ok();
+    }
+    changed_ = true;
+    Report(NodePhase::kSetup, zone_, std::to_string(pending) + " workers");
+    std::mutex mu;
+    return ForEachWorker([&](const WorkerRecord& w) -> Status {
+      if (w.setup_done) {
+        return Status::Ok();
+      }
+      // The script reaches bash on stdin; its own commands read /dev/null instead, so
+      // one that reads stdin cannot swallow the rest of the script.
+      TPUFLEET_ASSIGN_OR_RETURN(
+          RunResult r, world_.ssh.Run(WorkerAlias(plan_.node, w.index),
+                                      "{\n" + spec_.setup + "\n} </dev/null\n",
+                                      options_.setup_timeout));
+      if (r.exit_code != 0) {
+        return FailedPreconditionError("setup failed on worker " + std::to_string(w.index) +
+                                       " of " + plan_.node + " (exit " +
+                                       std::to_string(r.exit_code) + "):\n" + LastLines(r.output));
+      }
+      std::lock_guard<std::mutex> l(mu);
+      for (WorkerRecord& mine : rec_.workers) {
+        if (mine.index == w.index) {
+          mine.setup_done = true;
+        }
+      }
+      return world_.store.Transaction([&]() -> Status {
+        TPUFLEET_TRY(Save());
+        return Event("setup-done", "worker=" + std::to_string(w.index));
+      });
+    });
+  }
+
+  static std::string LastLines(const std::string& output) {
+    std::vector<std::string> lines = Split(std::string(Trim(output)), '\n');
+    size_t from = lines.size() > 10 ? lines.size() - 10 : 0;
+    std::string out;
+    for (size_t i = from; i < lines.size(); ++i) {
+      out += "  " + lines[i] + (i + 1 < lines.size() ? "\n" : "");
+    }
+    return out;
+  }
+
+  World& world_;
+  const FleetSpec& fleet_;
+  const NodeSpec& spec_;
+  const NodePlan& plan_;
+  CloudProvider& provider_;
+  const UpOptions& options_;
+  ProgressObserver& progress_;
+  const FleetKey* key_;
+  std::mutex& ssh_files_mu_;
+  Poller poller_;
+  PlanAction action_ = plan_.action;
+  bool preempted_ = false;  // the node was preempted while Bring waited for it
+  std::string gone_state_;  // its state then: PREEMPTED or TERMINATED
+  std::mutex gone_mu_;      // guards the two above while workers are waited for
+  NodeRecord rec_;
+  std::string zone_;
+  bool changed_ = false;
+};
+
+}  // namespace
+
+std::string_view PlanActionName(PlanAction action) {
+  switch (action) {
+    case PlanAction::kKeep: return "keep";
+    case PlanAction::kCreate: return "create";
+    case PlanAction::kRecreate: return "recreate";
+    case PlanAction::kWait: return "wait";
+    case PlanAction::kForeign: return "refuse";
+  }
+  return "?";
+}
+
+std::string SshKeysMetadata(const std::string& login, const std::string& fleet_public_key,
+                            const std::vector<UserSpec>& users) {
+  std::vector<std::string> lines;
+  if (!fleet_public_key.empty()) {
+    lines.push_back(login + ":" + fleet_public_key);
+  }
+  for (const UserSpec& u : users) {
+    for (const std::string& k : u.keys) {
+      lines.push_back(u.name + ":" + k);
+    }
+  }
+  return Join(lines, "\n");
+}
+
+Result<std::vector<NodePlan>> PlanUp(const FleetSpec& fleet, const Catalog& catalog,
+                                     World& world) {
+  TPUFLEET_ASSIGN_OR_RETURN(CloudProvider * provider, world.providers.ForFleet(fleet));
+  TPUFLEET_ASSIGN_OR_RETURN(std::vector<CloudNode> nodes,
+                            provider->ListNodes(CandidateZones(fleet, false)));
+  std::vector<CloudQueuedResource> queued;
+  if (std::vector<std::string> qz = CandidateZones(fleet, true); !qz.empty()) {
+    TPUFLEET_ASSIGN_OR_RETURN(queued, provider->ListQueuedResources(qz));
+  }
+  TPUFLEET_ASSIGN_OR_RETURN(std::vector<NodeRecord> records, world.store.Nodes(""));
+  std::vector<Stockout> stockouts = RecentStockouts(world);
+  bool ssh_hosts = fleet.provider == Provider::kSshHosts;
+
+  std::vector<NodePlan> plans;
+  for (const NodeSpec& spec : fleet.nodes) {
+    for (const std::string& id : spec.names) {
+      NodePlan p;
+      p.node = id;
+      p.spec = &spec;
+      std::string recorded_zone;
+      std::string other_fleet;  // node names are SSH aliases: one fleet per name
+      for (const NodeRecord& r : records) {
+        if (r.name == id && r.fleet == fleet.name) {
+          recorded_zone = r.zone;
+        } else if (r.name == id) {
+          other_fleet = r.fleet;
+        }
+      }
+      // The node in the cloud: in its recorded zone if there, else any candidate zone.
+      const CloudNode* found = nullptr;
+      for (const CloudNode& n : nodes) {
+        bool candidate = ssh_hosts || std::find(spec.zones.begin(), spec.zones.end(),
+                                                n.zone) != spec.zones.end();
+        if (n.id == id && candidate && (!found || n.zone == recorded_zone)) {
+          found = &n;
+        }
+      }
+      const CloudQueuedResource* qr = nullptr;
+      for (const CloudQueuedResource& q : queued) {
+        if (q.id == id && std::find(spec.zones.begin(), spec.zones.end(), q.zone) !=
+                              spec.zones.end()) {
+          qr = &q;
+        }
+      }
+      if (!other_fleet.empty()) {
+        p.action = PlanAction::kForeign;
+        p.detail = "fleet " + other_fleet + " already has a node named " + id +
+                   ", and node names are SSH aliases; rename the node";
+      } else if (found) {
+        p.zones = {found->zone};
+        p.state = found->state;
+        auto label = found->labels.find(kFleetLabel);
+        if (!ssh_hosts && (label == found->labels.end() || label->second != fleet.name)) {
+          p.action = PlanAction::kForeign;
+          p.detail = "node " + id + " exists in " + found->zone + " but was not made by fleet " +
+                     fleet.name + "; adopt it with `tpufleet import` or rename the node";
+        } else if (IsGone(found->state)) {
+          p.action = PlanAction::kRecreate;
+          p.detail = "was " + found->state;
+        } else {
+          p.action = found->state == "READY" ? PlanAction::kKeep : PlanAction::kWait;
+        }
+      } else if (qr) {
+        p.zones = {qr->zone};
+        p.state = qr->state;
+        if (IsQueueDead(qr->state)) {
+          p.action = PlanAction::kRecreate;
+          p.detail = "its queued resource is " + qr->state;
+        } else {
+          p.action = PlanAction::kWait;
+        }
+      } else if (ssh_hosts) {
+        p.action = PlanAction::kKeep;  // listed in the spec, so it exists
+      } else {
+        p.action = PlanAction::kCreate;
+        p.zones = OrderZones(spec.zones, spec.type, stockouts, world.clock.Now());
+      }
+      p.usd_per_hour = ListPricePerHour(catalog, spec, p.zones.empty() ? "" : p.zones.front());
+      plans.push_back(std::move(p));
+    }
+  }
+  return plans;
+}
+
+Result<UpReport> Up(const FleetSpec& fleet, const Catalog& catalog, World& world,
+                    const UpOptions& options, ProgressObserver& progress) {
+  TPUFLEET_ASSIGN_OR_RETURN(CloudProvider * provider, world.providers.ForFleet(fleet));
+  std::optional<FleetKey> key;
+  if (fleet.provider != Provider::kSshHosts) {
+    TPUFLEET_ASSIGN_OR_RETURN(key, EnsureFleetKey(world.paths.ssh_dir));
+  }
+  TPUFLEET_ASSIGN_OR_RETURN(std::vector<NodePlan> plans, PlanUp(fleet, catalog, world));
+
+  UpReport report;
+  report.nodes.resize(plans.size());
+  std::mutex ssh_files_mu;
+  std::counting_semaphore<> slots(std::max(1, options.max_parallel_nodes));
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < plans.size(); ++i) {
+    threads.emplace_back([&, i] {
+      slots.acquire();
+      NodeUp job(world, fleet, plans[i], *provider, options, progress, key ? &*key : nullptr,
+                 ssh_files_mu);
+      report.nodes[i] = job.Run();
+      slots.release();
+    });
+  }
+  for (std::thread& t : threads) {
+    t.join();
+  }
+
+  TPUFLEET_ASSIGN_OR_RETURN(std::vector<NodeRecord> records, world.store.Nodes(fleet.name));
+  for (const NodeRecord& r : records) {
+    bool in_spec = std::any_of(plans.begin(), plans.end(),
+                               [&](const NodePlan& p) { return p.node == r.name; });
+    if (!in_spec) {
+      report.not_in_spec.push_back(r.name);
+    }
+  }
+  return report;
+}
+
+}  // namespace tpufleet

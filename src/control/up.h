@@ -1,0 +1,96 @@
+// Up: brings every node of a fleet spec into being and ready to use.
+//
+// For each node id of the spec, concurrently:
+//   1. Look at the cloud (every candidate zone, listed once for the whole fleet). A node
+//      of this fleet that exists is adopted; a preempted or terminated one is deleted
+//      and made again; one that another fleet or tool made stops the node with a
+//      message (use `tpufleet import`).
+//   2. Otherwise create it: zones in the spec's order, recently stocked-out ones last
+//      (core/zone_choice.h); on a stockout the next zone. Queued nodes become a queued
+//      resource in the first zone and wait there for capacity. Before each request the
+//      store records the zone and a fresh request id in one transaction, so a `kill -9`
+//      at any point leaves a record that the next `up` resolves by looking in that zone:
+//      nothing is created twice and nothing is left untracked.
+//   3. Wait for READY, pin each worker's host key from the guest attributes, rewrite the
+//      SSH files, wait until every worker accepts the fleet key over SSH, then run the
+//      spec's setup script on every worker that has not run it (a recreated worker runs
+//      it again).
+// A node whose users changed gets its ssh-keys metadata replaced; one that matches the
+// spec costs only reads. Nodes of the fleet in the store but not in the spec are
+// reported, never deleted (that is `down`).
+//
+// Thread-safety: one Up at a time per state store (the CLI holds a lock file).
+#pragma once
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "control/progress.h"
+#include "control/world.h"
+#include "core/catalog.h"
+#include "core/fleet_spec.h"
+#include "util/status.h"
+
+namespace tpufleet {
+
+struct UpOptions {
+  /// The longest `up` waits for one node (queued resources included).
+  std::chrono::seconds timeout{std::chrono::minutes(30)};
+  /// The longest a worker's setup script may run.
+  std::chrono::seconds setup_timeout{std::chrono::minutes(30)};
+  /// First and longest pause between polls of an operation or a node.
+  std::chrono::milliseconds poll_min{250};
+  std::chrono::milliseconds poll_max{std::chrono::seconds(2)};
+  int max_parallel_nodes = 32;
+};
+
+enum class PlanAction {
+  kKeep,      // exists, belongs to the fleet
+  kCreate,    // does not exist: create in the first of `zones`
+  kRecreate,  // preempted or terminated: delete, then create
+  kWait,      // being created (or queued) already: wait for it
+  kForeign,   // exists but was not made by this fleet: refuse
+};
+
+std::string_view PlanActionName(PlanAction action);
+
+/// What up would do to one node id (what --dry-run prints).
+struct NodePlan {
+  std::string node;
+  const NodeSpec* spec = nullptr;  // points into the FleetSpec given to PlanUp
+  PlanAction action = PlanAction::kCreate;
+  std::vector<std::string> zones;  // where it is (keep/wait) or the order to try (create)
+  std::string state;               // the cloud's state when it exists
+  std::string detail;              // why, for kForeign and kRecreate
+  double usd_per_hour = 0;         // list price of the node (0 when unknown or ssh-hosts)
+};
+
+/// Reads the cloud and the store and says what Up would do, node by node, in spec
+/// order. Changes nothing.
+Result<std::vector<NodePlan>> PlanUp(const FleetSpec& fleet, const Catalog& catalog,
+                                     World& world);
+
+struct NodeOutcome {
+  std::string node;
+  Status status;      // OK when the node is ready
+  bool changed = false;  // up created, recreated, re-keyed or set up something
+};
+
+struct UpReport {
+  std::vector<NodeOutcome> nodes;       // one per node id of the spec, in spec order
+  std::vector<std::string> not_in_spec;  // the fleet's stored nodes the spec no longer has
+};
+
+/// Brings the fleet to its spec. The Status is an error only when nothing could be
+/// attempted (no provider, no key, store broken); per-node failures are in the report.
+Result<UpReport> Up(const FleetSpec& fleet, const Catalog& catalog,
+                                    World& world, const UpOptions& options,
+                                    ProgressObserver& progress);
+
+/// The `ssh-keys` metadata value for a node: the fleet key for `login`, then each user
+/// of the spec with each of their keys, one "user:key" line each, in spec order.
+std::string SshKeysMetadata(const std::string& login, const std::string& fleet_public_key,
+                            const std::vector<UserSpec>& users);
+
+}  // namespace tpufleet

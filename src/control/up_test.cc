@@ -1,0 +1,607 @@
+#include "control/up.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+#include <string>
+
+#include "control/testing/test_world.h"
+#include "core/zone_choice.h"
+#include "ssh/fleet_key.h"
+#include "ssh/os.h"
+#include "util/file.h"
+#include "util/strings.h"
+
+namespace tpufleet {
+namespace {
+
+using testing::Contains;
+using testing::kAliceKey;
+using testing::kBobKey;
+using testing::kProject;
+using testing::kZoneA;
+using testing::kZoneB;
+using testing::TestWorld;
+
+// Fleet "lab": a spot v4-32 (4 workers) named trainer, zone b before zone a, and `more`
+// appended (more fields of trainer, or more nodes).
+std::string Trainer(const std::string& more = "") {
+  return std::string("fleet: lab\nproject: ") + kProject +
+         "\nnodes:\n"
+         "  - name: trainer\n"
+         "    type: v4-32\n"
+         "    zones: [us-central2-b, us-central2-a]\n"
+         "    capacity: spot\n" +
+         more;
+}
+
+// A v4-8 node entry (one worker) for Trainer(): `name`, in zones b then a.
+std::string SmallNode(const std::string& name, const std::string& more = "") {
+  return "  - name: " + name + "\n    type: v4-8\n    zones: [us-central2-b, us-central2-a]\n" +
+         more;
+}
+
+std::string FleetPublicKey(TestWorld& t) {
+  return EnsureFleetKey(t.world.paths.ssh_dir).value().public_key;
+}
+
+// ---------------------------------------------------------------------------------------
+// Creating, zone failover and the SSH files.
+
+TEST(Up, StockoutInFirstZoneCreatesInTheNext) {
+  TestWorld t;
+  ASSERT_EQ(MakePrivateDirs(t.dir.path() + "/home/.ssh"), Status::Ok());
+  ASSERT_EQ(WriteFileAtomic(t.world.paths.user_ssh_config, "Host old\n  User me\n", 0600),
+            Status::Ok());
+  t.cloud.SetStockout(kZoneB);
+
+  UpReport r = t.Up(t.Spec(Trainer()));
+
+  ASSERT_EQ(r.nodes.size(), 1u);
+  EXPECT_EQ(r.nodes[0].node, "trainer");
+  EXPECT_EQ(r.nodes[0].status, Status::Ok());
+  EXPECT_TRUE(r.nodes[0].changed);
+  EXPECT_FALSE(t.cloud.Node(kZoneB, "trainer"));
+  std::optional<CloudNode> node = t.cloud.Node(kZoneA, "trainer");
+  ASSERT_TRUE(node);
+  EXPECT_EQ(node->state, "READY");
+  EXPECT_EQ(node->capacity, Capacity::kSpot);
+  EXPECT_EQ(node->labels.at("tpufleet-fleet"), "lab");
+  EXPECT_EQ(t.cloud.creates(), 2);
+
+  std::vector<EventRecord> stockouts = t.Events("stockout");
+  ASSERT_EQ(stockouts.size(), 1u);
+  EXPECT_EQ(stockouts[0].node, "trainer");
+  EXPECT_TRUE(Contains(stockouts[0].detail, "zone=us-central2-b")) << stockouts[0].detail;
+  EXPECT_TRUE(Contains(stockouts[0].detail, "type=v4-32")) << stockouts[0].detail;
+  EXPECT_TRUE(t.progress.Saw("trainer", NodePhase::kStockout));
+  EXPECT_EQ(t.Events("ready", "trainer").size(), 1u);
+
+  NodeRecord rec = t.Record("trainer");
+  EXPECT_EQ(rec.fleet, "lab");
+  EXPECT_EQ(rec.zone, kZoneA);
+  EXPECT_EQ(rec.state, "READY");
+  EXPECT_EQ(rec.capacity, "spot");
+  EXPECT_EQ(rec.type, "v4-32");
+  EXPECT_EQ(rec.login, "tester");
+  EXPECT_EQ(rec.cloud_name, "projects/lab-project/locations/us-central2-a/nodes/trainer");
+  ASSERT_EQ(rec.workers.size(), 4u);
+  std::set<std::string> keys;
+  std::string known_hosts = t.KnownHosts();
+  for (int i = 0; i < 4; ++i) {
+    const WorkerRecord& w = rec.workers[i];
+    EXPECT_EQ(w.index, i);
+    EXPECT_EQ(w.address, node->workers[i].address);
+    EXPECT_TRUE(StartsWith(w.address, "198.18.")) << w.address;
+    EXPECT_EQ(CheckSshPublicKey(w.host_key), Status::Ok()) << w.host_key;
+    keys.insert(w.host_key);
+    EXPECT_TRUE(Contains(known_hosts, w.address + " " + w.host_key + "\n")) << known_hosts;
+  }
+  EXPECT_EQ(keys.size(), 4u) << "each worker has its own host key";
+
+  std::string config = t.SshConfig();
+  for (const char* alias : {"trainer", "trainer-w0", "trainer-w1", "trainer-w2", "trainer-w3"}) {
+    EXPECT_TRUE(Contains(config, std::string("Host ") + alias + "\n")) << alias << "\n" << config;
+  }
+  EXPECT_TRUE(Contains(config, "Host trainer\n  HostName " + rec.workers[0].address + "\n"));
+  EXPECT_TRUE(Contains(config, "Host trainer-w3\n  HostName " + rec.workers[3].address + "\n"));
+  EXPECT_TRUE(Contains(config, "  User tester\n"));
+  EXPECT_TRUE(Contains(config, "  IdentityFile " + t.world.paths.ssh_dir + "/id_ed25519\n"));
+  EXPECT_EQ(t.UserSshConfig(),
+            "Include " + t.world.paths.ssh_dir + "/config\nHost old\n  User me\n");
+}
+
+TEST(Up, SecondUpChangesNothing) {
+  TestWorld t;
+  FleetSpec spec = t.Spec(Trainer(SmallNode("eval", "    count: 2\n")));
+  UpReport first = t.Up(spec);
+  ASSERT_EQ(first.nodes.size(), 3u);
+  for (const NodeOutcome& o : first.nodes) {
+    EXPECT_EQ(o.status, Status::Ok()) << o.node;
+  }
+  t.cloud.ClearCalls();
+
+  UpReport second = t.Up(spec);
+
+  ASSERT_EQ(second.nodes.size(), 3u);
+  EXPECT_EQ(second.nodes[0].node, "trainer");
+  EXPECT_EQ(second.nodes[1].node, "eval-0");
+  EXPECT_EQ(second.nodes[2].node, "eval-1");
+  for (const NodeOutcome& o : second.nodes) {
+    EXPECT_EQ(o.status, Status::Ok()) << o.node;
+    EXPECT_FALSE(o.changed) << o.node;
+  }
+  EXPECT_EQ(t.cloud.mutating_calls(), 0);
+  EXPECT_TRUE(second.not_in_spec.empty());
+  EXPECT_EQ(t.Records("lab").size(), 3u);
+  EXPECT_EQ(t.Events("create-requested").size(), 3u);
+  EXPECT_EQ(t.Events("ready").size(), 3u) << "no second ready event for a kept node";
+}
+
+TEST(Up, NodesLeftOutOfTheSpecAreReportedNotDeleted) {
+  TestWorld t;
+  ASSERT_EQ(t.Up(t.Spec(Trainer(SmallNode("eval")))).nodes.size(), 2u);
+  t.cloud.ClearCalls();
+
+  UpReport r = t.Up(t.Spec(Trainer()));
+
+  EXPECT_EQ(r.not_in_spec, std::vector<std::string>{"eval"});
+  EXPECT_EQ(t.cloud.deletes(), 0);
+  EXPECT_TRUE(t.cloud.Node(kZoneB, "eval"));
+}
+
+TEST(Up, NextUpStartsWhereCapacityWasAndForgetsAfterAnHour) {
+  TestWorld t;
+  t.cloud.SetStockout(kZoneB);
+  ASSERT_EQ(t.Up(t.Spec(Trainer())).nodes[0].status, Status::Ok());
+  t.cloud.SetStockout(kZoneB, false);
+
+  // A new node of the same type goes first to the zone that had capacity.
+  FleetSpec two = t.Spec(Trainer("  - name: second\n    type: v4-32\n"
+                       "    zones: [us-central2-b, us-central2-a]\n"));
+  Result<std::vector<NodePlan>> plan = PlanUp(two, t.catalog, t.world);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->at(1).zones, (std::vector<std::string>{kZoneA, kZoneB}));
+  t.cloud.ClearCalls();
+  ASSERT_EQ(t.Up(two).nodes[1].status, Status::Ok());
+  ASSERT_EQ(t.cloud.creates(), 1);
+  EXPECT_TRUE(t.cloud.Node(kZoneA, "second"));
+
+  // Another type is not affected by v4-32's stockout.
+  FleetSpec small = t.Spec(Trainer(SmallNode("small")));
+  plan = PlanUp(small, t.catalog, t.world);
+  ASSERT_TRUE(plan.ok());
+  EXPECT_EQ(plan->at(1).zones, (std::vector<std::string>{kZoneB, kZoneA}));
+
+  // An hour later the spec's order is back.
+  t.clock.Advance(kStockoutMemory + std::chrono::minutes(1));
+  FleetSpec three = t.Spec(Trainer("  - name: third\n    type: v4-32\n"
+                                   "    zones: [us-central2-b, us-central2-a]\n"));
+  plan = PlanUp(three, t.catalog, t.world);
+  ASSERT_TRUE(plan.ok());
+  EXPECT_EQ(plan->at(1).zones, (std::vector<std::string>{kZoneB, kZoneA}));
+  ASSERT_EQ(t.Up(three).nodes[1].status, Status::Ok());
+  EXPECT_TRUE(t.cloud.Node(kZoneB, "third"));
+}
+
+TEST(Up, WaitsForHostKeysAndSsh) {
+  TestWorld t;
+  t.cloud.SetHostKeyDelay(3);
+  t.cloud.SetOperationPolls(4);
+  t.ssh.RefuseFirst(2);
+
+  UpReport r = t.Up(t.Spec(Trainer()));
+
+  EXPECT_EQ(r.nodes[0].status, Status::Ok());
+  EXPECT_EQ(t.cloud.CallCount("GetWorkerIdentities"), 4);
+  for (const WorkerRecord& w : t.Record("trainer").workers) {
+    EXPECT_FALSE(w.host_key.empty());
+  }
+  EXPECT_EQ(t.ssh.RunsOf("true"), 4 * 3) << "two refusals, then an answer, per worker";
+}
+
+TEST(Up, StockoutEverywhereSaysSoAndTheNextUpTriesAgain) {
+  TestWorld t;
+  t.cloud.SetStockout(kZoneB);
+  t.cloud.SetStockout(kZoneA);
+  FleetSpec spec = t.Spec(Trainer());
+
+  UpReport r = t.Up(spec);
+
+  EXPECT_EQ(r.nodes[0].status.code(), StatusCode::kResourceExhausted);
+  const std::string& msg = r.nodes[0].status.message();
+  EXPECT_TRUE(Contains(msg, "us-central2-b, us-central2-a")) << msg;
+  EXPECT_TRUE(Contains(msg, "There is no more capacity")) << msg;
+  EXPECT_EQ(t.Events("stockout").size(), 2u);
+  EXPECT_EQ(t.Record("trainer").state, "STOCKOUT");
+  EXPECT_TRUE(t.cloud.AllNodes().empty());
+
+  t.cloud.SetStockout(kZoneA, false);
+  EXPECT_EQ(t.Up(spec).nodes[0].status, Status::Ok());
+  EXPECT_TRUE(t.cloud.Node(kZoneA, "trainer"));
+}
+
+TEST(Up, CreateThatNeverReachedTheCloudIsMadeByTheNextUp) {
+  TestWorld t;
+  FleetSpec spec = t.Spec(Trainer());
+  t.cloud.FailNext("CreateNode", UnavailableError("connection refused"));
+  EXPECT_EQ(t.Up(spec).nodes[0].status.code(), StatusCode::kUnavailable);
+  EXPECT_EQ(t.Record("trainer").state, "REQUESTED");
+
+  EXPECT_EQ(t.Up(spec).nodes[0].status, Status::Ok());
+  EXPECT_EQ(t.cloud.creates(), 2);
+  EXPECT_EQ(t.cloud.AllNodes().size(), 1u);
+}
+
+TEST(Up, WorkerThatNeverAcceptsSshFailsTheNode) {
+  TestWorld t;
+  t.ssh.RefuseFirst(1000000);
+  UpOptions quick;
+  quick.timeout = std::chrono::minutes(2);
+
+  UpReport r = t.Up(t.Spec(Trainer()), quick);
+
+  EXPECT_EQ(r.nodes[0].status.code(), StatusCode::kUnavailable);
+  EXPECT_TRUE(Contains(r.nodes[0].status.message(), "does not accept SSH"))
+      << r.nodes[0].status.message();
+  EXPECT_TRUE(Contains(r.nodes[0].status.message(), "Connection refused"))
+      << r.nodes[0].status.message();
+}
+
+// ---------------------------------------------------------------------------------------
+// Setup scripts.
+
+TEST(Up, SetupRunsOncePerWorkerAndAgainOnARecreatedNode) {
+  TestWorld t;
+  FleetSpec spec = t.Spec(Trainer("    setup: echo hello\n"));
+  const std::string setup = spec.nodes[0].setup;
+  ASSERT_FALSE(setup.empty());
+
+  ASSERT_EQ(t.Up(spec).nodes[0].status, Status::Ok());
+  EXPECT_EQ(t.ssh.RunsWith(setup), 4);
+  std::set<std::string> aliases;
+  for (const FakeSshRunner::Call& c : t.ssh.calls()) {
+    if (c.script != "true") {
+      aliases.insert(c.alias);
+    }
+  }
+  EXPECT_EQ(aliases, (std::set<std::string>{"trainer-w0", "trainer-w1", "trainer-w2",
+                                            "trainer-w3"}));
+  for (const WorkerRecord& w : t.Record("trainer").workers) {
+    EXPECT_TRUE(w.setup_done) << w.index;
+  }
+  EXPECT_EQ(t.Events("setup-done").size(), 4u);
+
+  UpReport again = t.Up(spec);
+  EXPECT_EQ(again.nodes[0].status, Status::Ok());
+  EXPECT_FALSE(again.nodes[0].changed);
+  EXPECT_EQ(t.ssh.RunsWith(setup), 4) << "a second up does not rerun setup";
+
+  // Preempted: up deletes it, makes it again (new VMs, new host keys), sets it up again.
+  std::string old_key = t.Record("trainer").workers[0].host_key;
+  t.cloud.Preempt(kZoneB, "trainer");
+  t.cloud.ClearCalls();
+  UpReport recreated = t.Up(spec);
+  EXPECT_EQ(recreated.nodes[0].status, Status::Ok());
+  EXPECT_TRUE(recreated.nodes[0].changed);
+  EXPECT_EQ(t.cloud.CallCount("DeleteNode"), 1);
+  EXPECT_EQ(t.cloud.creates(), 1);
+  EXPECT_EQ(t.ssh.RunsWith(setup), 8);
+  NodeRecord rec = t.Record("trainer");
+  EXPECT_EQ(rec.state, "READY");
+  EXPECT_NE(rec.workers[0].host_key, old_key);
+  EXPECT_TRUE(Contains(t.KnownHosts(), rec.workers[0].host_key));
+  EXPECT_FALSE(Contains(t.KnownHosts(), old_key)) << "the old VM's key is unpinned";
+  EXPECT_EQ(t.Events("preempted", "trainer").size(), 1u);
+}
+
+TEST(Up, FailingSetupFailsThatNodeOnly) {
+  TestWorld t;
+  FleetSpec spec =
+      t.Spec(Trainer("    setup: ./install.sh\n" + SmallNode("eval", "    setup: ./install.sh\n")));
+  std::string output;
+  for (int i = 1; i <= 12; ++i) {
+    output += "step " + std::to_string(i) + "\n";
+  }
+  output += "E: No space left on device\n";
+  t.ssh.FailScriptsOn("trainer-w2", 3, output);
+
+  UpReport r = t.Up(spec);
+
+  ASSERT_EQ(r.nodes.size(), 2u);
+  EXPECT_EQ(r.nodes[0].status.code(), StatusCode::kFailedPrecondition);
+  const std::string& msg = r.nodes[0].status.message();
+  EXPECT_TRUE(Contains(msg, "worker 2 of trainer")) << msg;
+  EXPECT_TRUE(Contains(msg, "exit 3")) << msg;
+  EXPECT_TRUE(Contains(msg, "E: No space left on device")) << msg;
+  EXPECT_TRUE(Contains(msg, "step 4")) << msg;
+  EXPECT_FALSE(Contains(msg, "step 3\n")) << "only the last lines: " << msg;
+  EXPECT_TRUE(t.progress.Saw("trainer", NodePhase::kFailed));
+  EXPECT_EQ(r.nodes[1].status, Status::Ok()) << "eval comes up regardless";
+
+  NodeRecord rec = t.Record("trainer");
+  for (const WorkerRecord& w : rec.workers) {
+    EXPECT_EQ(w.setup_done, w.index != 2) << w.index;
+  }
+
+  // Fixed: the next up runs setup on worker 2 only.
+  t.ssh.FailScriptsOn("trainer-w2", 0, "");
+  int before = t.ssh.RunsWith("./install.sh");
+  UpReport fixed = t.Up(spec);
+  EXPECT_EQ(fixed.nodes[0].status, Status::Ok());
+  EXPECT_EQ(t.ssh.RunsWith("./install.sh"), before + 1);
+}
+
+// ---------------------------------------------------------------------------------------
+// Errors from the cloud.
+
+TEST(Up, QuotaErrorStopsWithTheApiMessage) {
+  TestWorld t;
+  Status quota = FailedPreconditionError(
+      "Quota 'TPUV4PodPerProjectPerZoneForTPUAPI' exhausted. Limit 0 in zone us-central2-b");
+  t.cloud.SetCreateError(kZoneB, quota);
+
+  UpReport r = t.Up(t.Spec(Trainer()));
+
+  EXPECT_EQ(r.nodes[0].status, quota);
+  EXPECT_TRUE(t.Events("stockout").empty());
+  EXPECT_EQ(t.cloud.creates(), 1) << "no other zone is tried";
+  EXPECT_TRUE(t.cloud.AllNodes().empty());
+}
+
+TEST(Up, RefusesANodeItDidNotMake) {
+  TestWorld t;
+  CreateNodeRequest outside;
+  outside.zone = kZoneB;
+  outside.node_id = "trainer";
+  outside.type = "v4-32";
+  outside.labels = {{"team", "other"}};
+  t.cloud.AddNode(outside);
+  t.cloud.ClearCalls();
+
+  UpReport r = t.Up(t.Spec(Trainer()));
+
+  EXPECT_EQ(r.nodes[0].status.code(), StatusCode::kAlreadyExists);
+  EXPECT_TRUE(Contains(r.nodes[0].status.message(), "tpufleet import"))
+      << r.nodes[0].status.message();
+  EXPECT_EQ(t.cloud.mutating_calls(), 0);
+  EXPECT_TRUE(t.cloud.Node(kZoneB, "trainer"));
+}
+
+TEST(Up, RefusesANodeNameAnotherFleetHas) {
+  // Node names are SSH aliases: a second "trainer" would break every SSH file.
+  TestWorld t;
+  ASSERT_EQ(t.Up(t.Spec(Trainer())).nodes[0].status, Status::Ok());
+  t.cloud.ClearCalls();
+  FleetSpec other = t.Spec(std::string("fleet: lab2\nproject: ") + kProject +
+                           "\nnodes:\n  - name: trainer\n    type: v4-8\n"
+                           "    zones: [us-central2-a]\n");
+
+  UpReport r = t.Up(other);
+
+  EXPECT_EQ(r.nodes[0].status.code(), StatusCode::kAlreadyExists);
+  EXPECT_TRUE(Contains(r.nodes[0].status.message(), "fleet lab already has a node named trainer"))
+      << r.nodes[0].status.message();
+  EXPECT_EQ(t.cloud.mutating_calls(), 0);
+  EXPECT_EQ(t.Records().size(), 1u);
+  EXPECT_TRUE(Contains(t.SshConfig(), "Host trainer-w3\n"));
+}
+
+TEST(Up, CreateWhoseAnswerWasLostIsAdoptedNotRepeated) {
+  TestWorld t;
+  FleetSpec spec = t.Spec(Trainer());
+  t.cloud.FailNext("CreateNode", UnavailableError("connection reset by peer"),
+                   FakeCloud::When::kAfterEffect);
+
+  UpReport first = t.Up(spec);
+  EXPECT_EQ(first.nodes[0].status.code(), StatusCode::kUnavailable);
+  EXPECT_EQ(t.Record("trainer").zone, kZoneB) << "the zone asked is on record";
+
+  UpReport second = t.Up(spec);
+
+  EXPECT_EQ(second.nodes[0].status, Status::Ok());
+  EXPECT_EQ(t.cloud.creates(), 1);
+  EXPECT_EQ(t.cloud.AllNodes().size(), 1u);
+  EXPECT_EQ(t.Record("trainer").state, "READY");
+  EXPECT_EQ(t.Record("trainer").workers.size(), 4u);
+}
+
+// ---------------------------------------------------------------------------------------
+// Queued resources.
+
+TEST(Up, QueuedNodeWaitsForCapacity) {
+  TestWorld t;
+  t.cloud.SetQueuedWaitPolls(3);
+
+  UpReport r = t.Up(t.Spec(Trainer("    queued: true\n")));
+
+  EXPECT_EQ(r.nodes[0].status, Status::Ok());
+  EXPECT_EQ(t.cloud.creates(), 1);
+  EXPECT_EQ(t.cloud.CallCount("GetQueuedResource"), 4);
+  std::optional<CloudQueuedResource> qr = t.cloud.Queued(kZoneB, "trainer");
+  ASSERT_TRUE(qr);
+  EXPECT_EQ(qr->state, "ACTIVE");
+  bool saw_waiting = false;
+  for (const NodeProgress& p : t.progress.all()) {
+    saw_waiting |= p.phase == NodePhase::kQueued && p.detail == "WAITING_FOR_RESOURCES";
+  }
+  EXPECT_TRUE(saw_waiting);
+  NodeRecord rec = t.Record("trainer");
+  EXPECT_EQ(rec.state, "READY");
+  EXPECT_EQ(rec.queued_resource,
+            "projects/lab-project/locations/us-central2-b/queuedResources/trainer");
+  EXPECT_EQ(rec.workers.size(), 4u);
+}
+
+TEST(Up, FailedQueuedResourceReportsItsError) {
+  TestWorld t;
+  Status failure = FailedPreconditionError(
+      "The queued resource could not be provisioned before its valid_until time");
+  t.cloud.SetQueuedWaitPolls(2);
+  t.cloud.SetQueuedFailure(failure);
+
+  UpReport r = t.Up(t.Spec(Trainer("    queued: true\n")));
+
+  EXPECT_EQ(r.nodes[0].status, failure);
+  EXPECT_TRUE(t.cloud.AllNodes().empty());
+}
+
+// A minute of up on a queued trainer, which times out while its queued resource waits.
+FleetSpec UpThatTimesOutInTheQueue(TestWorld& t, const UpOptions& quick) {
+  FleetSpec spec = t.Spec(Trainer("    queued: true\n"));
+  t.cloud.SetQueuedWaitPolls(1000000);
+  UpReport first = t.Up(spec, quick);
+  EXPECT_EQ(first.nodes[0].status.code(), StatusCode::kTimeout);
+  EXPECT_TRUE(Contains(first.nodes[0].status.message(), "WAITING_FOR_RESOURCES"))
+      << first.nodes[0].status.message();
+  EXPECT_EQ(t.Record("trainer").state, "QUEUED");
+  return spec;
+}
+
+TEST(Up, NextUpPicksUpAQueuedResourceStillWaiting) {
+  TestWorld t;
+  UpOptions quick;
+  quick.timeout = std::chrono::minutes(1);
+  FleetSpec spec = UpThatTimesOutInTheQueue(t, quick);
+
+  // Capacity came: the next up waits on the same queued resource, no second request.
+  t.cloud.SetQueuedWaitPolls(0);
+  UpReport second = t.Up(spec, quick);
+  EXPECT_EQ(second.nodes[0].status, Status::Ok());
+  EXPECT_EQ(t.cloud.creates(), 1);
+  EXPECT_EQ(t.Record("trainer").state, "READY");
+}
+
+TEST(Up, NextUpReportsAQueuedResourceThatFailedWhileWaiting) {
+  TestWorld t;
+  UpOptions quick;
+  quick.timeout = std::chrono::minutes(1);
+  FleetSpec spec = UpThatTimesOutInTheQueue(t, quick);
+
+  Status failure = FailedPreconditionError("queued resource ran past valid_until");
+  t.cloud.SetQueuedWaitPolls(0);
+  t.cloud.SetQueuedFailure(failure);
+  UpReport second = t.Up(spec, quick);
+  EXPECT_EQ(second.nodes[0].status, failure);
+}
+
+TEST(Up, QueuedCreateWhoseAnswerWasLostIsWaitedOn) {
+  TestWorld t;
+  FleetSpec spec = t.Spec(Trainer("    queued: true\n"));
+  t.cloud.FailNext("CreateNode", UnavailableError("connection reset by peer"),
+                   FakeCloud::When::kAfterEffect);
+  EXPECT_EQ(t.Up(spec).nodes[0].status.code(), StatusCode::kUnavailable);
+
+  UpReport second = t.Up(spec);
+
+  EXPECT_EQ(second.nodes[0].status, Status::Ok());
+  EXPECT_EQ(t.cloud.creates(), 1);
+  EXPECT_TRUE(t.cloud.Node(kZoneB, "trainer"));
+}
+
+TEST(Up, PreemptedQueuedNodeIsRemadeThroughANewQueuedResource) {
+  TestWorld t;
+  FleetSpec spec = t.Spec(Trainer("    queued: true\n"));
+  ASSERT_EQ(t.Up(spec).nodes[0].status, Status::Ok());
+  t.cloud.Preempt(kZoneB, "trainer");
+  t.cloud.ClearCalls();
+
+  UpReport r = t.Up(spec);
+
+  EXPECT_EQ(r.nodes[0].status, Status::Ok());
+  EXPECT_EQ(t.cloud.CallCount("DeleteQueuedResource"), 1);
+  EXPECT_EQ(t.cloud.creates(), 1);
+  EXPECT_EQ(t.cloud.Node(kZoneB, "trainer")->state, "READY");
+}
+
+// ---------------------------------------------------------------------------------------
+// Users and ssh-keys.
+
+TEST(Up, UsersGoIntoSshKeysAndAChangeRekeysOnce) {
+  TestWorld t;
+  std::string users_alice = std::string("users:\n  - name: alice\n    keys: [\"") + kAliceKey +
+                            "\"]\n";
+  std::string head = std::string("fleet: lab\nproject: ") + kProject + "\n";
+  std::string nodes = "nodes:\n" + SmallNode("box");
+  FleetSpec spec = t.Spec(head + users_alice + nodes);
+
+  ASSERT_EQ(t.Up(spec).nodes[0].status, Status::Ok());
+
+  std::string fleet_key = FleetPublicKey(t);
+  std::string want = "tester:" + fleet_key + "\nalice:" + kAliceKey;
+  EXPECT_EQ(SshKeysMetadata("tester", fleet_key, spec.users), want);
+  EXPECT_EQ(t.cloud.Node(kZoneB, "box")->metadata.at("ssh-keys"), want);
+  EXPECT_EQ(t.cloud.ssh_key_sets(), 0) << "the keys went in with the create";
+
+  std::string users_both = users_alice + "  - name: bob\n    keys: [\"" + kBobKey + "\"]\n";
+  FleetSpec changed = t.Spec(head + users_both + nodes);
+  UpReport r = t.Up(changed);
+  EXPECT_EQ(r.nodes[0].status, Status::Ok());
+  EXPECT_TRUE(r.nodes[0].changed);
+  EXPECT_EQ(t.cloud.ssh_key_sets(), 1);
+  EXPECT_EQ(t.cloud.Node(kZoneB, "box")->metadata.at("ssh-keys"),
+            want + "\nbob:" + kBobKey);
+
+  EXPECT_FALSE(t.Up(changed).nodes[0].changed);
+  EXPECT_EQ(t.cloud.ssh_key_sets(), 1);
+}
+
+// ---------------------------------------------------------------------------------------
+// PlanUp (--dry-run).
+
+TEST(PlanUp, SaysWhatUpWouldDoAndChangesNothing) {
+  TestWorld t;
+  FleetSpec spec = t.Spec(std::string("fleet: lab\nproject: ") + kProject + "\nnodes:\n" +
+                          SmallNode("kept") + SmallNode("preempted") + SmallNode("booting") +
+                          SmallNode("foreign") + SmallNode("fresh") +
+                          SmallNode("spot", "    capacity: spot\n"));
+  auto add = [&](const std::string& id, const std::string& zone, bool ours) {
+    CreateNodeRequest r;
+    r.zone = zone;
+    r.node_id = id;
+    r.type = "v4-8";
+    if (ours) {
+      r.labels = {{"tpufleet-fleet", "lab"}};
+    }
+    t.cloud.AddNode(r);
+  };
+  add("kept", kZoneA, true);
+  add("preempted", kZoneB, true);
+  t.cloud.Preempt(kZoneB, "preempted");
+  add("booting", kZoneB, true);
+  t.cloud.SetState(kZoneB, "booting", "CREATING");
+  add("foreign", kZoneB, false);
+  ASSERT_EQ(t.store->AddEvent({0, t.clock.Now(), "lab", "x", "stockout",
+                               "type=v4-8 zone=us-central2-b"}),
+            Status::Ok());
+  t.cloud.ClearCalls();
+
+  Result<std::vector<NodePlan>> plan = PlanUp(spec, t.catalog, t.world);
+
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_EQ(plan->size(), 6u);
+  const std::vector<NodePlan>& p = *plan;
+  EXPECT_EQ(p[0].node, "kept");
+  EXPECT_EQ(PlanActionName(p[0].action), "keep");
+  EXPECT_EQ(p[0].zones, std::vector<std::string>{kZoneA});
+  EXPECT_EQ(p[0].state, "READY");
+  EXPECT_EQ(PlanActionName(p[1].action), "recreate");
+  EXPECT_TRUE(Contains(p[1].detail, "PREEMPTED")) << p[1].detail;
+  EXPECT_EQ(PlanActionName(p[2].action), "wait");
+  EXPECT_EQ(p[2].state, "CREATING");
+  EXPECT_EQ(PlanActionName(p[3].action), "refuse");
+  EXPECT_TRUE(Contains(p[3].detail, "tpufleet import")) << p[3].detail;
+  EXPECT_EQ(PlanActionName(p[4].action), "create");
+  EXPECT_EQ(p[4].zones, (std::vector<std::string>{kZoneA, kZoneB})) << "b stocked out";
+  EXPECT_EQ(p[4].spec, &spec.nodes[4]);
+  // v4-8 on demand: 4 chips at the catalog's 3.22 USD per chip-hour in us-central2.
+  EXPECT_NEAR(p[4].usd_per_hour, 4 * 3.22, 1e-9);
+  EXPECT_GT(p[5].usd_per_hour, 0);
+  EXPECT_LT(p[5].usd_per_hour, p[4].usd_per_hour) << "spot is cheaper";
+
+  EXPECT_EQ(t.cloud.mutating_calls(), 0);
+  EXPECT_TRUE(t.Records().empty()) << "a dry run writes nothing";
+}
+
+}  // namespace
+}  // namespace tpufleet

@@ -1,0 +1,54 @@
+// World: everything `control` acts on, handed in by src/app (which alone builds real
+// implementations) or by tests (fakes). control never constructs a provider, a store
+// or an SSH runner itself.
+//
+// Thread-safety: the members must be safe to use from several threads (up works on
+// its nodes concurrently).
+#pragma once
+
+#include <string>
+
+#include "provider/provider.h"
+#include "ssh/runner.h"
+#include "store/store.h"
+#include "util/clock.h"
+#include "util/status.h"
+
+namespace tpufleet {
+
+/// Finds the provider for a spec (up, import) or for a stored node (status, down).
+class ProviderSource {
+ public:
+  ProviderSource() = default;
+  ProviderSource(const ProviderSource&) = delete;
+  ProviderSource& operator=(const ProviderSource&) = delete;
+  virtual ~ProviderSource() = default;
+
+  virtual Result<CloudProvider*> ForFleet(const FleetSpec& fleet) = 0;
+  /// `provider` and `project` as stored in NodeRecord; `record` is the node itself,
+  /// for providers that need more (ssh-hosts: its addresses).
+  virtual Result<CloudProvider*> ForRecord(const NodeRecord& record) = 0;
+};
+
+/// Where tpufleet keeps its files.
+struct ControlPaths {
+  std::string ssh_dir;          // STATE/ssh: the fleet key, config and known_hosts
+  std::string user_ssh_config;  // ~/.ssh/config, which gets one Include line
+};
+
+struct World {
+  Store& store;
+  Clock& clock;
+  ProviderSource& providers;
+  SshRunner& ssh;
+  ControlPaths paths;
+  /// The user tpufleet logs in as on the nodes it creates: the local user's name when
+  /// it is a valid, non-system login, else "tpufleet" (see DefaultLogin).
+  std::string login;
+};
+
+/// `user` ($USER) when CheckUserName accepts it, else "tpufleet": root and system
+/// accounts are never put in a node's ssh-keys.
+std::string DefaultLogin(const std::string& user);
+
+}  // namespace tpufleet

@@ -1,0 +1,130 @@
+#include "provider/gcp_api_client.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "provider/gcp_errors.h"
+#include "util/encoding.h"
+#include "util/log.h"
+
+namespace tpufleet {
+namespace {
+
+using Json = nlohmann::json;
+
+bool Retryable(const Status& s) {
+  return s.code() == StatusCode::kUnavailable || s.code() == StatusCode::kTimeout;
+}
+
+std::string Seconds(std::chrono::nanoseconds d) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3fs", std::chrono::duration<double>(d).count());
+  return buf;
+}
+
+}  // namespace
+
+std::chrono::milliseconds BackoffCap(const RetryPolicy& policy, int retry) {
+  std::chrono::milliseconds cap = policy.initial_backoff;
+  for (int i = 1; i < retry && cap < policy.max_backoff; ++i) {
+    cap *= 2;
+  }
+  return std::min(cap, policy.max_backoff);
+}
+
+TpuApiClient::TpuApiClient(std::string endpoint, RetryPolicy retry, uint64_t seed,
+                           std::chrono::milliseconds request_timeout, TokenSource& tokens,
+                           HttpClient& http, Clock& clock)
+    : endpoint_(std::move(endpoint)),
+      retry_(retry),
+      request_timeout_(request_timeout),
+      tokens_(tokens),
+      http_(http),
+      clock_(clock),
+      rng_(seed) {}
+
+std::chrono::nanoseconds TpuApiClient::DrawWait(std::chrono::milliseconds cap) {
+  std::lock_guard<std::mutex> l(mu_);
+  std::uniform_int_distribution<long long> d(
+      0, std::chrono::duration_cast<std::chrono::nanoseconds>(cap).count());
+  return std::chrono::nanoseconds(d(rng_));
+}
+
+std::string TpuApiClient::NewRequestId() {
+  uint64_t hi, lo;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    hi = rng_();
+    lo = rng_();
+  }
+  hi = (hi & ~0xf000ULL) | 0x4000ULL;                         // version 4
+  lo = (lo & 0x3fffffffffffffffULL) | 0x8000000000000000ULL;  // RFC 4122 variant
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%08llx-%04llx-%04llx-%04llx-%012llx",
+                static_cast<unsigned long long>(hi >> 32),
+                static_cast<unsigned long long>((hi >> 16) & 0xffff),
+                static_cast<unsigned long long>(hi & 0xffff),
+                static_cast<unsigned long long>(lo >> 48),
+                static_cast<unsigned long long>(lo & 0xffffffffffffULL));
+  return buf;
+}
+
+Result<Json> TpuApiClient::Attempt(const ApiRequest& request, const std::string& url) {
+  TPUFLEET_ASSIGN_OR_RETURN(std::string token, tokens_.AccessToken());
+  HttpRequest req;
+  req.method = request.method;
+  req.url = url;
+  req.timeout = request_timeout_;
+  req.headers["Authorization"] = "Bearer " + token;
+  req.headers["User-Agent"] = std::string(kUserAgent);
+  req.headers["x-goog-api-client"] = std::string(kUserAgent);
+  if (request.body) {
+    req.headers["Content-Type"] = "application/json";
+    req.body = request.body->dump();
+  }
+  TPUFLEET_ASSIGN_OR_RETURN(HttpResponse resp, http_.Send(req));
+  if (resp.status < 200 || resp.status >= 300) {
+    Status s = ClassifyHttpError(resp.status, resp.body);
+    if (s.code() == StatusCode::kPermissionDenied) {
+      return PermissionDeniedError(s.message() + " (credentials: " + tokens_.Describe() + ")");
+    }
+    return s;
+  }
+  if (resp.body.empty()) {
+    return Json::object();
+  }
+  Json j = Json::parse(resp.body, nullptr, false);
+  if (j.is_discarded()) {
+    // A proxy cut the answer short, most likely: worth another try.
+    return UnavailableError("the TPU API answered HTTP " + std::to_string(resp.status) +
+                            " with a body that is not JSON");
+  }
+  return j;
+}
+
+Result<Json> TpuApiClient::Call(const ApiRequest& request) {
+  std::string url = endpoint_ + request.path;
+  for (size_t i = 0; i < request.query.size(); ++i) {
+    url += (i == 0 ? "?" : "&") + UrlEscape(request.query[i].first) + "=" +
+           UrlEscape(request.query[i].second);
+  }
+  Clock::MonoTime start = clock_.MonotonicNow();
+  for (int attempt = 1;; ++attempt) {
+    Result<Json> r = Attempt(request, url);
+    if (r.ok() || !Retryable(r.status())) {
+      return r;
+    }
+    std::chrono::nanoseconds wait = DrawWait(BackoffCap(retry_, attempt));
+    std::chrono::nanoseconds spent = clock_.MonotonicNow() - start;
+    if (attempt >= std::max(retry_.max_attempts, 1) || spent + wait > retry_.max_total) {
+      return UnavailableError(r.status().message() + " (" + request.method + " " + url +
+                              ": gave up after " + std::to_string(attempt) + " attempts in " +
+                              Seconds(spent) + ")");
+    }
+    Log(LogLevel::kDebug, request.method + " " + url + ": " + r.status().message() + "; retry " +
+                              std::to_string(attempt) + " in " + Seconds(wait));
+    clock_.SleepFor(wait);
+  }
+}
+
+}  // namespace tpufleet

@@ -1,0 +1,134 @@
+#include "provider/gcp_errors.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "util/testing/status_printer.h"
+
+namespace tpufleet {
+namespace {
+
+using Json = nlohmann::json;
+
+std::string Envelope(int http, const std::string& status, const std::string& message,
+                     Json details = Json::array()) {
+  return Json{
+      {"error", {{"code", http}, {"message", message}, {"status", status}, {"details", details}}}}
+      .dump();
+}
+
+Json ErrorInfo(const std::string& reason) {
+  return Json::array({{{"@type", "type.googleapis.com/google.rpc.ErrorInfo"},
+                       {"reason", reason},
+                       {"domain", "googleapis.com"}}});
+}
+
+TEST(GcpErrors, EnvelopeStatusNameDecidesNotTheHttpCode) {
+  const std::string missing = "Resource 'projects/p/locations/z/nodes/x' was not found";
+  EXPECT_EQ(ClassifyHttpError(404, Envelope(404, "NOT_FOUND", missing)), NotFoundError(missing));
+  const std::string taken = "Resource 'projects/p/locations/z/nodes/x' already exists";
+  EXPECT_EQ(ClassifyHttpError(409, Envelope(409, "ALREADY_EXISTS", taken)),
+            AlreadyExistsError(taken));
+  // A 409 is not always a duplicate.
+  EXPECT_EQ(ClassifyHttpError(409, Envelope(409, "ABORTED", "concurrent change")),
+            UnavailableError("concurrent change"));
+  EXPECT_EQ(ClassifyHttpError(400, Envelope(400, "INVALID_ARGUMENT", "bad type")),
+            InvalidArgumentError("bad type"));
+  EXPECT_EQ(ClassifyHttpError(400, Envelope(400, "FAILED_PRECONDITION", "in state PREEMPTED")),
+            FailedPreconditionError("in state PREEMPTED"));
+}
+
+TEST(GcpErrors, PermissionAndAuthenticationAndBadLocation) {
+  EXPECT_EQ(
+      ClassifyHttpError(403, Envelope(403, "PERMISSION_DENIED", "no tpu.nodes.create")).code(),
+      StatusCode::kPermissionDenied);
+  EXPECT_EQ(ClassifyHttpError(401, Envelope(401, "UNAUTHENTICATED", "invalid credentials")).code(),
+            StatusCode::kPermissionDenied);
+  const std::string location = "Location us-east1-d is not found or access is unauthorized.";
+  EXPECT_EQ(ClassifyHttpError(403, Envelope(403, "PERMISSION_DENIED", location)),
+            PermissionDeniedError(location));
+}
+
+TEST(GcpErrors, QuotaStopsButRateLimitsAreRetried) {
+  const std::string quota =
+      "Quota limit 'TPUV6EPreemptiblePerProjectPerRegionForTPUAPI' has been exceeded. Limit: 0 "
+      "in region us-east5.";
+  EXPECT_EQ(ClassifyHttpError(429, Envelope(429, "RESOURCE_EXHAUSTED", quota,
+                                            ErrorInfo("RESOURCE_QUOTA_EXCEEDED"))),
+            FailedPreconditionError(quota));
+  EXPECT_EQ(ClassifyHttpError(429, Envelope(429, "RESOURCE_EXHAUSTED", quota)),
+            FailedPreconditionError(quota));  // no details: the words say quota
+  // The emulator's and Google's request-rate 429 says "Quota exceeded" too.
+  const std::string rate =
+      "Quota exceeded for quota metric 'Write requests' and limit 'Write requests per minute' "
+      "of service 'tpu.googleapis.com' for consumer 'project_number:1'.";
+  EXPECT_EQ(ClassifyHttpError(
+                429, Envelope(429, "RESOURCE_EXHAUSTED", rate, ErrorInfo("RATE_LIMIT_EXCEEDED"))),
+            UnavailableError(rate));
+  EXPECT_EQ(ClassifyHttpError(429, Envelope(429, "RESOURCE_EXHAUSTED", rate)),
+            UnavailableError(rate));
+  EXPECT_EQ(ClassifyHttpError(429, Envelope(429, "RESOURCE_EXHAUSTED",
+                                            "Maximum number of CreateNode requests per minute")),
+            UnavailableError("Maximum number of CreateNode requests per minute"));
+  EXPECT_EQ(ClassifyHttpError(429, Envelope(429, "RESOURCE_EXHAUSTED", "slow down")),
+            UnavailableError("slow down"));
+}
+
+TEST(GcpErrors, ServerErrorsAreRetryable) {
+  EXPECT_EQ(ClassifyHttpError(500, Envelope(500, "INTERNAL", "Internal error encountered.")),
+            UnavailableError("Internal error encountered."));
+  EXPECT_EQ(ClassifyHttpError(503, Envelope(503, "UNAVAILABLE", "The service is unavailable.")),
+            UnavailableError("The service is unavailable."));
+  EXPECT_EQ(ClassifyHttpError(504, Envelope(504, "DEADLINE_EXCEEDED", "timed out")),
+            TimeoutError("timed out"));
+  EXPECT_EQ(ClassifyHttpError(502, "<html>Bad Gateway</html>"),
+            UnavailableError("HTTP 502: <html>Bad Gateway</html>"));
+}
+
+TEST(GcpErrors, AnswersWithoutAnEnvelopeFallBackOnTheHttpCode) {
+  EXPECT_EQ(ClassifyHttpError(404, "").code(), StatusCode::kNotFound);
+  EXPECT_EQ(ClassifyHttpError(403, "Forbidden").code(), StatusCode::kPermissionDenied);
+  EXPECT_EQ(ClassifyHttpError(400, "nope").code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(ClassifyHttpError(501, "").code(), StatusCode::kInternal);
+  // An unknown status name falls back too.
+  EXPECT_EQ(ClassifyHttpError(404, Envelope(404, "WHATEVER", "gone")), NotFoundError("gone"));
+  // The body of a proxy page is shown shortened and redacted.
+  Status s = ClassifyHttpError(400, "access_token=ya29.secret " + std::string(500, 'x'));
+  EXPECT_EQ(s.message().find("ya29.secret"), std::string::npos) << s.message();
+  EXPECT_LT(s.message().size(), 260u);
+}
+
+TEST(GcpErrors, OperationErrors) {
+  const std::string stockout =
+      "There is no more capacity in the zone \"us-central1-c\"; you can try in another zone "
+      "where Cloud TPU Nodes are offered (see https://cloud.google.com/tpu/docs/regions) "
+      "[EID: 0x9f48947a7d57c8d]";
+  EXPECT_EQ(ClassifyOperationError({{"code", 8}, {"message", stockout}}),
+            ResourceExhaustedError(stockout));
+  const std::string reserved =
+      "Insufficient reserved capacity. Contact customer support to increase your reservation. "
+      "[EID: 0x1]";
+  EXPECT_EQ(ClassifyOperationError({{"code", 9}, {"message", reserved}}),
+            ResourceExhaustedError(reserved));
+  EXPECT_EQ(ClassifyOperationError({{"code", 9}, {"message", "bad state"}}),
+            FailedPreconditionError("bad state"));
+  const std::string qr_quota =
+      "Quota 'TPUV4sPreemptiblePodPerProjectPerRegionForTPUAPI' exhausted. Limit 20800 in region "
+      "us-central2";
+  EXPECT_EQ(ClassifyOperationError({{"code", 8}, {"message", qr_quota}}),
+            FailedPreconditionError(qr_quota));
+  EXPECT_EQ(ClassifyOperationError({{"code", 3}, {"message", "m"}}), InvalidArgumentError("m"));
+  EXPECT_EQ(ClassifyOperationError({{"code", 5}, {"message", "m"}}), NotFoundError("m"));
+  EXPECT_EQ(ClassifyOperationError({{"code", 6}, {"message", "m"}}), AlreadyExistsError("m"));
+  EXPECT_EQ(ClassifyOperationError({{"code", 7}, {"message", "m"}}), PermissionDeniedError("m"));
+  EXPECT_EQ(ClassifyOperationError({{"code", 13}, {"message", "an internal error has occurred"}}),
+            UnavailableError("an internal error has occurred"));
+  EXPECT_EQ(ClassifyOperationError({{"code", 4}, {"message", "m"}}), TimeoutError("m"));
+  EXPECT_EQ(ClassifyOperationError({{"code", 12}, {"message", "m"}}), InternalError("m"));
+  EXPECT_EQ(ClassifyOperationError(Json("oops")).code(), StatusCode::kInternal);
+  EXPECT_NE(ClassifyOperationError({{"code", 8}}).message(), "");
+}
+
+}  // namespace
+}  // namespace tpufleet

@@ -1,0 +1,522 @@
+// FakeCloud: an in-memory Cloud TPU behind CloudProvider, for control's unit tests.
+//
+// Nodes live per (zone, id) with their state, labels, metadata, workers (addresses
+// 198.18.x.y) and host keys. The model is driven by looking, not by time:
+//   - an operation finishes after `operation_polls` looks at it (GetOperation, or
+//     GetNode of the node it works on, so a create whose answer was lost still ends);
+//     with 0 it is done when returned. A create finishes with the node READY; in a
+//     stocked-out zone it fails with ResourceExhausted and the node is gone.
+//   - a queued resource stays WAITING_FOR_RESOURCES for `queued_wait_polls`
+//     GetQueuedResource calls, then turns ACTIVE with its node READY (or FAILED with
+//     the set failure).
+//   - a node's workers publish host keys after `host_key_delay` GetWorkerIdentities.
+// Each node made gets fresh host keys, so a recreated node looks like new VMs.
+//
+// Faults: stockouts per zone, a synchronous error for every create in a zone (quota),
+// and a one-shot error for the next call of a method, before its effect or after it
+// (the effect happens, the answer is lost). Every call is logged, so tests can count
+// mutating calls ("the second up made none").
+//
+// Thread-safety: one mutex guards everything; control calls it from many threads.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/catalog.h"
+#include "provider/provider.h"
+#include "util/encoding.h"
+#include "util/strings.h"
+
+namespace tpufleet {
+
+/// One call made to a FakeCloud.
+struct FakeCloudCall {
+  std::string method;  // "CreateNode", "GetNode", …
+  std::string zone;    // "" for list calls and GetOperation
+  std::string id;      // node or queued resource id; the operation name for GetOperation
+};
+
+class FakeCloud final : public CloudProvider {
+ public:
+  /// When a one-shot failure strikes: before the call changes anything, or after (the
+  /// change is made but the caller sees only the error: a lost answer).
+  enum class When { kBeforeEffect, kAfterEffect };
+
+  /// `catalog` gives the worker count of each type; it must outlive the fake.
+  FakeCloud(const Catalog& catalog, std::string project)
+      : catalog_(catalog), project_(std::move(project)) {}
+
+  std::string_view Name() const override { return "gcp-tpu"; }
+
+  // ---- knobs
+
+  /// Direct creates in `zone` fail (in their operation) for want of capacity.
+  void SetStockout(const std::string& zone, bool stocked_out = true) {
+    std::lock_guard<std::mutex> l(mu_);
+    stockouts_[zone] = stocked_out;
+  }
+  /// Every create in `zone` returns `error` at once (a quota error); OK clears it.
+  void SetCreateError(const std::string& zone, Status error) {
+    std::lock_guard<std::mutex> l(mu_);
+    create_errors_[zone] = std::move(error);
+  }
+  /// The next call of `method` ("CreateNode", "GetNode", …) returns `error` once.
+  void FailNext(const std::string& method, Status error, When when = When::kBeforeEffect) {
+    std::lock_guard<std::mutex> l(mu_);
+    fail_next_[method] = {std::move(error), when};
+  }
+  void SetOperationPolls(int polls) {
+    std::lock_guard<std::mutex> l(mu_);
+    operation_polls_ = polls;
+  }
+  void SetQueuedWaitPolls(int polls) {
+    std::lock_guard<std::mutex> l(mu_);
+    queued_wait_polls_ = polls;
+  }
+  /// Queued resources that finish waiting from now on turn FAILED with `failure`
+  /// (OK: they turn ACTIVE).
+  void SetQueuedFailure(Status failure) {
+    std::lock_guard<std::mutex> l(mu_);
+    queued_failure_ = std::move(failure);
+  }
+  void SetHostKeyDelay(int calls) {
+    std::lock_guard<std::mutex> l(mu_);
+    host_key_delay_ = calls;
+  }
+
+  /// Spot capacity taken back: the node turns PREEMPTED.
+  void Preempt(const std::string& zone, const std::string& id) { SetState(zone, id, "PREEMPTED"); }
+  void SetState(const std::string& zone, const std::string& id, const std::string& state) {
+    std::lock_guard<std::mutex> l(mu_);
+    if (auto it = nodes_.find({zone, id}); it != nodes_.end()) {
+      it->second.node.state = state;
+    }
+  }
+  /// The node disappears (deleted by someone else).
+  void Vanish(const std::string& zone, const std::string& id) {
+    std::lock_guard<std::mutex> l(mu_);
+    nodes_.erase({zone, id});
+  }
+  /// A node made outside tpufleet (gcloud, the console): READY, host keys published.
+  CloudNode AddNode(const CreateNodeRequest& request) {
+    std::lock_guard<std::mutex> l(mu_);
+    NodeEntry& e = MakeNode(request, "READY", "");
+    e.identity_calls = host_key_delay_;
+    return e.node;
+  }
+
+  // ---- inspection
+
+  std::optional<CloudNode> Node(const std::string& zone, const std::string& id) const {
+    std::lock_guard<std::mutex> l(mu_);
+    auto it = nodes_.find({zone, id});
+    return it == nodes_.end() ? std::nullopt : std::optional<CloudNode>(it->second.node);
+  }
+  std::vector<CloudNode> AllNodes() const {
+    std::lock_guard<std::mutex> l(mu_);
+    std::vector<CloudNode> out;
+    for (const auto& [key, e] : nodes_) {
+      out.push_back(e.node);
+    }
+    return out;
+  }
+  std::optional<CloudQueuedResource> Queued(const std::string& zone, const std::string& id) const {
+    std::lock_guard<std::mutex> l(mu_);
+    auto it = queued_.find({zone, id});
+    return it == queued_.end() ? std::nullopt
+                               : std::optional<CloudQueuedResource>(it->second.qr);
+  }
+  std::vector<FakeCloudCall> Calls() const {
+    std::lock_guard<std::mutex> l(mu_);
+    return calls_;
+  }
+  int CallCount(const std::string& method) const {
+    std::lock_guard<std::mutex> l(mu_);
+    int n = 0;
+    for (const FakeCloudCall& c : calls_) {
+      n += c.method == method ? 1 : 0;
+    }
+    return n;
+  }
+  int creates() const { return CallCount("CreateNode"); }
+  int deletes() const { return CallCount("DeleteNode") + CallCount("DeleteQueuedResource"); }
+  int ssh_key_sets() const { return CallCount("SetSshKeys"); }
+  int mutating_calls() const { return creates() + deletes() + ssh_key_sets(); }
+  void ClearCalls() {
+    std::lock_guard<std::mutex> l(mu_);
+    calls_.clear();
+  }
+
+  // ---- CloudProvider
+
+  Result<CloudOperation> CreateNode(const CreateNodeRequest& r) override {
+    return Call("CreateNode", r.zone, r.node_id, [&]() -> Result<CloudOperation> {
+      if (auto it = create_errors_.find(r.zone); it != create_errors_.end() && !it->second.ok()) {
+        return it->second;
+      }
+      if (!catalog_.Lookup(r.type).ok()) {
+        return InvalidArgumentError("unknown accelerator type " + r.type);
+      }
+      auto qr = queued_.find({r.zone, r.node_id});
+      if (r.queued && qr != queued_.end() && qr->second.request.request_id == r.request_id &&
+          !r.request_id.empty()) {
+        return NewOperation(OpKind::kNone, r.zone, r.node_id, Status::Ok());  // same request
+      }
+      if (nodes_.count({r.zone, r.node_id}) != 0 || qr != queued_.end()) {
+        std::string what = r.queued ? "queuedResources/" : "nodes/";
+        return AlreadyExistsError("Resource '" + ZonePath(r.zone) + "/" + what + r.node_id +
+                                  "' already exists");
+      }
+      if (r.queued) {
+        QueuedEntry& q = queued_[{r.zone, r.node_id}];
+        q.request = r;
+        q.qr = {r.node_id, r.zone, ZonePath(r.zone) + "/queuedResources/" + r.node_id,
+                "WAITING_FOR_RESOURCES", Status::Ok(), {r.node_id}};
+        return NewOperation(OpKind::kNone, r.zone, r.node_id, Status::Ok());
+      }
+      Status outcome = Status::Ok();
+      if (auto it = stockouts_.find(r.zone); it != stockouts_.end() && it->second) {
+        outcome = ResourceExhaustedError("There is no more capacity in the zone \"" + r.zone +
+                                         "\"; you can try in another zone where Cloud TPU "
+                                         "Nodes are offered");
+      }
+      NodeEntry& e = MakeNode(r, "CREATING", "");
+      CloudOperation op = NewOperation(OpKind::kCreate, r.zone, r.node_id, outcome);
+      if (!op.done) {
+        e.op = op.name;
+      }
+      return op;
+    });
+  }
+
+  Result<CloudOperation> DeleteNode(std::string_view zone, std::string_view node_id) override {
+    std::string z(zone), id(node_id);
+    return Call("DeleteNode", z, id, [&]() -> Result<CloudOperation> {
+      auto it = nodes_.find({z, id});
+      if (it == nodes_.end()) {
+        return NotFound("nodes/" + id, z);
+      }
+      it->second.node.state = "DELETING";
+      CloudOperation op = NewOperation(OpKind::kDelete, z, id, Status::Ok());
+      if (!op.done) {
+        it->second.op = op.name;
+      }
+      return op;
+    });
+  }
+
+  Result<CloudOperation> DeleteQueuedResource(std::string_view zone, std::string_view qr_id,
+                                              bool force) override {
+    std::string z(zone), id(qr_id);
+    return Call("DeleteQueuedResource", z, id, [&]() -> Result<CloudOperation> {
+      auto it = queued_.find({z, id});
+      if (it == queued_.end()) {
+        return NotFound("queuedResources/" + id, z);
+      }
+      for (const std::string& n : it->second.qr.node_ids) {
+        if (auto node = nodes_.find({z, n}); node != nodes_.end()) {
+          if (!force) {
+            return FailedPreconditionError("queued resource " + id + " still has node " + n +
+                                           "; delete it first or use force");
+          }
+          node->second.node.state = "DELETING";
+        }
+      }
+      it->second.qr.state = "DELETING";
+      return NewOperation(OpKind::kDeleteQueued, z, id, Status::Ok());
+    });
+  }
+
+  Result<CloudOperation> SetSshKeys(std::string_view zone, std::string_view node_id,
+                                    std::string_view ssh_keys) override {
+    std::string z(zone), id(node_id);
+    return Call("SetSshKeys", z, id, [&]() -> Result<CloudOperation> {
+      auto it = nodes_.find({z, id});
+      if (it == nodes_.end()) {
+        return NotFound("nodes/" + id, z);
+      }
+      it->second.node.metadata["ssh-keys"] = std::string(ssh_keys);
+      return NewOperation(OpKind::kNone, z, id, Status::Ok());
+    });
+  }
+
+  Result<CloudOperation> GetOperation(std::string_view name) override {
+    std::string n(name);
+    return Call("GetOperation", "", n, [&]() -> Result<CloudOperation> {
+      auto it = ops_.find(n);
+      if (it == ops_.end()) {
+        return NotFoundError("Operation '" + n + "' was not found");
+      }
+      return Poll(it->second);
+    });
+  }
+
+  Result<CloudNode> GetNode(std::string_view zone, std::string_view node_id) override {
+    std::string z(zone), id(node_id);
+    return Call("GetNode", z, id, [&]() -> Result<CloudNode> {
+      if (auto it = nodes_.find({z, id}); it != nodes_.end() && !it->second.op.empty()) {
+        if (auto op = ops_.find(it->second.op); op != ops_.end()) {
+          (void)Poll(op->second);  // may finish the operation, and so erase the node
+        }
+      }
+      auto it = nodes_.find({z, id});
+      if (it == nodes_.end()) {
+        return NotFound("nodes/" + id, z);
+      }
+      return it->second.node;
+    });
+  }
+
+  Result<CloudQueuedResource> GetQueuedResource(std::string_view zone,
+                                                std::string_view qr_id) override {
+    std::string z(zone), id(qr_id);
+    return Call("GetQueuedResource", z, id, [&]() -> Result<CloudQueuedResource> {
+      auto it = queued_.find({z, id});
+      if (it == queued_.end()) {
+        return NotFound("queuedResources/" + id, z);
+      }
+      QueuedEntry& q = it->second;
+      if (q.qr.state == "WAITING_FOR_RESOURCES" && ++q.polls > queued_wait_polls_) {
+        if (!queued_failure_.ok()) {
+          q.qr.state = "FAILED";
+          q.qr.failure = queued_failure_;
+        } else {
+          q.qr.state = "ACTIVE";
+          MakeNode(q.request, "READY", q.qr.cloud_name);
+        }
+      }
+      return q.qr;
+    });
+  }
+
+  Result<std::vector<CloudNode>> ListNodes(const std::vector<std::string>& zones) override {
+    return Call("ListNodes", "", Join(zones, ","), [&]() -> Result<std::vector<CloudNode>> {
+      std::vector<CloudNode> out;
+      for (const std::string& z : zones) {
+        for (const auto& [key, e] : nodes_) {
+          if (key.first == z) {
+            out.push_back(e.node);
+          }
+        }
+      }
+      return out;
+    });
+  }
+
+  Result<std::vector<CloudQueuedResource>> ListQueuedResources(
+      const std::vector<std::string>& zones) override {
+    return Call("ListQueuedResources", "", Join(zones, ","),
+                [&]() -> Result<std::vector<CloudQueuedResource>> {
+                  std::vector<CloudQueuedResource> out;
+                  for (const std::string& z : zones) {
+                    for (const auto& [key, q] : queued_) {
+                      if (key.first == z) {
+                        out.push_back(q.qr);
+                      }
+                    }
+                  }
+                  return out;
+                });
+  }
+
+  Result<std::vector<WorkerIdentity>> GetWorkerIdentities(std::string_view zone,
+                                                          std::string_view node_id) override {
+    std::string z(zone), id(node_id);
+    return Call("GetWorkerIdentities", z, id, [&]() -> Result<std::vector<WorkerIdentity>> {
+      auto it = nodes_.find({z, id});
+      if (it == nodes_.end()) {
+        return NotFound("nodes/" + id, z);
+      }
+      NodeEntry& e = it->second;
+      bool published = ++e.identity_calls > host_key_delay_;
+      std::vector<WorkerIdentity> out;
+      for (size_t i = 0; i < e.node.workers.size(); ++i) {
+        out.push_back({static_cast<int>(i), published ? e.host_keys[i] : "",
+                       e.hostname_prefix + std::to_string(i)});
+      }
+      return out;
+    });
+  }
+
+  /// A well-formed ed25519 public key line whose key bytes come from `seed`.
+  static std::string HostKeyFor(uint64_t seed) {
+    auto put = [](std::string& out, std::string_view s) {
+      for (int shift = 24; shift >= 0; shift -= 8) {
+        out += static_cast<char>((s.size() >> shift) & 0xff);
+      }
+      out += s;
+    };
+    std::string key;
+    for (int i = 0; i < 4; ++i) {
+      uint64_t x = Fnv1a64(std::to_string(seed) + "/" + std::to_string(i));
+      for (int b = 0; b < 8; ++b) {
+        key += static_cast<char>((x >> (8 * b)) & 0xff);
+      }
+    }
+    std::string blob;
+    put(blob, "ssh-ed25519");
+    put(blob, key);
+    return "ssh-ed25519 " + Base64Encode(blob);
+  }
+
+ private:
+  enum class OpKind { kNone, kCreate, kDelete, kDeleteQueued };
+
+  struct Op {
+    std::string name;
+    OpKind kind = OpKind::kNone;
+    std::string zone, id;
+    int polls_left = 0;
+    Status outcome;  // what the operation ends with
+    bool done = false;
+  };
+  struct NodeEntry {
+    CloudNode node;
+    std::string op;  // the pending operation working on it, if any
+    std::vector<std::string> host_keys;
+    std::string hostname_prefix;  // "t1v-n-1a2b3c4d-w-"
+    int identity_calls = 0;
+  };
+  struct QueuedEntry {
+    CloudQueuedResource qr;
+    CreateNodeRequest request;
+    int polls = 0;
+  };
+  using Key = std::pair<std::string, std::string>;  // zone, id
+
+  // Logs the call, then runs `body` under the lock unless a one-shot failure applies.
+  template <typename F>
+  auto Call(const std::string& method, const std::string& zone, const std::string& id, F&& body)
+      -> decltype(body()) {
+    std::lock_guard<std::mutex> l(mu_);
+    calls_.push_back({method, zone, id});
+    auto it = fail_next_.find(method);
+    if (it == fail_next_.end()) {
+      return body();
+    }
+    auto [error, when] = it->second;
+    fail_next_.erase(it);
+    if (when == When::kAfterEffect) {
+      (void)body();
+    }
+    return error;
+  }
+
+  std::string ZonePath(const std::string& zone) const {
+    return "projects/" + project_ + "/locations/" + zone;
+  }
+  Status NotFound(const std::string& what, const std::string& zone) const {
+    return NotFoundError("Resource '" + ZonePath(zone) + "/" + what + "' was not found");
+  }
+
+  // REQUIRES: mu_ held.
+  NodeEntry& MakeNode(const CreateNodeRequest& r, const std::string& state,
+                      const std::string& queued_resource) {
+    Result<AcceleratorType> type = catalog_.Lookup(r.type);
+    int workers = type.ok() ? type->workers : 1;
+    uint64_t generation = ++generation_;
+    NodeEntry& e = nodes_[{r.zone, r.node_id}];
+    e = NodeEntry{};
+    e.node.id = r.node_id;
+    e.node.zone = r.zone;
+    e.node.cloud_name = ZonePath(r.zone) + "/nodes/" + r.node_id;
+    e.node.type = r.type;
+    e.node.runtime_version = r.runtime_version;
+    e.node.state = state;
+    e.node.capacity = r.capacity;
+    e.node.queued_resource = queued_resource;
+    e.node.labels = r.labels;
+    e.node.metadata = r.metadata;
+    char hex[9];
+    snprintf(hex, sizeof hex, "%08x", static_cast<unsigned>(Fnv1a64(e.node.cloud_name) ^ generation));
+    e.hostname_prefix = "t1v-n-" + std::string(hex) + "-w-";
+    for (int i = 0; i < workers; ++i) {
+      int n = next_address_++;
+      e.node.workers.push_back(
+          {i, "198.18." + std::to_string(n / 250) + "." + std::to_string(n % 250 + 1), ""});
+      e.host_keys.push_back(HostKeyFor(generation * 1000 + static_cast<uint64_t>(i)));
+    }
+    return e;
+  }
+
+  // REQUIRES: mu_ held.
+  CloudOperation NewOperation(OpKind kind, const std::string& zone, const std::string& id,
+                              Status outcome) {
+    std::string name = ZonePath(zone) + "/operations/operation-" + std::to_string(++op_seq_);
+    Op& op = ops_[name];
+    op = Op{name, kind, zone, id, operation_polls_, std::move(outcome), false};
+    if (op.polls_left <= 0) {
+      return Finish(op);
+    }
+    return {name, false, Status::Ok()};
+  }
+
+  // One look at an operation. REQUIRES: mu_ held.
+  CloudOperation Poll(Op& op) {
+    if (!op.done && --op.polls_left <= 0) {
+      return Finish(op);
+    }
+    return {op.name, op.done, op.done ? op.outcome : Status::Ok()};
+  }
+
+  // Applies a finished operation's effect. REQUIRES: mu_ held.
+  CloudOperation Finish(Op& op) {
+    op.done = true;
+    Key key{op.zone, op.id};
+    auto node = nodes_.find(key);
+    switch (op.kind) {
+      case OpKind::kCreate:
+        if (node != nodes_.end() && !op.outcome.ok()) {
+          nodes_.erase(node);  // a stockout leaves nothing behind
+        } else if (node != nodes_.end() && node->second.node.state == "CREATING") {
+          node->second.node.state = "READY";
+          node->second.op.clear();
+        }
+        break;
+      case OpKind::kDelete:
+        if (node != nodes_.end()) {
+          nodes_.erase(node);
+        }
+        break;
+      case OpKind::kDeleteQueued:
+        if (auto q = queued_.find(key); q != queued_.end()) {
+          for (const std::string& n : q->second.qr.node_ids) {
+            nodes_.erase({op.zone, n});
+          }
+          queued_.erase(q);
+        }
+        break;
+      case OpKind::kNone:
+        break;
+    }
+    return {op.name, true, op.outcome};
+  }
+
+  const Catalog& catalog_;
+  const std::string project_;
+
+  mutable std::mutex mu_;
+  std::map<Key, NodeEntry> nodes_;                  // guarded by mu_
+  std::map<Key, QueuedEntry> queued_;               // guarded by mu_
+  std::map<std::string, Op> ops_;                   // guarded by mu_, by name
+  std::vector<FakeCloudCall> calls_;                // guarded by mu_
+  std::map<std::string, bool> stockouts_;           // guarded by mu_
+  std::map<std::string, Status> create_errors_;     // guarded by mu_
+  std::map<std::string, std::pair<Status, When>> fail_next_;  // guarded by mu_
+  Status queued_failure_;                           // guarded by mu_
+  int operation_polls_ = 1;                         // guarded by mu_
+  int queued_wait_polls_ = 0;                       // guarded by mu_
+  int host_key_delay_ = 0;                          // guarded by mu_
+  int next_address_ = 1;                            // guarded by mu_
+  uint64_t generation_ = 0;                         // guarded by mu_
+  uint64_t op_seq_ = 0;                             // guarded by mu_
+};
+
+}  // namespace tpufleet

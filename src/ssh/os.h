@@ -1,0 +1,42 @@
+// The ssh module's thin layer over POSIX: running OpenSSH's programs (ssh, ssh-keygen)
+// without a shell, and making the private directories that keys and configs live in.
+//
+// RunProgram hands an argv vector to posix_spawnp, so no argument is ever parsed by a
+// shell. The program gets a process group of its own, so a timeout kills whatever it
+// started too (a ProxyCommand, say), and it is always reaped before RunProgram returns.
+// It inherits the caller's environment: ssh needs HOME and SSH_AUTH_SOCK.
+//
+// Thread-safety: stateless; safe from any thread (posix_spawn, never fork).
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "util/status.h"
+
+namespace tpufleet {
+
+/// How much of a program's output is kept: a runaway script must not fill memory, and
+/// the end is what explains a failure.
+inline constexpr size_t kMaxProgramOutput = 64 * 1024;
+
+struct ProgramResult {
+  int exit_code = -1;  // the exit status, or 128 + signal when it was killed by one
+  std::string output;  // stdout and stderr interleaved, the last kMaxProgramOutput bytes
+};
+
+/// Runs argv (argv[0] looked up in PATH) with `input` on its stdin and waits for it. A
+/// non-zero exit is a ProgramResult. FailedPrecondition when argv[0] is not installed;
+/// Timeout when it ran past `timeout` (its process group is killed first); Internal when
+/// a pipe or the spawn fails.
+Result<ProgramResult> RunProgram(const std::vector<std::string>& argv, std::string_view input,
+                                 std::chrono::milliseconds timeout);
+
+/// Creates `dir` and any missing parents with mode 0700. An existing directory is left as
+/// it is.
+Status MakePrivateDirs(const std::string& dir);
+
+}  // namespace tpufleet

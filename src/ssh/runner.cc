@@ -1,0 +1,238 @@
+#include "ssh/runner.h"
+
+#include <netdb.h>
+#include <poll.h>
+#include <pwd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+#include "core/fleet_spec.h"
+#include "ssh/os.h"
+#include "ssh/ssh_files.h"
+#include "util/file.h"
+#include "util/strings.h"
+#include "util/unique_fd.h"
+
+namespace tpufleet {
+namespace {
+
+using Mono = std::chrono::steady_clock;
+
+/// ssh-keygen -F reads one file; anything longer is a stalled disk.
+constexpr std::chrono::milliseconds kKeygenLookupTimeout{10'000};
+/// How much of a greeting is read looking for "SSH-": RFC 4253 §4.2 lets a server send
+/// other lines first, each at most 255 bytes; a few of them is plenty.
+constexpr size_t kMaxGreetingBytes = 2048;
+
+// "host:port", "[v6]:port": for messages.
+std::string HostPort(const std::string& address, int port) {
+  if (address.find(':') != std::string::npos) {
+    return "[" + address + "]:" + std::to_string(port);
+  }
+  return address + ":" + std::to_string(port);
+}
+
+// The last non-empty line of ssh's output: where it says why it failed.
+std::string LastLine(std::string_view output) {
+  std::vector<std::string> lines = Split(output, '\n');
+  for (auto it = lines.rbegin(); it != lines.rend(); ++it) {
+    std::string_view l = Trim(*it);
+    if (!l.empty()) {
+      return std::string(l.substr(0, 1024));
+    }
+  }
+  return "no message";
+}
+
+int RemainingMs(Mono::time_point deadline) {
+  auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Mono::now()).count();
+  return static_cast<int>(std::max<decltype(left)>(left, 0));
+}
+
+// Polls `fd` for `events` until `deadline`. False on the deadline.
+bool WaitFor(int fd, short events, Mono::time_point deadline) {
+  while (true) {
+    int ms = RemainingMs(deadline);
+    if (ms == 0) {
+      return false;
+    }
+    pollfd p{fd, events, 0};
+    int n = ::poll(&p, 1, ms);
+    if (n > 0) {
+      return true;
+    }
+    if (n < 0 && errno != EINTR) {
+      return true;  // let the following call report the error
+    }
+  }
+}
+
+// One connect and greeting to one resolved address.
+Status ProbeAddress(const addrinfo& ai, const std::string& where, Mono::time_point deadline,
+                    std::chrono::milliseconds timeout) {
+  UniqueFd fd(
+      ::socket(ai.ai_family, ai.ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, ai.ai_protocol));
+  if (fd.get() < 0) {
+    return UnavailableError("ssh on " + where + ": socket: " + std::strerror(errno));
+  }
+  Status too_slow = TimeoutError("ssh on " + where + ": no answer within " +
+                                 std::to_string(timeout.count()) + " ms");
+  if (::connect(fd.get(), ai.ai_addr, ai.ai_addrlen) != 0) {
+    if (errno != EINPROGRESS) {
+      return UnavailableError("ssh on " + where + ": " + std::strerror(errno));
+    }
+    if (!WaitFor(fd.get(), POLLOUT, deadline)) {
+      return too_slow;
+    }
+    int err = 0;
+    socklen_t len = sizeof err;
+    ::getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &err, &len);
+    if (err != 0) {
+      return UnavailableError("ssh on " + where + ": " + std::strerror(err));
+    }
+  }
+  std::string greeting;
+  while (greeting.size() < kMaxGreetingBytes) {
+    if (StartsWith(greeting, "SSH-") || greeting.find("\nSSH-") != std::string::npos) {
+      return Status::Ok();
+    }
+    if (!WaitFor(fd.get(), POLLIN, deadline)) {
+      return too_slow;
+    }
+    char buf[512];
+    ssize_t n = ::read(fd.get(), buf, sizeof buf);
+    if (n < 0 && (errno == EINTR || errno == EAGAIN)) {
+      continue;
+    }
+    if (n < 0) {
+      return UnavailableError("ssh on " + where + ": " + std::strerror(errno));
+    }
+    if (n == 0) {
+      return UnavailableError("ssh on " + where +
+                              ": the connection closed before an SSH "
+                              "greeting");
+    }
+    greeting.append(buf, static_cast<size_t>(n));
+  }
+  return UnavailableError("ssh on " + where + ": the server there does not speak SSH");
+}
+
+std::string HomeDir() {
+  if (const char* home = std::getenv("HOME"); home != nullptr && *home != '\0') {
+    return home;
+  }
+  passwd pw;
+  passwd* found = nullptr;
+  char buf[4096];
+  if (::getpwuid_r(::geteuid(), &pw, buf, sizeof buf, &found) == 0 && found != nullptr) {
+    return found->pw_dir;
+  }
+  return "/";
+}
+
+}  // namespace
+
+OpenSshRunner::OpenSshRunner(std::string config_path, std::string ssh_binary)
+    : config_path_(std::move(config_path)), ssh_binary_(std::move(ssh_binary)) {}
+
+Result<RunResult> OpenSshRunner::Run(std::string_view alias, std::string_view script,
+                                     std::chrono::milliseconds timeout) {
+  TPUFLEET_TRY(CheckSshAlias(alias));
+  auto connect_s = std::chrono::ceil<std::chrono::seconds>(
+      std::clamp<std::chrono::milliseconds>(timeout, std::chrono::seconds(1), kSshConnectTimeout));
+  // "--" ends ssh's options; CheckSshAlias already keeps a '-' from starting the alias.
+  std::vector<std::string> argv = {
+      ssh_binary_,  "-F",
+      config_path_, "-T",
+      "-o",         "BatchMode=yes",
+      "-o",         "ConnectTimeout=" + std::to_string(connect_s.count()),
+      "--",         std::string(alias),
+      "bash",       "-s"};
+  Result<ProgramResult> r = RunProgram(argv, script, timeout);
+  if (!r.ok()) {
+    if (r.status().code() == StatusCode::kTimeout) {
+      return TimeoutError("ssh " + std::string(alias) + ": the script did not finish within " +
+                          std::to_string(timeout.count()) + " ms; ssh was killed");
+    }
+    return r.status();
+  }
+  if (r->exit_code == 255) {
+    return UnavailableError("ssh " + std::string(alias) + ": " + LastLine(r->output));
+  }
+  return RunResult{r->exit_code, std::move(r->output)};
+}
+
+Status ProbeSsh(const std::string& address, int port, std::chrono::milliseconds timeout) {
+  auto deadline = Mono::now() + timeout;
+  if (port == 0) {
+    port = 22;
+  }
+  std::string where = HostPort(address, port);
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_NUMERICSERV;
+  addrinfo* list = nullptr;
+  // getaddrinfo cannot be given a deadline; a resolver that hangs holds this thread.
+  int err = ::getaddrinfo(address.c_str(), std::to_string(port).c_str(), &hints, &list);
+  if (err != 0) {
+    return UnavailableError("ssh on " + where + ": cannot resolve " + address + ": " +
+                            ::gai_strerror(err));
+  }
+  Status last = UnavailableError("ssh on " + where + ": no address");
+  for (addrinfo* ai = list; ai != nullptr; ai = ai->ai_next) {
+    last = ProbeAddress(*ai, where, deadline, timeout);
+    if (last.ok() || Mono::now() >= deadline) {
+      break;
+    }
+  }
+  ::freeaddrinfo(list);
+  return last;
+}
+
+Result<std::vector<std::string>> KnownHostKeys(const std::string& host, int port,
+                                               const std::string& known_hosts) {
+  TPUFLEET_TRY(CheckHostAddress(host));
+  std::string path = known_hosts.empty() ? HomeDir() + "/.ssh/known_hosts" : known_hosts;
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) {
+    return ErrnoStatus(path, errno);
+  }
+  std::string name = (port == 0 || port == 22) ? host : "[" + host + "]:" + std::to_string(port);
+  TPUFLEET_ASSIGN_OR_RETURN(ProgramResult r, RunProgram({"ssh-keygen", "-F", name, "-f", path}, "",
+                                                        kKeygenLookupTimeout));
+  if (r.exit_code != 0 && r.exit_code != 1) {
+    return InternalError("ssh-keygen -F " + name + " -f " + path + " failed (exit " +
+                         std::to_string(r.exit_code) + "): " + LastLine(r.output));
+  }
+  // Lines are "HOSTS TYPE BASE64 [COMMENT]" (HOSTS hashed or not); "#" lines are
+  // ssh-keygen's notes, "@revoked"/"@cert-authority" lines are not host keys.
+  std::vector<std::string> keys;
+  for (const std::string& line : Split(r.output, '\n')) {
+    std::vector<std::string> words;
+    for (std::string& w : Split(Trim(line), ' ')) {
+      if (!w.empty()) {
+        words.push_back(std::move(w));
+      }
+    }
+    if (words.size() < 3 || words[0][0] == '#' || words[0][0] == '@') {
+      continue;
+    }
+    std::string key = words[1] + " " + words[2];
+    if (CheckSshPublicKey(key).ok()) {
+      keys.push_back(key);
+    }
+  }
+  if (keys.empty()) {
+    return NotFoundError("no host key for " + name + " in " + path);
+  }
+  return keys;
+}
+
+}  // namespace tpufleet
