@@ -4,4 +4,5 @@
 set -euo pipefail
 here=$(dirname "$0")
 "$here/cli_latency.sh" "$@"
+"$here/fleet.sh" "$1"
 "$here/emulator_hosts.sh" "$(dirname "$1")/../emulator/hosts/emulator_hosts_bench"

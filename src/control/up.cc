@@ -171,6 +171,14 @@ class NodeUp {
     }
     TPUFLEET_TRY(WaitReady());
     TPUFLEET_TRY(SyncSsh());
+    // Every worker the same VM that accepted us and ran setup before: nothing to wait
+    // for, and a second `up` of a large fleet stays a few API reads.
+    bool all_done = !rec_.workers.empty() &&
+                    std::all_of(rec_.workers.begin(), rec_.workers.end(),
+                                [](const WorkerRecord& w) { return w.setup_done; });
+    if (all_done && !changed_) {
+      return Status::Ok();
+    }
     TPUFLEET_TRY(WaitForSsh());
     return RunSetup();
   }
@@ -557,7 +565,11 @@ class NodeUp {
 
   Status RunSetup() {
     if (spec_.setup.empty()) {
-      return Status::Ok();
+      // Nothing to run: the login that WaitForSsh made is all a worker needs.
+      for (WorkerRecord& w : rec_.workers) {
+        w.setup_done = true;
+      }
+      return Save();
     }
     size_t pending = std::count_if(rec_.workers.begin(), rec_.workers.end(),
                                    [](const WorkerRecord& w) { return !w.setup_done; });

@@ -33,7 +33,7 @@ struct WorkerRecord {
   std::string address;    // what SSH connects to
   std::string hostname;   // the VM's own name ("t1v-n-…-w-0")
   std::string host_key;   // pinned "ssh-ed25519 AAAA…", from the node's guest attributes
-  bool setup_done = false;  // the spec's setup script ran here and exited 0
+  bool setup_done = false;  // tpufleet logged in here and the spec's setup (if any) exited 0
 };
 
 /// One node of a fleet: what tpufleet asked for and what the cloud last said.
