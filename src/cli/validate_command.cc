@@ -133,8 +133,9 @@ std::vector<std::vector<std::string>> NodeRows(const FleetSpec& spec, const Node
     text += cost.note.empty() ? " in " + cost.region
                               : " at the " + cost.region + " list price (" + cost.note + ")";
     if (cost.spot_per_hour) {
-      text += "; as spot about " + FormatUsd(cost.spot_per_hour->first) + " to " +
-              FormatUsd(cost.spot_per_hour->second) + "/h";
+      const auto& [low, high] = *cost.spot_per_hour;
+      text += "; as spot about " + FormatUsd(low) +
+              (FormatUsd(low) == FormatUsd(high) ? "" : " to " + FormatUsd(high)) + "/h";
     }
     rows.push_back({"  cost", text});
   } else if (!cost.note.empty()) {
