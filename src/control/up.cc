@@ -666,15 +666,28 @@ std::string SshKeysMetadata(const std::string& login, const std::string& fleet_p
 Result<std::vector<NodePlan>> PlanUp(const FleetSpec& fleet, const Catalog& catalog,
                                      World& world) {
   TPUFLEET_ASSIGN_OR_RETURN(CloudProvider * provider, world.providers.ForFleet(fleet));
-  TPUFLEET_ASSIGN_OR_RETURN(std::vector<CloudNode> nodes,
-                            provider->ListNodes(CandidateZones(fleet, false)));
+  TPUFLEET_ASSIGN_OR_RETURN(std::vector<NodeRecord> records, world.store.Nodes(""));
+  bool ssh_hosts = fleet.provider == Provider::kSshHosts;
+  // The zones the fleet's nodes are recorded in too: one the spec dropped may still hold
+  // a node, which must be found, not made again and its first copy forgotten.
+  std::vector<std::string> zones = CandidateZones(fleet, false);
+  std::vector<std::string> qz = CandidateZones(fleet, true);
+  for (const NodeRecord& r : records) {
+    if (!ssh_hosts && r.fleet == fleet.name && !r.zone.empty()) {
+      if (std::find(zones.begin(), zones.end(), r.zone) == zones.end()) {
+        zones.push_back(r.zone);
+      }
+      if (!r.queued_resource.empty() && std::find(qz.begin(), qz.end(), r.zone) == qz.end()) {
+        qz.push_back(r.zone);
+      }
+    }
+  }
+  TPUFLEET_ASSIGN_OR_RETURN(std::vector<CloudNode> nodes, provider->ListNodes(zones));
   std::vector<CloudQueuedResource> queued;
-  if (std::vector<std::string> qz = CandidateZones(fleet, true); !qz.empty()) {
+  if (!qz.empty()) {
     TPUFLEET_ASSIGN_OR_RETURN(queued, provider->ListQueuedResources(qz));
   }
-  TPUFLEET_ASSIGN_OR_RETURN(std::vector<NodeRecord> records, world.store.Nodes(""));
   std::vector<Stockout> stockouts = RecentStockouts(world);
-  bool ssh_hosts = fleet.provider == Provider::kSshHosts;
 
   std::vector<NodePlan> plans;
   for (const NodeSpec& spec : fleet.nodes) {
@@ -694,16 +707,18 @@ Result<std::vector<NodePlan>> PlanUp(const FleetSpec& fleet, const Catalog& cata
       // The node in the cloud: in its recorded zone if there, else any candidate zone.
       const CloudNode* found = nullptr;
       for (const CloudNode& n : nodes) {
-        bool candidate = ssh_hosts || std::find(spec.zones.begin(), spec.zones.end(),
-                                                n.zone) != spec.zones.end();
+        bool candidate = ssh_hosts || n.zone == recorded_zone ||
+                         std::find(spec.zones.begin(), spec.zones.end(), n.zone) !=
+                             spec.zones.end();
         if (n.id == id && candidate && (!found || n.zone == recorded_zone)) {
           found = &n;
         }
       }
       const CloudQueuedResource* qr = nullptr;
       for (const CloudQueuedResource& q : queued) {
-        if (q.id == id && std::find(spec.zones.begin(), spec.zones.end(), q.zone) !=
-                              spec.zones.end()) {
+        if (q.id == id && (q.zone == recorded_zone ||
+                           std::find(spec.zones.begin(), spec.zones.end(), q.zone) !=
+                               spec.zones.end())) {
           qr = &q;
         }
       }

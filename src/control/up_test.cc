@@ -184,6 +184,25 @@ TEST(Up, NextUpStartsWhereCapacityWasAndForgetsAfterAnHour) {
   EXPECT_TRUE(t.cloud.Node(kZoneB, "third"));
 }
 
+TEST(Up, ANodeOutsideTheSpecsZonesNowIsKeptNotLeaked) {
+  // The spec dropped the zone the node is in: up keeps tracking that node rather than
+  // making a second one and forgetting the first (which would bill on, untracked).
+  TestWorld t;
+  ASSERT_EQ(t.Up(t.Spec(Trainer())).nodes[0].status, Status::Ok());
+  ASSERT_EQ(t.Record("trainer").zone, kZoneB);
+  t.cloud.ClearCalls();
+  FleetSpec moved = t.Spec(std::string("fleet: lab\nproject: ") + kProject +
+                           "\nnodes:\n  - name: trainer\n    type: v4-32\n"
+                           "    zones: [us-central2-a]\n    capacity: spot\n");
+
+  UpReport r = t.Up(moved);
+
+  EXPECT_EQ(r.nodes[0].status, Status::Ok());
+  EXPECT_EQ(t.cloud.creates(), 0);
+  EXPECT_EQ(t.cloud.AllNodes().size(), 1u);
+  EXPECT_EQ(t.Record("trainer").zone, kZoneB);
+}
+
 TEST(Up, WaitsForHostKeysAndSsh) {
   TestWorld t;
   t.cloud.SetHostKeyDelay(3);
@@ -246,6 +265,33 @@ TEST(Up, WorkerThatNeverAcceptsSshFailsTheNode) {
       << r.nodes[0].status.message();
   EXPECT_TRUE(Contains(r.nodes[0].status.message(), "Connection refused"))
       << r.nodes[0].status.message();
+}
+
+// Up of trainer, preempted just before the next call of `method`: up deletes it and
+// makes it again, and the preemption is one event.
+void ExpectMadeAgainWhenPreemptedAt(const std::string& method, int ssh_refusals) {
+  TestWorld t;
+  t.ssh.RefuseFirst(ssh_refusals);
+  t.cloud.SetStateOnNext(method, kZoneB, "trainer", "PREEMPTED");
+
+  UpReport r = t.Up(t.Spec(Trainer()));
+
+  EXPECT_EQ(r.nodes[0].status, Status::Ok());
+  EXPECT_EQ(t.cloud.creates(), 2);
+  EXPECT_EQ(t.cloud.CallCount("DeleteNode"), 1);
+  ASSERT_EQ(t.cloud.AllNodes().size(), 1u);
+  EXPECT_EQ(t.cloud.AllNodes()[0].state, "READY");
+  EXPECT_EQ(t.Record("trainer").state, "READY");
+  EXPECT_EQ(t.Events("preempted", "trainer").size(), 1u);
+}
+
+TEST(Up, NodePreemptedWhileBootingIsMadeAgain) {
+  ExpectMadeAgainWhenPreemptedAt("GetNode", 0);
+}
+
+TEST(Up, NodePreemptedWhileWaitingForSshIsMadeAgain) {
+  // READY when looked at, preempted by the time its host keys are read; ssh refuses.
+  ExpectMadeAgainWhenPreemptedAt("GetWorkerIdentities", 1);
 }
 
 // ---------------------------------------------------------------------------------------

@@ -13,8 +13,9 @@
 // Each node made gets fresh host keys, so a recreated node looks like new VMs.
 //
 // Faults: stockouts per zone, a synchronous error for every create in a zone (quota),
-// and a one-shot error for the next call of a method, before its effect or after it
-// (the effect happens, the answer is lost). Every call is logged, so tests can count
+// a one-shot error for the next call of a method, before its effect or after it (the
+// effect happens, the answer is lost), and a state change (a preemption) just before
+// the next call of a method. Every call is logged, so tests can count
 // mutating calls ("the second up made none").
 //
 // Thread-safety: one mutex guards everything; control calls it from many threads.
@@ -98,6 +99,13 @@ class FakeCloud final : public CloudProvider {
     if (auto it = nodes_.find({zone, id}); it != nodes_.end()) {
       it->second.node.state = state;
     }
+  }
+  /// Just before the next call of `method`, node (zone, id) turns `state`: a
+  /// preemption while control waits on the node.
+  void SetStateOnNext(const std::string& method, const std::string& zone, const std::string& id,
+                      const std::string& state) {
+    std::lock_guard<std::mutex> l(mu_);
+    state_on_next_[method] = {{zone, id}, state};
   }
   /// The node disappears (deleted by someone else).
   void Vanish(const std::string& zone, const std::string& id) {
@@ -397,6 +405,12 @@ class FakeCloud final : public CloudProvider {
       -> decltype(body()) {
     std::lock_guard<std::mutex> l(mu_);
     calls_.push_back({method, zone, id});
+    if (auto change = state_on_next_.find(method); change != state_on_next_.end()) {
+      if (auto node = nodes_.find(change->second.first); node != nodes_.end()) {
+        node->second.node.state = change->second.second;
+      }
+      state_on_next_.erase(change);
+    }
     auto it = fail_next_.find(method);
     if (it == fail_next_.end()) {
       return body();
@@ -510,6 +524,7 @@ class FakeCloud final : public CloudProvider {
   std::map<std::string, bool> stockouts_;           // guarded by mu_
   std::map<std::string, Status> create_errors_;     // guarded by mu_
   std::map<std::string, std::pair<Status, When>> fail_next_;  // guarded by mu_
+  std::map<std::string, std::pair<Key, std::string>> state_on_next_;  // guarded by mu_
   Status queued_failure_;                           // guarded by mu_
   int operation_polls_ = 1;                         // guarded by mu_
   int queued_wait_polls_ = 0;                       // guarded by mu_
