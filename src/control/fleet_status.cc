@@ -102,6 +102,15 @@ std::string RefreshGroup(World& world, Group& g) {
     }
     NodeRecord before = *r;
     std::string event = Apply(found, *r);
+    if (!found && r->state == "QUEUED") {
+      // Still queued, or the queued resource gave up: only it can say which.
+      Result<CloudQueuedResource> qr = (*provider)->GetQueuedResource(r->zone, r->name);
+      if (qr.ok() && qr->state == "FAILED") {
+        r->state = "FAILED";
+        r->health = qr->failure.message();
+        event = "queue-failed";
+      }
+    }
     if (r->state == before.state && r->health == before.health &&
         std::equal(r->workers.begin(), r->workers.end(), before.workers.begin(),
                    before.workers.end(), [](const WorkerRecord& a, const WorkerRecord& b) {

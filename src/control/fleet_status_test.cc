@@ -131,6 +131,27 @@ TEST(FleetStatus, RefreshSeesAVanishedNode) {
   EXPECT_EQ(t.Events("vanished", "trainer").size(), 1u);
 }
 
+TEST(FleetStatus, RefreshSeesAQueuedResourceThatGaveUp) {
+  TestWorld t;
+  UpOptions quick;
+  quick.timeout = std::chrono::seconds(30);
+  t.cloud.SetQueuedWaitPolls(1000);  // still waiting when up gives up
+  ASSERT_EQ(t.Up(t.Spec(OneNode("spot") + "    queued: true\n"), quick).nodes[0].status.code(),
+            StatusCode::kTimeout);
+  ASSERT_EQ(t.Record("trainer").state, "QUEUED");
+  t.cloud.SetQueuedWaitPolls(0);
+  t.cloud.SetQueuedFailure(FailedPreconditionError("valid_until passed"));
+  StatusOptions refresh;
+  refresh.refresh = true;
+
+  Result<std::vector<NodeView>> views = FleetStatus(t.world, t.catalog, refresh);
+
+  ASSERT_TRUE(views.ok()) << views.status().ToString();
+  EXPECT_EQ(views->front().record.state, "FAILED");
+  EXPECT_EQ(views->front().record.health, "valid_until passed");
+  EXPECT_EQ(t.Events("queue-failed", "trainer").size(), 1u);
+}
+
 TEST(FleetStatus, RefreshErrorIsShownPerNodeNotFatal) {
   TestWorld t;
   ASSERT_EQ(t.Up(t.Spec(OneNode("spot"))).nodes[0].status, Status::Ok());

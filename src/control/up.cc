@@ -149,6 +149,8 @@ class NodeUp {
     switch (action_) {
       case PlanAction::kForeign:
         return AlreadyExistsError(plan_.detail);
+      case PlanAction::kDiffers:
+        return FailedPreconditionError(plan_.detail);
       case PlanAction::kRecreate:
         TPUFLEET_TRY(Remove());
         TPUFLEET_TRY(Create());
@@ -326,8 +328,15 @@ class NodeUp {
     }));
     Result<CloudOperation> op = provider_.CreateNode(Request(zone));
     if (!op.ok()) {
-      if (op.status().code() != StatusCode::kAlreadyExists) {
+      StatusCode code = op.status().code();
+      if (code == StatusCode::kFailedPrecondition || code == StatusCode::kInvalidArgument ||
+          code == StatusCode::kPermissionDenied) {
+        // The API said no: nothing exists, so nothing is left for status to show.
+        TPUFLEET_TRY(world_.store.DeleteNode(fleet_.name, plan_.node));
         return op.status();
+      }
+      if (code != StatusCode::kAlreadyExists) {
+        return op.status();  // the answer may be lost: the record lets the next up look
       }
       return AdoptAfterConflict(zone, op.status());
     }
@@ -645,6 +654,7 @@ std::string_view PlanActionName(PlanAction action) {
     case PlanAction::kRecreate: return "recreate";
     case PlanAction::kWait: return "wait";
     case PlanAction::kForeign: return "refuse";
+    case PlanAction::kDiffers: return "differs";
   }
   return "?";
 }
@@ -697,9 +707,11 @@ Result<std::vector<NodePlan>> PlanUp(const FleetSpec& fleet, const Catalog& cata
       p.spec = &spec;
       std::string recorded_zone;
       std::string other_fleet;  // node names are SSH aliases: one fleet per name
+      const NodeRecord* record = nullptr;
       for (const NodeRecord& r : records) {
         if (r.name == id && r.fleet == fleet.name) {
           recorded_zone = r.zone;
+          record = &r;
         } else if (r.name == id) {
           other_fleet = r.fleet;
         }
@@ -737,6 +749,14 @@ Result<std::vector<NodePlan>> PlanUp(const FleetSpec& fleet, const Catalog& cata
         } else if (IsGone(found->state)) {
           p.action = PlanAction::kRecreate;
           p.detail = "was " + found->state;
+        } else if (record && !record->spec_hash.empty() &&
+                   record->spec_hash != SpecDigest(spec)) {
+          // Remaking a node loses its boot disk and whatever runs on it: the user decides.
+          p.action = PlanAction::kDiffers;
+          p.detail = "node " + id + " was made as " + record->type + " (" + record->capacity +
+                     ", " + record->runtime_version + ") and the spec now differs; run "
+                     "`tpufleet down " + id + "` and `up` again to remake it (its boot disk "
+                     "goes with it)";
         } else {
           p.action = found->state == "READY" ? PlanAction::kKeep : PlanAction::kWait;
         }

@@ -51,6 +51,7 @@ enum class PlanAction {
   kRecreate,  // preempted or terminated: delete, then create
   kWait,      // being created (or queued) already: wait for it
   kForeign,   // exists but was not made by this fleet: refuse
+  kDiffers,   // ours, but made from a different type, capacity or runtime: refuse to remake
 };
 
 std::string_view PlanActionName(PlanAction action);
@@ -62,7 +63,7 @@ struct NodePlan {
   PlanAction action = PlanAction::kCreate;
   std::vector<std::string> zones;  // where it is (keep/wait) or the order to try (create)
   std::string state;               // the cloud's state when it exists
-  std::string detail;              // why, for kForeign and kRecreate
+  std::string detail;              // why, for kForeign, kDiffers and kRecreate
   double usd_per_hour = 0;         // list price of the node (0 when unknown or ssh-hosts)
 };
 

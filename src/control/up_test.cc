@@ -395,6 +395,31 @@ TEST(Up, QuotaErrorStopsWithTheApiMessage) {
   EXPECT_TRUE(t.cloud.AllNodes().empty());
 }
 
+TEST(Up, RefusedCreateLeavesNoRecordBehind) {
+  TestWorld t;
+  t.cloud.SetCreateError(kZoneB, FailedPreconditionError("Quota exceeded"));
+
+  t.Up(t.Spec(Trainer()));
+
+  EXPECT_TRUE(t.Records().empty()) << "status must not show a node the API refused";
+}
+
+TEST(Up, ASpecThatNowDiffersIsReportedNotRemade) {
+  TestWorld t;
+  ASSERT_EQ(t.Up(t.Spec(Trainer())).nodes[0].status, Status::Ok());
+  t.cloud.ClearCalls();
+
+  std::string changed = Trainer();
+  changed.replace(changed.find("capacity: spot"), 14, "capacity: on-demand");
+  UpReport r = t.Up(t.Spec(changed));
+
+  EXPECT_EQ(r.nodes[0].status.code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(r.nodes[0].status.message().find("tpufleet down trainer"), std::string::npos)
+      << r.nodes[0].status.message();
+  EXPECT_EQ(t.cloud.creates() + t.cloud.deletes(), 0);
+  EXPECT_EQ(t.Records()[0].capacity, "spot");
+}
+
 TEST(Up, RefusesANodeItDidNotMake) {
   TestWorld t;
   CreateNodeRequest outside;
