@@ -1,219 +1,27 @@
 #include "ssh/os.h"
 
-#include <fcntl.h>
-#include <poll.h>
-#include <pthread.h>
-#include <signal.h>
-#include <spawn.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <cerrno>
-#include <cstring>
 
 #include "util/file.h"
-#include "util/unique_fd.h"
-
-extern char** environ;
 
 namespace tpufleet {
-namespace {
-
-using Mono = std::chrono::steady_clock;
-
-// Writing to the stdin of a program that has exited raises SIGPIPE, which would kill
-// this whole process. Blocking it in this thread turns it into EPIPE; a SIGPIPE left
-// pending is taken back before the old mask returns.
-class ScopedSigpipeBlock {
- public:
-  ScopedSigpipeBlock() {
-    sigemptyset(&pipe_);
-    sigaddset(&pipe_, SIGPIPE);
-    pthread_sigmask(SIG_BLOCK, &pipe_, &old_);
-  }
-  ~ScopedSigpipeBlock() {
-    if (sigismember(&old_, SIGPIPE) == 0) {
-      timespec zero{};
-      while (sigtimedwait(&pipe_, nullptr, &zero) > 0) {
-      }
-    }
-    pthread_sigmask(SIG_SETMASK, &old_, nullptr);
-  }
-  ScopedSigpipeBlock(const ScopedSigpipeBlock&) = delete;
-  ScopedSigpipeBlock& operator=(const ScopedSigpipeBlock&) = delete;
-
- private:
-  sigset_t pipe_;
-  sigset_t old_;
-};
-
-int DecodeWaitStatus(int status) {
-  if (status == -1) {
-    return -1;  // reaped by someone else: unknown
-  }
-  if (WIFEXITED(status)) {
-    return WEXITSTATUS(status);
-  }
-  if (WIFSIGNALED(status)) {
-    return 128 + WTERMSIG(status);
-  }
-  return -1;
-}
-
-// Starts argv with stdin from `in` and stdout+stderr to `out`, leader of a new group.
-Result<pid_t> Spawn(const std::vector<std::string>& argv, int in, int out) {
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, in, 0);
-  posix_spawn_file_actions_adddup2(&actions, out, 1);
-  posix_spawn_file_actions_adddup2(&actions, out, 2);
-  posix_spawn_file_actions_addclosefrom_np(&actions, 3);
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  sigset_t none;
-  sigemptyset(&none);
-  sigset_t all;
-  sigfillset(&all);
-  posix_spawnattr_setsigmask(&attr, &none);
-  posix_spawnattr_setsigdefault(&attr, &all);
-  posix_spawnattr_setpgroup(&attr, 0);
-  posix_spawnattr_setflags(&attr,
-                           POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP);
-  std::vector<char*> args;
-  for (const std::string& a : argv) {
-    args.push_back(const_cast<char*>(a.c_str()));
-  }
-  args.push_back(nullptr);
-  pid_t pid = -1;
-  int err = ::posix_spawnp(&pid, argv[0].c_str(), &actions, &attr, args.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  posix_spawnattr_destroy(&attr);
-  if (err == ENOENT) {
-    return FailedPreconditionError(argv[0] +
-                                   " is not installed (not found in PATH); "
-                                   "install OpenSSH (Debian: openssh-client)");
-  }
-  if (err != 0) {
-    return InternalError("cannot start " + argv[0] + ": " + std::strerror(err));
-  }
-  return pid;
-}
-
-// Appends `data` to `out`, keeping only the last kMaxProgramOutput bytes (trimmed in
-// batches so a chatty program costs amortized O(1) per byte).
-void AppendTail(std::string& out, const char* data, size_t n) {
-  out.append(data, n);
-  if (out.size() > 2 * kMaxProgramOutput) {
-    out.erase(0, out.size() - kMaxProgramOutput);
-  }
-}
-
-// Moves `input` into `in` and the program's output into `result` until the output ends
-// or `deadline` passes. False on the deadline.
-bool Pump(UniqueFd& in, UniqueFd& out, std::string_view input, Mono::time_point deadline,
-          ProgramResult& result) {
-  size_t written = 0;
-  while (out.get() >= 0) {
-    auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Mono::now());
-    if (left.count() <= 0) {
-      return false;
-    }
-    pollfd fds[2] = {{out.get(), POLLIN, 0}, {in.get(), POLLOUT, 0}};
-    int n = ::poll(fds, in.get() >= 0 ? 2 : 1, static_cast<int>(left.count()));
-    if (n <= 0) {
-      continue;  // EINTR or the deadline, which the next turn sees
-    }
-    if (fds[0].revents != 0) {
-      char buf[16384];
-      ssize_t r = ::read(out.get(), buf, sizeof buf);
-      if (r > 0) {
-        AppendTail(result.output, buf, static_cast<size_t>(r));
-      } else if (r == 0 || (errno != EINTR && errno != EAGAIN)) {
-        out.Reset();
-      }
-    }
-    if (in.get() >= 0 && fds[1].revents != 0) {
-      ssize_t w = ::write(in.get(), input.data() + written, input.size() - written);
-      if (w > 0) {
-        written += static_cast<size_t>(w);
-      }
-      // EPIPE: the program stopped reading; its exit status will say why.
-      if ((w < 0 && errno != EINTR && errno != EAGAIN) || written == input.size()) {
-        in.Reset();
-      }
-    }
-  }
-  return true;
-}
-
-// Waits for `pid` until `deadline` (it may close its output before it exits). False
-// when it is still running then.
-bool WaitUntil(pid_t pid, Mono::time_point deadline, int* status) {
-  while (true) {
-    pid_t r = ::waitpid(pid, status, WNOHANG);
-    if (r == pid) {
-      return true;
-    }
-    if (r < 0 && errno != EINTR) {
-      *status = -1;
-      return true;
-    }
-    if (Mono::now() >= deadline) {
-      return false;
-    }
-    ::usleep(1000);
-  }
-}
-
-}  // namespace
 
 Result<ProgramResult> RunProgram(const std::vector<std::string>& argv, std::string_view input,
                                  std::chrono::milliseconds timeout) {
-  if (argv.empty() || argv[0].empty()) {
-    return InternalError("RunProgram needs a program");
+  SpawnOptions options{.search_path = true,
+                       .inherit_env = true,
+                       .env = {},
+                       .own_process_group = true,
+                       .close_other_fds = true,
+                       .output_cap = kMaxProgramOutput};
+  Result<ProgramResult> r = RunSubprocess(argv, input, timeout, options);
+  if (r.status().code() == StatusCode::kFailedPrecondition) {
+    return FailedPreconditionError(r.status().message() +
+                                   "; install OpenSSH (Debian: openssh-client)");
   }
-  auto deadline = Mono::now() + timeout;
-  int in_pipe[2];
-  if (::pipe2(in_pipe, O_CLOEXEC) != 0) {
-    return ErrnoStatus("pipe", errno);
-  }
-  UniqueFd in_r(in_pipe[0]);
-  UniqueFd in_w(in_pipe[1]);
-  int out_pipe[2];
-  if (::pipe2(out_pipe, O_CLOEXEC) != 0) {
-    return ErrnoStatus("pipe", errno);
-  }
-  UniqueFd out_r(out_pipe[0]);
-  UniqueFd out_w(out_pipe[1]);
-
-  ScopedSigpipeBlock no_sigpipe;
-  TPUFLEET_ASSIGN_OR_RETURN(pid_t pid, Spawn(argv, in_r.get(), out_w.get()));
-  in_r.Reset();
-  out_w.Reset();
-  ::fcntl(in_w.get(), F_SETFL, O_NONBLOCK);
-  ::fcntl(out_r.get(), F_SETFL, O_NONBLOCK);
-  if (input.empty()) {
-    in_w.Reset();
-  }
-
-  ProgramResult result;
-  int status = 0;
-  bool finished = Pump(in_w, out_r, input, deadline, result) && WaitUntil(pid, deadline, &status);
-  if (!finished) {
-    // The group dies with its leader's helpers; the leader, not yet reaped, keeps the
-    // group id from being reused, so this cannot hit a stranger.
-    ::kill(-pid, SIGKILL);
-    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
-    return TimeoutError(argv[0] + " did not finish within " + std::to_string(timeout.count()) +
-                        " ms and was killed");
-  }
-  if (result.output.size() > kMaxProgramOutput) {
-    result.output.erase(0, result.output.size() - kMaxProgramOutput);
-  }
-  result.exit_code = DecodeWaitStatus(status);
-  return result;
+  return r;
 }
 
 Status MakePrivateDirs(const std::string& dir) {

@@ -1,10 +1,11 @@
 // The ssh module's thin layer over POSIX: running OpenSSH's programs (ssh, ssh-keygen)
 // without a shell, and making the private directories that keys and configs live in.
 //
-// RunProgram hands an argv vector to posix_spawnp, so no argument is ever parsed by a
-// shell. The program gets a process group of its own, so a timeout kills whatever it
-// started too (a ProxyCommand, say), and it is always reaped before RunProgram returns.
-// It inherits the caller's environment: ssh needs HOME and SSH_AUTH_SOCK.
+// RunProgram is util/subprocess.h's RunSubprocess with the policy OpenSSH wants: argv[0]
+// is looked up in $PATH, no argument is ever parsed by a shell, the program inherits the
+// caller's environment (ssh needs HOME and SSH_AUTH_SOCK), it gets a process group of
+// its own, so a timeout kills whatever it started too (a ProxyCommand, say), and it is
+// always reaped before RunProgram returns.
 //
 // Thread-safety: stateless; safe from any thread (posix_spawn, never fork).
 #pragma once
@@ -16,6 +17,7 @@
 #include <vector>
 
 #include "util/status.h"
+#include "util/subprocess.h"
 
 namespace tpufleet {
 
@@ -23,10 +25,9 @@ namespace tpufleet {
 /// the end is what explains a failure.
 inline constexpr size_t kMaxProgramOutput = 64 * 1024;
 
-struct ProgramResult {
-  int exit_code = -1;  // the exit status, or 128 + signal when it was killed by one
-  std::string output;  // stdout and stderr interleaved, the last kMaxProgramOutput bytes
-};
+/// exit_code: the exit status, or 128 + signal when it was killed by one; output: stdout
+/// and stderr interleaved, the last kMaxProgramOutput bytes.
+using ProgramResult = SubprocessResult;
 
 /// Runs argv (argv[0] looked up in PATH) with `input` on its stdin and waits for it. A
 /// non-zero exit is a ProgramResult. FailedPrecondition when argv[0] is not installed;

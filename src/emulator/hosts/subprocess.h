@@ -1,10 +1,11 @@
 // Running the machine's tools (ip, ssh-keygen, useradd, …) without a shell.
 //
-// Every command is an argv array handed to posix_spawn: no string ever reaches a shell,
-// so user names and keys from metadata cannot inject anything. Programs are looked up
-// in the system directories, never through $PATH, and run with a minimal environment
-// (the caller's may hold credentials), a clean signal mask and no inherited descriptors
-// beyond stdin/stdout/stderr.
+// These are util/subprocess.h with the policy a root daemon wants. Every command is an
+// argv array handed to posix_spawn: no string ever reaches a shell, so user names and
+// keys from metadata cannot inject anything. Programs are looked up in the system
+// directories, never through $PATH, and run with a minimal environment (the caller's
+// may hold credentials), a clean signal mask and no inherited descriptors beyond
+// stdin/stdout/stderr. All of a command's output is kept.
 //
 // Also here: Reaped and Errno, two small helpers all the worker-host code shares.
 //
@@ -19,6 +20,7 @@
 #include <vector>
 
 #include "util/status.h"
+#include "util/subprocess.h"
 
 namespace tpufleet::emulator::hosts {
 
@@ -34,26 +36,20 @@ inline constexpr const char* kSystemPath =
 /// Debian package to install (`package`, when given).
 Result<std::string> FindProgram(const std::string& name, const std::string& package = "");
 
-/// Where a spawned program's standard descriptors come from.
-struct SpawnStdio {
-  int input = -1;   // its stdin; -1: /dev/null
-  int output = -1;  // its stdout and stderr; -1: this process's own
-};
-
 /// Starts argv (argv[0] an absolute path) as described above, with PATH=kSystemPath
 /// and `env` ("NAME=value") as its whole environment, and returns its pid at once.
-/// The caller reaps it.
+/// The caller reaps it. SpawnStdio is util's: stdin from /dev/null unless given.
 Result<pid_t> SpawnProgram(const std::vector<std::string>& argv, SpawnStdio stdio,
                            const std::vector<std::string>& env = {});
 
-struct CommandResult {
-  int exit_code = -1;  // the exit status, or 128 + signal when it was killed
-  std::string output;  // stdout and stderr, interleaved as written
-};
+/// exit_code: the exit status, or 128 + signal when it was killed; output: stdout and
+/// stderr, interleaved as written, all of it.
+using CommandResult = SubprocessResult;
 
-/// Runs argv (argv[0] an absolute path) with `input` on stdin and waits for it. An error
-/// only when it could not be started or ran past `timeout` (then it is killed); a
-/// non-zero exit is a CommandResult.
+/// Runs argv (argv[0] an absolute path) with `input` on stdin, PATH=kSystemPath and
+/// LC_ALL=C, and waits for it. An error only when it could not be started or ran past
+/// `timeout` (then it is killed, not the processes it started); a non-zero exit is a
+/// CommandResult.
 Result<CommandResult> RunCommand(const std::vector<std::string>& argv,
                                  const std::string& input = "",
                                  std::chrono::milliseconds timeout = kDefaultCommandTimeout);
