@@ -19,6 +19,8 @@ packages=(
   # the emulator's worker hosts: network namespaces, veths, a real sshd per worker, the
   # guest agent's useradd, sudo for the default user, and ssh/curl for their tests
   iproute2 openssh-server openssh-client passwd sudo procps curl
+  # the fleet end-to-end test reads the CLI's and the API's JSON
+  jq
   # the emulator's fidelity tests: Node.js (this machine's nodejs package ships npm)
   nodejs
 )

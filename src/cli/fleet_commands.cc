@@ -180,8 +180,9 @@ ExitStatus RunUp(Invocation& inv) {
     }
     if (ready > 0) {
       const std::string& first = report->nodes.front().node;
-      inv.out << "Log in with `ssh " << first << "` (worker 0) or `ssh " << first
-              << "-w1`; the names come from " << world.paths.ssh_dir << "/config.\n";
+      inv.out << "Log in with `ssh " << first << "` (worker 0; " << first
+              << "-wN is worker N); the names come from " << world.paths.ssh_dir
+              << "/config.\n";
     }
   }
   return all_ok ? ExitStatus::kOk : ExitStatus::kFailure;

@@ -127,9 +127,9 @@ class NodeUp {
     out.status = Bring();
     // Preempted on the way up: make it again, a few times at most (capacity that is
     // taken away at once is unlikely to stay on the next try).
-    for (int retry = 0; retry < kPreemptedRetries && preempted_; ++retry) {
-      preempted_ = false;
-      action_ = PlanAction::kRecreate;
+    for (int retry = 0; retry < kPreemptedRetries && (preempted_ || vanished_); ++retry) {
+      action_ = preempted_ ? PlanAction::kRecreate : PlanAction::kCreate;
+      preempted_ = vanished_ = false;
       out.status = Bring();
     }
     out.changed = changed_;
@@ -263,9 +263,8 @@ class NodeUp {
   }
 
   Status Create() {
-    changed_ = true;
     std::vector<std::string> zones = plan_.zones;
-    if (action_ == PlanAction::kRecreate) {
+    if (action_ != plan_.action || action_ == PlanAction::kRecreate) {
       zones = OrderZones(spec_.zones, spec_.type, RecentStockouts(world_), world_.clock.Now());
     }
     if (spec_.queued) {
@@ -340,6 +339,7 @@ class NodeUp {
       }
       return AdoptAfterConflict(zone, op.status());
     }
+    changed_ = true;
     Status done = WaitOperation(provider_, *op, poller_);
     if (!done.ok()) {
       if (done.code() == StatusCode::kResourceExhausted && !spec_.queued) {
@@ -433,6 +433,11 @@ class NodeUp {
         }
       } else if (got.status().code() != StatusCode::kNotFound) {
         return got.status();
+      } else if (action_ == PlanAction::kWait || !last_state.empty()) {
+        // It was there and is gone: a create that failed (one a killed `up` started, say)
+        // or a delete by someone else. Make it anew rather than wait for nothing.
+        vanished_ = true;
+        return UnavailableError("node " + plan_.node + " vanished while coming up");
       }
       if (!poller_.Pause()) {
         return TimeoutError("node " + plan_.node + " not READY in time (last state " +
@@ -638,6 +643,7 @@ class NodeUp {
   Poller poller_;
   PlanAction action_ = plan_.action;
   bool preempted_ = false;  // the node was preempted while Bring waited for it
+  bool vanished_ = false;   // the node disappeared while Bring waited for it
   std::string gone_state_;  // its state then: PREEMPTED or TERMINATED
   std::mutex gone_mu_;      // guards the two above while workers are waited for
   NodeRecord rec_;
