@@ -551,7 +551,8 @@ class NodeUp {
   Status WaitForSsh() {
     Report(NodePhase::kConnecting, zone_, ReadyDetail());
     return ForEachWorker([&](const WorkerRecord& w) -> Status {
-      Poller poller(world_.clock, options_.poll_min, options_.poll_max, options_.timeout);
+      Poller poller(world_.clock, options_.poll_min, options_.poll_max,
+                    std::min(options_.timeout, options_.login_timeout));
       Status last;
       do {
         Result<RunResult> r = world_.ssh.Run(WorkerAlias(plan_.node, w.index), "true",
@@ -562,6 +563,11 @@ class NodeUp {
         last = r.ok() ? UnavailableError("exit " + std::to_string(r->exit_code) + ": " +
                                          std::string(Trim(r->output)))
                       : r.status();
+        // Say why we are still waiting: a refused key or a host key mismatch is the
+        // user's to fix, and they should not have to wait out the timeout to learn it.
+        Report(NodePhase::kConnecting, zone_,
+               "worker " + std::to_string(w.index) + ": " +
+                   last.message().substr(0, last.message().find('\n')));
         // A spot node can be preempted while we wait for it; then waiting is pointless.
         if (Result<CloudNode> n = provider_.GetNode(zone_, plan_.node);
             n.ok() && IsGone(n->state)) {

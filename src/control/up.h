@@ -39,6 +39,9 @@ struct UpOptions {
   std::chrono::seconds timeout{std::chrono::minutes(30)};
   /// The longest a worker's setup script may run.
   std::chrono::seconds setup_timeout{std::chrono::minutes(30)};
+  /// The longest a worker may refuse the login once READY. New VMs get their keys a
+  /// little after READY (gcloud retries for about 50 s); minutes more means a wrong key.
+  std::chrono::seconds login_timeout{std::chrono::minutes(3)};
   /// First and longest pause between polls of an operation or a node.
   std::chrono::milliseconds poll_min{250};
   std::chrono::milliseconds poll_max{std::chrono::seconds(2)};
