@@ -14,7 +14,7 @@ namespace {
 // States in which a node exists and is billed.
 bool IsBilled(const std::string& state) {
   static const std::set<std::string> unbilled = {"",        "REQUESTED", "STOCKOUT",
-                                                 "QUEUED",  "NOT_FOUND", "STOPPED",
+                                                 "QUEUED",  "NOT_FOUND", "STOPPED", "FAILED",
                                                  "PREEMPTED", "TERMINATED"};
   return unbilled.count(state) == 0;
 }

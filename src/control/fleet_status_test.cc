@@ -149,6 +149,7 @@ TEST(FleetStatus, RefreshSeesAQueuedResourceThatGaveUp) {
   ASSERT_TRUE(views.ok()) << views.status().ToString();
   EXPECT_EQ(views->front().record.state, "FAILED");
   EXPECT_EQ(views->front().record.health, "valid_until passed");
+  EXPECT_FALSE(views->front().cost_usd) << "a queued resource that gave up costs nothing";
   EXPECT_EQ(t.Events("queue-failed", "trainer").size(), 1u);
 }
 

@@ -10,11 +10,10 @@
 namespace tpufleet {
 namespace {
 
-constexpr char kSshKeys[] = "ssh-keys";
 
 // The node's ssh-keys with the fleet key appended, or "" when it is there already.
 std::string WithFleetKey(const CloudNode& node, const std::string& entry) {
-  auto it = node.metadata.find(kSshKeys);
+  auto it = node.metadata.find(kSshKeysMetadataKey);
   std::string keys = it == node.metadata.end() ? "" : it->second;
   for (const std::string& line : Split(keys, '\n')) {
     if (Trim(line) == entry) {

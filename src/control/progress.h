@@ -40,10 +40,4 @@ class ProgressObserver {
   virtual void OnProgress(const NodeProgress& progress) = 0;
 };
 
-/// Reports nothing.
-class NoProgress final : public ProgressObserver {
- public:
-  void OnProgress(const NodeProgress&) override {}
-};
-
 }  // namespace tpufleet

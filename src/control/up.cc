@@ -18,7 +18,6 @@ namespace tpufleet {
 namespace {
 
 constexpr char kFleetLabel[] = "tpufleet-fleet";
-constexpr char kSshKeys[] = "ssh-keys";
 constexpr int kPreemptedRetries = 3;
 
 // A fresh UUID (version 4) for a create's request id.
@@ -296,7 +295,7 @@ class NodeUp {
     r.capacity = spec_.capacity;
     r.labels = spec_.labels;
     r.labels[kFleetLabel] = fleet_.name;
-    r.metadata[kSshKeys] = DesiredSshKeys();
+    r.metadata[kSshKeysMetadataKey] = DesiredSshKeys();
     r.data_disks = spec_.data_disks;
     r.queued = spec_.queued;
     r.request_id = rec_.request_id;
@@ -515,7 +514,7 @@ class NodeUp {
       return Status::Ok();
     }
     std::string want = DesiredSshKeys();
-    auto have = node.metadata.find(kSshKeys);
+    auto have = node.metadata.find(kSshKeysMetadataKey);
     if (have != node.metadata.end() && have->second == want) {
       return Status::Ok();
     }

@@ -92,6 +92,9 @@ Result<UpReport> Up(const FleetSpec& fleet, const Catalog& catalog,
                                     World& world, const UpOptions& options,
                                     ProgressObserver& progress);
 
+/// The metadata key that holds a node's SSH keys, one "user:key" a line.
+inline constexpr char kSshKeysMetadataKey[] = "ssh-keys";
+
 /// The `ssh-keys` metadata value for a node: the fleet key for `login`, then each user
 /// of the spec with each of their keys, one "user:key" line each, in spec order.
 std::string SshKeysMetadata(const std::string& login, const std::string& fleet_public_key,
