@@ -4,14 +4,26 @@
 # package server; otherwise it runs `apt-get update` first, then installs what is missing.
 # Then the emulator's fidelity tests get Google's Node.js clients from the npm registry
 # (`npm ci --prefix test/fidelity`), again only when they are missing or the lock changed.
+#
+# Usage: scripts/setup-deps.sh [--bench]
+#   --bench  also the peers bench/fanout.sh measures tpufleet against: pdsh (and pdcp),
+#            parallel-ssh (pssh), ClusterShell (clush) and Ansible (ansible-core)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
+
+bench=0
+for arg in "$@"; do
+  case $arg in
+    --bench) bench=1 ;;
+    *) echo "usage: $0 [--bench]" >&2; exit 2 ;;
+  esac
+done
 
 packages=(
   # build
   g++ cmake ninja-build make pkg-config
   # libraries
-  libyaml-cpp-dev nlohmann-json3-dev libcurl4-openssl-dev libsqlite3-dev libcpp-httplib-dev libssl-dev
+  libyaml-cpp-dev nlohmann-json3-dev libcurl4-openssl-dev libsqlite3-dev libcpp-httplib-dev libssl-dev libssh2-1-dev
   # tests and fuzzing (libFuzzer ships in libclang-rt-14-dev)
   googletest libgtest-dev libgmock-dev clang libclang-rt-14-dev
   # benchmarks
@@ -24,6 +36,11 @@ packages=(
   # the emulator's fidelity tests: Node.js (this machine's nodejs package ships npm)
   nodejs
 )
+if ((bench)); then
+  # bench/fanout.sh's peers (Debian's builds; pdcp needs pdsh on the workers too, which
+  # the emulator's workers get since they overlay the machine's /usr)
+  packages+=(pdsh pssh clustershell ansible-core)
+fi
 
 # npm ci for test/fidelity when node_modules is missing or package-lock.json changed
 # (its hash is kept in node_modules/.tpufleet-lock-sha256).

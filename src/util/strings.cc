@@ -1,6 +1,7 @@
 #include "util/strings.h"
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -194,6 +195,36 @@ uint64_t Fnv1a64(std::string_view text) {
     h *= 1099511628211ULL;
   }
   return h;
+}
+
+std::string ShellQuote(std::string_view text) {
+  const bool plain = !text.empty() && std::all_of(text.begin(), text.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) ||
+           std::string_view("_./:@%+,-").find(c) != std::string_view::npos;
+  });
+  if (plain) {
+    return std::string(text);
+  }
+  std::string out = "'";
+  for (char c : text) {
+    if (c == '\'') {
+      out += "'\\''";
+    } else {
+      out += c;
+    }
+  }
+  return out + "'";
+}
+
+std::string ShellJoin(const std::vector<std::string>& words) {
+  std::string out;
+  for (const auto& w : words) {
+    if (!out.empty()) {
+      out += ' ';
+    }
+    out += ShellQuote(w);
+  }
+  return out;
 }
 
 std::string FormatUsd(double usd) {

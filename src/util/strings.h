@@ -51,6 +51,16 @@ bool ParseDouble(std::string_view text, double* out);
 /// were made with it, so it stays.
 uint64_t Fnv1a64(std::string_view text);
 
+/// `text` as one word for a POSIX shell: wrapped in single quotes, each ' written as
+/// '\''. The shell that reads it gets `text` back byte for byte, whatever it holds
+/// ($, `, ;, newlines, quotes). Plain words made only of [A-Za-z0-9_./:@%+,-] (not =, which would make
+/// a first word an assignment) stay bare.
+std::string ShellQuote(std::string_view text);
+
+/// The words quoted with ShellQuote and joined by spaces: a command line a shell runs
+/// exactly as the words were given.
+std::string ShellJoin(const std::vector<std::string>& words);
+
 /// "$1,234.56" style money, two decimals ("-$0.25" below zero, "$inf" when not finite).
 std::string FormatUsd(double usd);
 

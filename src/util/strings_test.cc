@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cmath>
 #include <limits>
 #include <string>
@@ -223,6 +224,37 @@ TEST(FormatUsdRegression, LargeAndNonFiniteValuesDoNotThrow) {
 TEST(FormatUsdRegression, NoMinusOnZero) {
   EXPECT_EQ(FormatUsd(-0.001), "$0.00");
   EXPECT_EQ(FormatUsd(-0.0), "$0.00");
+}
+
+TEST(ShellQuote, PlainWordsStayBareOthersAreSingleQuoted) {
+  EXPECT_EQ(ShellQuote("hostname"), "hostname");
+  EXPECT_EQ(ShellQuote("/tmp/a-b_c.txt"), "/tmp/a-b_c.txt");
+  EXPECT_EQ(ShellQuote(""), "''");
+  EXPECT_EQ(ShellQuote("FOO=1"), "'FOO=1'");
+  EXPECT_EQ(ShellQuote("a b"), "'a b'");
+  EXPECT_EQ(ShellQuote("it's"), "'it'\\''s'");
+  EXPECT_EQ(ShellJoin({"echo", "$HOME", "a;b"}), "echo '$HOME' 'a;b'");
+}
+
+// What a real shell makes of the quoted words: each comes back byte for byte.
+TEST(ShellQuote, ShellReadsTheWordsBack) {
+  const std::vector<std::string> words = {"a b", "it's", "$HOME", "`id`", "x;y", "l1\nl2",
+                                          "\"q\"", "\\", "*", "~", "-n", "FOO=1"};
+  std::string cmd = "printf '%s\\n' " + ShellJoin(words);
+  FILE* p = ::popen(cmd.c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  std::string out;
+  char buf[256];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) {
+    out.append(buf, n);
+  }
+  ASSERT_EQ(::pclose(p), 0);
+  std::string want;
+  for (const auto& w : words) {
+    want += w + "\n";
+  }
+  EXPECT_EQ(out, want);
 }
 
 }  // namespace

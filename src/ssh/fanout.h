@@ -1,0 +1,105 @@
+// Fanout: one remote command on many hosts at once, the seam `exec` and `cp` use.
+//
+// A job names the hosts (address, login, pinned host key), the command line for each
+// host's login shell, and optionally a local file streamed to every host's stdin. Each
+// host's output is handed to the sink as it arrives, then exactly one result per host.
+// A host that cannot be reached, refuses the key or times out is a result, not an
+// error: Run fails only when the job itself cannot start (the key is unreadable).
+//
+// Implementations: FanoutEngine (fanout_engine.h: libssh2, one poll loop) run in this
+// process, and the connection holder's client (holder.h), which keeps connections warm
+// between commands. Tests of control use a fake.
+//
+// Thread-safety: a Fanout runs one job at a time per caller; the sink is called on the
+// caller's thread.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "util/status.h"
+
+namespace tpufleet {
+
+/// At most this many hosts are being connected to at once. The client side of a
+/// handshake costs about 1 ms of CPU with libssh2 (reference/fanout.md), so the cap is
+/// for the file-descriptor limit and the network, not for this process.
+inline constexpr size_t kDefaultFanoutParallel = 1024;
+/// A host that has not finished TCP connect, key exchange and login in this long is
+/// reported unreachable (pdsh and ClusterShell wait 10 s too).
+inline constexpr std::chrono::seconds kFanoutConnectTimeout{10};
+
+struct FanoutHost {
+  std::string name;      // "pod/w3": how messages name it
+  std::string address;   // IP address or DNS name
+  int port = 22;
+  std::string user;      // the login; "" is refused
+  std::string host_key;  // the pinned "ssh-ed25519 AAAA…"; a host without one is refused
+};
+
+struct FanoutJob {
+  std::vector<FanoutHost> hosts;
+  std::string command;          // one line for each host's login shell, already quoted
+  std::string key_path;         // the private key (OpenSSH format); KEY.pub beside it
+  std::string stdin_path;       // "" = no input (stdin is at EOF at once); else streamed
+  size_t max_parallel = kDefaultFanoutParallel;
+  std::chrono::milliseconds connect_timeout = kFanoutConnectTimeout;
+  std::chrono::milliseconds command_timeout{0};  // 0 = no limit
+  bool fail_fast = false;  // the first host that fails cancels the others
+};
+
+/// How one host's run ended.
+enum class HostOutcome {
+  kExited,           // the command ran; exit_code says how it ended
+  kSignaled,         // the command was killed by a signal (signal names it)
+  kUnreachable,      // TCP connect or the SSH handshake failed, or the connection broke
+  kAuthFailed,       // the server refused the fleet key for this login
+  kHostKeyMismatch,  // the server's key is not the one pinned for it
+  kTimeout,          // connect_timeout or command_timeout passed
+  kCancelled,        // fail_fast (another host failed) or the caller cancelled
+};
+
+/// "exited", "signaled", "unreachable", "auth-failed", "host-key-mismatch", "timeout",
+/// "cancelled": the names --json uses.
+std::string_view HostOutcomeName(HostOutcome outcome);
+
+struct HostResult {
+  HostOutcome outcome = HostOutcome::kExited;
+  int exit_code = 0;     // kExited: the command's status
+  std::string signal;    // kSignaled: "TERM", "KILL", …
+  std::string message;   // what went wrong, for people ("" when it exited)
+  bool ok() const { return outcome == HostOutcome::kExited && exit_code == 0; }
+};
+
+enum class OutputStream { kStdout, kStderr };
+
+class FanoutSink {
+ public:
+  FanoutSink() = default;
+  FanoutSink(const FanoutSink&) = delete;
+  FanoutSink& operator=(const FanoutSink&) = delete;
+  virtual ~FanoutSink() = default;
+
+  /// Bytes host `host` (an index into job.hosts) wrote, in the order written per stream.
+  virtual void OnOutput(size_t host, OutputStream stream, std::string_view data) = 0;
+  /// Called once per host, after its last output.
+  virtual void OnResult(size_t host, const HostResult& result) = 0;
+  /// Polled between steps: true stops the job (every unfinished host is kCancelled).
+  virtual bool Cancelled() { return false; }
+};
+
+class Fanout {
+ public:
+  Fanout() = default;
+  Fanout(const Fanout&) = delete;
+  Fanout& operator=(const Fanout&) = delete;
+  virtual ~Fanout() = default;
+
+  /// Runs `job` on every host and returns when each has its result.
+  virtual Status Run(const FanoutJob& job, FanoutSink& sink) = 0;
+};
+
+}  // namespace tpufleet

@@ -1,0 +1,790 @@
+#include "ssh/fanout_engine.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <libssh2.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <deque>
+#include <mutex>
+
+#include "util/encoding.h"
+#include "util/file.h"
+#include "util/strings.h"
+#include "util/unique_fd.h"
+
+namespace tpufleet {
+
+namespace {
+
+using std::chrono::duration_cast;
+using std::chrono::milliseconds;
+
+/// Bytes read from a channel per call, and written per call: large enough that a
+/// 200 MiB stream is a few thousand calls, small enough to interleave hosts fairly.
+constexpr size_t kIoChunk = 256 * 1024;
+/// A dead connection's channel retries once on a fresh connection.
+constexpr int kMaxChannelAttempts = 2;
+
+// libssh2 1.10 offers these; each list starts with what is cheapest on both ends:
+// curve25519 (the post-quantum hybrid OpenSSH prefers costs ~54 ms of client CPU),
+// AES-CTR with AES-NI, and SHA-256 HMAC.
+constexpr const char* kKexPrefs =
+    "curve25519-sha256,curve25519-sha256@libssh.org,ecdh-sha2-nistp256,"
+    "diffie-hellman-group14-sha256";
+constexpr const char* kCipherPrefs = "aes128-ctr,aes256-ctr,aes192-ctr";
+constexpr const char* kMacPrefs = "hmac-sha2-256,hmac-sha2-512,hmac-sha1";
+
+void InitLibssh2Once() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    libssh2_init(0);
+    // A fleet of hundreds of hosts needs a socket each: lift the soft limit on open
+    // files (often 1024) to the hard one.
+    rlimit lim{};
+    if (::getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur < lim.rlim_max) {
+      lim.rlim_cur = lim.rlim_max;
+      ::setrlimit(RLIMIT_NOFILE, &lim);
+    }
+  });
+}
+
+std::string SessionError(LIBSSH2_SESSION* session) {
+  char* msg = nullptr;
+  int len = 0;
+  libssh2_session_last_error(session, &msg, &len, 0);
+  return msg && len > 0 ? std::string(msg, static_cast<size_t>(len)) : "unknown error";
+}
+
+// "ssh-ed25519 AAAA… comment" -> the algorithm and the key blob.
+struct PinnedKey {
+  std::string algorithm;
+  std::string blob;
+};
+
+Result<PinnedKey> ParsePinnedKey(const std::string& line) {
+  std::vector<std::string> words;
+  for (auto& w : Split(Trim(line), ' ')) {
+    if (!w.empty()) {
+      words.push_back(w);
+    }
+  }
+  if (words.size() < 2) {
+    return InvalidArgumentError("pinned host key is not \"TYPE BASE64\"");
+  }
+  auto blob = Base64Decode(words[1]);
+  if (!blob.ok()) {
+    return InvalidArgumentError("pinned host key is not valid base64");
+  }
+  return PinnedKey{words[0], *blob};
+}
+
+Result<sockaddr_storage> Resolve(const FanoutHost& host, socklen_t* len) {
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_NUMERICSERV;
+  addrinfo* res = nullptr;
+  std::string port = std::to_string(host.port);
+  int rc = ::getaddrinfo(host.address.c_str(), port.c_str(), &hints, &res);
+  if (rc != 0 || !res) {
+    return UnavailableError("cannot resolve " + host.address + ": " + gai_strerror(rc));
+  }
+  sockaddr_storage out{};
+  std::memcpy(&out, res->ai_addr, res->ai_addrlen);
+  *len = res->ai_addrlen;
+  ::freeaddrinfo(res);
+  return out;
+}
+
+}  // namespace
+
+std::string_view HostOutcomeName(HostOutcome outcome) {
+  switch (outcome) {
+    case HostOutcome::kExited: return "exited";
+    case HostOutcome::kSignaled: return "signaled";
+    case HostOutcome::kUnreachable: return "unreachable";
+    case HostOutcome::kAuthFailed: return "auth-failed";
+    case HostOutcome::kHostKeyMismatch: return "host-key-mismatch";
+    case HostOutcome::kTimeout: return "timeout";
+    case HostOutcome::kCancelled: return "cancelled";
+  }
+  return "unknown";
+}
+
+// The fleet key, read once per job and shared by its connections.
+struct FanoutEngine::Key {
+  std::string path;
+  std::string private_pem;
+  std::string public_line;
+};
+
+// A local file streamed to every host's stdin: mapped once, read by every channel.
+struct Payload {
+  const char* data = nullptr;
+  size_t size = 0;
+  Payload() = default;
+  Payload(const Payload&) = delete;
+  Payload& operator=(const Payload&) = delete;
+  ~Payload() {
+    if (data && size) {
+      ::munmap(const_cast<char*>(data), size);
+    }
+  }
+};
+
+struct FanoutEngine::Task {
+  enum State { kQueued, kWaiting, kOpen, kExec, kRun, kClosing, kWaitClosed, kDone };
+  Job* job = nullptr;
+  size_t host = 0;
+  State state = kQueued;
+  Conn* conn = nullptr;
+  LIBSSH2_CHANNEL* channel = nullptr;
+  int attempts = 0;
+  size_t sent = 0;
+  bool eof_sent = false;
+  Clock::MonoTime deadline = Clock::MonoTime::max();
+  HostResult result;
+};
+
+struct FanoutEngine::Job {
+  JobId id = 0;
+  FanoutJob spec;
+  FanoutSink* sink = nullptr;
+  bool hold_stdin = false;
+  std::shared_ptr<Key> key;
+  std::shared_ptr<Payload> payload;
+  std::vector<Task> tasks;
+  std::deque<size_t> queue;  // tasks not yet on a connection, in order
+  size_t active = 0;
+  size_t finished = 0;
+};
+
+struct FanoutEngine::Conn {
+  enum State { kConnecting, kHandshake, kAuth, kReady, kFailed };
+  HostOutcome error_outcome = HostOutcome::kUnreachable;
+  std::string error;  // why it failed
+  std::string id;
+  FanoutHost host;
+  std::shared_ptr<Key> key;
+  PinnedKey pinned;
+  UniqueFd fd;
+  LIBSSH2_SESSION* session = nullptr;
+  State state = kConnecting;
+  std::chrono::milliseconds connect_timeout{};
+  Clock::MonoTime deadline{};
+  Clock::MonoTime idle_since{};
+  Clock::MonoTime next_keepalive{};
+  bool served = false;  // a command ran on it before: a failure may mean it went stale
+  bool unread = false;  // idle with bytes waiting that only a channel call will read
+  Task* task = nullptr;
+
+  ~Conn() {
+    fd.Reset();  // first, so freeing the session cannot wait on the peer
+    if (session) {
+      libssh2_session_free(session);
+    }
+  }
+};
+
+FanoutEngine::FanoutEngine(Clock& clock) : clock_(clock), now_(clock.MonotonicNow()) {
+  InitLibssh2Once();
+}
+
+FanoutEngine::~FanoutEngine() {
+  for (auto& [id, conn] : conns_) {
+    if (conn->task && conn->task->channel) {
+      libssh2_channel_free(conn->task->channel);
+      conn->task->channel = nullptr;
+    }
+  }
+}
+
+Result<FanoutEngine::JobId> FanoutEngine::Start(const FanoutJob& spec, FanoutSink& sink,
+                                                bool hold_stdin) {
+  for (const auto& h : spec.hosts) {
+    if (h.user.empty()) {
+      return InvalidArgumentError(h.name + ": no login user to connect as");
+    }
+    if (h.host_key.empty()) {
+      return FailedPreconditionError(
+          h.name + ": no pinned host key; run `tpufleet up` so tpufleet learns it");
+    }
+    TPUFLEET_TRY(ParsePinnedKey(h.host_key).status());
+  }
+  auto job = std::make_unique<Job>();
+  job->id = next_id_++;
+  job->spec = spec;
+  job->sink = &sink;
+  job->hold_stdin = hold_stdin;
+  job->spec.max_parallel = std::max<size_t>(1, spec.max_parallel);
+  auto key = std::make_shared<Key>();
+  key->path = spec.key_path;
+  TPUFLEET_ASSIGN_OR_RETURN(key->private_pem, ReadFile(spec.key_path));
+  TPUFLEET_ASSIGN_OR_RETURN(key->public_line, ReadFile(spec.key_path + ".pub"));
+  job->key = std::move(key);
+  if (!spec.stdin_path.empty()) {
+    UniqueFd fd(::open(spec.stdin_path.c_str(), O_RDONLY | O_CLOEXEC));
+    struct stat st{};
+    if (fd.get() < 0 || ::fstat(fd.get(), &st) != 0) {
+      return ErrnoStatus(spec.stdin_path, errno);
+    }
+    auto payload = std::make_shared<Payload>();
+    if (st.st_size > 0) {
+      void* p = ::mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ, MAP_SHARED,
+                       fd.get(), 0);
+      if (p == MAP_FAILED) {
+        return ErrnoStatus(spec.stdin_path, errno);
+      }
+      payload->data = static_cast<const char*>(p);
+      payload->size = static_cast<size_t>(st.st_size);
+    }
+    job->payload = std::move(payload);
+  }
+  job->tasks.resize(spec.hosts.size());
+  for (size_t i = 0; i < job->tasks.size(); ++i) {
+    job->tasks[i].job = job.get();
+    job->tasks[i].host = i;
+    job->queue.push_back(i);
+  }
+  JobId id = job->id;
+  Job& ref = *job;
+  jobs_.emplace(id, std::move(job));
+  now_ = clock_.MonotonicNow();
+  Admit(ref);
+  Reap();
+  return id;
+}
+
+bool FanoutEngine::Finished(JobId id) const { return jobs_.find(id) == jobs_.end(); }
+
+void FanoutEngine::Cancel(JobId id) {
+  auto it = jobs_.find(id);
+  if (it == jobs_.end()) {
+    return;
+  }
+  now_ = clock_.MonotonicNow();
+  for (auto& t : it->second->tasks) {
+    if (t.state != Task::kDone) {
+      CancelTask(t, HostOutcome::kCancelled, "cancelled");
+    }
+  }
+  Reap();
+}
+
+// Moves queued tasks of `job` onto connections while the job is under its cap.
+void FanoutEngine::Admit(Job& job) {
+  while (job.active < job.spec.max_parallel && !job.queue.empty()) {
+    Task& t = job.tasks[job.queue.front()];
+    job.queue.pop_front();
+    if (t.state != Task::kQueued) {
+      continue;  // cancelled before it started
+    }
+    ++job.active;
+    ++t.attempts;
+    t.state = Task::kWaiting;
+    Conn* conn = ConnFor(job, job.spec.hosts[t.host]);
+    conn->task = &t;
+    t.conn = conn;
+    if (conn->state == Conn::kFailed) {  // could not even start connecting
+      FailConn(*conn, conn->error_outcome, conn->error);
+    } else if (conn->state == Conn::kReady) {
+      DriveConn(*conn);
+    }
+  }
+}
+
+FanoutEngine::Conn* FanoutEngine::ConnFor(const Job& job, const FanoutHost& host) {
+  std::string id = host.address + "\n" + std::to_string(host.port) + "\n" + host.user + "\n" +
+                   host.host_key + "\n" + job.key->path;
+  auto [first, last] = conns_.equal_range(id);
+  for (auto it = first; it != last; ++it) {
+    Conn& c = *it->second;
+    if (!c.task && c.state == Conn::kReady) {
+      c.key = job.key;
+      return &c;
+    }
+  }
+  auto conn = std::make_unique<Conn>();
+  conn->id = id;
+  conn->host = host;
+  conn->key = job.key;
+  conn->pinned = ParsePinnedKey(host.host_key).value();
+  conn->connect_timeout = job.spec.connect_timeout;
+  conn->deadline = now_ + job.spec.connect_timeout;
+  Conn* raw = conn.get();
+  conns_.emplace(id, std::move(conn));
+
+  socklen_t len = 0;
+  auto addr = Resolve(host, &len);
+  if (!addr.ok()) {
+    raw->state = Conn::kFailed;
+    raw->error = addr.status().message();
+    return raw;
+  }
+  raw->fd = UniqueFd(::socket(addr->ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+  int one = 1;
+  unsigned int user_timeout = static_cast<unsigned int>(milliseconds(kTcpUserTimeout).count());
+  if (raw->fd.get() < 0 ||
+      ::setsockopt(raw->fd.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one) != 0 ||
+      ::setsockopt(raw->fd.get(), IPPROTO_TCP, TCP_USER_TIMEOUT, &user_timeout,
+                   sizeof user_timeout) != 0 ||
+      (::connect(raw->fd.get(), reinterpret_cast<const sockaddr*>(&*addr), len) != 0 &&
+       errno != EINPROGRESS)) {
+    raw->state = Conn::kFailed;
+    raw->error = std::string("connect: ") + std::strerror(errno);
+  }
+  return raw;
+}
+
+// The connection is unusable: its host (if any) gets `outcome`, or starts again on a
+// fresh connection when this one had gone stale while idle.
+void FanoutEngine::FailConn(Conn& conn, HostOutcome outcome, const std::string& message) {
+  conn.state = Conn::kFailed;
+  conn.error_outcome = outcome;
+  conn.error = message;
+  Task* t = conn.task;
+  if (!t) {
+    return;
+  }
+  CloseConn(conn);
+  if (conn.served && t->state <= Task::kExec && t->attempts < kMaxChannelAttempts) {
+    t->state = Task::kQueued;
+    --t->job->active;
+    t->job->queue.push_front(t->host);
+    return;
+  }
+  t->result.outcome = outcome;
+  t->result.message = message;
+  FinishTask(*t);
+}
+
+// Lets go of the connection's host: its channel is freed and the connection is marked
+// failed, so Reap closes its socket.
+void FanoutEngine::CloseConn(Conn& conn) {
+  if (Task* t = conn.task) {
+    if (t->channel) {
+      libssh2_channel_free(t->channel);
+      t->channel = nullptr;
+    }
+    t->conn = nullptr;
+    conn.task = nullptr;
+  }
+  conn.state = Conn::kFailed;
+}
+
+void FanoutEngine::AddPollFds(std::vector<pollfd>& fds) {
+  poll_offset_ = fds.size();
+  polled_.clear();
+  for (auto& [id, conn] : conns_) {
+    Conn& c = *conn;
+    if (c.state == Conn::kFailed || c.fd.get() < 0 || c.unread) {
+      continue;
+    }
+    short events = POLLIN;
+    if (c.state == Conn::kConnecting) {
+      events = POLLOUT;
+    } else if (c.session &&
+               (libssh2_session_block_directions(c.session) & LIBSSH2_SESSION_BLOCK_OUTBOUND)) {
+      events |= POLLOUT;
+    }
+    fds.push_back(pollfd{c.fd.get(), events, 0});
+    polled_.push_back(&c);
+  }
+}
+
+int FanoutEngine::MillisUntilWake() const {
+  Clock::MonoTime wake = Clock::MonoTime::max();
+  for (const auto& [id, conn] : conns_) {
+    if (conn->state == Conn::kConnecting || conn->state == Conn::kHandshake ||
+        conn->state == Conn::kAuth) {
+      wake = std::min(wake, conn->deadline);
+    }
+    if (conn->state == Conn::kReady) {
+      wake = std::min(wake, conn->next_keepalive);
+    }
+    if (conn->task) {
+      wake = std::min(wake, conn->task->deadline);
+    }
+  }
+  if (wake == Clock::MonoTime::max()) {
+    return -1;
+  }
+  auto now = clock_.MonotonicNow();
+  if (wake <= now) {
+    return 0;
+  }
+  return static_cast<int>(
+      std::min<int64_t>(duration_cast<milliseconds>(wake - now).count() + 1, 60'000));
+}
+
+void FanoutEngine::Step(const std::vector<pollfd>& fds) {
+  now_ = clock_.MonotonicNow();
+  std::vector<Conn*> ready;
+  for (size_t i = 0; i < polled_.size() && poll_offset_ + i < fds.size(); ++i) {
+    if (fds[poll_offset_ + i].revents != 0) {
+      ready.push_back(polled_[i]);
+    }
+  }
+  polled_.clear();
+  for (Conn* c : ready) {
+    if (c->state == Conn::kReady && !c->task) {
+      // Idle: only a dead peer (EOF, reset) is worth acting on now; other bytes wait
+      // for the next channel call to read them.
+      char b;
+      ssize_t n = ::recv(c->fd.get(), &b, 1, MSG_PEEK | MSG_DONTWAIT);
+      if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)) {
+        c->state = Conn::kFailed;
+      } else {
+        c->unread = true;
+      }
+      continue;
+    }
+    DriveConn(*c);
+  }
+  CheckDeadlines();
+  for (auto& [id, job] : jobs_) {
+    if (job->sink->Cancelled()) {
+      for (auto& t : job->tasks) {
+        if (t.state != Task::kDone) {
+          CancelTask(t, HostOutcome::kCancelled, "cancelled");
+        }
+      }
+    }
+    Admit(*job);
+  }
+  Reap();
+}
+
+void FanoutEngine::CheckDeadlines() {
+  std::vector<Conn*> conns;
+  for (auto& [id, conn] : conns_) {
+    conns.push_back(conn.get());
+  }
+  for (Conn* c : conns) {
+    bool connecting = c->state == Conn::kConnecting || c->state == Conn::kHandshake ||
+                      c->state == Conn::kAuth;
+    if (connecting && now_ >= c->deadline) {
+      FailConn(*c, HostOutcome::kTimeout,
+               "no SSH login within " +
+                   FormatDuration(duration_cast<std::chrono::seconds>(c->connect_timeout)));
+      continue;
+    }
+    if (c->state != Conn::kReady) {
+      continue;
+    }
+    if (c->task && now_ >= c->task->deadline) {
+      CancelTask(*c->task, HostOutcome::kTimeout,
+                 "still running after " +
+                     FormatDuration(duration_cast<std::chrono::seconds>(
+                         c->task->job->spec.command_timeout)));
+      continue;
+    }
+    if (now_ >= c->next_keepalive) {
+      int next = 0;
+      libssh2_keepalive_send(c->session, &next);
+      c->next_keepalive = now_ + kFanoutKeepaliveInterval;
+    }
+  }
+}
+
+void FanoutEngine::DriveConn(Conn& c) {
+  if (c.state == Conn::kConnecting) {
+    int err = 0;
+    socklen_t len = sizeof err;
+    ::getsockopt(c.fd.get(), SOL_SOCKET, SO_ERROR, &err, &len);
+    if (err == EINPROGRESS || err == EALREADY) {
+      return;
+    }
+    if (err != 0) {
+      FailConn(c, HostOutcome::kUnreachable, std::string("connect: ") + std::strerror(err));
+      return;
+    }
+    c.session = libssh2_session_init_ex(nullptr, nullptr, nullptr, nullptr);
+    if (!c.session) {
+      FailConn(c, HostOutcome::kUnreachable, "libssh2: cannot make a session");
+      return;
+    }
+    libssh2_session_set_blocking(c.session, 0);
+    libssh2_session_method_pref(c.session, LIBSSH2_METHOD_KEX, kKexPrefs);
+    libssh2_session_method_pref(c.session, LIBSSH2_METHOD_HOSTKEY, c.pinned.algorithm.c_str());
+    for (int m : {LIBSSH2_METHOD_CRYPT_CS, LIBSSH2_METHOD_CRYPT_SC}) {
+      libssh2_session_method_pref(c.session, m, kCipherPrefs);
+    }
+    for (int m : {LIBSSH2_METHOD_MAC_CS, LIBSSH2_METHOD_MAC_SC}) {
+      libssh2_session_method_pref(c.session, m, kMacPrefs);
+    }
+    c.state = Conn::kHandshake;
+  }
+  if (c.state == Conn::kHandshake) {
+    int rc = libssh2_session_handshake(c.session, c.fd.get());
+    if (rc == LIBSSH2_ERROR_EAGAIN) {
+      return;
+    }
+    if (rc != 0) {
+      FailConn(c, HostOutcome::kUnreachable, "SSH handshake: " + SessionError(c.session));
+      return;
+    }
+    size_t len = 0;
+    int type = 0;
+    const char* key = libssh2_session_hostkey(c.session, &len, &type);
+    if (!key || std::string_view(key, len) != c.pinned.blob) {
+      FailConn(c, HostOutcome::kHostKeyMismatch,
+               "the host key of " + c.host.address +
+                   " is not the one tpufleet pinned for it. If the VM was recreated, "
+                   "`tpufleet up` pins the new key; otherwise something may be "
+                   "intercepting the connection");
+      return;
+    }
+    c.state = Conn::kAuth;
+  }
+  if (c.state == Conn::kAuth) {
+    const Key& k = *c.key;
+    int rc = libssh2_userauth_publickey_frommemory(
+        c.session, c.host.user.data(), c.host.user.size(), k.public_line.data(),
+        k.public_line.size(), k.private_pem.data(), k.private_pem.size(), nullptr);
+    if (rc == LIBSSH2_ERROR_EAGAIN) {
+      return;
+    }
+    if (rc == LIBSSH2_ERROR_AUTHENTICATION_FAILED || rc == LIBSSH2_ERROR_PUBLICKEY_UNVERIFIED) {
+      FailConn(c, HostOutcome::kAuthFailed,
+               "the worker refused tpufleet's key for user " + c.host.user);
+      return;
+    }
+    if (rc != 0) {
+      FailConn(c, HostOutcome::kUnreachable, "SSH login: " + SessionError(c.session));
+      return;
+    }
+    libssh2_keepalive_config(c.session, 0,
+                             static_cast<unsigned>(kFanoutKeepaliveInterval.count()));
+    c.next_keepalive = now_ + kFanoutKeepaliveInterval;
+    c.state = Conn::kReady;
+  }
+  if (c.state != Conn::kReady) {
+    return;
+  }
+  c.unread = false;
+  while (c.task && DriveTask(*c.task)) {
+  }
+  if (!c.task) {
+    c.idle_since = now_;
+  }
+}
+
+// One step of one host's channel; true when it moved and may move again.
+bool FanoutEngine::DriveTask(Task& t) {
+  Conn& c = *t.conn;
+  Job& job = *t.job;
+  auto conn_error = [&](const std::string& what) {
+    FailConn(c, HostOutcome::kUnreachable, what + ": " + SessionError(c.session));
+    return false;
+  };
+  switch (t.state) {
+    case Task::kWaiting:
+      t.state = Task::kOpen;
+      [[fallthrough]];
+    case Task::kOpen: {
+      t.channel = libssh2_channel_open_session(c.session);
+      if (!t.channel) {
+        if (libssh2_session_last_errno(c.session) == LIBSSH2_ERROR_EAGAIN) {
+          return false;
+        }
+        return conn_error("opening a session channel");
+      }
+      c.served = true;
+      t.state = Task::kExec;
+      [[fallthrough]];
+    }
+    case Task::kExec: {
+      int rc = libssh2_channel_exec(t.channel, job.spec.command.c_str());
+      if (rc == LIBSSH2_ERROR_EAGAIN) {
+        return false;
+      }
+      if (rc != 0) {
+        return conn_error("starting the command");
+      }
+      if (job.spec.command_timeout.count() > 0) {
+        t.deadline = now_ + job.spec.command_timeout;
+      }
+      t.state = Task::kRun;
+      return true;
+    }
+    case Task::kRun: {
+      bool moved = false;
+      const Payload* in = job.payload.get();
+      if (in && t.sent < in->size) {
+        ssize_t n = libssh2_channel_write(t.channel, in->data + t.sent,
+                                          std::min(kIoChunk, in->size - t.sent));
+        if (n > 0) {
+          t.sent += static_cast<size_t>(n);
+          moved = true;
+        } else if (n != LIBSSH2_ERROR_EAGAIN) {
+          return conn_error("sending input");
+        }
+      }
+      if (!t.eof_sent && (!in || t.sent >= in->size) && !job.hold_stdin) {
+        int rc = libssh2_channel_send_eof(t.channel);
+        if (rc == 0) {
+          t.eof_sent = true;
+          moved = true;
+        } else if (rc != LIBSSH2_ERROR_EAGAIN) {
+          return conn_error("closing the command's input");
+        }
+      }
+      static thread_local char buf[kIoChunk];
+      for (int stream : {0, SSH_EXTENDED_DATA_STDERR}) {
+        for (;;) {
+          ssize_t n = libssh2_channel_read_ex(t.channel, stream, buf, sizeof buf);
+          if (n > 0) {
+            moved = true;
+            job.sink->OnOutput(t.host, stream ? OutputStream::kStderr : OutputStream::kStdout,
+                               std::string_view(buf, static_cast<size_t>(n)));
+            continue;
+          }
+          if (n < 0 && n != LIBSSH2_ERROR_EAGAIN) {
+            return conn_error("reading output");
+          }
+          break;
+        }
+      }
+      if (libssh2_channel_eof(t.channel)) {
+        t.state = Task::kClosing;
+        return true;
+      }
+      return moved;
+    }
+    case Task::kClosing: {
+      int rc = libssh2_channel_close(t.channel);
+      if (rc == LIBSSH2_ERROR_EAGAIN) {
+        return false;
+      }
+      if (rc != 0) {
+        return conn_error("closing the channel");
+      }
+      t.state = Task::kWaitClosed;
+      [[fallthrough]];
+    }
+    case Task::kWaitClosed: {
+      int rc = libssh2_channel_wait_closed(t.channel);
+      if (rc == LIBSSH2_ERROR_EAGAIN) {
+        return false;
+      }
+      char* sig = nullptr;
+      size_t sig_len = 0;
+      libssh2_channel_get_exit_signal(t.channel, &sig, &sig_len, nullptr, nullptr, nullptr,
+                                      nullptr);
+      if (sig && sig_len > 0) {
+        t.result.outcome = HostOutcome::kSignaled;
+        t.result.signal.assign(sig, sig_len);
+        t.result.message = "killed by SIG" + t.result.signal;
+      } else {
+        t.result.outcome = HostOutcome::kExited;
+        t.result.exit_code = libssh2_channel_get_exit_status(t.channel);
+        if (t.result.exit_code != 0) {
+          t.result.message = "exit " + std::to_string(t.result.exit_code);
+        }
+      }
+      if (sig) {
+        libssh2_free(c.session, sig);
+      }
+      libssh2_channel_free(t.channel);
+      t.channel = nullptr;
+      c.task = nullptr;
+      t.conn = nullptr;
+      FinishTask(t);
+      return false;
+    }
+    default:
+      return false;
+  }
+}
+
+// Ends a host that has not finished: its result is reported now and its connection
+// (if it has one) closed, which ends a command that watches stdin.
+void FanoutEngine::CancelTask(Task& t, HostOutcome outcome, const std::string& message) {
+  t.result.outcome = outcome;
+  t.result.message = message;
+  if (t.state == Task::kQueued) {  // never admitted: Admit skips it
+    t.state = Task::kDone;
+    ++t.job->finished;
+    t.job->sink->OnResult(t.host, t.result);
+    return;
+  }
+  if (t.conn) {
+    CloseConn(*t.conn);
+  }
+  FinishTask(t);
+}
+
+void FanoutEngine::FinishTask(Task& t) {
+  if (t.state == Task::kDone) {
+    return;
+  }
+  if (t.conn) {
+    t.conn->task = nullptr;
+    t.conn->idle_since = now_;
+    t.conn = nullptr;
+  }
+  t.state = Task::kDone;
+  Job& job = *t.job;
+  --job.active;  // a queued task ends in CancelTask instead
+  ++job.finished;
+  job.sink->OnResult(t.host, t.result);
+  if (job.spec.fail_fast && !t.result.ok() && t.result.outcome != HostOutcome::kCancelled) {
+    for (auto& other : job.tasks) {
+      if (other.state != Task::kDone) {
+        CancelTask(other, HostOutcome::kCancelled,
+                   "stopped: " + job.spec.hosts[t.host].name + " failed (--fail-fast)");
+      }
+    }
+  }
+}
+
+// Forgets finished jobs and closes failed connections.
+void FanoutEngine::Reap() {
+  for (auto it = jobs_.begin(); it != jobs_.end();) {
+    it = it->second->finished == it->second->tasks.size() ? jobs_.erase(it) : std::next(it);
+  }
+  for (auto it = conns_.begin(); it != conns_.end();) {
+    bool dead = it->second->state == Conn::kFailed && !it->second->task;
+    it = dead ? conns_.erase(it) : std::next(it);
+  }
+}
+
+size_t FanoutEngine::CloseIdle(milliseconds idle) {
+  now_ = clock_.MonotonicNow();
+  for (auto it = conns_.begin(); it != conns_.end();) {
+    const Conn& c = *it->second;
+    bool close = !c.task && (c.state == Conn::kFailed || now_ - c.idle_since >= idle);
+    it = close ? conns_.erase(it) : std::next(it);
+  }
+  return conns_.size();
+}
+
+Status LocalFanout::Run(const FanoutJob& job, FanoutSink& sink) {
+  FanoutEngine engine(clock_);
+  TPUFLEET_ASSIGN_OR_RETURN(auto id, engine.Start(job, sink));
+  std::vector<pollfd> fds;
+  // Cancellation (Ctrl-C) is polled: a signal interrupts poll, and a long wait is capped.
+  constexpr int kCancelPollMs = 200;
+  while (!engine.Finished(id)) {
+    fds.clear();
+    engine.AddPollFds(fds);
+    int wait = engine.MillisUntilWake();
+    wait = wait < 0 ? kCancelPollMs : std::min(wait, kCancelPollMs);
+    ::poll(fds.data(), fds.size(), wait);
+    engine.Step(fds);
+  }
+  return Status::Ok();
+}
+
+}  // namespace tpufleet

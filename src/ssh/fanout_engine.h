@@ -1,0 +1,124 @@
+// FanoutEngine: the libssh2 fan-out engine. Every connection is a non-blocking socket
+// this engine owns, and every step of every host (TCP connect, key exchange, host-key
+// check, public-key login, channel, exec, streaming both ways, exit status) is driven
+// from one poll loop in one thread, with one "now" per step (STYLE.md rule 9).
+//
+// A connection carries one command at a time. Connections outlive jobs: a later job to
+// the same (address, port, login, host key, key file) takes an idle authenticated one
+// and only opens a channel, which is what makes the connection holder's repeated
+// commands cost about one round trip; two jobs at once to one worker use two. (One
+// channel per connection also keeps clear of libssh2's single pending-write slot per
+// session, which channels written in turn would trip over.) A host whose channel
+// fails on a reused connection (the VM rebooted meanwhile) retries once on a fresh one.
+//
+// Cancelling a host (Cancel, fail_fast, command_timeout) closes its connection: sshd
+// then closes the command's stdin, which control's stoppable wrapper takes as the
+// order to kill the command's process group.
+//
+// The engine does not block and does not own the loop, so the holder can poll its own
+// sockets beside it:
+//
+//   std::vector<pollfd> fds;  engine.AddPollFds(fds);
+//   ::poll(fds.data(), fds.size(), engine.MillisUntilWake());
+//   engine.Step(fds);
+//
+// LocalFanout wraps that loop for a single job in this process.
+//
+// Security: the server's key must equal the pinned key byte for byte (no TOFU, no
+// known_hosts file); the login uses only the fleet key, read once per job.
+//
+// Thread-safety: none; one thread owns an engine and everything it calls back.
+#pragma once
+
+#include <poll.h>
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ssh/fanout.h"
+#include "util/clock.h"
+#include "util/status.h"
+
+namespace tpufleet {
+
+/// An SSH keepalive goes out on a busy or idle connection this often, so a worker that
+/// died without closing its socket is noticed (with kTcpUserTimeout) within a minute.
+inline constexpr std::chrono::seconds kFanoutKeepaliveInterval{15};
+/// Data the peer has not acknowledged for this long drops the connection (TCP_USER_TIMEOUT):
+/// the kernel's default is about 15 minutes of retransmissions.
+inline constexpr std::chrono::seconds kTcpUserTimeout{30};
+
+class FanoutEngine {
+ public:
+  using JobId = uint64_t;
+
+  explicit FanoutEngine(Clock& clock);
+  ~FanoutEngine();
+  FanoutEngine(const FanoutEngine&) = delete;
+  FanoutEngine& operator=(const FanoutEngine&) = delete;
+
+  /// Queues `job`. The sink must outlive the job (until Finished(id)). InvalidArgument
+  /// for a host without a login or pinned key; the key and stdin file are read here.
+  /// `hold_stdin`: the remote command watches stdin to know it must stop (control's
+  /// stoppable wrapper), so no EOF is sent; the connection closing ends it.
+  Result<JobId> Start(const FanoutJob& job, FanoutSink& sink, bool hold_stdin = false);
+  /// Every unfinished host of the job ends as kCancelled at once (connection closed).
+  void Cancel(JobId id);
+  /// True once every host of the job has had OnResult; the job is then forgotten.
+  bool Finished(JobId id) const;
+
+  /// Appends the descriptors the engine waits on.
+  void AddPollFds(std::vector<pollfd>& fds);
+  /// How long poll may sleep before a deadline or keepalive is due (-1: no deadline).
+  int MillisUntilWake() const;
+  /// Drives every connection whose descriptor in `fds` is ready or whose deadline
+  /// passed. `fds` is what AddPollFds filled (plus the caller's own, which are ignored).
+  void Step(const std::vector<pollfd>& fds);
+
+  /// Closes connections that have had no channel for `idle`; returns how many remain.
+  size_t CloseIdle(std::chrono::milliseconds idle);
+  size_t open_connections() const { return conns_.size(); }
+  bool busy() const { return !jobs_.empty(); }
+
+ private:
+  struct Job;
+  struct Task;
+  struct Conn;
+  struct Key;
+
+  void Admit(Job& job);
+  Conn* ConnFor(const Job& job, const FanoutHost& host);
+  void DriveConn(Conn& conn);
+  bool DriveTask(Task& task);
+  void FailConn(Conn& conn, HostOutcome outcome, const std::string& message);
+  void FinishTask(Task& task);
+  void CancelTask(Task& task, HostOutcome outcome, const std::string& message);
+  void CloseConn(Conn& conn);
+  void CheckDeadlines();
+  void Reap();
+
+  Clock& clock_;
+  Clock::MonoTime now_;
+  JobId next_id_ = 1;
+  std::map<JobId, std::unique_ptr<Job>> jobs_;
+  std::multimap<std::string, std::unique_ptr<Conn>> conns_;  // by host identity
+  std::vector<Conn*> polled_;  // which connection each fd AddPollFds added belongs to
+  size_t poll_offset_ = 0;     // where the engine's fds start in the caller's vector
+};
+
+/// Runs one job in this process with a FanoutEngine of its own: every connection is
+/// cold. SIGINT during Run reaches the sink's Cancelled() as the caller arranges.
+class LocalFanout final : public Fanout {
+ public:
+  explicit LocalFanout(Clock& clock) : clock_(clock) {}
+  Status Run(const FanoutJob& job, FanoutSink& sink) override;
+
+ private:
+  Clock& clock_;
+};
+
+}  // namespace tpufleet

@@ -1,0 +1,212 @@
+// The libssh2 engine against a real OpenSSH server (TestSshd): several "hosts" are the
+// same server reached again, which is what the engine sees of a pod's workers.
+#include "ssh/fanout_engine.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "ssh/testing/loopback.h"
+#include "ssh/testing/test_sshd.h"
+#include "util/file.h"
+
+namespace tpufleet {
+namespace {
+
+using std::chrono::milliseconds;
+
+// What a job reported, per host.
+struct Recorded {
+  std::map<size_t, std::string> out, err;
+  std::map<size_t, HostResult> results;
+};
+
+class RecordingSink : public FanoutSink, public Recorded {
+ public:
+  void OnOutput(size_t host, OutputStream stream, std::string_view data) override {
+    (stream == OutputStream::kStdout ? out : err)[host] += std::string(data);
+  }
+  void OnResult(size_t host, const HostResult& result) override {
+    EXPECT_EQ(results.count(host), 0u) << "two results for host " << host;
+    results[host] = result;
+  }
+};
+
+class FanoutEngineTest : public TestSshdFixture {
+ protected:
+  FanoutHost Host(const std::string& name) const {
+    return FanoutHost{name, "127.0.0.1", sshd_->port(), sshd_->user(), sshd_->host_key()};
+  }
+  FanoutJob Job(std::vector<FanoutHost> hosts, std::string command) const {
+    FanoutJob job;
+    job.hosts = std::move(hosts);
+    job.command = std::move(command);
+    job.key_path = sshd_->client_key().private_key_path;
+    job.connect_timeout = std::chrono::seconds(20);  // a loaded CI machine
+    return job;
+  }
+  Recorded Run(const FanoutJob& job) {
+    RecordingSink sink;
+    LocalFanout fanout(clock_);
+    Status s = fanout.Run(job, sink);
+    EXPECT_TRUE(s.ok()) << s.ToString();
+    EXPECT_EQ(sink.results.size(), job.hosts.size());
+    return static_cast<Recorded&>(sink);
+  }
+  RealClock clock_;
+};
+
+TEST_F(FanoutEngineTest, RunsOnEveryHostAndKeepsStreamsAndExitCodesApart) {
+  auto sink = Run(Job({Host("a/w0"), Host("a/w1"), Host("b/w0")},
+                      "echo out; echo err >&2; exit 3"));
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(sink.out[i], "out\n");
+    EXPECT_EQ(sink.err[i], "err\n");
+    EXPECT_EQ(sink.results[i].outcome, HostOutcome::kExited);
+    EXPECT_EQ(sink.results[i].exit_code, 3);
+    EXPECT_FALSE(sink.results[i].ok());
+  }
+}
+
+TEST_F(FanoutEngineTest, LargeOutputArrivesWhole) {
+  auto sink = Run(Job({Host("w0"), Host("w1")}, "head -c 3000000 /dev/zero | tr '\\0' x"));
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(sink.out[i].size(), 3000000u);
+    EXPECT_TRUE(sink.results[i].ok()) << sink.results[i].message;
+  }
+}
+
+TEST_F(FanoutEngineTest, StdinFileReachesEveryHostIntact) {
+  std::string data;
+  for (unsigned i = 0; i < 400000; ++i) {
+    data += static_cast<char>((i * 7919u) % 251u);
+  }
+  std::string path = sshd_->dir() + "/payload";
+  ASSERT_TRUE(WriteFileAtomic(path, data, 0600).ok());
+  auto job = Job({Host("w0"), Host("w1"), Host("w2")}, "sha256sum | cut -d' ' -f1");
+  job.stdin_path = path;
+  auto sink = Run(job);
+  auto local = RunProgram({"sha256sum", path}, "", std::chrono::seconds(10));
+  ASSERT_TRUE(local.ok());
+  std::string want = local->output.substr(0, 64) + "\n";
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(sink.out[i], want);
+    EXPECT_TRUE(sink.results[i].ok()) << sink.results[i].message;
+  }
+}
+
+TEST_F(FanoutEngineTest, WithoutInputTheCommandSeesEofAtOnce) {
+  auto sink = Run(Job({Host("w0")}, "cat; echo done"));
+  EXPECT_EQ(sink.out[0], "done\n");
+}
+
+TEST_F(FanoutEngineTest, ChangedHostKeyIsRefusedBeforeLogin) {
+  FanoutHost bad = Host("w0");
+  // Another ed25519 key: the client key's public half stands in for a stranger's host key.
+  std::vector<std::string> words = Split(sshd_->client_key().public_key, ' ');
+  bad.host_key = words[0] + " " + words[1];
+  auto sink = Run(Job({bad, Host("w1")}, "echo ran"));
+  EXPECT_EQ(sink.results[0].outcome, HostOutcome::kHostKeyMismatch);
+  EXPECT_NE(sink.results[0].message.find("tpufleet up"), std::string::npos);
+  EXPECT_EQ(sink.out[0], "");
+  EXPECT_TRUE(sink.results[1].ok());
+}
+
+TEST_F(FanoutEngineTest, RefusedKeyIsAuthFailed) {
+  FanoutHost h = Host("w0");
+  h.user = "no-such-user-tpufleet";
+  auto sink = Run(Job({h}, "true"));
+  EXPECT_EQ(sink.results[0].outcome, HostOutcome::kAuthFailed) << sink.results[0].message;
+}
+
+TEST_F(FanoutEngineTest, ClosedPortIsUnreachableAndSilentPortTimesOut) {
+  FanoutHost closed = Host("closed");
+  closed.port = ClosedLoopbackPort();
+  LoopbackSocket silent(/*listen=*/true);  // accepts into its backlog, never says a word
+  FanoutHost hung = Host("hung");
+  hung.port = silent.port;
+  auto job = Job({closed, hung, Host("ok")}, "echo ok");
+  job.connect_timeout = milliseconds(500);
+  auto sink = Run(job);
+  EXPECT_EQ(sink.results[0].outcome, HostOutcome::kUnreachable);
+  EXPECT_NE(sink.results[0].message.find("refused"), std::string::npos)
+      << sink.results[0].message;
+  EXPECT_EQ(sink.results[1].outcome, HostOutcome::kTimeout);
+  EXPECT_EQ(sink.out[2], "ok\n");
+}
+
+TEST_F(FanoutEngineTest, CommandTimeoutEndsTheHost) {
+  auto job = Job({Host("w0")}, "sleep 30");
+  job.command_timeout = milliseconds(300);
+  auto sink = Run(job);
+  EXPECT_EQ(sink.results[0].outcome, HostOutcome::kTimeout);
+}
+
+TEST_F(FanoutEngineTest, FailFastCancelsTheOthers) {
+  // Commands that run until their stdin closes, as control's stoppable wrapper does;
+  // w0 cannot be reached, which must stop w1 and w2.
+  auto job = Job({Host("w0"), Host("w1"), Host("w2")}, "cat >/dev/null");
+  job.fail_fast = true;
+  FanoutEngine engine(clock_);
+  RecordingSink sink;
+  job.hosts[0].port = ClosedLoopbackPort();
+  auto id = engine.Start(job, sink, /*hold_stdin=*/true);
+  ASSERT_TRUE(id.ok());
+  std::vector<pollfd> fds;
+  while (!engine.Finished(*id)) {
+    fds.clear();
+    engine.AddPollFds(fds);
+    ::poll(fds.data(), fds.size(), 200);
+    engine.Step(fds);
+  }
+  EXPECT_EQ(sink.results[0].outcome, HostOutcome::kUnreachable);
+  for (size_t i : {1u, 2u}) {
+    EXPECT_EQ(sink.results[i].outcome, HostOutcome::kCancelled);
+    EXPECT_NE(sink.results[i].message.find("--fail-fast"), std::string::npos);
+  }
+}
+
+TEST_F(FanoutEngineTest, ASecondJobReusesTheConnection) {
+  FanoutEngine engine(clock_);
+  for (int round = 0; round < 2; ++round) {
+    RecordingSink sink;
+    auto id = engine.Start(Job({Host("w0")}, "echo " + std::to_string(round)), sink);
+    ASSERT_TRUE(id.ok());
+    std::vector<pollfd> fds;
+    while (!engine.Finished(*id)) {
+      fds.clear();
+      engine.AddPollFds(fds);
+      ::poll(fds.data(), fds.size(), 200);
+      engine.Step(fds);
+    }
+    EXPECT_TRUE(sink.results[0].ok()) << sink.results[0].message;
+    EXPECT_EQ(engine.open_connections(), 1u);
+  }
+  // One login for both jobs: sshd logged one accepted key.
+  std::string log = sshd_->Log();
+  size_t logins = 0;
+  for (size_t p = log.find("Accepted publickey"); p != std::string::npos;
+       p = log.find("Accepted publickey", p + 1)) {
+    ++logins;
+  }
+  EXPECT_EQ(logins, 1u) << log;
+  EXPECT_EQ(engine.CloseIdle(milliseconds(0)), 0u);
+}
+
+TEST_F(FanoutEngineTest, MissingKeyOrPinIsAnErrorBeforeAnyConnection) {
+  FanoutEngine engine(clock_);
+  RecordingSink sink;
+  FanoutHost h = Host("w0");
+  h.host_key = "";
+  auto r = engine.Start(Job({h}, "true"), sink);
+  EXPECT_EQ(r.status().code(), StatusCode::kFailedPrecondition);
+  auto job = Job({Host("w0")}, "true");
+  job.key_path = sshd_->dir() + "/no-such-key";
+  EXPECT_FALSE(engine.Start(job, sink).ok());
+  EXPECT_EQ(engine.open_connections(), 0u);
+}
+
+}  // namespace
+}  // namespace tpufleet
