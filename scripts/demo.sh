@@ -39,7 +39,7 @@ tmp=$(mktemp -d)
 export TPUFLEET_EMULATOR_DIR=$tmp/emulator TPUFLEET_STATE_DIR=$tmp/state HOME=$tmp/home
 mkdir -p "$HOME"
 trap '"$bin" down --all --yes >/dev/null 2>&1; "$bin" emulator stop >/dev/null 2>&1 || true
-      rm -rf "$tmp"' EXIT
+      "$bin" holder stop >/dev/null 2>&1; rm -rf "$tmp"' EXIT
 
 step "Start the local Cloud TPU" tpufleet emulator start
 tpufleet emulator start
@@ -55,14 +55,23 @@ tpufleet up examples/emulator-fleet.yaml
 step "Where is everything, and what has it cost so far?" tpufleet status demo-pod
 tpufleet status demo-pod
 
-# OpenSSH reads ~/.ssh/config from the passwd home; the demo keeps its files private,
-# so it names tpufleet's config with -F (after `up`, a plain `ssh demo-pod-w3` works).
-ssh_config=$TPUFLEET_STATE_DIR/ssh/config
-step "Log in to every worker by name; host keys were pinned from the API" \
-  "for w in 0 1 2 3; do ssh demo-pod-w\$w 'hostname; cat ~/setup-done.txt'; done"
-for w in 0 1 2 3; do
-  ssh -F "$ssh_config" -o BatchMode=yes "demo-pod-w$w" 'cat ~/setup-done.txt'
-done
+step "Run a command on every worker of the fleet at once (one SSH engine, no ssh processes)" \
+  tpufleet exec all -- hostname
+tpufleet exec all -- hostname
+
+step "Identical output from many workers is folded into one block" \
+  tpufleet exec demo-pod --group -- nproc
+tpufleet exec demo-pod --group -- nproc
+
+step "Copy a file to every worker, then check it arrived whole everywhere" \
+  "tpufleet cp notes.txt all:; tpufleet exec all --group -- sha256sum notes.txt"
+printf 'hyperparameters: lr=3e-4 batch=1024\n' >"$tmp/notes.txt"
+(cd "$tmp" && tpufleet cp notes.txt all:)
+tpufleet exec all --group -- sha256sum notes.txt
+
+step "A shell on one worker, by its node and index (OpenSSH with pinned host keys)" \
+  tpufleet ssh demo-pod:3 -- cat setup-done.txt
+tpufleet ssh demo-pod:3 -- cat setup-done.txt
 
 step "Running up again changes nothing" tpufleet up examples/emulator-fleet.yaml
 tpufleet up examples/emulator-fleet.yaml

@@ -13,9 +13,12 @@
 #include <random>
 
 #include "app/emulator_locator.h"
+#include "app/holder_command.h"
 #include "provider/gcp_credentials.h"
 #include "provider/gcp_tpu.h"
 #include "provider/ssh_hosts.h"
+#include "ssh/fanout_engine.h"
+#include "ssh/holder.h"
 #include "ssh/runner.h"
 #include "store/sqlite_store.h"
 #include "util/clock.h"
@@ -132,6 +135,18 @@ class AppProviders final : public ProviderSource {
   std::vector<std::unique_ptr<CloudProvider>> owned_;
 };
 
+// exec's fan-out: through the connection holder (warm), or with TPUFLEET_HOLDER=off
+// in this process (cold).
+std::unique_ptr<Fanout> MakeFanout(const std::map<std::string, std::string>& env,
+                                   Clock& clock) {
+  if (Env(env, "TPUFLEET_HOLDER") == "off") {
+    return std::make_unique<LocalFanout>(clock);
+  }
+  std::string socket = HolderSocketPath(env);
+  return std::make_unique<HolderFanout>(
+      socket, [socket] { return StartHolderProcess(socket); }, clock);
+}
+
 class AppWorld final : public cli::WorldHandle {
  public:
   AppWorld(const std::map<std::string, std::string>& env, std::unique_ptr<SqliteStore> store,
@@ -140,10 +155,12 @@ class AppWorld final : public cli::WorldHandle {
         lock_(std::move(lock)),
         providers_(env, http_, clock_),
         ssh_(state_dir + "/ssh/config"),
+        fanout_(MakeFanout(env, clock_)),
         world_{*store_,
                clock_,
                providers_,
                ssh_,
+               *fanout_,
                {state_dir + "/ssh", Env(env, "HOME") + "/.ssh/config"},
                DefaultLogin(Env(env, "USER"))} {}
 
@@ -156,6 +173,7 @@ class AppWorld final : public cli::WorldHandle {
   UniqueFd lock_;  // held while the world lives, for commands that change the fleet
   AppProviders providers_;
   OpenSshRunner ssh_;
+  std::unique_ptr<Fanout> fanout_;
   World world_;
 };
 

@@ -4,10 +4,12 @@
 
 #include "app/emulator_command.h"
 #include "app/fleet_world.h"
+#include "app/holder_command.h"
 #include "app/run_cli.h"
 
 int main(int argc, char** argv) {
   tpufleet::cli::SetWorldFactory(tpufleet::app::OpenFleetWorld);
-  tpufleet::cli::AddCommands({tpufleet::app::EmulatorCommandRow(tpufleet::app::ExecEmulator)});
+  tpufleet::cli::AddCommands({tpufleet::app::EmulatorCommandRow(tpufleet::app::ExecEmulator),
+                              tpufleet::app::HolderCommandRow()});
   return tpufleet::app::RunCli(std::vector<std::string>(argv + 1, argv + argc));
 }

@@ -10,6 +10,7 @@
 // Thread-safety: handlers run on the main thread.
 #pragma once
 
+#include <chrono>
 #include <iosfwd>
 #include <map>
 #include <optional>
@@ -36,6 +37,9 @@ struct FlagSpec {
 struct Args {
   std::vector<std::string> positional;
   std::map<std::string, std::string> values;  // flag -> value ("" for booleans)
+  /// Where the words after `--` begin in `positional` (npos: there was no `--`), for
+  /// commands that take a remote command: `exec pod -- ls -l`.
+  size_t after_dashdash = std::string::npos;
 
   bool Has(std::string_view flag) const { return values.count(std::string(flag)) > 0; }
   std::optional<std::string> Get(std::string_view flag) const;
@@ -102,6 +106,11 @@ ExitStatus UsageError(Invocation& inv, std::string_view message);
 std::optional<double> NumberFlag(Invocation& inv, std::string_view flag, double fallback,
                                  double min);
 
+/// A duration flag such as --timeout 30m: `fallback` when absent; nullopt (and an error
+/// printed) when malformed or not positive.
+std::optional<std::chrono::seconds> DurationFlag(Invocation& inv, std::string_view flag,
+                                                 std::chrono::seconds fallback);
+
 // Handlers, one per command; defined in the *_command.cc files.
 ExitStatus RunCatalog(Invocation& inv);
 ExitStatus RunEstimate(Invocation& inv);
@@ -111,5 +120,9 @@ ExitStatus RunUp(Invocation& inv);
 ExitStatus RunStatus(Invocation& inv);
 ExitStatus RunDown(Invocation& inv);
 ExitStatus RunImport(Invocation& inv);
+ExitStatus RunExec(Invocation& inv);
+ExitStatus RunCopy(Invocation& inv);
+ExitStatus RunSsh(Invocation& inv);
+ExitStatus RunForward(Invocation& inv);
 
 }  // namespace tpufleet::cli

@@ -84,6 +84,60 @@ std::vector<Command>& Table() {
         {"fleet", "NAME", "the fleet they join (default imported)"},
         {"provider", "NAME", "gcp-tpu (default) or emulator"}},
        true, RunImport},
+      {"exec", "Run a command on every worker of nodes at once",
+       "TARGET... [--group] [--fail-fast] [--timeout D] -- COMMAND [ARG...]",
+       "TARGET: a node (all its workers), NODE:3, NODE:1-3,5, a label selector such as\n"
+       "team=a (or team=a,role=train: all must match), or all. Connects to every worker at\n"
+       "once over SSH (tpufleet's key, the host keys pinned by up), runs the command, and\n"
+       "prints each line as it arrives prefixed with its worker ([pod/w3]); --group folds\n"
+       "identical outputs into one block under the workers that printed them. The command\n"
+       "and its arguments reach the worker exactly as typed (each word quoted once): for\n"
+       "pipes, && or globs, pass a shell, e.g. -- bash -c 'nproc && ls ~'. Ctrl-C,\n"
+       "--fail-fast and --timeout stop the command on the workers, not just here. Ends with\n"
+       "the workers that failed (exit code, unreachable, timeout, refused key, changed host\n"
+       "key). Exit status: 0 when every worker exited 0, 1 otherwise, 130 on Ctrl-C.",
+       {{"group", "", "fold identical outputs into one block per output"},
+        {"fail-fast", "", "stop every worker as soon as one fails"},
+        {"timeout", "D", "stop a worker's command after D, e.g. 10m (default: no limit)"},
+        {"connect-timeout", "D", "give up on a worker not logged in after D (default 10s)"},
+        {"fanout", "N", "at most N workers connecting or running at once (default 1024)"}},
+       true, RunExec},
+      {"cp", "Copy files and directories to every worker at once, or back",
+       "SOURCE... TARGET:PATH | TARGET:PATH LOCAL [--no-relay]",
+       "To workers: cp ./src pod:~/code (a directory is sent as a tar and unpacked there),\n"
+       "cp data.bin all:/tmp/ (a trailing / or an existing directory takes the file inside).\n"
+       "TARGET is what exec takes: all, NODE, NODE:3, NODE:1-3,5, key=value. From workers:\n"
+       "cp pod:3:~/out.zarr . from one worker, or cp pod:~/log.txt ./logs from several, each\n"
+       "into ./logs/NODE-wN/. Files arrive under a temporary name and are renamed once their\n"
+       "size is checked. A file of 16 MiB or more to 4 or more workers goes through a relay\n"
+       "chain (each worker forwards it to the next over TCP, with python3 there), so this\n"
+       "machine sends it once; every worker's SHA-256 is compared with the local file's, and\n"
+       "any worker the chain missed gets it directly over SSH. --no-relay sends to each\n"
+       "worker directly. Exit status: 0 when every worker has every file, 1 otherwise.",
+       {{"no-relay", "", "send to every worker directly over SSH"},
+        {"connect-timeout", "D", "give up on a worker not logged in after D (default 10s)"}},
+       true, RunCopy},
+      {"ssh", "Log in to one worker, or run a command there, with OpenSSH",
+       "NODE[:N] [-- COMMAND [ARG...]]",
+       "Replaces tpufleet with the system's ssh, given tpufleet's ssh config (the fleet key\n"
+       "and the host keys pinned by up) with -F: `ssh NODE-wN`, whether or not ~/.ssh/config\n"
+       "includes that file. NODE alone is worker 0; NODE:N is worker N; a label selector\n"
+       "(team=a) works when it names one worker. Without a command: a login shell. With one\n"
+       "after `--`: its words reach the worker exactly as typed (each quoted once), with a\n"
+       "terminal when tpufleet has one; for pipes or globs pass a shell, e.g.\n"
+       "-- bash -c 'ls ~ | wc -l'. Exit status: the command's, or 255 when ssh failed.",
+       {}, false, RunSsh},
+      {"forward", "Forward a local port to a port on one worker (TensorBoard, Jupyter)",
+       "NODE[:N] PORT[:LOCAL]",
+       "Runs `ssh -N -L` with tpufleet's ssh config: connections to 127.0.0.1:LOCAL on this\n"
+       "machine reach localhost:PORT on the worker (NODE alone is worker 0). LOCAL defaults\n"
+       "to PORT when that is free here, else to a free port. Prints the local URL once the\n"
+       "forward works (--json: url, local_port, remote_port and worker on one line) and\n"
+       "runs until Ctrl-C or SIGTERM; ssh's own messages (\"connect failed\" while nothing\n"
+       "listens on PORT yet) appear on stderr. Only this machine can use the local port.\n"
+       "Exit status: 0 when stopped, 1 when ssh could not forward or the connection ended,\n"
+       "130 when stopped before the forward worked.",
+       {}, true, RunForward},
   };
   return table;
 }

@@ -98,6 +98,7 @@ Status ParseArgs(const std::vector<std::string>& argv, std::string* name, Args* 
     }
     if (a == "--") {
       flags_done = true;
+      args->after_dashdash = args->positional.size();
       continue;
     }
     if (a == "-h") {
@@ -209,6 +210,21 @@ ExitStatus Fail(Invocation& inv, const Status& status) {
 ExitStatus UsageError(Invocation& inv, std::string_view message) {
   inv.err << "tpufleet: " << message << "\n";
   return ExitStatus::kUsage;
+}
+
+std::optional<std::chrono::seconds> DurationFlag(Invocation& inv, std::string_view flag,
+                                                 std::chrono::seconds fallback) {
+  std::optional<std::string> v = inv.args.Get(flag);
+  if (!v) {
+    return fallback;
+  }
+  Result<std::chrono::seconds> d = ParseDuration(*v);
+  if (!d.ok() || d->count() <= 0) {
+    UsageError(inv, "--" + std::string(flag) + ": expected a duration such as 90s, 30m or 2h, "
+                    "got " + QuoteForMessage(*v));
+    return std::nullopt;
+  }
+  return *d;
 }
 
 std::optional<double> NumberFlag(Invocation& inv, std::string_view flag, double fallback,

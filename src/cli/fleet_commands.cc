@@ -31,22 +31,6 @@ ProgressView::Mode ModeFor(const Invocation& inv) {
   return inv.terminal.out_is_terminal ? ProgressView::Mode::kLive : ProgressView::Mode::kLines;
 }
 
-// A duration flag such as --timeout 30m; nullopt (after an error) when malformed.
-std::optional<std::chrono::seconds> DurationFlag(Invocation& inv, std::string_view flag,
-                                                 std::chrono::seconds fallback) {
-  std::optional<std::string> v = inv.args.Get(flag);
-  if (!v) {
-    return fallback;
-  }
-  Result<std::chrono::seconds> d = ParseDuration(*v);
-  if (!d.ok() || d->count() <= 0) {
-    UsageError(inv, "--" + std::string(flag) + ": expected a duration such as 90s, 30m or 2h, "
-                    "got " + QuoteForMessage(*v));
-    return std::nullopt;
-  }
-  return *d;
-}
-
 json OutcomesJson(const std::vector<NodeOutcome>& outcomes) {
   json out = json::array();
   for (const NodeOutcome& o : outcomes) {
@@ -216,6 +200,7 @@ ExitStatus RunStatus(Invocation& inv) {
                 {"project", r.project},    {"zone", r.zone},     {"type", r.type},
                 {"capacity", r.capacity},  {"state", r.state},   {"health", r.health},
                 {"workers", workers},      {"age_seconds", v.age.count()}};
+      j["labels"] = r.labels;  // what target selectors (team=a) match
       j["cost_usd"] = v.cost_usd ? json(*v.cost_usd) : json(nullptr);
       j["cost_is_upper_bound"] = v.cost_is_upper_bound;
       if (!v.refresh_error.empty()) {

@@ -48,6 +48,13 @@ Status Adopt(World& world, CloudProvider& provider, const ImportRequest& request
   r.state = node.state;
   r.health = node.health;
   r.login = world.login;
+  // The node's own labels, as a spec would give them: tpufleet's (tpufleet-*) are not the
+  // user's to select by.
+  for (const auto& [label, value] : node.labels) {
+    if (!StartsWith(label, "tpufleet")) {
+      r.labels[label] = value;
+    }
+  }
   r.created_at = node.create_time.value_or(world.clock.Now());
   r.updated_at = world.clock.Now();
   for (size_t i = 0; i < node.workers.size(); ++i) {

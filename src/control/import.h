@@ -1,10 +1,11 @@
 // Import: adopts nodes that exist in a project but were made elsewhere (gcloud, the
 // console, a colleague's script), so status, ssh and exec work on them too.
 //
-// Each node is recorded under `fleet`, the fleet key is appended to its `ssh-keys`
-// (existing keys are kept, as gcloud does), its workers' host keys are pinned from the
-// guest attributes, and the SSH files are rewritten. Nodes tpufleet already tracks are
-// skipped. Importing never creates or deletes anything.
+// Each node is recorded under `fleet` with its labels (all but tpufleet's own
+// tpufleet-*, so label selectors see what a spec would have given), the fleet key is
+// appended to its `ssh-keys` (existing keys are kept, as gcloud does), its workers' host
+// keys are pinned from the guest attributes, and the SSH files are rewritten. Nodes
+// tpufleet already tracks are skipped. Importing never creates or deletes anything.
 //
 // Thread-safety: one call at a time per store.
 #pragma once

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <string>
 
 #include "control/testing/test_world.h"
@@ -64,6 +65,7 @@ TEST(Import, AdoptsANodeMadeElsewhere) {
   EXPECT_EQ(rec.state, "READY");
   EXPECT_EQ(rec.provider, "gcp-tpu");
   EXPECT_EQ(rec.login, "tester");
+  EXPECT_EQ(rec.labels, (std::map<std::string, std::string>{{"owner", "bob"}}));
   ASSERT_EQ(rec.workers.size(), 4u);
   for (const WorkerRecord& w : rec.workers) {
     EXPECT_EQ(w.address, made.workers[w.index].address);
@@ -116,6 +118,20 @@ TEST(Import, RefusesANameAnotherFleetHas) {
   EXPECT_EQ(refused, 1);
   EXPECT_EQ(t.cloud.mutating_calls(), 0);
   EXPECT_EQ(t.Records().size(), 1u);
+}
+
+TEST(Import, RecordsTheNodesLabelsButNotTpufleetsOwn) {
+  TestWorld t;
+  CreateNodeRequest r;
+  r.zone = kZoneB;
+  r.node_id = "theirs";
+  r.type = "v4-8";
+  r.labels = {{"team", "a"}, {"tpufleet-fleet", "elsewhere"}};
+  t.cloud.AddNode(r);
+
+  ASSERT_TRUE(Import(t.world, Request(), t.progress).ok());
+
+  EXPECT_EQ(t.Record("theirs").labels, (std::map<std::string, std::string>{{"team", "a"}}));
 }
 
 TEST(Import, OnlyTheNamedNodes) {

@@ -207,6 +207,8 @@ class NodeUp {
     for (NodeRecord& r : all) {
       if (r.name == plan_.node) {
         rec_ = std::move(r);
+        // A kept or adopted node is selected (`exec team=a`) by its labels as of now.
+        rec_.labels = spec_.labels;
         return Status::Ok();
       }
     }
@@ -227,6 +229,7 @@ class NodeUp {
     rec_.spec_hash = SpecDigest(spec_);
     rec_.login = IsSshHosts() ? spec_.ssh_user : world_.login;
     rec_.port = spec_.port;
+    rec_.labels = spec_.labels;
   }
 
   // A node that exists already (and is ours): make sure the store knows it.

@@ -15,9 +15,11 @@
 //      SSH files, wait until every worker accepts the fleet key over SSH, then run the
 //      spec's setup script on every worker that has not run it (a recreated worker runs
 //      it again).
-// A node whose users changed gets its ssh-keys metadata replaced; one that matches the
-// spec costs only reads. Nodes of the fleet in the store but not in the spec are
-// reported, never deleted (that is `down`).
+// Every node's record carries the spec's labels (what target selectors such as
+// `team=a` match), also for nodes that are kept as they are. A node whose users changed
+// gets its ssh-keys metadata replaced; one that matches the spec costs only reads. Nodes
+// of the fleet in the store but not in the spec are reported, never deleted (that is
+// `down`).
 //
 // Thread-safety: one Up at a time per state store (the CLI holds a lock file).
 #pragma once

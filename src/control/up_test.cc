@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <set>
 #include <string>
 
@@ -615,6 +616,27 @@ TEST(Up, UsersGoIntoSshKeysAndAChangeRekeysOnce) {
 
   EXPECT_FALSE(t.Up(changed).nodes[0].changed);
   EXPECT_EQ(t.cloud.ssh_key_sets(), 1);
+}
+
+TEST(Up, TheRecordCarriesTheSpecsLabelsAlsoForAKeptNode) {
+  TestWorld t;
+  ASSERT_EQ(t.Up(t.Spec(Trainer("    labels: {team: nlp, role: train}\n"))).nodes[0].status,
+            Status::Ok());
+  EXPECT_EQ(t.Record("trainer").labels,
+            (std::map<std::string, std::string>{{"team", "nlp"}, {"role", "train"}}))
+      << "tpufleet's own fleet label is not the user's to select by";
+
+  // Kept as it is (labels are not what a node is made of), and the record follows the spec.
+  t.cloud.ClearCalls();
+  UpReport kept = t.Up(t.Spec(Trainer("    labels: {team: vision}\n")));
+  EXPECT_EQ(kept.nodes[0].status, Status::Ok());
+  EXPECT_EQ(t.cloud.creates() + t.cloud.deletes(), 0);
+  EXPECT_EQ(t.Record("trainer").labels,
+            (std::map<std::string, std::string>{{"team", "vision"}}));
+
+  UpReport none = t.Up(t.Spec(Trainer()));
+  EXPECT_EQ(none.nodes[0].status, Status::Ok());
+  EXPECT_TRUE(t.Record("trainer").labels.empty());
 }
 
 // ---------------------------------------------------------------------------------------

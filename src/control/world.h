@@ -9,6 +9,7 @@
 #include <string>
 
 #include "provider/provider.h"
+#include "ssh/fanout.h"
 #include "ssh/runner.h"
 #include "store/store.h"
 #include "util/clock.h"
@@ -41,6 +42,7 @@ struct World {
   Clock& clock;
   ProviderSource& providers;
   SshRunner& ssh;
+  Fanout& fanout;  // exec and cp: many workers at once
   ControlPaths paths;
   /// The user tpufleet logs in as on the nodes it creates: the local user's name when
   /// it is a valid, non-system login, else "tpufleet" (see DefaultLogin).

@@ -38,6 +38,8 @@ struct FanoutHost {
   int port = 22;
   std::string user;      // the login; "" is refused
   std::string host_key;  // the pinned "ssh-ed25519 AAAA…"; a host without one is refused
+  std::string command;   // this host's own command line; "" = the job's
+  bool no_input = false;  // this host does not get the job's stdin file
 };
 
 struct FanoutJob {
@@ -49,6 +51,9 @@ struct FanoutJob {
   std::chrono::milliseconds connect_timeout = kFanoutConnectTimeout;
   std::chrono::milliseconds command_timeout{0};  // 0 = no limit
   bool fail_fast = false;  // the first host that fails cancels the others
+  // The command watches its stdin to know when to stop (control's stoppable wrapper):
+  // no EOF is sent; closing the connection (a cancel) is the order to stop.
+  bool hold_stdin = false;
 };
 
 /// How one host's run ended.

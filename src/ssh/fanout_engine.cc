@@ -160,7 +160,6 @@ struct FanoutEngine::Job {
   JobId id = 0;
   FanoutJob spec;
   FanoutSink* sink = nullptr;
-  bool hold_stdin = false;
   std::shared_ptr<Key> key;
   std::shared_ptr<Payload> payload;
   std::vector<Task> tasks;
@@ -209,8 +208,7 @@ FanoutEngine::~FanoutEngine() {
   }
 }
 
-Result<FanoutEngine::JobId> FanoutEngine::Start(const FanoutJob& spec, FanoutSink& sink,
-                                                bool hold_stdin) {
+Result<FanoutEngine::JobId> FanoutEngine::Start(const FanoutJob& spec, FanoutSink& sink) {
   for (const auto& h : spec.hosts) {
     if (h.user.empty()) {
       return InvalidArgumentError(h.name + ": no login user to connect as");
@@ -225,7 +223,6 @@ Result<FanoutEngine::JobId> FanoutEngine::Start(const FanoutJob& spec, FanoutSin
   job->id = next_id_++;
   job->spec = spec;
   job->sink = &sink;
-  job->hold_stdin = hold_stdin;
   job->spec.max_parallel = std::max<size_t>(1, spec.max_parallel);
   auto key = std::make_shared<Key>();
   key->path = spec.key_path;
@@ -359,6 +356,7 @@ void FanoutEngine::FailConn(Conn& conn, HostOutcome outcome, const std::string& 
   CloseConn(conn);
   if (conn.served && t->state <= Task::kExec && t->attempts < kMaxChannelAttempts) {
     t->state = Task::kQueued;
+    t->deadline = Clock::MonoTime::max();
     --t->job->active;
     t->job->queue.push_front(t->host);
     return;
@@ -482,6 +480,15 @@ void FanoutEngine::CheckDeadlines() {
     if (c->state != Conn::kReady) {
       continue;
     }
+    if (c->task && c->task->state < Task::kRun && now_ >= c->task->deadline) {
+      // A kept-open connection whose worker went silent (its network cut, its sshd
+      // frozen) answers no channel request, and TCP may never say so: try a fresh one.
+      FailConn(*c, HostOutcome::kTimeout,
+               "the worker's sshd started no command within " +
+                   FormatDuration(duration_cast<std::chrono::seconds>(
+                       c->task->job->spec.connect_timeout)));
+      continue;
+    }
     if (c->task && now_ >= c->task->deadline) {
       CancelTask(*c->task, HostOutcome::kTimeout,
                  "still running after " +
@@ -591,6 +598,7 @@ bool FanoutEngine::DriveTask(Task& t) {
   switch (t.state) {
     case Task::kWaiting:
       t.state = Task::kOpen;
+      t.deadline = now_ + job.spec.connect_timeout;  // for the channel and the exec
       [[fallthrough]];
     case Task::kOpen: {
       t.channel = libssh2_channel_open_session(c.session);
@@ -605,22 +613,23 @@ bool FanoutEngine::DriveTask(Task& t) {
       [[fallthrough]];
     }
     case Task::kExec: {
-      int rc = libssh2_channel_exec(t.channel, job.spec.command.c_str());
+      const FanoutHost& host = job.spec.hosts[t.host];
+      const std::string& command = host.command.empty() ? job.spec.command : host.command;
+      int rc = libssh2_channel_exec(t.channel, command.c_str());
       if (rc == LIBSSH2_ERROR_EAGAIN) {
         return false;
       }
       if (rc != 0) {
         return conn_error("starting the command");
       }
-      if (job.spec.command_timeout.count() > 0) {
-        t.deadline = now_ + job.spec.command_timeout;
-      }
+      t.deadline = job.spec.command_timeout.count() > 0 ? now_ + job.spec.command_timeout
+                                                        : Clock::MonoTime::max();
       t.state = Task::kRun;
       return true;
     }
     case Task::kRun: {
       bool moved = false;
-      const Payload* in = job.payload.get();
+      const Payload* in = job.spec.hosts[t.host].no_input ? nullptr : job.payload.get();
       if (in && t.sent < in->size) {
         ssize_t n = libssh2_channel_write(t.channel, in->data + t.sent,
                                           std::min(kIoChunk, in->size - t.sent));
@@ -631,7 +640,7 @@ bool FanoutEngine::DriveTask(Task& t) {
           return conn_error("sending input");
         }
       }
-      if (!t.eof_sent && (!in || t.sent >= in->size) && !job.hold_stdin) {
+      if (!t.eof_sent && (!in || t.sent >= in->size) && !job.spec.hold_stdin) {
         int rc = libssh2_channel_send_eof(t.channel);
         if (rc == 0) {
           t.eof_sent = true;

@@ -9,7 +9,9 @@
 // commands cost about one round trip; two jobs at once to one worker use two. (One
 // channel per connection also keeps clear of libssh2's single pending-write slot per
 // session, which channels written in turn would trip over.) A host whose channel
-// fails on a reused connection (the VM rebooted meanwhile) retries once on a fresh one.
+// fails on a reused connection (the VM rebooted meanwhile), or is not open with the
+// command started within the job's connect_timeout (the worker went silent without a
+// reset, which TCP may never report), retries once on a fresh one.
 //
 // Cancelling a host (Cancel, fail_fast, command_timeout) closes its connection: sshd
 // then closes the command's stdin, which control's stoppable wrapper takes as the
@@ -63,9 +65,7 @@ class FanoutEngine {
 
   /// Queues `job`. The sink must outlive the job (until Finished(id)). InvalidArgument
   /// for a host without a login or pinned key; the key and stdin file are read here.
-  /// `hold_stdin`: the remote command watches stdin to know it must stop (control's
-  /// stoppable wrapper), so no EOF is sent; the connection closing ends it.
-  Result<JobId> Start(const FanoutJob& job, FanoutSink& sink, bool hold_stdin = false);
+  Result<JobId> Start(const FanoutJob& job, FanoutSink& sink);
   /// Every unfinished host of the job ends as kCancelled at once (connection closed).
   void Cancel(JobId id);
   /// True once every host of the job has had OnResult; the job is then forgotten.

@@ -3,7 +3,13 @@
 #include "ssh/fanout_engine.h"
 
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
 
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
 #include <map>
 #include <string>
 #include <vector>
@@ -37,7 +43,13 @@ class RecordingSink : public FanoutSink, public Recorded {
 class FanoutEngineTest : public TestSshdFixture {
  protected:
   FanoutHost Host(const std::string& name) const {
-    return FanoutHost{name, "127.0.0.1", sshd_->port(), sshd_->user(), sshd_->host_key()};
+    FanoutHost h;
+    h.name = name;
+    h.address = "127.0.0.1";
+    h.port = sshd_->port();
+    h.user = sshd_->user();
+    h.host_key = sshd_->host_key();
+    return h;
   }
   FanoutJob Job(std::vector<FanoutHost> hosts, std::string command) const {
     FanoutJob job;
@@ -149,10 +161,11 @@ TEST_F(FanoutEngineTest, FailFastCancelsTheOthers) {
   // w0 cannot be reached, which must stop w1 and w2.
   auto job = Job({Host("w0"), Host("w1"), Host("w2")}, "cat >/dev/null");
   job.fail_fast = true;
+  job.hold_stdin = true;
   FanoutEngine engine(clock_);
   RecordingSink sink;
   job.hosts[0].port = ClosedLoopbackPort();
-  auto id = engine.Start(job, sink, /*hold_stdin=*/true);
+  auto id = engine.Start(job, sink);
   ASSERT_TRUE(id.ok());
   std::vector<pollfd> fds;
   while (!engine.Finished(*id)) {
@@ -206,6 +219,92 @@ TEST_F(FanoutEngineTest, MissingKeyOrPinIsAnErrorBeforeAnyConnection) {
   job.key_path = sshd_->dir() + "/no-such-key";
   EXPECT_FALSE(engine.Start(job, sink).ok());
   EXPECT_EQ(engine.open_connections(), 0u);
+}
+
+// Issue 5: a kept-open connection (the holder's) to a worker that stopped answering (its
+// sshd frozen, or its network cut without a reset) left exec waiting for a channel with
+// no deadline; --connect-timeout now bounds the channel and the exec too, and the host is
+// retried once on a fresh connection.
+using Issue5 = FanoutEngineTest;
+
+// The children of `parent`, from /proc.
+std::vector<pid_t> ChildrenOf(pid_t parent) {
+  std::vector<pid_t> out;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    Result<std::string> stat = ReadFile(entry.path().string() + "/stat");
+    if (!stat.ok() || stat->rfind(')') == std::string::npos) {
+      continue;
+    }
+    // "pid (comm) S ppid ...": comm may hold spaces, so read after the last ')'.
+    int ppid = 0;
+    char state = 0;
+    if (std::sscanf(stat->c_str() + stat->rfind(')') + 1, " %c %d", &state, &ppid) == 2 &&
+        ppid == parent) {
+      out.push_back(std::atoi(entry.path().filename().c_str()));
+    }
+  }
+  return out;
+}
+
+// Its children, theirs, and so on.
+std::vector<pid_t> DescendantsOf(pid_t parent) {
+  std::vector<pid_t> out = ChildrenOf(parent);
+  for (size_t i = 0; i < out.size(); ++i) {
+    for (pid_t grandchild : ChildrenOf(out[i])) {
+      out.push_back(grandchild);
+    }
+  }
+  return out;
+}
+
+TEST_F(Issue5, AKeptConnectionThatStopsAnsweringIsRetriedOnAFreshOne) {
+  FanoutEngine engine(clock_);
+  auto run = [&](const FanoutJob& job, RecordingSink& sink) {
+    auto id = engine.Start(job, sink);
+    ASSERT_TRUE(id.ok()) << id.status().ToString();
+    auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    std::vector<pollfd> fds;
+    while (!engine.Finished(*id) && std::chrono::steady_clock::now() < give_up) {
+      fds.clear();
+      engine.AddPollFds(fds);
+      ::poll(fds.data(), fds.size(), 200);
+      engine.Step(fds);
+    }
+    EXPECT_TRUE(engine.Finished(*id)) << "the job still waits after 30 s";
+    engine.Cancel(*id);
+  };
+  RecordingSink first;
+  run(Job({Host("w0")}, "echo 1"), first);
+  ASSERT_TRUE(first.results[0].ok()) << first.results[0].message;
+  ASSERT_EQ(engine.open_connections(), 1u);
+
+  // Freeze the sshd processes serving that connection (the kernel still acknowledges
+  // what the engine sends, so TCP never reports anything); the listener still accepts.
+  // TestSshd's sshd is this process's only child; its own children serve connections.
+  std::vector<pid_t> sshd = ChildrenOf(::getpid());
+  ASSERT_EQ(sshd.size(), 1u);
+  std::vector<pid_t> sessions = DescendantsOf(sshd[0]);
+  ASSERT_FALSE(sessions.empty()) << "found no sshd session to freeze";
+  for (pid_t p : sessions) {
+    ::kill(p, SIGSTOP);
+  }
+
+  auto job = Job({Host("w0")}, "echo 2");
+  job.connect_timeout = std::chrono::seconds(1);
+  RecordingSink second;
+  auto start = std::chrono::steady_clock::now();
+  run(job, second);
+  auto took = std::chrono::steady_clock::now() - start;
+  for (pid_t p : sessions) {
+    ::kill(p, SIGCONT);
+  }
+
+  ASSERT_EQ(second.results.count(0), 1u);
+  EXPECT_TRUE(second.results[0].ok())
+      << HostOutcomeName(second.results[0].outcome) << ": " << second.results[0].message;
+  EXPECT_EQ(second.out[0], "2\n");
+  EXPECT_GE(took, std::chrono::seconds(1));
+  EXPECT_LT(took, std::chrono::seconds(10));
 }
 
 }  // namespace

@@ -8,12 +8,13 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <iterator>
+
+#include <nlohmann/json.hpp>
 
 namespace tpufleet {
 namespace {
 
-// The schema this build writes. Bump it with a migration step in Migrate().
-constexpr int kSchemaVersion = 1;
 // How long a writer waits for another process's transaction before giving up. An
 // `up` step holds the lock for milliseconds; seconds cover a loaded machine.
 constexpr int kBusyTimeoutMs = 10000;
@@ -38,12 +39,47 @@ CREATE TABLE events (
 CREATE INDEX events_by_node ON events (fleet, node, kind, time);
 )sql";
 
+// kSchemaSteps[i] takes a file from schema version i to i + 1 (version 0: a new, empty
+// file). To change the schema, append a step; never edit one that has shipped, since
+// files written by older builds are migrated by replaying the steps they lack.
+constexpr const char* kSchemaSteps[] = {
+    kSchemaV1,
+    // 2: each node's labels, a JSON object of strings; older nodes get none.
+    "ALTER TABLE nodes ADD COLUMN labels TEXT NOT NULL DEFAULT '{}';",
+};
+// The schema this build writes.
+constexpr int kSchemaVersion = static_cast<int>(std::size(kSchemaSteps));
+
 int64_t ToMicros(Clock::WallTime t) {
   return std::chrono::duration_cast<std::chrono::microseconds>(t.time_since_epoch()).count();
 }
 Clock::WallTime FromMicros(int64_t us) {
   return Clock::WallTime(std::chrono::duration_cast<Clock::WallTime::duration>(
       std::chrono::microseconds(us)));
+}
+
+std::string LabelsToJson(const std::map<std::string, std::string>& labels) {
+  return nlohmann::json(labels).dump();
+}
+
+// The labels column as written by LabelsToJson; Internal when it is anything else (a
+// file edited by hand).
+Result<std::map<std::string, std::string>> LabelsFromJson(const std::string& text,
+                                                          const std::string& node) {
+  Status bad = InternalError("state store: the labels of node " + node +
+                             " are not a JSON object of strings");
+  nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object()) {
+    return bad;
+  }
+  std::map<std::string, std::string> labels;
+  for (const auto& [key, value] : j.items()) {
+    if (!value.is_string()) {
+      return bad;
+    }
+    labels[key] = value.get<std::string>();
+  }
+  return labels;
 }
 
 Status SqliteError(sqlite3* db, std::string_view what) {
@@ -145,11 +181,14 @@ Result<std::unique_ptr<SqliteStore>> SqliteStore::Open(const std::string& path) 
                                      std::to_string(v) + ", this one knows " +
                                      std::to_string(kSchemaVersion) + "); upgrade tpufleet");
     }
-    if (v == 0) {
-      TPUFLEET_TRY(store->Exec(kSchemaV1));
-      TPUFLEET_TRY(store->Exec("PRAGMA user_version = 1"));
+    if (v == kSchemaVersion) {
+      return Status::Ok();
     }
-    return Status::Ok();
+    for (int64_t step = v; step < kSchemaVersion; ++step) {
+      TPUFLEET_TRY(store->Exec(kSchemaSteps[step]));
+    }
+    // user_version takes no bound parameter; the number is ours, not the user's.
+    return store->Exec(("PRAGMA user_version = " + std::to_string(kSchemaVersion)).c_str());
   }));
   return store;
 }
@@ -192,7 +231,8 @@ Result<std::vector<NodeRecord>> SqliteStore::Nodes(std::string_view fleet) {
   Stmt q(db_,
          "SELECT fleet, name, provider, project, zone, type, runtime_version, capacity, "
          "queued_resource, cloud_name, request_id, state, health, spec_hash, login, port, "
-         "created_at, updated_at FROM nodes WHERE ?1 = '' OR fleet = ?1 ORDER BY fleet, name");
+         "created_at, updated_at, labels FROM nodes WHERE ?1 = '' OR fleet = ?1 "
+         "ORDER BY fleet, name");
   TPUFLEET_TRY(q.prepared());
   q.Bind(1, fleet);
   std::vector<NodeRecord> out;
@@ -217,6 +257,7 @@ Result<std::vector<NodeRecord>> SqliteStore::Nodes(std::string_view fleet) {
     n.port = static_cast<int>(q.Int(15));
     n.created_at = FromMicros(q.Int(16));
     n.updated_at = FromMicros(q.Int(17));
+    TPUFLEET_ASSIGN_OR_RETURN(n.labels, LabelsFromJson(q.Text(18), n.name));
     out.push_back(std::move(n));
   }
   TPUFLEET_TRY(s);
@@ -243,9 +284,9 @@ Status SqliteStore::PutNode(const NodeRecord& n) {
     Stmt put(db_,
              "INSERT OR REPLACE INTO nodes (fleet, name, provider, project, zone, type, "
              "runtime_version, capacity, queued_resource, cloud_name, request_id, state, "
-             "health, spec_hash, login, created_at, updated_at, port) "
+             "health, spec_hash, login, created_at, updated_at, port, labels) "
              "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, "
-             "?17, ?18)");
+             "?17, ?18, ?19)");
     TPUFLEET_TRY(put.prepared());
     int i = 1;
     for (const std::string* f : {&n.fleet, &n.name, &n.provider, &n.project, &n.zone, &n.type,
@@ -257,6 +298,7 @@ Status SqliteStore::PutNode(const NodeRecord& n) {
     put.Bind(i++, ToMicros(n.created_at));
     put.Bind(i++, ToMicros(n.updated_at));
     put.Bind(i++, static_cast<int64_t>(n.port));
+    put.Bind(i++, LabelsToJson(n.labels));
     TPUFLEET_TRY(put.Run());
     for (const WorkerRecord& w : n.workers) {
       Stmt ins(db_,

@@ -233,6 +233,85 @@ TEST_F(SqliteStoreTest, AFileFromANewerTpufleetIsRefused) {
   EXPECT_NE(s.status().message().find("newer tpufleet"), std::string::npos);
 }
 
+TEST_F(SqliteStoreTest, LabelsRoundTripAndAreReplacedWithTheNode) {
+  auto store = Open();
+  NodeRecord n = Node("trainer", 1);
+  n.labels = {{"team", "nlp"}, {"role", "train"}, {"quote", "it's \"x\" {}"}};
+  ASSERT_TRUE(store->PutNode(n).ok());
+  EXPECT_EQ((*store->Nodes("lab"))[0].labels, n.labels);
+  n.labels = {};
+  ASSERT_TRUE(store->PutNode(n).ok());
+  EXPECT_TRUE((*store->Nodes("lab"))[0].labels.empty());
+
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db, "UPDATE nodes SET labels = '{\"team\": 1}'", nullptr, nullptr,
+                         nullptr),
+            SQLITE_OK);
+  sqlite3_close(db);
+  Result<std::vector<NodeRecord>> edited = store->Nodes("lab");
+  EXPECT_EQ(edited.status().code(), StatusCode::kInternal);
+  EXPECT_NE(edited.status().message().find("labels of node trainer"), std::string::npos);
+}
+
+// A state file written by a build before labels (schema 1) opens, keeps its nodes, and
+// they have no labels until the next `up` records them.
+TEST_F(SqliteStoreTest, AVersion1FileIsMigratedAndItsNodesHaveNoLabels) {
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
+  // A file as the first release wrote it: a frozen copy of schema 1, not the store's own
+  // kSchemaV1, so an edit to that shipped step cannot pass unnoticed.
+  const char* v1 = R"sql(
+CREATE TABLE nodes (
+  fleet TEXT NOT NULL, name TEXT NOT NULL, provider TEXT NOT NULL, project TEXT NOT NULL,
+  zone TEXT NOT NULL, type TEXT NOT NULL, runtime_version TEXT NOT NULL,
+  capacity TEXT NOT NULL, queued_resource TEXT NOT NULL, cloud_name TEXT NOT NULL,
+  request_id TEXT NOT NULL, state TEXT NOT NULL, health TEXT NOT NULL,
+  spec_hash TEXT NOT NULL, login TEXT NOT NULL, port INTEGER NOT NULL,
+  created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL,
+  PRIMARY KEY (fleet, name));
+CREATE TABLE workers (
+  fleet TEXT NOT NULL, node TEXT NOT NULL, idx INTEGER NOT NULL, address TEXT NOT NULL,
+  hostname TEXT NOT NULL, host_key TEXT NOT NULL, setup_done INTEGER NOT NULL,
+  PRIMARY KEY (fleet, node, idx),
+  FOREIGN KEY (fleet, node) REFERENCES nodes (fleet, name) ON DELETE CASCADE);
+CREATE TABLE events (
+  id INTEGER PRIMARY KEY AUTOINCREMENT, time INTEGER NOT NULL, fleet TEXT NOT NULL,
+  node TEXT NOT NULL, kind TEXT NOT NULL, detail TEXT NOT NULL);
+CREATE INDEX events_by_node ON events (fleet, node, kind, time);
+INSERT INTO nodes VALUES ('lab', 'old', 'gcp-tpu', 'p', 'us-central2-b', 'v4-8', 'rt',
+  'spot', '', '', 'req', 'READY', '', 'h', 'alice', 0, 1, 2);
+INSERT INTO workers VALUES ('lab', 'old', 0, '198.18.0.2', 'w0', 'ssh-ed25519 AAAA0', 1);
+PRAGMA user_version = 1;
+)sql";
+  ASSERT_EQ(sqlite3_exec(db, v1, nullptr, nullptr, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
+  sqlite3_close(db);
+
+  auto store = Open();
+  ASSERT_NE(store, nullptr);
+  Result<std::vector<NodeRecord>> nodes = store->Nodes("lab");
+  ASSERT_TRUE(nodes.ok()) << nodes.status().ToString();
+  ASSERT_EQ(nodes->size(), 1u);
+  EXPECT_EQ((*nodes)[0].name, "old");
+  EXPECT_TRUE((*nodes)[0].labels.empty());
+  ASSERT_EQ((*nodes)[0].workers.size(), 1u);
+  EXPECT_EQ((*nodes)[0].workers[0].address, "198.18.0.2");
+
+  NodeRecord labelled = (*nodes)[0];
+  labelled.labels = {{"team", "a"}};
+  ASSERT_TRUE(store->PutNode(labelled).ok());
+  store.reset();
+  auto reopened = Open();  // migrated once: opening again finds schema 2 and changes nothing
+  EXPECT_EQ((*reopened->Nodes("lab"))[0].labels, labelled.labels);
+  ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
+  sqlite3_stmt* version = nullptr;
+  ASSERT_EQ(sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &version, nullptr), SQLITE_OK);
+  ASSERT_EQ(sqlite3_step(version), SQLITE_ROW);
+  EXPECT_EQ(sqlite3_column_int(version, 0), 2);
+  sqlite3_finalize(version);
+  sqlite3_close(db);
+}
+
 TEST_F(SqliteStoreTest, AnUnwritablePlaceIsAClearError) {
   Result<std::unique_ptr<SqliteStore>> s = SqliteStore::Open(dir_ + "/no/such/dir/state.db");
   ASSERT_FALSE(s.ok());

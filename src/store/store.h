@@ -17,6 +17,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -54,6 +55,8 @@ struct NodeRecord {
   std::string spec_hash;        // digest of the node's spec when it was created
   std::string login;            // the SSH user tpufleet logs in as ("" leaves it to ssh)
   int port = 0;                 // SSH port of its workers; 0 = 22
+  std::map<std::string, std::string> labels;  // the spec's labels (GCP labels) when last
+                                              // created/adopted; what targets select by
   Clock::WallTime created_at{};  // when tpufleet first asked for it
   Clock::WallTime updated_at{};  // when this record last changed
   std::vector<WorkerRecord> workers;

@@ -203,6 +203,29 @@ Result<pid_t> SpawnSubprocess(const std::vector<std::string>& argv, const SpawnO
   return pid;
 }
 
+Status ExecProgram(const std::vector<std::string>& argv) {
+  if (argv.empty() || argv[0].empty()) {
+    return InternalError("ExecProgram needs a program");
+  }
+  std::vector<char*> args;
+  for (const std::string& a : argv) {
+    args.push_back(const_cast<char*>(a.c_str()));
+  }
+  args.push_back(nullptr);
+  // A mask survives exec; the program should start as it would from a shell.
+  sigset_t none;
+  sigemptyset(&none);
+  sigset_t old;
+  pthread_sigmask(SIG_SETMASK, &none, &old);
+  ::execvp(args[0], args.data());
+  int err = errno;
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  if (err == ENOENT) {
+    return FailedPreconditionError(argv[0] + " is not installed (not found in PATH)");
+  }
+  return InternalError("cannot run " + argv[0] + ": " + std::strerror(err));
+}
+
 Result<SubprocessResult> RunSubprocess(const std::vector<std::string>& argv, std::string_view input,
                                        std::chrono::milliseconds timeout,
                                        const SpawnOptions& options) {

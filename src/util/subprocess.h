@@ -9,7 +9,7 @@
 // close-on-exec reach it, and how much of its output is kept.
 //
 // RunSubprocess always reaps the program before it returns, also on a timeout.
-// SpawnSubprocess leaves reaping to the caller.
+// SpawnSubprocess leaves reaping to the caller. ExecProgram replaces this process.
 //
 // Thread-safety: stateless; safe from any thread (posix_spawn, never fork followed by
 // arbitrary code). RunSubprocess blocks SIGPIPE in the calling thread while it writes.
@@ -61,6 +61,13 @@ struct SpawnStdio {
 /// fails otherwise.
 Result<pid_t> SpawnSubprocess(const std::vector<std::string>& argv, const SpawnOptions& options,
                               SpawnStdio stdio = {});
+
+/// Replaces this process with argv, as a command typed at a shell would run: argv[0]
+/// looked up in $PATH, this process's environment and descriptors (those not
+/// close-on-exec), no signal blocked. Returns only when that fails: FailedPrecondition
+/// when argv[0] is not installed, Internal otherwise. Output still buffered in this
+/// process (std::cout) is lost: flush it first.
+Status ExecProgram(const std::vector<std::string>& argv);
 
 struct SubprocessResult {
   int exit_code = -1;  // the exit status, or 128 + signal when a signal killed it

@@ -269,5 +269,38 @@ TEST(SpawnSubprocess, StdinIsDevNullAndTheCallerReaps) {
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
+// In a child of this (single-threaded) test: ExecProgram with SIGTERM blocked first. The
+// program starts with nothing blocked, so the SIGTERM it sends itself kills it.
+TEST(ExecProgram, ReplacesTheProcessWithNoSignalBlocked) {
+  pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    sigset_t term;
+    sigemptyset(&term);
+    sigaddset(&term, SIGTERM);
+    ::sigprocmask(SIG_BLOCK, &term, nullptr);
+    (void)ExecProgram({"sh", "-c", "kill -TERM $$; exit 3"});
+    ::_exit(99);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM) << status;
+}
+
+TEST(ExecProgram, AMissingProgramReturnsAndLeavesTheSignalMaskAsItWas) {
+  sigset_t usr2;
+  sigemptyset(&usr2);
+  sigaddset(&usr2, SIGUSR2);
+  sigset_t old;
+  ::sigprocmask(SIG_BLOCK, &usr2, &old);
+  Status s = ExecProgram({"tpufleet-no-such-program"});
+  sigset_t after;
+  ::sigprocmask(SIG_SETMASK, &old, &after);
+  EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(s.message().find("not installed"), std::string::npos) << s.message();
+  EXPECT_EQ(sigismember(&after, SIGUSR2), 1);
+  EXPECT_EQ(ExecProgram({}).code(), StatusCode::kInternal);
+}
+
 }  // namespace
 }  // namespace tpufleet

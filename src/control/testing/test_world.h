@@ -21,6 +21,7 @@
 #include "core/catalog.h"
 #include "core/fleet_spec.h"
 #include "provider/testing/fake_cloud.h"
+#include "ssh/testing/fake_fanout.h"
 #include "ssh/testing/fake_ssh_runner.h"
 #include "ssh/testing/temp_dir.h"
 #include "store/sqlite_store.h"
@@ -96,7 +97,7 @@ class TestWorld {
         store(SqliteStore::Open(dir.path() + "/state.db").value()),
         cloud(catalog, kProject),
         providers(cloud),
-        world{*store, clock, providers, ssh,
+        world{*store, clock, providers, ssh, fanout,
               {dir.path() + "/state/ssh", dir.path() + "/home/.ssh/config"}, "tester"} {}
 
   /// A spec from YAML; the test fails (and an empty spec comes back) when it is bad.
@@ -143,6 +144,7 @@ class TestWorld {
   std::unique_ptr<SqliteStore> store;
   FakeCloud cloud;
   FakeSshRunner ssh;
+  FakeFanout fanout;
   FakeProviders providers;
   ProgressLog progress;
   World world;

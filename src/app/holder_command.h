@@ -1,0 +1,23 @@
+// `tpufleet holder serve|status|stop`: the connection holder (ssh/holder.h) that keeps
+// exec's SSH connections warm. `exec` starts it by itself; these are for looking at it,
+// ending it early, and for the process it runs in.
+#pragma once
+
+#include <map>
+#include <string>
+
+#include "cli/command.h"
+
+namespace tpufleet::app {
+
+/// STATE/holder.sock: one holder per state directory (per user, unless shared).
+std::string HolderSocketPath(const std::map<std::string, std::string>& env);
+
+/// Starts `tpufleet holder serve` for `socket_path` as a process of its own session,
+/// detached from the caller's terminal and process group (so Ctrl-C on exec does not
+/// end it), output to STATE/holder.log.
+Status StartHolderProcess(const std::string& socket_path);
+
+cli::Command HolderCommandRow();
+
+}  // namespace tpufleet::app

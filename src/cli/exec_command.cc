@@ -1,0 +1,100 @@
+// `tpufleet exec TARGET… -- COMMAND [ARG…]`: the command on every worker the targets
+// name, at once, through the fan-out engine.
+#include <signal.h>
+
+#include <atomic>
+#include <ostream>
+
+#include "cli/command.h"
+#include "cli/exec_output.h"
+#include "cli/fleet_world.h"
+#include "control/exec.h"
+
+namespace tpufleet::cli {
+
+namespace {
+
+std::atomic<bool> g_interrupted{false};
+
+void OnInterrupt(int) { g_interrupted = true; }
+
+// SIGINT and SIGTERM set g_interrupted while it lives (no SA_RESTART, so poll wakes).
+class InterruptFlag {
+ public:
+  InterruptFlag() {
+    g_interrupted = false;
+    struct sigaction sa {};
+    sa.sa_handler = OnInterrupt;
+    sigemptyset(&sa.sa_mask);
+    ::sigaction(SIGINT, &sa, &old_int_);
+    ::sigaction(SIGTERM, &sa, &old_term_);
+  }
+  ~InterruptFlag() {
+    ::sigaction(SIGINT, &old_int_, nullptr);
+    ::sigaction(SIGTERM, &old_term_, nullptr);
+  }
+  InterruptFlag(const InterruptFlag&) = delete;
+  InterruptFlag& operator=(const InterruptFlag&) = delete;
+
+ private:
+  struct sigaction old_int_ {};
+  struct sigaction old_term_ {};
+};
+
+}  // namespace
+
+ExitStatus RunExec(Invocation& inv) {
+  const auto& pos = inv.args.positional;
+  size_t split = inv.args.after_dashdash;
+  if (split == std::string::npos || split == 0 || split == pos.size()) {
+    return UsageError(inv,
+                      "exec takes targets, then `--` and the command, e.g. "
+                      "tpufleet exec all -- hostname");
+  }
+  ExecRequest request;
+  request.targets.assign(pos.begin(), pos.begin() + static_cast<long>(split));
+  request.argv.assign(pos.begin() + static_cast<long>(split), pos.end());
+  request.fail_fast = inv.args.Has("fail-fast");
+  if (inv.args.Has("timeout")) {
+    auto d = DurationFlag(inv, "timeout", std::chrono::seconds(0));
+    if (!d) {
+      return ExitStatus::kUsage;
+    }
+    request.timeout = *d;
+  }
+  auto connect = DurationFlag(inv, "connect-timeout",
+                              std::chrono::duration_cast<std::chrono::seconds>(
+                                  kFanoutConnectTimeout));
+  auto fanout = NumberFlag(inv, "fanout", static_cast<double>(kDefaultFanoutParallel), 1);
+  if (!connect || !fanout) {
+    return ExitStatus::kUsage;
+  }
+  request.connect_timeout = *connect;
+  request.max_parallel = static_cast<size_t>(*fanout);
+
+  Result<std::unique_ptr<WorldHandle>> handle = OpenWorld(inv, false);
+  if (!handle.ok()) {
+    return Fail(inv, handle.status());
+  }
+  World& world = (*handle)->world();
+  Result<ExecPlan> plan = PlanExec(world, request);
+  if (!plan.ok()) {
+    return Fail(inv, plan.status());
+  }
+  ExecOutput::Mode mode = inv.json                 ? ExecOutput::Mode::kJson
+                          : inv.args.Has("group") ? ExecOutput::Mode::kGrouped
+                                                  : ExecOutput::Mode::kPrefixed;
+  InterruptFlag interrupt;
+  ExecOutput output(plan->workers, mode, inv.out, inv.err, &g_interrupted);
+  Status run = world.fanout.Run(plan->job, output);
+  if (!run.ok()) {
+    return Fail(inv, run);
+  }
+  bool all_ok = output.Finish();
+  if (g_interrupted) {
+    return ExitStatus::kInterrupted;
+  }
+  return all_ok ? ExitStatus::kOk : ExitStatus::kFailure;
+}
+
+}  // namespace tpufleet::cli

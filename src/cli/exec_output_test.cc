@@ -1,0 +1,477 @@
+// What `exec` prints: ExecOutput's prefixed, grouped and JSON modes and its summary of
+// failures, fed as the engine feeds it; then the command itself through Main with a
+// FakeFanout (usage, targets, exit status, the words reaching the job quoted once).
+// Against real workers: test/exec_e2e_test.sh.
+#include "cli/exec_output.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/fleet_world.h"
+#include "cli/testing/lent_world.h"
+#include "cli/testing/run_cli.h"
+#include "control/testing/test_world.h"
+#include "util/strings.h"
+
+namespace tpufleet::cli {
+namespace {
+
+using cli_testing::Contains;
+using cli_testing::Output;
+using cli_testing::Tpufleet;
+
+WorkerTarget W(const std::string& node, int index) {
+  WorkerTarget t;
+  t.fleet = "lab";
+  t.node = node;
+  t.worker = index;
+  t.name = node + "/w" + std::to_string(index);
+  return t;
+}
+
+std::vector<WorkerTarget> Pod(int workers) {
+  std::vector<WorkerTarget> out;
+  for (int i = 0; i < workers; ++i) {
+    out.push_back(W("pod", i));
+  }
+  return out;
+}
+
+HostResult Exited(int code) {
+  HostResult r;
+  r.outcome = HostOutcome::kExited;
+  r.exit_code = code;
+  if (code != 0) {
+    r.message = "exit " + std::to_string(code);
+  }
+  return r;
+}
+
+HostResult Outcome(HostOutcome outcome, const std::string& message) {
+  HostResult r;
+  r.outcome = outcome;
+  r.message = message;
+  return r;
+}
+
+// ---------------------------------------------------------------------------------------
+// FoldWorkerNames
+
+TEST(FoldWorkerNames, RunsOfOneNodeFoldIntoRanges) {
+  std::vector<WorkerTarget> w = Pod(4);
+  w.push_back(W("pod", 5));
+  w.push_back(W("eval", 0));
+  EXPECT_EQ(FoldWorkerNames(w), "pod/w[0-3,5], eval/w0");
+  EXPECT_EQ(FoldWorkerNames({W("pod", 2)}), "pod/w2");
+  EXPECT_EQ(FoldWorkerNames({W("pod", 1), W("pod", 3)}), "pod/w[1,3]");
+  EXPECT_EQ(FoldWorkerNames({W("a", 0), W("a", 1), W("b", 1), W("b", 2), W("b", 7)}),
+            "a/w[0-1], b/w[1-2,7]");
+  EXPECT_EQ(FoldWorkerNames({}), "");
+}
+
+// ---------------------------------------------------------------------------------------
+// ExecOutput
+
+class ExecOutputTest : public ::testing::Test {
+ protected:
+  std::unique_ptr<ExecOutput> Make(const std::vector<WorkerTarget>& workers,
+                                   ExecOutput::Mode mode) {
+    workers_ = workers;
+    return std::make_unique<ExecOutput>(workers_, mode, out_, err_, &cancelled_);
+  }
+
+  std::vector<WorkerTarget> workers_;
+  std::ostringstream out_;
+  std::ostringstream err_;
+  std::atomic<bool> cancelled_{false};
+};
+
+TEST_F(ExecOutputTest, PrefixedPrintsWholeLinesAsTheyArrive) {
+  auto o = Make(Pod(2), ExecOutput::Mode::kPrefixed);
+
+  o->OnOutput(0, OutputStream::kStdout, "hel");
+  EXPECT_EQ(out_.str(), "");  // no newline yet: held
+  o->OnOutput(1, OutputStream::kStdout, "one\ntwo\nthr");
+  EXPECT_EQ(out_.str(), "[pod/w1] one\n[pod/w1] two\n");
+  o->OnOutput(0, OutputStream::kStdout, "lo\n");
+  EXPECT_EQ(out_.str(), "[pod/w1] one\n[pod/w1] two\n[pod/w0] hello\n");
+  o->OnOutput(0, OutputStream::kStderr, "warn: x\n");
+  EXPECT_EQ(err_.str(), "[pod/w0] warn: x\n");
+  EXPECT_EQ(out_.str(), "[pod/w1] one\n[pod/w1] two\n[pod/w0] hello\n");  // not on stdout
+
+  o->OnOutput(1, OutputStream::kStderr, "no newline at the end");
+  o->OnResult(1, Exited(0));  // its unfinished lines come out, each ended with a newline
+  EXPECT_EQ(out_.str(), "[pod/w1] one\n[pod/w1] two\n[pod/w0] hello\n[pod/w1] thr\n");
+  EXPECT_EQ(err_.str(), "[pod/w0] warn: x\n[pod/w1] no newline at the end\n");
+  o->OnResult(0, Exited(0));
+  EXPECT_TRUE(o->Finish());
+  EXPECT_EQ(out_.str(), "[pod/w1] one\n[pod/w1] two\n[pod/w0] hello\n[pod/w1] thr\n");
+  EXPECT_EQ(err_.str(), "[pod/w0] warn: x\n[pod/w1] no newline at the end\n");  // no summary
+}
+
+TEST_F(ExecOutputTest, PrefixedKeepsEmptyLinesAndStreamsApart) {
+  auto o = Make({W("eval", 0)}, ExecOutput::Mode::kPrefixed);
+  o->OnOutput(0, OutputStream::kStdout, "a\n\nb");
+  o->OnOutput(0, OutputStream::kStderr, "e");
+  o->OnOutput(0, OutputStream::kStdout, "c\n");
+  o->OnResult(0, Exited(0));
+  EXPECT_TRUE(o->Finish());
+  EXPECT_EQ(out_.str(), "[eval/w0] a\n[eval/w0] \n[eval/w0] bc\n");
+  EXPECT_EQ(err_.str(), "[eval/w0] e\n");
+}
+
+TEST_F(ExecOutputTest, GroupedFoldsIdenticalOutputsInFirstSeenOrder) {
+  auto o = Make(Pod(5), ExecOutput::Mode::kGrouped);
+  // Outputs "b" (w0, w2, w3), "a" (w1), none (w4): "b" first although "a" < "b".
+  const char* outputs[] = {"b\n", "a\n", "b\n", "b\n", ""};
+  for (size_t i = 0; i < 5; ++i) {
+    if (*outputs[i]) {
+      o->OnOutput(i, OutputStream::kStdout, outputs[i]);
+    }
+    EXPECT_EQ(out_.str(), "") << "grouped mode prints nothing before Finish";
+    o->OnResult(i, Exited(0));
+  }
+  EXPECT_TRUE(o->Finish());
+  EXPECT_EQ(out_.str(),
+            "----------------\n"
+            "pod/w[0,2-3] (3)\n"
+            "----------------\n"
+            "b\n"
+            "----------\n"
+            "pod/w1 (1)\n"
+            "----------\n"
+            "a\n");
+  EXPECT_EQ(err_.str(), "");
+}
+
+TEST_F(ExecOutputTest, GroupedComparesStdoutAndStderrTogetherAndEndsTheLastLine) {
+  auto o = Make(Pod(3), ExecOutput::Mode::kGrouped);
+  o->OnOutput(0, OutputStream::kStdout, "x\n");
+  o->OnOutput(0, OutputStream::kStderr, "y");
+  o->OnOutput(1, OutputStream::kStdout, "x\n");
+  o->OnOutput(1, OutputStream::kStderr, "y");
+  o->OnOutput(2, OutputStream::kStdout, "x\n");  // no stderr: another output
+  for (size_t i = 0; i < 3; ++i) {
+    o->OnResult(i, Exited(0));
+  }
+  EXPECT_TRUE(o->Finish());
+  std::string text = out_.str();
+  EXPECT_TRUE(Contains(text, "pod/w[0-1] (2)\n" + std::string(14, '-') + "\nx\ny\n")) << text;
+  EXPECT_TRUE(Contains(text, "pod/w2 (1)\n" + std::string(10, '-') + "\nx\n")) << text;
+  EXPECT_LT(text.find("pod/w[0-1]"), text.find("pod/w2"));
+}
+
+TEST_F(ExecOutputTest, GroupedSixteenWorkersWithOneOutputIsOneBlock) {
+  std::vector<WorkerTarget> w;
+  for (const char* node : {"a", "b", "c", "d"}) {
+    for (int i = 0; i < 4; ++i) {
+      w.push_back(W(node, i));
+    }
+  }
+  auto o = Make(w, ExecOutput::Mode::kGrouped);
+  for (size_t i = 0; i < w.size(); ++i) {
+    o->OnOutput(i, OutputStream::kStdout, "same\n");
+    o->OnResult(i, Exited(0));
+  }
+  EXPECT_TRUE(o->Finish());
+  std::string title = "a/w[0-3], b/w[0-3], c/w[0-3], d/w[0-3] (16)";
+  std::string rule(title.size(), '-');
+  EXPECT_EQ(out_.str(), rule + "\n" + title + "\n" + rule + "\nsame\n");
+}
+
+TEST_F(ExecOutputTest, JsonIsOneDocumentWithEveryWorker) {
+  auto o = Make({W("pod", 0), W("pod", 1), W("pod", 2), W("eval", 0)}, ExecOutput::Mode::kJson);
+  o->OnOutput(0, OutputStream::kStdout, "host-0\n");
+  o->OnOutput(0, OutputStream::kStderr, "note\n");
+  o->OnOutput(1, OutputStream::kStdout, "partial");
+  EXPECT_EQ(out_.str(), "");
+  o->OnResult(0, Exited(0));
+  o->OnResult(1, Exited(3));
+  HostResult killed;
+  killed.outcome = HostOutcome::kSignaled;
+  killed.signal = "KILL";
+  killed.message = "killed by SIGKILL";
+  o->OnResult(2, killed);
+  o->OnResult(3, Outcome(HostOutcome::kUnreachable, "connect: No route to host"));
+  EXPECT_FALSE(o->Finish());
+
+  nlohmann::json j = nlohmann::json::parse(out_.str(), nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << out_.str();
+  EXPECT_EQ(j["ok"], false);
+  EXPECT_EQ(j["failed"], 3);
+  ASSERT_EQ(j["workers"].size(), 4u);
+  const nlohmann::json& w0 = j["workers"][0];
+  EXPECT_EQ(w0["worker"], "pod/w0");
+  EXPECT_EQ(w0["node"], "pod");
+  EXPECT_EQ(w0["index"], 0);
+  EXPECT_EQ(w0["outcome"], "exited");
+  EXPECT_EQ(w0["ok"], true);
+  EXPECT_EQ(w0["exit_code"], 0);
+  EXPECT_EQ(w0["stdout"], "host-0\n");
+  EXPECT_EQ(w0["stderr"], "note\n");
+  EXPECT_FALSE(w0.contains("message"));
+  EXPECT_FALSE(w0.contains("signal"));
+  const nlohmann::json& w1 = j["workers"][1];
+  EXPECT_EQ(w1["ok"], false);
+  EXPECT_EQ(w1["exit_code"], 3);
+  EXPECT_EQ(w1["stdout"], "partial");  // as written: JSON adds no newline
+  const nlohmann::json& w2 = j["workers"][2];
+  EXPECT_EQ(w2["outcome"], "signaled");
+  EXPECT_EQ(w2["signal"], "KILL");
+  EXPECT_FALSE(w2.contains("exit_code"));
+  const nlohmann::json& w3 = j["workers"][3];
+  EXPECT_EQ(w3["worker"], "eval/w0");
+  EXPECT_EQ(w3["outcome"], "unreachable");
+  EXPECT_EQ(w3["message"], "connect: No route to host");
+  EXPECT_FALSE(w3.contains("exit_code"));
+  // The summary is for people, on stderr; stdout holds the document only.
+  EXPECT_TRUE(Contains(err_.str(), "3 of 4 workers failed")) << err_.str();
+}
+
+TEST_F(ExecOutputTest, SummaryNamesEachFailureAndFoldsTheStoppedOnes) {
+  auto o = Make(Pod(8), ExecOutput::Mode::kPrefixed);
+  std::string stopped = "stopped: pod/w1 failed (--fail-fast)";
+  o->OnResult(0, Exited(0));
+  o->OnResult(1, Exited(7));
+  o->OnResult(2, Outcome(HostOutcome::kUnreachable, "connect: No route to host"));
+  o->OnResult(3, Outcome(HostOutcome::kCancelled, stopped));
+  o->OnResult(4, Outcome(HostOutcome::kCancelled, stopped));
+  o->OnResult(5, Outcome(HostOutcome::kTimeout, "still running after 2s"));
+  o->OnResult(6, Outcome(HostOutcome::kHostKeyMismatch,
+                         "the host key of 198.18.0.8 is not the one tpufleet pinned"));
+  o->OnResult(7, Outcome(HostOutcome::kCancelled, stopped));
+
+  EXPECT_FALSE(o->Finish());
+
+  EXPECT_EQ(out_.str(), "");
+  EXPECT_EQ(err_.str(),
+            "tpufleet: 7 of 8 workers failed:\n"
+            "  pod/w1: exit 7\n"
+            "  pod/w2: unreachable: connect: No route to host\n"
+            "  pod/w5: timeout: still running after 2s\n"
+            "  pod/w6: host-key-mismatch: the host key of 198.18.0.8 is not the one "
+            "tpufleet pinned\n"
+            "  pod/w[3-4,7]: stopped: pod/w1 failed (--fail-fast)\n");
+}
+
+TEST_F(ExecOutputTest, EveryWorkerExitingZeroIsSuccessAndNoSummary) {
+  auto o = Make(Pod(3), ExecOutput::Mode::kPrefixed);
+  for (size_t i = 0; i < 3; ++i) {
+    o->OnResult(i, Exited(0));
+  }
+  EXPECT_TRUE(o->Finish());
+  EXPECT_EQ(err_.str(), "");
+
+  auto signaled = Make(Pod(1), ExecOutput::Mode::kPrefixed);
+  HostResult killed;
+  killed.outcome = HostOutcome::kSignaled;
+  killed.signal = "TERM";
+  signaled->OnResult(0, killed);  // exit_code 0, but the command did not exit
+  EXPECT_FALSE(signaled->Finish());
+}
+
+TEST_F(ExecOutputTest, CancelledFollowsTheFlag) {
+  auto o = Make(Pod(1), ExecOutput::Mode::kPrefixed);
+  EXPECT_FALSE(o->Cancelled());
+  cancelled_ = true;
+  EXPECT_TRUE(o->Cancelled());
+  std::ostringstream out, err;
+  ExecOutput no_flag(workers_, ExecOutput::Mode::kPrefixed, out, err, nullptr);
+  EXPECT_FALSE(no_flag.Cancelled());
+}
+
+// ---------------------------------------------------------------------------------------
+// `tpufleet exec` through Main, with a FakeFanout
+
+// Fleet "lab": pod (4 workers) and eval (1), both with pinned keys.
+class ExecCommandTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    Put("pod", 4);
+    Put("eval", 1);
+    opened_ = 0;
+    SetWorldFactory([this](Invocation&, bool) -> Result<std::unique_ptr<WorldHandle>> {
+      ++opened_;
+      return std::unique_ptr<WorldHandle>(std::make_unique<cli_testing::LentWorld>(t_.world));
+    });
+    // Each worker prints its hostname, as `hostname` would: "pod/w2" -> "pod-host-2".
+    t_.fanout.respond = [](const FanoutHost& host, size_t index, FanoutSink& sink) {
+      std::string node = host.name.substr(0, host.name.find('/'));
+      std::string worker = host.name.substr(host.name.find("/w") + 2);
+      sink.OnOutput(index, OutputStream::kStdout, node + "-host-" + worker + "\n");
+      return HostResult{};
+    };
+  }
+  void TearDown() override { SetWorldFactory(nullptr); }
+
+  void Put(const std::string& name, int workers) {
+    NodeRecord r;
+    r.fleet = "lab";
+    r.name = name;
+    r.provider = "gcp-tpu";
+    r.state = "READY";
+    r.login = "tester";
+    for (int i = 0; i < workers; ++i) {
+      r.workers.push_back({i, "198.18." + std::to_string(nodes_) + "." + std::to_string(i + 2),
+                           name + "-host-" + std::to_string(i), testing::kAliceKey, true});
+    }
+    ++nodes_;
+    ASSERT_EQ(t_.store->PutNode(r), Status::Ok());
+  }
+
+  // Expects exit 2 (usage), `message` on stderr, and no job.
+  void Usage(const std::vector<std::string>& argv, const std::string& message) {
+    Output o = Tpufleet(argv);
+    EXPECT_EQ(o.code, 2) << Join(argv, " ") << "\n" << o.err;
+    EXPECT_TRUE(Contains(o.err, message)) << Join(argv, " ") << "\n" << o.err;
+    EXPECT_TRUE(t_.fanout.jobs.empty()) << Join(argv, " ");
+  }
+
+  testing::TestWorld t_;
+  int nodes_ = 0;
+  int opened_ = 0;
+};
+
+TEST_F(ExecCommandTest, UsageErrorsExit2BeforeTheWorldIsOpened) {
+  const std::string form = "exec takes targets, then `--` and the command";
+  Usage({"exec", "pod", "hostname"}, form);  // no `--`
+  Usage({"exec", "pod"}, form);
+  Usage({"exec", "--", "hostname"}, form);  // no targets
+  Usage({"exec", "pod", "--"}, form);       // nothing after `--`
+  Usage({"exec"}, form);
+  Usage({"exec", "pod", "--timeout", "soon", "--", "true"}, "--timeout: expected a duration");
+  Usage({"exec", "pod", "--timeout", "0s", "--", "true"}, "--timeout");
+  Usage({"exec", "pod", "--connect-timeout", "x", "--", "true"}, "--connect-timeout");
+  Usage({"exec", "pod", "--fanout", "0", "--", "true"}, "--fanout");
+  Usage({"exec", "pod", "--fanout", "many", "--", "true"}, "--fanout");
+  Usage({"exec", "pod", "--bogus", "--", "true"}, "unknown flag '--bogus'");
+  EXPECT_EQ(opened_, 0);
+}
+
+TEST_F(ExecCommandTest, TargetErrorsExit1WithTheReasonAndRunNothing) {
+  Output unknown = Tpufleet({"exec", "podd", "--", "hostname"});
+  EXPECT_EQ(unknown.code, 1);
+  EXPECT_TRUE(Contains(unknown.err, "no node 'podd' in tpufleet's state; did you mean 'pod'?"))
+      << unknown.err;
+  Output range = Tpufleet({"exec", "pod:9", "--", "hostname"});
+  EXPECT_EQ(range.code, 1);
+  EXPECT_TRUE(Contains(range.err, "'pod:9'")) << range.err;
+  EXPECT_TRUE(t_.fanout.jobs.empty());
+  EXPECT_EQ(unknown.out + range.out, "");
+}
+
+TEST_F(ExecCommandTest, EveryWorkerExitingZeroIsExit0WithPrefixedLines) {
+  Output o = Tpufleet({"exec", "all", "--", "hostname"});
+  EXPECT_EQ(o.code, 0) << o.err;
+  EXPECT_EQ(o.out,
+            "[eval/w0] eval-host-0\n"
+            "[pod/w0] pod-host-0\n[pod/w1] pod-host-1\n[pod/w2] pod-host-2\n"
+            "[pod/w3] pod-host-3\n");
+  EXPECT_EQ(o.err, "");
+  ASSERT_EQ(t_.fanout.jobs.size(), 1u);
+  const FanoutJob& job = t_.fanout.jobs[0];
+  ASSERT_EQ(job.hosts.size(), 5u);
+  EXPECT_EQ(job.hosts[1].address, "198.18.0.2");
+  EXPECT_EQ(job.hosts[1].user, "tester");
+  EXPECT_EQ(job.hosts[1].host_key, testing::kAliceKey);
+  EXPECT_FALSE(job.fail_fast);
+  EXPECT_EQ(job.command_timeout.count(), 0);
+  EXPECT_EQ(job.connect_timeout, kFanoutConnectTimeout);
+}
+
+TEST_F(ExecCommandTest, OneFailedWorkerIsExit1AndNamedInTheSummary) {
+  t_.fanout.respond = [](const FanoutHost& host, size_t, FanoutSink&) {
+    HostResult r;
+    if (host.name == "pod/w2") {
+      r.exit_code = 3;
+      r.message = "exit 3";
+    }
+    return r;
+  };
+  Output o = Tpufleet({"exec", "pod", "--", "false"});
+  EXPECT_EQ(o.code, 1);
+  EXPECT_EQ(o.err, "tpufleet: 1 of 4 workers failed:\n  pod/w2: exit 3\n");
+}
+
+TEST_F(ExecCommandTest, TheWordsAfterDashDashReachTheJobQuotedOnce) {
+  // Flags after `--` are the command's, not tpufleet's (--json, --timeout, a second --).
+  std::vector<std::string> words = {"printf",    "%s|\\n", "a b", "$HOME", "x;y",
+                                    "it's",      "l1\nl2", "\\",  "*",     "--json",
+                                    "--timeout", "x",      "--",  "-n"};
+  std::vector<std::string> argv = {"exec", "pod:1-2", "eval:0", "--"};
+  argv.insert(argv.end(), words.begin(), words.end());
+  Output o = Tpufleet(argv);
+  EXPECT_EQ(o.code, 0) << o.err;
+  ASSERT_EQ(t_.fanout.jobs.size(), 1u);
+  const FanoutJob& job = t_.fanout.jobs[0];
+  EXPECT_EQ(job.command, StoppableCommand(words));
+  EXPECT_TRUE(Contains(job.command, ShellQuote(ShellJoin(words)))) << job.command;
+  EXPECT_TRUE(job.hold_stdin);
+  EXPECT_EQ(job.command_timeout.count(), 0) << "--timeout after `--` is the command's";
+  EXPECT_TRUE(StartsWith(o.out, "[eval/w0] ")) << "--json after `--` is the command's: " << o.out;
+  ASSERT_EQ(job.hosts.size(), 3u);
+  EXPECT_EQ(job.hosts[0].name, "eval/w0");
+  EXPECT_EQ(job.hosts[1].name, "pod/w1");
+  EXPECT_EQ(job.hosts[2].name, "pod/w2");
+}
+
+TEST_F(ExecCommandTest, FlagsReachTheJob) {
+  Output o = Tpufleet({"exec", "pod", "--fail-fast", "--timeout", "2m", "--connect-timeout", "5s",
+                       "--fanout", "3", "--", "true"});
+  EXPECT_EQ(o.code, 0) << o.err;
+  ASSERT_EQ(t_.fanout.jobs.size(), 1u);
+  const FanoutJob& job = t_.fanout.jobs[0];
+  EXPECT_TRUE(job.fail_fast);
+  EXPECT_EQ(job.command_timeout, std::chrono::minutes(2));
+  EXPECT_EQ(job.connect_timeout, std::chrono::seconds(5));
+  EXPECT_EQ(job.max_parallel, 3u);
+}
+
+TEST_F(ExecCommandTest, GroupFoldsTheSameOutput) {
+  t_.fanout.respond = [](const FanoutHost&, size_t index, FanoutSink& sink) {
+    sink.OnOutput(index, OutputStream::kStdout, "same\n");
+    return HostResult{};
+  };
+  Output o = Tpufleet({"exec", "all", "--group", "--", "echo", "same"});
+  EXPECT_EQ(o.code, 0) << o.err;
+  std::string title = "eval/w0, pod/w[0-3] (5)";
+  std::string rule(title.size(), '-');
+  EXPECT_EQ(o.out, rule + "\n" + title + "\n" + rule + "\nsame\n");
+}
+
+TEST_F(ExecCommandTest, JsonPrintsOneDocument) {
+  t_.fanout.respond = [](const FanoutHost& host, size_t index, FanoutSink& sink) {
+    sink.OnOutput(index, OutputStream::kStdout, host.name + "\n");
+    HostResult r;
+    if (host.name == "pod/w3") {
+      r.outcome = HostOutcome::kUnreachable;
+      r.message = "connect: No route to host";
+    }
+    return r;
+  };
+  Output o = Tpufleet({"exec", "pod", "--json", "--", "hostname"});
+  EXPECT_EQ(o.code, 1);
+  nlohmann::json j = nlohmann::json::parse(o.out, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << o.out;
+  EXPECT_EQ(j["ok"], false);
+  EXPECT_EQ(j["failed"], 1);
+  ASSERT_EQ(j["workers"].size(), 4u);
+  for (int i = 0; i < 4; ++i) {
+    const nlohmann::json& w = j["workers"][static_cast<size_t>(i)];
+    EXPECT_EQ(w["worker"], "pod/w" + std::to_string(i));
+    EXPECT_EQ(w["stdout"], "pod/w" + std::to_string(i) + "\n");
+    EXPECT_EQ(w["ok"], i != 3);
+  }
+  EXPECT_EQ(j["workers"][3]["outcome"], "unreachable");
+  EXPECT_TRUE(Contains(o.err, "pod/w3: unreachable: connect: No route to host")) << o.err;
+}
+
+}  // namespace
+}  // namespace tpufleet::cli

@@ -1,0 +1,195 @@
+// `tpufleet ssh` and `tpufleet forward`: one worker, reached with the system's OpenSSH and
+// tpufleet's ssh config (control/ssh_login.h).
+#include <signal.h>
+#include <sys/signalfd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <memory>
+#include <optional>
+#include <ostream>
+#include <variant>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/command.h"
+#include "cli/fleet_world.h"
+#include "control/port_forward.h"
+#include "control/ssh_login.h"
+#include "control/targets.h"
+#include "util/file.h"
+#include "util/strings.h"
+#include "util/subprocess.h"
+#include "util/unique_fd.h"
+
+namespace tpufleet::cli {
+namespace {
+
+constexpr char kForwardUsage[] =
+    "forward takes a worker and a port: tpufleet forward NODE[:N] PORT[:LOCAL], e.g. "
+    "tpufleet forward trainer 6006";
+
+// A target the user got wrong is a usage error; one the state cannot serve is a failure.
+ExitStatus TargetError(Invocation& inv, const Status& status) {
+  return status.code() == StatusCode::kInvalidArgument ? UsageError(inv, status.message())
+                                                       : Fail(inv, status);
+}
+
+// The one worker `word` names, with the ssh config to reach it.
+struct Login {
+  WorkerTarget target;
+  std::string config;
+};
+
+// The worker and config, or the exit status of the error already printed. The world (the
+// state store) is closed again on return: ssh runs without it.
+std::variant<Login, ExitStatus> FindLogin(Invocation& inv, const std::string& word) {
+  Result<std::unique_ptr<WorldHandle>> handle = OpenWorld(inv, false);
+  if (!handle.ok()) {
+    return Fail(inv, handle.status());
+  }
+  World& world = (*handle)->world();
+  Result<WorkerTarget> target = ResolveOneTarget(world.store, word);
+  if (!target.ok()) {
+    return TargetError(inv, target.status());
+  }
+  Result<std::string> config = SshConfigFor(world.paths);
+  if (!config.ok()) {
+    return Fail(inv, config.status());
+  }
+  return Login{std::move(*target), std::move(*config)};
+}
+
+std::optional<int> ParsePort(std::string_view text) {
+  long long port = 0;
+  if (!ParseInt(text, &port) || port < 1 || port > kMaxTcpPort) {
+    return std::nullopt;
+  }
+  return static_cast<int>(port);
+}
+
+// While it lives, SIGINT and SIGTERM are blocked and arrive on fd() instead, so a forward
+// can end ssh and reap it before the process exits. Signals that came are taken back
+// before the old mask returns, so none is delivered late.
+class StopSignals {
+ public:
+  StopSignals() {
+    sigemptyset(&set_);
+    sigaddset(&set_, SIGINT);
+    sigaddset(&set_, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &set_, &old_);
+    fd_ = UniqueFd(::signalfd(-1, &set_, SFD_CLOEXEC));
+  }
+  ~StopSignals() {
+    timespec zero{};
+    while (sigtimedwait(&set_, nullptr, &zero) > 0) {
+    }
+    pthread_sigmask(SIG_SETMASK, &old_, nullptr);
+  }
+  StopSignals(const StopSignals&) = delete;
+  StopSignals& operator=(const StopSignals&) = delete;
+
+  /// Readable once SIGINT or SIGTERM came; -1 when it could not be made.
+  int fd() const { return fd_.get(); }
+
+ private:
+  sigset_t set_;
+  sigset_t old_;
+  UniqueFd fd_;
+};
+
+}  // namespace
+
+ExitStatus RunSsh(Invocation& inv) {
+  const std::vector<std::string>& pos = inv.args.positional;
+  size_t split = std::min(inv.args.after_dashdash, pos.size());
+  if (split != 1) {
+    return UsageError(inv,
+                      "ssh takes one worker, then optionally `--` and a command: "
+                      "tpufleet ssh NODE[:N] [-- COMMAND...], e.g. tpufleet ssh trainer:1 "
+                      "-- nvidia-smi");
+  }
+  std::variant<Login, ExitStatus> login = FindLogin(inv, pos[0]);
+  if (const ExitStatus* failed = std::get_if<ExitStatus>(&login)) {
+    return *failed;
+  }
+  const Login& l = std::get<Login>(login);
+  std::vector<std::string> command(pos.begin() + 1, pos.end());
+  // -t only for a command at a terminal: a login shell gets one anyway, and a command
+  // whose input is a pipe or file must not get one.
+  Result<std::vector<std::string>> argv =
+      SshLoginArgv(l.config, l.target, command, !command.empty() && inv.terminal.in != nullptr);
+  if (!argv.ok()) {
+    return Fail(inv, argv.status());
+  }
+  inv.out.flush();
+  inv.err.flush();
+  return Fail(inv, ExecProgram(*argv));  // returns only when ssh could not be run
+}
+
+ExitStatus RunForward(Invocation& inv) {
+  const std::vector<std::string>& pos = inv.args.positional;
+  if (pos.size() != 2) {
+    return UsageError(inv, kForwardUsage);
+  }
+  std::vector<std::string> ports = Split(pos[1], ':');
+  std::optional<int> remote = ParsePort(ports[0]);
+  std::optional<int> wanted;
+  if (ports.size() == 2) {
+    wanted = ParsePort(ports[1]);
+  }
+  if (!remote || ports.size() > 2 || (ports.size() == 2 && !wanted)) {
+    return UsageError(inv, "forward: expected PORT or PORT:LOCAL, ports 1-65535, got '" + pos[1] +
+                               "'; e.g. 8888 (the same port here) or 8888:18888");
+  }
+  std::variant<Login, ExitStatus> login = FindLogin(inv, pos[0]);
+  if (const ExitStatus* failed = std::get_if<ExitStatus>(&login)) {
+    return *failed;
+  }
+  const Login& l = std::get<Login>(login);
+  Result<int> local = ChooseLocalPort(*remote, wanted);
+  if (!local.ok()) {
+    return Fail(inv, local.status());
+  }
+  Result<std::vector<std::string>> argv = ForwardArgv(l.config, l.target, *local, *remote);
+  if (!argv.ok()) {
+    return Fail(inv, argv.status());
+  }
+
+  StopSignals stop;
+  if (stop.fd() < 0) {
+    return Fail(inv, ErrnoStatus("signalfd", errno));
+  }
+  Result<std::unique_ptr<PortForward>> forward = PortForward::Spawn(*argv, *local);
+  if (!forward.ok()) {
+    return Fail(inv, forward.status());
+  }
+  PortForward::Event started = (*forward)->Wait(stop.fd(), inv.err);
+  if (started == PortForward::Event::kStopped) {
+    return ExitStatus::kInterrupted;
+  }
+  if (started == PortForward::Event::kExited) {
+    return Fail(inv, UnavailableError("could not forward to " + l.target.name + ":" +
+                                      std::to_string(*remote) + ": " + (*forward)->ExitMessage()));
+  }
+  std::string url = "http://127.0.0.1:" + std::to_string(*local) + "/";
+  if (inv.json) {
+    // One line: a script reads it as soon as the forward works.
+    inv.out << nlohmann::json{{"url", url},
+                              {"local_port", *local},
+                              {"remote_port", *remote},
+                              {"worker", l.target.name}}
+                   .dump()
+            << std::endl;
+  } else {
+    inv.out << "Forwarding " << url << " -> " << l.target.name << ":" << *remote
+            << " (Ctrl-C to stop)" << std::endl;
+  }
+  if ((*forward)->Wait(stop.fd(), inv.err) == PortForward::Event::kExited) {
+    return Fail(inv, UnavailableError("the forward to " + l.target.name +
+                                      " ended: " + (*forward)->ExitMessage()));
+  }
+  return ExitStatus::kOk;
+}
+
+}  // namespace tpufleet::cli

@@ -1,0 +1,776 @@
+// ParseRemotePath, and Copy over a TestWorld whose FakeFanout stands in for the workers:
+// the jobs the fan-out gets (the receive scripts with every untrusted value as an
+// argument of its own, the relay chain, the direct re-send of what the chain missed),
+// the report, and downloads unpacked from real tar streams. The receive scripts
+// themselves are run here by a local `sh`. The same against real workers:
+// test/copy_e2e_test.sh.
+#include "control/copy.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "control/testing/test_world.h"
+#include "util/file.h"
+#include "util/strings.h"
+#include "util/subprocess.h"
+
+namespace tpufleet {
+namespace {
+
+namespace fs = std::filesystem;
+using std::chrono::seconds;
+using testing::Contains;
+using testing::kAliceKey;
+using testing::kProject;
+using testing::TestWorld;
+
+// ---------------------------------------------------------------------------------------
+// ParseRemotePath
+
+void ExpectRemote(const std::string& word, const std::string& target, const std::string& path) {
+  std::optional<RemotePath> r = ParseRemotePath(word);
+  ASSERT_TRUE(r.has_value()) << word;
+  EXPECT_EQ(r->target, target) << word;
+  EXPECT_EQ(r->path, path) << word;
+}
+
+TEST(ParseRemotePath, TargetThenPath) {
+  ExpectRemote("pod:~/x", "pod", "~/x");
+  ExpectRemote("pod:/tmp/", "pod", "/tmp/");
+  ExpectRemote("all:/tmp/", "all", "/tmp/");
+  ExpectRemote("team=a:/x", "team=a", "/x");
+  ExpectRemote("team=a,role=x:out", "team=a,role=x", "out");
+  ExpectRemote("pod:", "pod", "");
+}
+
+TEST(ParseRemotePath, AWorkerListBelongsToTheTarget) {
+  ExpectRemote("pod:3:~/x", "pod:3", "~/x");
+  ExpectRemote("pod:1-3,5:/tmp/", "pod:1-3,5", "/tmp/");
+  ExpectRemote("pod:3:", "pod:3", "");
+  // A second ':' after something that is not a worker list is part of the path.
+  ExpectRemote("pod:~/a:b", "pod", "~/a:b");
+  ExpectRemote("pod:x3:y", "pod", "x3:y");
+  // Digits alone are a path (a file named 12 in the home).
+  ExpectRemote("pod:12", "pod", "12");
+}
+
+TEST(ParseRemotePath, LocalPaths) {
+  for (const char* word : {"./a:b", "../a:b", "/abs", "/abs:x", "file", "dir/file", ":x", "",
+                           ".", "~/x"}) {
+    EXPECT_FALSE(ParseRemotePath(word).has_value()) << word;
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// Helpers
+
+// Runs `argv` (looked up in PATH, this environment) and returns its exit code and output.
+SubprocessResult RunLocal(const std::vector<std::string>& argv, const std::string& input = "") {
+  SpawnOptions options;
+  options.search_path = true;
+  options.inherit_env = true;
+  Result<SubprocessResult> r = RunSubprocess(argv, input, seconds(60), options);
+  EXPECT_TRUE(r.ok()) << r.status().ToString();
+  return r.ok() ? *r : SubprocessResult{};
+}
+
+// The words a shell makes of `command` (what the worker's login shell runs).
+std::vector<std::string> Words(const std::string& command) {
+  SubprocessResult r = RunLocal({"/bin/sh", "-c", "printf '%s\\0' " + command});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  std::vector<std::string> words;
+  size_t start = 0;
+  for (size_t nul = r.output.find('\0'); nul != std::string::npos;
+       nul = r.output.find('\0', start)) {
+    words.push_back(r.output.substr(start, nul - start));
+    start = nul + 1;
+  }
+  return words;
+}
+
+std::string Sha256(const std::string& path) {
+  SubprocessResult r = RunLocal({"sha256sum", "--", path});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  return r.output.substr(0, 64);
+}
+
+// A sparse file of `size` zero bytes.
+void MakeSparse(const std::string& path, off_t size) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  ASSERT_GE(fd, 0) << path;
+  EXPECT_EQ(::ftruncate(fd, size), 0);
+  ::close(fd);
+}
+
+void Write(const std::string& path, const std::string& content, mode_t mode = 0644) {
+  fs::create_directories(fs::path(path).parent_path());
+  ASSERT_EQ(WriteFileAtomic(path, content, static_cast<int>(mode)), Status::Ok()) << path;
+  ASSERT_EQ(::chmod(path.c_str(), mode), 0) << path;
+}
+
+// The content of `path`, or "<unreadable>".
+std::string Read(const std::string& path) {
+  Result<std::string> r = ReadFile(path);
+  return r.ok() ? *r : "<unreadable>";
+}
+
+mode_t ModeOf(const std::string& path) {
+  struct stat st{};
+  EXPECT_EQ(::stat(path.c_str(), &st), 0) << path;
+  return st.st_mode & 07777;
+}
+
+// Every path under `dir`, relative, sorted ("a", "a/b", …).
+std::vector<std::string> Tree(const std::string& dir) {
+  std::vector<std::string> all;
+  std::error_code ec;
+  for (const auto& e : fs::recursive_directory_iterator(dir, ec)) {
+    all.push_back(fs::relative(e.path(), dir).string());
+  }
+  std::sort(all.begin(), all.end());
+  return all;
+}
+
+// Runs a receive script (a job's command) as a worker's login shell would, with
+// `input` on stdin, HOME=`home` and the working directory `home`.
+SubprocessResult RunOnWorker(const std::string& command, const std::string& input,
+                             const std::string& home) {
+  SpawnOptions options;
+  options.env = {"HOME=" + home, "PATH=/usr/local/bin:/usr/bin:/bin"};
+  Result<SubprocessResult> r =
+      RunSubprocess({"/bin/sh", "-c", "cd " + ShellQuote(home) + " && " + command}, input,
+                    seconds(60), options);
+  EXPECT_TRUE(r.ok()) << r.status().ToString();
+  return r.ok() ? *r : SubprocessResult{};
+}
+
+HostResult Exited(int code) {
+  HostResult r;
+  r.exit_code = code;
+  return r;
+}
+
+// ---------------------------------------------------------------------------------------
+// Copy
+
+// Fleet "lab": pod (4 workers, labels team=a), solo (1 worker) and box (an ssh-hosts
+// node without a pinned host key); a local scratch dir for sources and destinations.
+class CopyTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    Put("pod", 4).labels = {{"team", "a"}};
+    Put("solo", 1);
+    NodeRecord& box = Put("box", 1);
+    box.provider = "ssh-hosts";
+    box.workers[0].host_key = "";
+    for (const NodeRecord& r : records_) {
+      ASSERT_EQ(t_.store->PutNode(r), Status::Ok());
+    }
+    local_ = t_.dir.path() + "/local";
+    fs::create_directories(local_);
+  }
+
+  NodeRecord& Put(const std::string& name, int workers) {
+    NodeRecord r;
+    r.fleet = "lab";
+    r.name = name;
+    r.provider = "gcp-tpu";
+    r.project = kProject;
+    r.state = "READY";
+    r.login = "tester";
+    for (int i = 0; i < workers; ++i) {
+      r.workers.push_back({i,
+                           "198.18." + std::to_string(records_.size()) + "." +
+                               std::to_string(i + 2),
+                           name + "-host-" + std::to_string(i), kAliceKey, true});
+    }
+    records_.push_back(std::move(r));
+    return records_.back();
+  }
+
+  Result<CopyReport> Cp(std::vector<std::string> sources, std::string destination,
+                        bool relay = true) {
+    CopyRequest request;
+    request.sources = std::move(sources);
+    request.destination = std::move(destination);
+    request.relay = relay;
+    return Copy(t_.world, request);
+  }
+
+  std::vector<FanoutJob>& jobs() { return t_.fanout.jobs; }
+
+  TestWorld t_;
+  std::vector<NodeRecord> records_;
+  std::string local_;
+};
+
+// --- uploads ---------------------------------------------------------------------------
+
+TEST_F(CopyTest, ASmallFileIsOneJobThatStreamsItToEveryWorker) {
+  std::string file = local_ + "/notes.txt";
+  Write(file, "hello", 0640);
+
+  Result<CopyReport> report = Cp({file}, "pod:~/in/");
+  ASSERT_TRUE(report.ok()) << report.status().ToString();
+
+  ASSERT_EQ(jobs().size(), 1u);
+  const FanoutJob& job = jobs()[0];
+  EXPECT_EQ(job.stdin_path, file);
+  EXPECT_EQ(job.key_path, t_.dir.path() + "/state/ssh/id_ed25519");
+  ASSERT_EQ(job.hosts.size(), 4u);
+  for (size_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(job.hosts[i].name, "pod/w" + std::to_string(i));
+    EXPECT_EQ(job.hosts[i].address, "198.18.0." + std::to_string(i + 2));
+    EXPECT_EQ(job.hosts[i].host_key, kAliceKey);
+    EXPECT_EQ(job.hosts[i].command, "");  // the job's command
+    EXPECT_FALSE(job.hosts[i].no_input);
+  }
+  std::vector<std::string> words = Words(job.command);
+  ASSERT_EQ(words.size(), 8u) << job.command;
+  EXPECT_EQ(words[0], "sh");
+  EXPECT_EQ(words[1], "-c");
+  EXPECT_EQ(words[3], "tpufleet");  // $0
+  EXPECT_EQ(words[4], "~/in/");     // dest, expanded by the script
+  EXPECT_EQ(words[5], "notes.txt");
+  EXPECT_EQ(words[6], "5");
+  EXPECT_EQ(words[7], "640");
+
+  EXPECT_TRUE(report->ok());
+  EXPECT_FALSE(report->download);
+  EXPECT_EQ(report->bytes, 5u);
+  ASSERT_EQ(report->workers.size(), 4u);
+  for (const CopyOutcome& o : report->workers) {
+    EXPECT_TRUE(o.ok) << o.worker.name;
+    EXPECT_EQ(o.how, "ssh");
+  }
+}
+
+TEST_F(CopyTest, TargetsAsExecTakesThem) {
+  Write(local_ + "/f", "x");
+  for (const auto& [dest, hosts] : std::vector<std::pair<std::string, std::vector<std::string>>>{
+           {"pod:1-2,0:/tmp/", {"pod/w0", "pod/w1", "pod/w2"}},
+           {"team=a:/tmp/", {"pod/w0", "pod/w1", "pod/w2", "pod/w3"}},
+           {"solo:", {"solo/w0"}},
+       }) {
+    jobs().clear();
+    Result<CopyReport> report = Cp({local_ + "/f"}, dest);
+    ASSERT_TRUE(report.ok()) << dest << ": " << report.status().ToString();
+    ASSERT_EQ(jobs().size(), 1u) << dest;
+    std::vector<std::string> got;
+    for (const FanoutHost& h : jobs()[0].hosts) {
+      got.push_back(h.name);
+    }
+    EXPECT_EQ(got, hosts) << dest;
+  }
+}
+
+TEST_F(CopyTest, AnUntrustedFileNameIsOnlyEverAQuotedArgument) {
+  const std::string name = "it's a \"file\"; $(touch pwned) `touch pwned2` $HOME\\n";
+  std::string file = local_ + "/" + name;
+  Write(file, "payload", 0755);
+
+  Result<CopyReport> report = Cp({file}, "pod:0:~/in/");
+  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  ASSERT_EQ(jobs().size(), 1u);
+  const std::string& command = jobs()[0].command;
+  std::vector<std::string> words = Words(command);
+  ASSERT_EQ(words.size(), 8u) << command;
+  EXPECT_EQ(words[5], name);
+  EXPECT_EQ(words[7], "755");
+  // The script's text holds none of it.
+  EXPECT_FALSE(Contains(words[2], "pwned")) << words[2];
+  EXPECT_FALSE(Contains(words[2], "file")) << words[2];
+
+  // Run by a shell as a worker's would: the file arrives under exactly that name, with
+  // its mode, and nothing else happened.
+  std::string home = t_.dir.path() + "/home-w0";
+  fs::create_directories(home);
+  SubprocessResult r = RunOnWorker(command, "payload", home);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(Tree(home), (std::vector<std::string>{"in", "in/" + name}));
+  EXPECT_EQ(Read(home + "/in/" + name), "payload");
+  EXPECT_EQ(ModeOf(home + "/in/" + name), 0755u);
+}
+
+TEST_F(CopyTest, TheReceiveScriptKeepsNoHalfFile) {
+  std::string file = local_ + "/data.bin";
+  Write(file, "12345");
+  ASSERT_TRUE(Cp({file}, "solo:~/data.bin").ok());
+  ASSERT_EQ(jobs().size(), 1u);
+  std::string home = t_.dir.path() + "/home-solo";
+  fs::create_directories(home);
+
+  // A stream that ends early (a dropped connection) leaves nothing under either name.
+  SubprocessResult r = RunOnWorker(jobs()[0].command, "123", home);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(Contains(r.output, "received 3 of 5 bytes")) << r.output;
+  EXPECT_EQ(Tree(home), std::vector<std::string>{});
+
+  // A whole one lands as ~/data.bin (a path that is no directory names the file), and
+  // a second copy replaces it.
+  Write(home + "/data.bin", "old");
+  r = RunOnWorker(jobs()[0].command, "12345", home);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(Tree(home), std::vector<std::string>{"data.bin"});
+  EXPECT_EQ(Read(home + "/data.bin"), "12345");
+}
+
+TEST_F(CopyTest, ADirectoryIsStreamedAsATarThatIsRemovedAfterwards) {
+  std::string src = local_ + "/proj";
+  Write(src + "/sub/deep/a.txt", "a");
+  Write(src + "/run me $x.sh", "#!/bin/sh\n", 0755);
+  Write(src + "/empty", "");
+
+  std::string tar_path;
+  uint64_t tar_size = 0;
+  std::vector<std::string> listing;
+  std::string home = t_.dir.path() + "/home";
+  fs::create_directories(home + "/existing");
+  t_.fanout.respond = [&](const FanoutHost&, size_t i, FanoutSink&) {
+    const FanoutJob& job = jobs().back();
+    tar_path = job.stdin_path;
+    EXPECT_TRUE(fs::exists(tar_path)) << tar_path;
+    tar_size = fs::file_size(tar_path);
+    if (i == 0) {
+      SubprocessResult t = RunLocal({"tar", "-t", "-f", tar_path});
+      EXPECT_EQ(t.exit_code, 0) << t.output;
+      listing = Split(Trim(t.output), '\n');
+      std::sort(listing.begin(), listing.end());
+      // Run the receive script on the stream, into a new dir and into an existing one.
+      std::string tar = Read(tar_path);
+      SubprocessResult r = RunOnWorker(job.command, tar, home);
+      EXPECT_EQ(r.exit_code, 0) << r.output;
+      std::vector<std::string> words = Words(job.command);
+      EXPECT_EQ(words.size(), 5u) << job.command;
+      words.back() = "~/existing";
+      r = RunOnWorker(ShellJoin(words), tar, home);
+      EXPECT_EQ(r.exit_code, 0) << r.output;
+    }
+    return HostResult{};
+  };
+
+  Result<CopyReport> report = Cp({src + "/"}, "pod:~/code");
+  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  ASSERT_EQ(jobs().size(), 1u);  // a directory is never relayed
+  EXPECT_EQ(jobs()[0].hosts.size(), 4u);
+  std::vector<std::string> words = Words(jobs()[0].command);
+  ASSERT_EQ(words.size(), 5u);
+  EXPECT_EQ(words[4], "~/code");
+  EXPECT_EQ(listing, (std::vector<std::string>{"proj/", "proj/empty", "proj/run me $x.sh",
+                                               "proj/sub/", "proj/sub/deep/",
+                                               "proj/sub/deep/a.txt"}));
+  EXPECT_FALSE(tar_path.empty());
+  EXPECT_FALSE(fs::exists(tar_path)) << tar_path << " is left";
+  EXPECT_TRUE(report->ok());
+  EXPECT_EQ(report->bytes, tar_size);
+
+  // ~/code did not exist: it is the directory. ~/existing did: proj is put inside it.
+  EXPECT_EQ(Tree(home + "/code"), (std::vector<std::string>{"empty", "run me $x.sh", "sub",
+                                                           "sub/deep", "sub/deep/a.txt"}));
+  EXPECT_EQ(ModeOf(home + "/code/run me $x.sh") & 0111, 0111u);
+  EXPECT_EQ(Read(home + "/code/sub/deep/a.txt"), "a");
+  EXPECT_EQ(Tree(home + "/existing"),
+            (std::vector<std::string>{"proj", "proj/empty", "proj/run me $x.sh", "proj/sub",
+                                      "proj/sub/deep", "proj/sub/deep/a.txt"}));
+}
+
+TEST_F(CopyTest, TheTarOfADirectoryIsRemovedWhenTheJobFails) {
+  Write(local_ + "/proj/a", "a");
+  std::string tar_path;
+  t_.fanout.respond = [&](const FanoutHost&, size_t, FanoutSink& sink) {
+    tar_path = jobs().back().stdin_path;
+    sink.OnOutput(0, OutputStream::kStderr, "tar: cannot write\n");
+    return Exited(2);
+  };
+  Result<CopyReport> report = Cp({local_ + "/proj"}, "solo:~/code");
+  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  EXPECT_FALSE(report->ok());
+  ASSERT_EQ(report->workers.size(), 1u);
+  EXPECT_TRUE(Contains(report->workers[0].message, "tar: cannot write"))
+      << report->workers[0].message;
+  EXPECT_FALSE(tar_path.empty());
+  EXPECT_FALSE(fs::exists(tar_path));
+}
+
+// A relay-sized file (kRelayMinBytes, sparse) to the four workers of pod.
+class RelayTest : public CopyTest {
+ protected:
+  void SetUp() override {
+    CopyTest::SetUp();
+    file_ = local_ + "/big.bin";
+    MakeSparse(file_, static_cast<off_t>(kRelayMinBytes));
+    sha_ = Sha256(file_);
+    right_ = "TPUFLEET-RELAY " + sha_ + " " + std::to_string(kRelayMinBytes) + "\n";
+  }
+  std::string file_, sha_, right_;
+};
+
+TEST_F(RelayTest, TheChainGetsOneJobWithACommandPerHostAndOnlyTheFirstGetsInput) {
+  t_.fanout.respond = [&](const FanoutHost&, size_t i, FanoutSink& sink) {
+    sink.OnOutput(i, OutputStream::kStdout, right_);
+    return HostResult{};
+  };
+  Result<CopyReport> report = Cp({file_}, "pod:/tmp/");
+  ASSERT_TRUE(report.ok()) << report.status().ToString();
+
+  ASSERT_EQ(jobs().size(), 1u);  // every worker answered right: no direct send
+  const FanoutJob& job = jobs()[0];
+  EXPECT_EQ(job.stdin_path, file_);
+  ASSERT_EQ(job.hosts.size(), 4u);
+  std::string port;
+  for (size_t i = 0; i < 4; ++i) {
+    const FanoutHost& h = job.hosts[i];
+    EXPECT_EQ(h.no_input, i != 0) << i;
+    std::vector<std::string> words = Words(h.command);
+    ASSERT_EQ(words.size(), 11u) << h.command;
+    EXPECT_EQ(words[0], "python3");
+    EXPECT_EQ(words[1], "-c");
+    EXPECT_TRUE(Contains(words[2], "TPUFLEET-RELAY")) << words[2];
+    EXPECT_EQ(words[3], "/tmp/");
+    EXPECT_EQ(words[4], "big.bin");
+    EXPECT_EQ(words[5], std::to_string(kRelayMinBytes));
+    EXPECT_EQ(words[6], "644");
+    if (i == 0) {
+      port = words[7];
+      EXPECT_GE(std::stoi(port), 1024);
+    }
+    EXPECT_EQ(words[7], port) << "every hop listens on the same port";
+    EXPECT_EQ(words[8], std::to_string(i));
+    EXPECT_EQ(words[9], "198.18.0.2,198.18.0.3,198.18.0.4,198.18.0.5");
+    EXPECT_EQ(words[10], std::to_string(kRelayHopWait.count()));
+  }
+  EXPECT_TRUE(report->ok());
+  for (const CopyOutcome& o : report->workers) {
+    EXPECT_EQ(o.how, "relay") << o.worker.name;
+  }
+}
+
+TEST_F(RelayTest, WorkersWhoseDigestIsWrongOrMissingGetADirectSend) {
+  // w0 and w3 say the right digest and size; w1 fails; w2 a wrong digest; w4 the right
+  // digest with a short size; w5 the right line but the connection broke; w6 garbles it.
+  Put("wide", 8);
+  ASSERT_EQ(t_.store->PutNode(records_.back()), Status::Ok());
+  const std::string size = std::to_string(kRelayMinBytes);
+  t_.fanout.respond = [&](const FanoutHost& host, size_t i, FanoutSink& sink) {
+    if (host.command.empty()) {
+      return HostResult{};  // the direct send
+    }
+    switch (i) {
+      case 1:
+        sink.OnOutput(i, OutputStream::kStderr, "ConnectionResetError: [Errno 104]\n");
+        return Exited(1);
+      case 2:
+        sink.OnOutput(i, OutputStream::kStdout,
+                      "TPUFLEET-RELAY " + std::string(64, 'f') + " " + size + "\n");
+        return HostResult{};
+      case 4:
+        sink.OnOutput(i, OutputStream::kStdout, "TPUFLEET-RELAY " + sha_ + " 1048576\n");
+        return HostResult{};
+      case 5: {
+        sink.OnOutput(i, OutputStream::kStdout, right_);
+        HostResult r;
+        r.outcome = HostOutcome::kUnreachable;
+        r.message = "connection lost";
+        return r;
+      }
+      case 6:
+        sink.OnOutput(i, OutputStream::kStdout, "TPUFLEET-REL");
+        return HostResult{};
+      default:
+        sink.OnOutput(i, OutputStream::kStdout, right_);
+        return HostResult{};
+    }
+  };
+  Result<CopyReport> report = Cp({file_}, "wide:/tmp/");
+  ASSERT_TRUE(report.ok()) << report.status().ToString();
+
+  ASSERT_EQ(jobs().size(), 2u);
+  EXPECT_EQ(jobs()[0].hosts.size(), 8u);
+  const FanoutJob& direct = jobs()[1];
+  std::vector<std::string> names;
+  for (const FanoutHost& h : direct.hosts) {
+    names.push_back(h.name);
+    EXPECT_EQ(h.command, "");
+    EXPECT_FALSE(h.no_input);
+  }
+  EXPECT_EQ(names, (std::vector<std::string>{"wide/w1", "wide/w2", "wide/w4", "wide/w5",
+                                             "wide/w6"}));
+  EXPECT_EQ(direct.stdin_path, file_);
+  std::vector<std::string> words = Words(direct.command);
+  ASSERT_EQ(words.size(), 8u);
+  EXPECT_EQ(words[4], "/tmp/");
+  EXPECT_EQ(words[5], "big.bin");
+  EXPECT_EQ(words[6], size);
+
+  EXPECT_TRUE(report->ok());
+  ASSERT_EQ(report->workers.size(), 8u);
+  const std::vector<std::string> want = {"relay", "ssh", "ssh", "relay",
+                                         "ssh",   "ssh", "ssh", "relay"};
+  for (size_t i = 0; i < 8; ++i) {
+    EXPECT_EQ(report->workers[i].how, want[i]) << i;
+    EXPECT_TRUE(report->workers[i].ok) << i;
+  }
+  EXPECT_EQ(report->bytes, kRelayMinBytes);
+}
+
+TEST_F(RelayTest, AWorkerTheChainAndTheDirectSendMissedIsReportedWithWhy) {
+  t_.fanout.respond = [&](const FanoutHost& host, size_t i, FanoutSink& sink) {
+    if (!host.command.empty() && i != 2) {
+      sink.OnOutput(i, OutputStream::kStdout, right_);
+      return HostResult{};
+    }
+    HostResult r;
+    r.outcome = HostOutcome::kUnreachable;
+    r.message = "connect to 198.18.0.4:22: no route to host";
+    return r;
+  };
+  Result<CopyReport> report = Cp({file_}, "pod:/tmp/");
+  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  ASSERT_EQ(jobs().size(), 2u);
+  ASSERT_EQ(jobs()[1].hosts.size(), 1u);
+  EXPECT_EQ(jobs()[1].hosts[0].name, "pod/w2");
+  EXPECT_FALSE(report->ok());
+  for (size_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(report->workers[i].ok, i != 2) << i;
+  }
+  EXPECT_EQ(report->workers[2].how, "ssh");
+  EXPECT_TRUE(Contains(report->workers[2].message, file_)) << report->workers[2].message;
+  EXPECT_TRUE(Contains(report->workers[2].message, "no route to host"))
+      << report->workers[2].message;
+}
+
+TEST_F(RelayTest, NoRelayMeansOneDirectJob) {
+  Result<CopyReport> report = Cp({file_}, "pod:/tmp/", /*relay=*/false);
+  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  ASSERT_EQ(jobs().size(), 1u);
+  EXPECT_EQ(jobs()[0].stdin_path, file_);
+  for (const FanoutHost& h : jobs()[0].hosts) {
+    EXPECT_EQ(h.command, "");
+    EXPECT_FALSE(h.no_input);
+  }
+  EXPECT_EQ(Words(jobs()[0].command)[0], "sh");
+  for (const CopyOutcome& o : report->workers) {
+    EXPECT_EQ(o.how, "ssh");
+  }
+}
+
+TEST_F(RelayTest, BelowEitherThresholdTheFileGoesDirectly) {
+  // Three workers.
+  ASSERT_TRUE(Cp({file_}, "pod:0-2:/tmp/").ok());
+  ASSERT_EQ(jobs().size(), 1u);
+  EXPECT_EQ(jobs()[0].hosts[0].command, "");
+  // One byte short of kRelayMinBytes.
+  jobs().clear();
+  MakeSparse(file_, static_cast<off_t>(kRelayMinBytes - 1));
+  ASSERT_TRUE(Cp({file_}, "pod:/tmp/").ok());
+  ASSERT_EQ(jobs().size(), 1u);
+  EXPECT_EQ(jobs()[0].hosts[0].command, "");
+}
+
+// --- errors before anything moves ------------------------------------------------------
+
+TEST_F(CopyTest, ErrorsComeBeforeAnyJob) {
+  Write(local_ + "/f", "x");
+  struct Case {
+    std::vector<std::string> sources;
+    std::string dest;
+    StatusCode code;
+    std::string says;
+  };
+  for (const Case& c : std::vector<Case>{
+           {{local_ + "/f"}, "nope:/tmp/", StatusCode::kNotFound, "nope"},
+           {{local_ + "/missing"}, "pod:/tmp/", StatusCode::kNotFound, "missing"},
+           {{local_ + "/f"}, "pod:9:/tmp/", StatusCode::kInvalidArgument, ""},
+           {{local_ + "/f"}, "box:/tmp/", StatusCode::kFailedPrecondition, "host key"},
+           {{local_ + "/f", "pod:/x"}, "pod:/tmp/", StatusCode::kInvalidArgument, "./a:b"},
+           {{"pod:/x", local_ + "/f"}, local_ + "/out", StatusCode::kInvalidArgument, ""},
+           {{"pod:0:/x", "pod:1:/y"}, local_ + "/out", StatusCode::kInvalidArgument, ""},
+           {{"pod:/x"}, "solo:/y", StatusCode::kInvalidArgument, ""},
+           {{local_ + "/f"}, local_ + "/g", StatusCode::kInvalidArgument, ""},
+           {{}, "pod:/tmp/", StatusCode::kInvalidArgument, "nothing to copy"},
+       }) {
+    std::string what = Join(c.sources, " ") + " -> " + c.dest;
+    Result<CopyReport> report = Cp(c.sources, c.dest);
+    ASSERT_FALSE(report.ok()) << what;
+    EXPECT_EQ(report.status().code(), c.code) << what << ": " << report.status().ToString();
+    EXPECT_TRUE(Contains(report.status().message(), c.says))
+        << what << ": " << report.status().ToString();
+  }
+  EXPECT_TRUE(jobs().empty());
+}
+
+// --- downloads -------------------------------------------------------------------------
+
+// A tar stream of `name` under `parent`, as the worker's `tar -c` sends it.
+std::string TarOf(const std::string& parent, const std::string& name) {
+  SubprocessResult r = RunLocal({"tar", "-c", "-f", "-", "-C", parent, "--", name});
+  EXPECT_EQ(r.exit_code, 0);
+  return r.output;
+}
+
+// Feeds `stream` to the sink in small pieces, as SSH channel reads arrive.
+void Feed(FanoutSink& sink, size_t host, const std::string& stream) {
+  for (size_t at = 0; at < stream.size(); at += 1000) {
+    sink.OnOutput(host, OutputStream::kStdout, std::string_view(stream).substr(at, 1000));
+  }
+}
+
+class DownloadTest : public CopyTest {
+ protected:
+  void SetUp() override {
+    CopyTest::SetUp();
+    remote_ = t_.dir.path() + "/remote";
+    Write(remote_ + "/code/sub/a.txt", "a");
+    Write(remote_ + "/code/b c $d", "b", 0755);
+    Write(remote_ + "/code/empty", "");
+    code_tar_ = TarOf(remote_, "code");
+  }
+  std::string remote_, code_tar_;
+};
+
+TEST_F(DownloadTest, OneWorkerIntoADestinationThatDoesNotExist) {
+  t_.fanout.respond = [&](const FanoutHost&, size_t i, FanoutSink& sink) {
+    Feed(sink, i, code_tar_);
+    return HostResult{};
+  };
+  Result<CopyReport> report = Cp({"pod:2:~/code"}, local_ + "/got");
+  ASSERT_TRUE(report.ok()) << report.status().ToString();
+
+  ASSERT_EQ(jobs().size(), 1u);
+  const FanoutJob& job = jobs()[0];
+  ASSERT_EQ(job.hosts.size(), 1u);
+  EXPECT_EQ(job.hosts[0].name, "pod/w2");
+  EXPECT_EQ(job.stdin_path, "");
+  std::vector<std::string> words = Words(job.command);
+  ASSERT_EQ(words.size(), 5u);
+  EXPECT_EQ(words[4], "~/code");
+
+  EXPECT_TRUE(report->download);
+  ASSERT_TRUE(report->ok()) << report->workers[0].message;
+  EXPECT_EQ(Tree(local_ + "/got"),
+            (std::vector<std::string>{"b c $d", "empty", "sub", "sub/a.txt"}));
+  EXPECT_EQ(Read(local_ + "/got/sub/a.txt"), "a");
+  EXPECT_EQ(ModeOf(local_ + "/got/b c $d"), 0755u);
+  // No staging directory is left beside it.
+  EXPECT_EQ(Tree(local_), (std::vector<std::string>{"got", "got/b c $d", "got/empty",
+                                                    "got/sub", "got/sub/a.txt"}));
+}
+
+TEST_F(DownloadTest, OneWorkerIntoAnExistingDirectory) {
+  fs::create_directories(local_ + "/into");
+  t_.fanout.respond = [&](const FanoutHost&, size_t i, FanoutSink& sink) {
+    Feed(sink, i, code_tar_);
+    return HostResult{};
+  };
+  Result<CopyReport> report = Cp({"solo:~/code"}, local_ + "/into");
+  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  ASSERT_TRUE(report->ok()) << report->workers[0].message;
+  EXPECT_EQ(Tree(local_ + "/into"), (std::vector<std::string>{"code", "code/b c $d",
+                                                              "code/empty", "code/sub",
+                                                              "code/sub/a.txt"}));
+}
+
+TEST_F(DownloadTest, OneFileAsANewName) {
+  Write(remote_ + "/log.txt", "line\n");
+  std::string tar = TarOf(remote_, "log.txt");
+  t_.fanout.respond = [&](const FanoutHost&, size_t i, FanoutSink& sink) {
+    Feed(sink, i, tar);
+    return HostResult{};
+  };
+  Result<CopyReport> report = Cp({"solo:/var/log/log.txt"}, local_ + "/mine.txt");
+  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  ASSERT_TRUE(report->ok()) << report->workers[0].message;
+  EXPECT_EQ(Tree(local_), std::vector<std::string>{"mine.txt"});
+  EXPECT_EQ(Read(local_ + "/mine.txt"), "line\n");
+}
+
+TEST_F(DownloadTest, SeveralWorkersEachIntoNodeWorkerAndAFailureSaysWhy) {
+  // Each worker has its own log.txt; worker 2 has none.
+  std::vector<std::string> tars;
+  for (int i = 0; i < 4; ++i) {
+    std::string dir = remote_ + "/w" + std::to_string(i);
+    Write(dir + "/log.txt", "worker " + std::to_string(i) + "\n");
+    tars.push_back(TarOf(dir, "log.txt"));
+  }
+  t_.fanout.respond = [&](const FanoutHost&, size_t i, FanoutSink& sink) {
+    if (i == 2) {
+      sink.OnOutput(i, OutputStream::kStderr, "no such file or directory: /tmp/log.txt\n");
+      return Exited(1);
+    }
+    Feed(sink, i, tars[i]);
+    return HostResult{};
+  };
+  Result<CopyReport> report = Cp({"pod:/tmp/log.txt"}, local_ + "/logs");
+  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  ASSERT_EQ(jobs().size(), 1u);
+  EXPECT_EQ(jobs()[0].hosts.size(), 4u);
+
+  EXPECT_FALSE(report->ok());
+  ASSERT_EQ(report->workers.size(), 4u);
+  for (int i : {0, 1, 3}) {
+    std::string got = local_ + "/logs/pod-w" + std::to_string(i) + "/log.txt";
+    EXPECT_TRUE(report->workers[i].ok) << i << ": " << report->workers[i].message;
+    EXPECT_EQ(Read(got), "worker " + std::to_string(i) + "\n") << got;
+  }
+  EXPECT_FALSE(report->workers[2].ok);
+  EXPECT_EQ(report->workers[2].message, "no such file or directory: /tmp/log.txt");
+  EXPECT_FALSE(fs::exists(local_ + "/logs/pod-w2/log.txt"));
+}
+
+TEST_F(DownloadTest, WhatIsNoTarIsAFailure) {
+  t_.fanout.respond = [&](const FanoutHost&, size_t i, FanoutSink& sink) {
+    Feed(sink, i, std::string(4000, 'x'));
+    return HostResult{};
+  };
+  Result<CopyReport> report = Cp({"pod:0-1:/tmp/log.txt"}, local_ + "/logs");
+  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  ASSERT_EQ(report->workers.size(), 2u);
+  for (const CopyOutcome& o : report->workers) {
+    EXPECT_FALSE(o.ok) << o.worker.name;
+    EXPECT_TRUE(Contains(o.message, "tar could not unpack")) << o.message;
+  }
+}
+
+// A local tar that gives up early (here: DEST/pod-w0 is a file; for users, a directory
+// they cannot write or a full disk) closed its pipe while the worker's stream still
+// came in: the next write raised SIGPIPE, which killed cp without a word.
+using Issue5 = DownloadTest;
+TEST_F(Issue5, ALocalTarThatGivesUpIsAFailureNotASigpipe) {
+  std::string dir = remote_ + "/w";
+  fs::create_directories(dir);
+  MakeSparse(dir + "/big.bin", 4 << 20);
+  std::string tar = TarOf(dir, "big.bin");
+  Write(local_ + "/logs/pod-w0", "a file where the directory should be");
+  t_.fanout.respond = [&](const FanoutHost&, size_t i, FanoutSink& sink) {
+    Feed(sink, i, tar);
+    return HostResult{};
+  };
+  Result<CopyReport> report = Cp({"pod:0-1:/tmp/big.bin"}, local_ + "/logs");
+  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  ASSERT_EQ(report->workers.size(), 2u);
+  EXPECT_FALSE(report->workers[0].ok);
+  EXPECT_TRUE(Contains(report->workers[0].message, "tar could not unpack"))
+      << report->workers[0].message;
+  EXPECT_TRUE(report->workers[1].ok) << report->workers[1].message;
+  EXPECT_EQ(fs::file_size(local_ + "/logs/pod-w1/big.bin"), 4u << 20);
+}
+
+TEST_F(DownloadTest, SeveralWorkersNeedADirectory) {
+  Write(local_ + "/file", "x");
+  Result<CopyReport> report = Cp({"pod:/tmp/log.txt"}, local_ + "/file");
+  ASSERT_FALSE(report.ok());
+  EXPECT_EQ(report.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_TRUE(jobs().empty());
+}
+
+}  // namespace
+}  // namespace tpufleet

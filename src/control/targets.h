@@ -1,0 +1,59 @@
+// Targets: the workers that exec, ssh, cp and forward act on, from the words a user
+// typed, resolved against the state store (no network).
+//
+//   all              every worker of every node that has workers
+//   NODE             all of NODE's workers
+//   NODE:3           worker 3 of NODE
+//   NODE:1-3,5       workers 1, 2, 3 and 5 of NODE
+//   team=a           every worker of the nodes whose labels have team=a
+//   team=a,role=x    ... of the nodes that have every one of these labels
+//
+// Several words union; the result has each worker once, ordered by fleet, node and
+// worker. Labels are the spec's (NodeRecord::labels, recorded by up and import). Node
+// names and label values are compared as plain strings, never patterns, and never reach
+// a shell.
+//
+// Errors say what to do next: an unknown node (NotFound, with the nearest names), a
+// malformed word or a worker index the node does not have (InvalidArgument), a node
+// without workers yet or a worker without an address (FailedPrecondition).
+//
+// Thread-safety: stateless; the Store locks itself.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "store/store.h"
+#include "util/status.h"
+
+namespace tpufleet {
+
+/// One worker that exec/ssh/cp/forward act on.
+struct WorkerTarget {
+  std::string fleet;
+  std::string node;
+  int worker = 0;        // index within the node
+  std::string name;      // "node/w3": how output is labelled
+  std::string alias;     // WorkerAlias(node, worker): the ssh_config Host
+  std::string address;   // what SSH connects to
+  int port = 22;         // record.port, 0 -> 22
+  std::string login;     // record.login
+  std::string host_key;  // pinned "ssh-ed25519 AAAA…" ("" for ssh-hosts nodes whose key
+                         // is in the user's known_hosts)
+  std::string provider;  // record.provider
+};
+
+/// Resolves TARGET words against the store: "all" (every worker of every node with
+/// workers), "NODE" (all its workers), "NODE:3", "NODE:1-3,5", or a label selector
+/// "key=value" (nodes whose labels have it; several selectors in one word joined by ','
+/// must all match, e.g. "team=a,role=train"). Several words union; result is
+/// deduplicated, ordered by fleet, node, worker. Never empty when OK.
+Result<std::vector<WorkerTarget>> ResolveTargets(Store& store,
+                                                 const std::vector<std::string>& words);
+
+/// The one worker `word` names, for commands that reach a single worker (ssh, forward):
+/// as ResolveTargets, but a bare NODE means its worker 0. InvalidArgument when the word
+/// names several workers (a range, a selector, "all"), saying how to pick one (NODE:N).
+Result<WorkerTarget> ResolveOneTarget(Store& store, const std::string& word);
+
+}  // namespace tpufleet

@@ -1,0 +1,64 @@
+// The connection holder: a small per-user process that keeps the fan-out engine's SSH
+// connections open between commands, so a repeated `exec` opens channels on logged-in
+// connections (about one round trip) instead of doing a key exchange and a login per
+// worker. The CLI starts it on demand and talks to it over a Unix socket in tpufleet's
+// state directory; it ends itself after kHolderIdleExit without a job, or at once when
+// its socket file is removed or replaced.
+//
+// Protocol, version 1 (a socket carries one request):
+//   holder -> client  "TPUFLEET-HOLDER 1\n"
+//   client -> holder  u32 length (big-endian) + a JSON object:
+//                     {"op": "run", "job": {FanoutJob fields}} | {"op": "status"} | {"op": "stop"}
+//   holder -> client  frames: u8 type, u32 host, u32 length (big-endian), payload
+//                     1 stdout bytes, 2 stderr bytes, 3 result (JSON: outcome, exit_code,
+//                     signal, message), 4 job finished, 5 error (the job could not start:
+//                     message), 6 status (JSON: pid, connections, jobs)
+// A client that goes away cancels its job (its workers' connections close, which
+// stops stoppable commands). Only the holder's own user may connect (SO_PEERCRED).
+//
+// Thread-safety: ServeHolder owns its thread; a HolderFanout runs one job at a time.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <string>
+
+#include "ssh/fanout.h"
+#include "util/clock.h"
+#include "util/status.h"
+
+namespace tpufleet {
+
+inline constexpr int kHolderProtocolVersion = 1;
+/// The holder exits after this long without a job, closing its connections: warm
+/// enough for an interactive session of commands, not a forgotten daemon.
+inline constexpr std::chrono::minutes kHolderIdleExit{15};
+/// A new holder has this long to answer on its socket before the CLI runs the job in
+/// its own process instead (the holder starts in a few milliseconds).
+inline constexpr std::chrono::seconds kHolderStartTimeout{3};
+
+/// Runs the holder on `socket_path` until idle or told to stop. FailedPrecondition when
+/// another holder already answers there.
+Status ServeHolder(const std::string& socket_path, Clock& clock);
+
+/// Asks the holder at `socket_path` for its status ({pid, connections, jobs} as JSON
+/// text) or to stop. Unavailable when none runs.
+Result<std::string> HolderStatus(const std::string& socket_path);
+Status StopHolder(const std::string& socket_path);
+
+/// A Fanout that runs jobs in the holder, starting it with `start_holder` when none
+/// answers, and in this process (cold) when it cannot be reached even so.
+class HolderFanout final : public Fanout {
+ public:
+  HolderFanout(std::string socket_path, std::function<Status()> start_holder, Clock& clock)
+      : socket_path_(std::move(socket_path)), start_holder_(std::move(start_holder)),
+        clock_(clock) {}
+  Status Run(const FanoutJob& job, FanoutSink& sink) override;
+
+ private:
+  const std::string socket_path_;
+  const std::function<Status()> start_holder_;
+  Clock& clock_;
+};
+
+}  // namespace tpufleet

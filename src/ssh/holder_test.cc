@@ -1,0 +1,154 @@
+// The connection holder, served on a thread of the test against a real sshd: jobs run
+// through it, a second job reuses the first one's login, status and stop answer, a
+// client that goes away cancels its job, and without a holder the job runs here.
+#include "ssh/holder.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <thread>
+
+#include "ssh/testing/test_sshd.h"
+
+namespace tpufleet {
+namespace {
+
+class Collect : public FanoutSink {
+ public:
+  void OnOutput(size_t host, OutputStream, std::string_view data) override {
+    out[host] += std::string(data);
+  }
+  void OnResult(size_t host, const HostResult& r) override { results[host] = r; }
+  bool Cancelled() override { return cancel_after_output && !out.empty(); }
+  std::map<size_t, std::string> out;
+  std::map<size_t, HostResult> results;
+  bool cancel_after_output = false;
+};
+
+size_t Count(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t p = text.find(what); p != std::string::npos; p = text.find(what, p + 1)) {
+    ++n;
+  }
+  return n;
+}
+
+class HolderTest : public TestSshdFixture {
+ protected:
+  void SetUp() override {
+    TestSshdFixture::SetUp();
+    if (IsSkipped() || HasFatalFailure()) {
+      return;
+    }
+    socket_ = sshd_->dir() + "/holder.sock";
+  }
+  void TearDown() override {
+    if (server_.joinable()) {
+      (void)StopHolder(socket_);
+      server_.join();
+    }
+  }
+  // Starts the holder on a thread, as `tpufleet holder serve` would in its own process.
+  Status StartHolder() {
+    if (!server_.joinable()) {
+      server_ = std::thread([this] { served_ = ServeHolder(socket_, clock_); });
+    }
+    return Status::Ok();
+  }
+  FanoutJob Job(const std::string& command, size_t hosts = 2) {
+    FanoutJob job;
+    for (size_t i = 0; i < hosts; ++i) {
+      FanoutHost h;
+      h.name = "w" + std::to_string(i);
+      h.address = "127.0.0.1";
+      h.port = sshd_->port();
+      h.user = sshd_->user();
+      h.host_key = sshd_->host_key();
+      job.hosts.push_back(h);
+    }
+    job.command = command;
+    job.key_path = sshd_->client_key().private_key_path;
+    job.connect_timeout = std::chrono::seconds(20);
+    return job;
+  }
+
+  RealClock clock_;
+  std::string socket_;
+  std::thread server_;
+  Status served_;
+};
+
+TEST_F(HolderTest, JobsRunThroughTheHolderAndTheSecondReusesTheLogins) {
+  HolderFanout fanout(socket_, [this] { return StartHolder(); }, clock_);
+  for (int round = 0; round < 2; ++round) {
+    Collect sink;
+    ASSERT_TRUE(fanout.Run(Job("echo hi; exit 2"), sink).ok());
+    ASSERT_EQ(sink.results.size(), 2u);
+    for (size_t h = 0; h < 2; ++h) {
+      EXPECT_EQ(sink.out[h], "hi\n");
+      EXPECT_EQ(sink.results[h].outcome, HostOutcome::kExited);
+      EXPECT_EQ(sink.results[h].exit_code, 2);
+    }
+  }
+  // Two hosts, two rounds, two logins: the second round found them warm.
+  EXPECT_EQ(Count(sshd_->Log(), "Accepted publickey"), 2u) << sshd_->Log();
+  Result<std::string> status = HolderStatus(socket_);
+  ASSERT_TRUE(status.ok()) << status.status().ToString();
+  EXPECT_NE(status->find("\"connections\":2"), std::string::npos) << *status;
+}
+
+TEST_F(HolderTest, StopEndsTheHolderAndRemovesItsSocket) {
+  ASSERT_TRUE(StartHolder().ok());
+  Status answered = UnavailableError("never answered");
+  for (int i = 0; i < 300 && !answered.ok(); ++i) {  // its thread may still be starting
+    answered = HolderStatus(socket_).status();
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_TRUE(answered.ok()) << answered.ToString();
+  ASSERT_TRUE(StopHolder(socket_).ok());
+  server_.join();
+  EXPECT_TRUE(served_.ok()) << served_.ToString();
+  EXPECT_NE(::access(socket_.c_str(), F_OK), 0);
+  EXPECT_EQ(HolderStatus(socket_).status().code(), StatusCode::kUnavailable);
+}
+
+TEST_F(HolderTest, AClientThatGoesAwayCancelsItsJob) {
+  HolderFanout fanout(socket_, [this] { return StartHolder(); }, clock_);
+  Collect sink;
+  sink.cancel_after_output = true;
+  auto job = Job("echo started; cat >/dev/null", 1);
+  job.hold_stdin = true;  // runs until its connection closes
+  ASSERT_TRUE(fanout.Run(job, sink).ok());
+  EXPECT_EQ(sink.results[0].outcome, HostOutcome::kCancelled);
+  // The holder dropped that connection: nothing of the job stays open.
+  Result<std::string> status = UnavailableError("not asked yet");
+  for (int i = 0; i < 300; ++i) {
+    status = HolderStatus(socket_);
+    if (status.ok() && status->find("\"connections\":0") != std::string::npos) {
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_TRUE(status.ok());
+  EXPECT_NE(status->find("\"connections\":0"), std::string::npos) << *status;
+}
+
+TEST_F(HolderTest, WithoutAHolderTheJobRunsInThisProcess) {
+  HolderFanout fanout(socket_, [] { return UnavailableError("cannot start"); }, clock_);
+  Collect sink;
+  ASSERT_TRUE(fanout.Run(Job("echo local", 1), sink).ok());
+  EXPECT_EQ(sink.out[0], "local\n");
+  EXPECT_TRUE(sink.results[0].ok());
+}
+
+TEST_F(HolderTest, AJobTheEngineRefusesIsAnError) {
+  HolderFanout fanout(socket_, [this] { return StartHolder(); }, clock_);
+  Collect sink;
+  auto job = Job("true", 1);
+  job.hosts[0].host_key = "";
+  Status s = fanout.Run(job, sink);
+  EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition) << s.ToString();
+}
+
+}  // namespace
+}  // namespace tpufleet
