@@ -390,8 +390,11 @@ class Unpack final : public FanoutSink {
     SpawnOptions options;
     options.search_path = true;
     options.inherit_env = true;
-    Result<pid_t> pid = SpawnSubprocess({"tar", "-x", "-f", "-", "-C", dirs_[host]}, options,
-                                        {read_end.get(), -1});
+    // --no-same-owner: run as root, tar would give the files the worker's uid, which
+    // here is some other local account's.
+    Result<pid_t> pid =
+        SpawnSubprocess({"tar", "-x", "--no-same-owner", "-f", "-", "-C", dirs_[host]}, options,
+                        {read_end.get(), -1});
     if (!pid.ok()) {
       errors_[host] = pid.status().message();
       tars_[host].in.Reset();

@@ -7,10 +7,9 @@
 #include "control/copy.h"
 
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-#include <gtest/gtest.h>
 
 #include <algorithm>
 #include <chrono>
@@ -64,8 +63,8 @@ TEST(ParseRemotePath, AWorkerListBelongsToTheTarget) {
 }
 
 TEST(ParseRemotePath, LocalPaths) {
-  for (const char* word : {"./a:b", "../a:b", "/abs", "/abs:x", "file", "dir/file", ":x", "",
-                           ".", "~/x"}) {
+  for (const char* word :
+       {"./a:b", "../a:b", "/abs", "/abs:x", "file", "dir/file", ":x", "", ".", "~/x"}) {
     EXPECT_FALSE(ParseRemotePath(word).has_value()) << word;
   }
 }
@@ -124,7 +123,7 @@ std::string Read(const std::string& path) {
 }
 
 mode_t ModeOf(const std::string& path) {
-  struct stat st{};
+  struct stat st {};
   EXPECT_EQ(::stat(path.c_str(), &st), 0) << path;
   return st.st_mode & 07777;
 }
@@ -146,9 +145,8 @@ SubprocessResult RunOnWorker(const std::string& command, const std::string& inpu
                              const std::string& home) {
   SpawnOptions options;
   options.env = {"HOME=" + home, "PATH=/usr/local/bin:/usr/bin:/bin"};
-  Result<SubprocessResult> r =
-      RunSubprocess({"/bin/sh", "-c", "cd " + ShellQuote(home) + " && " + command}, input,
-                    seconds(60), options);
+  Result<SubprocessResult> r = RunSubprocess(
+      {"/bin/sh", "-c", "cd " + ShellQuote(home) + " && " + command}, input, seconds(60), options);
   EXPECT_TRUE(r.ok()) << r.status().ToString();
   return r.ok() ? *r : SubprocessResult{};
 }
@@ -188,10 +186,9 @@ class CopyTest : public ::testing::Test {
     r.state = "READY";
     r.login = "tester";
     for (int i = 0; i < workers; ++i) {
-      r.workers.push_back({i,
-                           "198.18." + std::to_string(records_.size()) + "." +
-                               std::to_string(i + 2),
-                           name + "-host-" + std::to_string(i), kAliceKey, true});
+      r.workers.push_back(
+          {i, "198.18." + std::to_string(records_.size()) + "." + std::to_string(i + 2),
+           name + "-host-" + std::to_string(i), kAliceKey, true});
     }
     records_.push_back(std::move(r));
     return records_.back();
@@ -365,9 +362,9 @@ TEST_F(CopyTest, ADirectoryIsStreamedAsATarThatIsRemovedAfterwards) {
   std::vector<std::string> words = Words(jobs()[0].command);
   ASSERT_EQ(words.size(), 5u);
   EXPECT_EQ(words[4], "~/code");
-  EXPECT_EQ(listing, (std::vector<std::string>{"proj/", "proj/empty", "proj/run me $x.sh",
-                                               "proj/sub/", "proj/sub/deep/",
-                                               "proj/sub/deep/a.txt"}));
+  EXPECT_EQ(listing,
+            (std::vector<std::string>{"proj/", "proj/empty", "proj/run me $x.sh", "proj/sub/",
+                                      "proj/sub/deep/", "proj/sub/deep/a.txt"}));
   EXPECT_FALSE(tar_path.empty());
   EXPECT_FALSE(fs::exists(tar_path)) << tar_path << " is left";
   EXPECT_TRUE(report->ok());
@@ -375,7 +372,7 @@ TEST_F(CopyTest, ADirectoryIsStreamedAsATarThatIsRemovedAfterwards) {
 
   // ~/code did not exist: it is the directory. ~/existing did: proj is put inside it.
   EXPECT_EQ(Tree(home + "/code"), (std::vector<std::string>{"empty", "run me $x.sh", "sub",
-                                                           "sub/deep", "sub/deep/a.txt"}));
+                                                            "sub/deep", "sub/deep/a.txt"}));
   EXPECT_EQ(ModeOf(home + "/code/run me $x.sh") & 0111, 0111u);
   EXPECT_EQ(Read(home + "/code/sub/deep/a.txt"), "a");
   EXPECT_EQ(Tree(home + "/existing"),
@@ -502,8 +499,8 @@ TEST_F(RelayTest, WorkersWhoseDigestIsWrongOrMissingGetADirectSend) {
     EXPECT_EQ(h.command, "");
     EXPECT_FALSE(h.no_input);
   }
-  EXPECT_EQ(names, (std::vector<std::string>{"wide/w1", "wide/w2", "wide/w4", "wide/w5",
-                                             "wide/w6"}));
+  EXPECT_EQ(names,
+            (std::vector<std::string>{"wide/w1", "wide/w2", "wide/w4", "wide/w5", "wide/w6"}));
   EXPECT_EQ(direct.stdin_path, file_);
   std::vector<std::string> words = Words(direct.command);
   ASSERT_EQ(words.size(), 8u);
@@ -634,14 +631,18 @@ class DownloadTest : public CopyTest {
     Write(remote_ + "/code/empty", "");
     code_tar_ = TarOf(remote_, "code");
   }
+  // Every worker sends `tar` and exits 0.
+  void SendTar(const std::string& tar) {
+    t_.fanout.respond = [tar](const FanoutHost&, size_t i, FanoutSink& sink) {
+      Feed(sink, i, tar);
+      return HostResult{};
+    };
+  }
   std::string remote_, code_tar_;
 };
 
 TEST_F(DownloadTest, OneWorkerIntoADestinationThatDoesNotExist) {
-  t_.fanout.respond = [&](const FanoutHost&, size_t i, FanoutSink& sink) {
-    Feed(sink, i, code_tar_);
-    return HostResult{};
-  };
+  SendTar(code_tar_);
   Result<CopyReport> report = Cp({"pod:2:~/code"}, local_ + "/got");
   ASSERT_TRUE(report.ok()) << report.status().ToString();
 
@@ -661,31 +662,24 @@ TEST_F(DownloadTest, OneWorkerIntoADestinationThatDoesNotExist) {
   EXPECT_EQ(Read(local_ + "/got/sub/a.txt"), "a");
   EXPECT_EQ(ModeOf(local_ + "/got/b c $d"), 0755u);
   // No staging directory is left beside it.
-  EXPECT_EQ(Tree(local_), (std::vector<std::string>{"got", "got/b c $d", "got/empty",
-                                                    "got/sub", "got/sub/a.txt"}));
+  EXPECT_EQ(Tree(local_), (std::vector<std::string>{"got", "got/b c $d", "got/empty", "got/sub",
+                                                    "got/sub/a.txt"}));
 }
 
 TEST_F(DownloadTest, OneWorkerIntoAnExistingDirectory) {
   fs::create_directories(local_ + "/into");
-  t_.fanout.respond = [&](const FanoutHost&, size_t i, FanoutSink& sink) {
-    Feed(sink, i, code_tar_);
-    return HostResult{};
-  };
+  SendTar(code_tar_);
   Result<CopyReport> report = Cp({"solo:~/code"}, local_ + "/into");
   ASSERT_TRUE(report.ok()) << report.status().ToString();
   ASSERT_TRUE(report->ok()) << report->workers[0].message;
-  EXPECT_EQ(Tree(local_ + "/into"), (std::vector<std::string>{"code", "code/b c $d",
-                                                              "code/empty", "code/sub",
-                                                              "code/sub/a.txt"}));
+  EXPECT_EQ(Tree(local_ + "/into"), (std::vector<std::string>{"code", "code/b c $d", "code/empty",
+                                                              "code/sub", "code/sub/a.txt"}));
 }
 
 TEST_F(DownloadTest, OneFileAsANewName) {
   Write(remote_ + "/log.txt", "line\n");
   std::string tar = TarOf(remote_, "log.txt");
-  t_.fanout.respond = [&](const FanoutHost&, size_t i, FanoutSink& sink) {
-    Feed(sink, i, tar);
-    return HostResult{};
-  };
+  SendTar(tar);
   Result<CopyReport> report = Cp({"solo:/var/log/log.txt"}, local_ + "/mine.txt");
   ASSERT_TRUE(report.ok()) << report.status().ToString();
   ASSERT_TRUE(report->ok()) << report->workers[0].message;
@@ -727,10 +721,7 @@ TEST_F(DownloadTest, SeveralWorkersEachIntoNodeWorkerAndAFailureSaysWhy) {
 }
 
 TEST_F(DownloadTest, WhatIsNoTarIsAFailure) {
-  t_.fanout.respond = [&](const FanoutHost&, size_t i, FanoutSink& sink) {
-    Feed(sink, i, std::string(4000, 'x'));
-    return HostResult{};
-  };
+  SendTar(std::string(4000, 'x'));  // no tar at all
   Result<CopyReport> report = Cp({"pod:0-1:/tmp/log.txt"}, local_ + "/logs");
   ASSERT_TRUE(report.ok()) << report.status().ToString();
   ASSERT_EQ(report->workers.size(), 2u);
@@ -750,10 +741,7 @@ TEST_F(Issue5, ALocalTarThatGivesUpIsAFailureNotASigpipe) {
   MakeSparse(dir + "/big.bin", 4 << 20);
   std::string tar = TarOf(dir, "big.bin");
   Write(local_ + "/logs/pod-w0", "a file where the directory should be");
-  t_.fanout.respond = [&](const FanoutHost&, size_t i, FanoutSink& sink) {
-    Feed(sink, i, tar);
-    return HostResult{};
-  };
+  SendTar(tar);
   Result<CopyReport> report = Cp({"pod:0-1:/tmp/big.bin"}, local_ + "/logs");
   ASSERT_TRUE(report.ok()) << report.status().ToString();
   ASSERT_EQ(report->workers.size(), 2u);
@@ -762,6 +750,28 @@ TEST_F(Issue5, ALocalTarThatGivesUpIsAFailureNotASigpipe) {
       << report->workers[0].message;
   EXPECT_TRUE(report->workers[1].ok) << report->workers[1].message;
   EXPECT_EQ(fs::file_size(local_ + "/logs/pod-w1/big.bin"), 4u << 20);
+}
+
+// cp run as root unpacked with tar's root default, --same-owner: the files got the
+// worker's uid, which on this machine is some other account (test/copy_e2e_test.sh saw
+// a local user own what root downloaded).
+TEST_F(Issue5, DownloadedFilesBelongToWhoeverRanCp) {
+  if (::geteuid() != 0) {
+    GTEST_SKIP() << "only root makes a tar whose files belong to another uid";
+  }
+  Write(remote_ + "/mine/out.txt", "x");
+  ASSERT_EQ(::chown((remote_ + "/mine").c_str(), 4242, 4242), 0);
+  ASSERT_EQ(::chown((remote_ + "/mine/out.txt").c_str(), 4242, 4242), 0);
+  std::string tar = TarOf(remote_, "mine");
+  SendTar(tar);
+  Result<CopyReport> report = Cp({"pod:0:~/mine"}, local_ + "/got");
+  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  ASSERT_TRUE(report->ok()) << report->workers[0].message;
+  for (const std::string& path : {local_ + "/got", local_ + "/got/out.txt"}) {
+    struct stat st {};
+    ASSERT_EQ(::stat(path.c_str(), &st), 0) << path;
+    EXPECT_EQ(st.st_uid, ::geteuid()) << path;
+  }
 }
 
 TEST_F(DownloadTest, SeveralWorkersNeedADirectory) {
