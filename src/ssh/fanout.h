@@ -28,8 +28,9 @@ namespace tpufleet {
 /// handshake costs about 1 ms of CPU with libssh2 (reference/fanout.md), so the cap is
 /// for the file-descriptor limit and the network, not for this process.
 inline constexpr size_t kDefaultFanoutParallel = 1024;
-/// A host that has not finished TCP connect, key exchange and login in this long is
-/// reported unreachable (pdsh and ClusterShell wait 10 s too).
+/// A host whose server has not answered (TCP connect and its SSH banner) in this long is
+/// reported unreachable, as OpenSSH's ConnectTimeout does (pdsh and ClusterShell wait
+/// 10 s too); key exchange and login then get kFanoutLoginTimeout (fanout_engine.h).
 inline constexpr std::chrono::seconds kFanoutConnectTimeout{10};
 
 struct FanoutHost {

@@ -183,6 +183,7 @@ struct FanoutEngine::Conn {
   Clock::MonoTime deadline{};
   Clock::MonoTime idle_since{};
   Clock::MonoTime next_keepalive{};
+  bool banner_seen = false;  // the server sent its SSH identification line
   bool served = false;  // a command ran on it before: a failure may mean it went stale
   bool unread = false;  // idle with bytes waiting that only a channel call will read
   Task* task = nullptr;
@@ -535,6 +536,12 @@ void FanoutEngine::DriveConn(Conn& c) {
   if (c.state == Conn::kHandshake) {
     int rc = libssh2_session_handshake(c.session, c.fd.get());
     if (rc == LIBSSH2_ERROR_EAGAIN) {
+      if (!c.banner_seen && libssh2_session_banner_get(c.session) != nullptr) {
+        // The server answered: as with OpenSSH's ConnectTimeout, the rest of the login
+        // gets longer, for servers busy with a copy to the whole fleet.
+        c.banner_seen = true;
+        c.deadline = now_ + std::max<milliseconds>(c.connect_timeout, kFanoutLoginTimeout);
+      }
       return;
     }
     if (rc != 0) {

@@ -47,6 +47,9 @@
 
 namespace tpufleet {
 
+/// Once a server has sent its SSH banner (within the connect timeout), key exchange and
+/// login may take this long: a worker busy receiving a large copy answers slowly.
+inline constexpr std::chrono::seconds kFanoutLoginTimeout{60};
 /// An SSH keepalive goes out on a busy or idle connection this often, so a worker that
 /// died without closing its socket is noticed (with kTcpUserTimeout) within a minute.
 inline constexpr std::chrono::seconds kFanoutKeepaliveInterval{15};
