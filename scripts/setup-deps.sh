@@ -33,6 +33,8 @@ packages=(
   iproute2 openssh-server openssh-client passwd sudo procps curl
   # the fleet end-to-end test reads the CLI's and the API's JSON
   jq
+  # cp's relay hop runs python3 on the workers (the emulator's workers use this /usr)
+  python3
   # the emulator's fidelity tests: Node.js (this machine's nodejs package ships npm)
   nodejs
 )
