@@ -45,10 +45,6 @@ state=$TPUFLEET_STATE_DIR
 
 umask 022  # the tree's modes are compared with what the workers' umask (022) makes
 tf_pid=""
-# Ends a tpufleet this script started and that still runs (pid checked, not reused).
-end_ours() {
-  [[ -n $1 ]] && tr '\0' ' ' 2>/dev/null <"/proc/$1/cmdline" | grep -qF "$bin" && kill "-$2" "$1" 2>/dev/null
-}
 cleanup() {
   cd / || true
   end_ours "$tf_pid" TERM  # timeout(1) passes it on to tpufleet
@@ -59,31 +55,8 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 143' TERM INT HUP  # so that a ctest timeout still cleans up
 
-n=0
-failed=0
-# check DESCRIPTION COMMAND...: runs COMMAND in this shell; what it prints is shown only
-# when it fails.
-check() {
-  local desc=$1
-  shift
-  n=$((n + 1))
-  if "$@" >"$tmp/why" 2>&1; then
-    echo "ok $n - $desc"
-  else
-    failed=$((failed + 1))
-    echo "not ok $n - $desc"
-    head -c 4000 "$tmp/why" | sed 's/^/#   /'
-  fi
-}
-exec 3>&1  # notes reach the log even from inside a check
-note() { echo "# $*" >&3; }
+source "$(dirname "$0")/e2e_lib.sh"
 
-# tpufleet, in the background so that a signal to this script runs its traps at once.
-tf() {
-  timeout 180 "$bin" "$@" &
-  tf_pid=$!
-  wait "$tf_pid"
-}
 # tf_run NAME ARGS...: `tpufleet ARGS...` with stdout, stderr and the exit status in
 # $tmp/NAME.{out,err,rc}; notes how long it took.
 tf_run() {

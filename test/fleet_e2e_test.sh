@@ -43,10 +43,6 @@ project=tpufleet-emulator
 bg_pids=()
 
 tf_pid=""
-# Ends a tpufleet this script started and that still runs (pid checked, not reused).
-end_ours() {
-  [[ -n $1 ]] && tr '\0' ' ' 2>/dev/null <"/proc/$1/cmdline" | grep -qF "$bin" && kill "-$2" "$1" 2>/dev/null
-}
 cleanup() {
   local p
   for p in "${bg_pids[@]}"; do end_ours "$p" KILL; done
@@ -57,31 +53,8 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 143' TERM INT HUP  # so that a ctest timeout still cleans up
 
-n=0
-failed=0
-# check DESCRIPTION COMMAND...: runs COMMAND in this shell; what it prints is shown only
-# when it fails.
-check() {
-  local desc=$1
-  shift
-  n=$((n + 1))
-  if "$@" >"$tmp/why" 2>&1; then
-    echo "ok $n - $desc"
-  else
-    failed=$((failed + 1))
-    echo "not ok $n - $desc"
-    head -c 4000 "$tmp/why" | sed 's/^/#   /'
-  fi
-}
-exec 3>&1  # notes reach the log even from inside a check
-note() { echo "# $*" >&3; }
+source "$(dirname "$0")/e2e_lib.sh"
 
-# tpufleet, in the background so that a signal to this script runs its traps at once.
-tf() {
-  timeout 180 "$bin" "$@" &
-  tf_pid=$!
-  wait "$tf_pid"
-}
 api() { curl -s --max-time 20 "$ep$1"; }
 zone_api() { echo "v2/projects/$project/locations/$1"; }
 # "ZONE NAME STATE" of every node in the zones, sorted.
