@@ -11,7 +11,8 @@
 #   4. a storm of 429s and 503s slows up but does not fail it; a quota fault stops it
 #      with the API's message and creates nothing; a bad type fails before any API call;
 #   5. a queued node comes up through its queued resource, and down removes both;
-#   6. import adopts a node made by hand and keeps its own ssh-keys;
+#   6. import adopts a node made by hand and keeps its own ssh-keys; a node with a
+#      fleet's label and no record is reported by status --refresh and up, untouched;
 #   7. a preempted spot node shows as PREEMPTED and up makes it again, with setup;
 #   8. down --all leaves no node, queued resource or SSH name; status says so;
 #   and emulator stop leaves no process, namespace, sshd or link of this run.
@@ -557,6 +558,39 @@ imported_status() {
      $(field handmade .state) == READY ]] || { cat "$tmp/status.json"; return 1; }
 }
 check "status shows handmade READY in fleet imported" imported_status
+
+# ---------------------------------------------------------------------------------
+note "6b. a node with fleet late's label but no record (issue 10)"
+make_stray() {
+  curl -sf --max-time 20 -X POST "$ep$(zone_api $zc)/nodes?nodeId=stray" \
+    -H 'Content-Type: application/json' \
+    -d '{"acceleratorType": "v4-8", "runtimeVersion": "tpu-ubuntu2204-base",
+         "labels": {"tpufleet-fleet": "late"}}' >/dev/null || return 1
+  wait_for 30 eval '[[ $(api "$(zone_api $zc)/nodes/stray" | jq -r .state) == READY ]]'
+}
+check "a node made with curl, labelled tpufleet-fleet=late, becomes READY in $zc" make_stray
+remember_hosts
+stray_in_status() {
+  tf status >"$tmp/status-local.txt" 2>&1 || { cat "$tmp/status-local.txt"; return 1; }
+  ! grep -q stray "$tmp/status-local.txt" || { cat "$tmp/status-local.txt"; return 1; }
+  status_json --refresh || { cat "$tmp/status.json"; return 1; }
+  jq -e --arg z "$zc" 'any(.untracked[]; .node == "stray" and .zone == $z and .fleet == "late")' \
+    "$tmp/status.json" >/dev/null || { cat "$tmp/status.json"; return 1; }
+}
+check "status --refresh (not plain status) reports stray as untracked" stray_in_status
+stray_in_up() {
+  tf up "$tmp/late.yaml" >"$tmp/late-3.txt" 2>&1 || { cat "$tmp/late-3.txt"; return 1; }
+  grep -q "untracked: stray in $zc carries fleet late's label" "$tmp/late-3.txt" ||
+    { cat "$tmp/late-3.txt"; return 1; }
+  [[ $(api "$(zone_api $zc)/nodes/stray" | jq -r .state) == READY ]] ||
+    { echo "up touched stray"; return 1; }
+}
+check "up of fleet late reports stray as untracked and leaves it alone" stray_in_up
+delete_stray() {
+  curl -sf --max-time 20 -X DELETE "$ep$(zone_api $zc)/nodes/stray" >/dev/null || return 1
+  wait_for 30 eval '[[ -z $(cloud_nodes $zc | grep " stray ") ]]'
+}
+check "stray deleted through the API" delete_stray
 
 # ---------------------------------------------------------------------------------
 note "7. preemption of the spot pod"

@@ -52,7 +52,10 @@ std::vector<Command>& Table() {
        "worker is READY and accepts SSH, pins each worker's host key from the node's guest\n"
        "attributes, runs the spec's setup script once on every worker, and writes SSH names\n"
        "(NODE for worker 0, NODE-wN) included from ~/.ssh/config. Running it again changes\n"
-       "nothing when nothing changed; after an interruption (even kill -9) it carries on.\n"
+       "nothing when nothing changed; after an interruption (even kill -9) it carries on,\n"
+       "first in the zone it had asked, with the same request id. What a failed create left\n"
+       "behind is deleted, or remembered as a leftover that up and down delete first.\n"
+       "Nodes with the fleet's label that tpufleet has no record of are reported, untouched.\n"
        "--dry-run prints what would be created and its price per hour, changing nothing.\n"
        "Exit status: 0 when every node is ready, 1 otherwise.",
        {{"dry-run", "", "show the plan and its price; change nothing"},
@@ -63,15 +66,18 @@ std::vector<Command>& Table() {
        "the nodes are in (concurrently), records what changed (state, addresses,\n"
        "preemptions) and rewrites the SSH names. With NODE names or --workers, also lists\n"
        "each worker's SSH name and address. Cost so far is at list prices since creation\n"
-       "(spot: at most).",
+       "(spot: at most). Leftovers (what failed creates left, still to delete) are listed\n"
+       "with their cost; --refresh also reports nodes in the zones it lists that carry a\n"
+       "fleet's label but have no record (untracked).",
        {{"refresh", "", "ask the cloud first"},
         {"workers", "", "list every worker's SSH name and address"}},
        true, RunStatus},
       {"down", "Delete nodes (and their queued resources) and their SSH names",
        "NODE... | --all [--yes]",
-       "Deletes the nodes in the cloud, waits until they are gone, and forgets them. Nodes of\n"
-       "the ssh-hosts provider are only forgotten; the machines are untouched. Asks for\n"
-       "confirmation on a terminal; elsewhere --yes is required.",
+       "Deletes the leftovers of failed creates (without asking), then the nodes in the\n"
+       "cloud, waits until they are gone, and forgets them. Nodes of the ssh-hosts provider\n"
+       "are only forgotten; the machines are untouched. Asks for confirmation on a\n"
+       "terminal; elsewhere --yes is required.",
        {{"all", "", "every node tpufleet tracks"}, {"yes", "", "do not ask for confirmation"}},
        true, RunDown},
       {"import", "Adopt nodes made elsewhere (gcloud, console) into tpufleet",

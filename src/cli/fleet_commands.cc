@@ -57,7 +57,70 @@ bool ReportOutcomes(Invocation& inv, const std::vector<NodeOutcome>& outcomes) {
   return all_ok;
 }
 
-ExitStatus PrintPlan(Invocation& inv, const std::vector<NodePlan>& plans) {
+json LeftoversJson(const std::vector<LeftoverOutcome>& outcomes) {
+  json out = json::array();
+  for (const LeftoverOutcome& o : outcomes) {
+    json j = {{"node", o.leftover.name}, {"zone", o.leftover.zone},
+              {"fleet", o.leftover.fleet}, {"deleted", o.status.ok()}};
+    if (!o.status.ok()) {
+      j["error"] = {{"code", StatusCodeName(o.status.code())}, {"message", o.status.message()}};
+    }
+    out.push_back(std::move(j));
+  }
+  return out;
+}
+
+json UntrackedJson(const std::vector<UntrackedNode>& nodes) {
+  json out = json::array();
+  for (const UntrackedNode& u : nodes) {
+    out.push_back({{"node", u.name}, {"zone", u.zone}, {"fleet", u.fleet},
+                   {"project", u.project}, {"state", u.state}});
+  }
+  return out;
+}
+
+json LeftoverRecordsJson(const std::vector<LeftoverRecord>& leftovers) {
+  json out = json::array();
+  for (const LeftoverRecord& x : leftovers) {
+    out.push_back({{"node", x.name}, {"zone", x.zone}, {"fleet", x.fleet},
+                   {"queued", x.queued}, {"reason", x.reason}, {"last_error", x.last_error}});
+  }
+  return out;
+}
+
+std::string LeftoverWhat(const LeftoverRecord& x) {
+  return std::string(x.queued ? "queued resource " : "node ") + x.name + " in " + x.zone +
+         " (left by a " + x.reason + " create)";
+}
+
+// Says what became of the leftovers tried and which untracked nodes were seen; returns
+// whether every leftover tried is gone.
+bool ReportLeftovers(Invocation& inv, const std::vector<LeftoverOutcome>& tried,
+                     const std::vector<UntrackedNode>& untracked) {
+  bool all_gone = true;
+  for (const LeftoverOutcome& o : tried) {
+    all_gone = all_gone && o.status.ok();
+    if (inv.json) {
+      continue;
+    }
+    if (o.status.ok()) {
+      inv.out << "deleted leftover " << LeftoverWhat(o.leftover) << ".\n";
+    } else {
+      inv.err << "tpufleet: leftover " << LeftoverWhat(o.leftover)
+              << " could not be deleted and still bills: " << o.status.message()
+              << "; the next up or down tries again\n";
+    }
+  }
+  if (!inv.json) {
+    for (const UntrackedNode& u : untracked) {
+      inv.err << "tpufleet: " << UntrackedMessage(u) << "\n";
+    }
+  }
+  return all_gone;
+}
+
+ExitStatus PrintPlan(Invocation& inv, const UpPlan& plan) {
+  const std::vector<NodePlan>& plans = plan.nodes;
   double total = 0;
   for (const NodePlan& p : plans) {
     total += p.usd_per_hour;
@@ -70,7 +133,12 @@ ExitStatus PrintPlan(Invocation& inv, const std::vector<NodePlan>& plans) {
                        {"type", p.spec->type}, {"capacity", CapacityName(p.spec->capacity)},
                        {"usd_per_hour", p.usd_per_hour}});
     }
-    inv.out << json{{"nodes", nodes}, {"usd_per_hour", total}}.dump(2) << "\n";
+    inv.out << json{{"nodes", nodes},
+                    {"usd_per_hour", total},
+                    {"leftovers", LeftoverRecordsJson(plan.leftovers)},
+                    {"untracked", UntrackedJson(plan.untracked)}}
+                   .dump(2)
+            << "\n";
     return ExitStatus::kOk;
   }
   TextTable t({"NODE", "ACTION", "ZONE", "TYPE", "CAPACITY", "USD/HOUR", "NOTE"});
@@ -86,6 +154,12 @@ ExitStatus PrintPlan(Invocation& inv, const std::vector<NodePlan>& plans) {
               p.detail.empty() ? p.state : p.detail});
   }
   t.Print(inv.out);
+  for (const LeftoverRecord& x : plan.leftovers) {
+    inv.out << "leftover: " << LeftoverWhat(x) << " is still to delete; up deletes it first.\n";
+  }
+  for (const UntrackedNode& u : plan.untracked) {
+    inv.out << UntrackedMessage(u) << "\n";
+  }
   inv.out << "\nThe fleet costs " << (total > 0 ? FormatUsd(total) : "-")
           << " per hour at list prices (spot: at most). Nothing was changed (--dry-run).\n";
   return ExitStatus::kOk;
@@ -126,7 +200,7 @@ ExitStatus RunUp(Invocation& inv) {
   }
   World& world = (*handle)->world();
   if (dry_run) {
-    Result<std::vector<NodePlan>> plans = PlanUp(*spec, **catalog, world);
+    Result<UpPlan> plans = PlanUp(*spec, **catalog, world);
     if (!plans.ok()) {
       return Fail(inv, plans.status());
     }
@@ -141,10 +215,14 @@ ExitStatus RunUp(Invocation& inv) {
     return Fail(inv, report.status());
   }
   bool all_ok = ReportOutcomes(inv, report->nodes);
+  all_ok = ReportLeftovers(inv, report->leftovers, report->untracked) && all_ok;
   if (inv.json) {
     inv.out << json{{"fleet", spec->name},
                     {"nodes", OutcomesJson(report->nodes)},
                     {"not_in_spec", report->not_in_spec},
+                    {"leftovers_tried", LeftoversJson(report->leftovers)},
+                    {"leftovers", LeftoverRecordsJson(report->leftovers_left)},
+                    {"untracked", UntrackedJson(report->untracked)},
                     {"ssh_config", world.paths.ssh_dir + "/config"}}
                    .dump(2)
             << "\n";
@@ -161,6 +239,10 @@ ExitStatus RunUp(Invocation& inv) {
     for (const std::string& name : report->not_in_spec) {
       inv.out << "note: " << name << " is in fleet " << spec->name
               << " but no longer in the spec; `tpufleet down " << name << "` deletes it.\n";
+    }
+    for (const LeftoverRecord& x : report->leftovers_left) {
+      inv.out << "note: leftover " << LeftoverWhat(x)
+              << " is still to be deleted; the next up or down tries again.\n";
     }
     if (ready > 0) {
       const std::string& first = report->nodes.front().node;
@@ -182,14 +264,14 @@ ExitStatus RunStatus(Invocation& inv) {
     return Fail(inv, handle.status());
   }
   StatusOptions options{inv.args.positional, inv.args.Has("refresh")};
-  Result<std::vector<NodeView>> views = FleetStatus((*handle)->world(), **catalog, options);
+  Result<FleetStatusReport> views = FleetStatus((*handle)->world(), **catalog, options);
   if (!views.ok()) {
     return Fail(inv, views.status());
   }
   bool show_workers = !inv.args.positional.empty() || inv.args.Has("workers");
   if (inv.json) {
     json nodes = json::array();
-    for (const NodeView& v : *views) {
+    for (const NodeView& v : views->nodes) {
       const NodeRecord& r = v.record;
       json workers = json::array();
       for (const WorkerRecord& w : r.workers) {
@@ -208,17 +290,31 @@ ExitStatus RunStatus(Invocation& inv) {
       }
       nodes.push_back(std::move(j));
     }
-    inv.out << json{{"nodes", nodes}}.dump(2) << "\n";
+    json leftovers = json::array();
+    for (const LeftoverView& v : views->leftovers) {
+      const LeftoverRecord& x = v.record;
+      leftovers.push_back({{"node", x.name}, {"fleet", x.fleet}, {"zone", x.zone},
+                           {"queued", x.queued}, {"type", x.type}, {"capacity", x.capacity},
+                           {"reason", x.reason}, {"last_error", x.last_error},
+                           {"age_seconds", v.age.count()},
+                           {"cost_usd", v.cost_usd ? json(*v.cost_usd) : json(nullptr)},
+                           {"cost_is_upper_bound", v.cost_is_upper_bound}});
+    }
+    inv.out << json{{"nodes", nodes},
+                    {"leftovers", leftovers},
+                    {"untracked", UntrackedJson(views->untracked)}}
+                   .dump(2)
+            << "\n";
     return ExitStatus::kOk;
   }
-  if (views->empty()) {
+  if (views->nodes.empty() && views->leftovers.empty() && views->untracked.empty()) {
     inv.out << "No nodes. Bring a fleet up with `tpufleet up FLEET.yaml`.\n";
     return ExitStatus::kOk;
   }
   TextTable t({"NODE", "FLEET", "PROVIDER", "ZONE", "TYPE", "CAPACITY", "STATE", "HEALTH",
                "WORKERS", "AGE", "COST"});
   std::vector<std::string> errors;
-  for (const NodeView& v : *views) {
+  for (const NodeView& v : views->nodes) {
     const NodeRecord& r = v.record;
     std::string cost = v.cost_usd ? (v.cost_is_upper_bound ? "<= " : "") + FormatUsd(*v.cost_usd)
                                   : "-";
@@ -234,7 +330,7 @@ ExitStatus RunStatus(Invocation& inv) {
   if (show_workers) {
     inv.out << "\n";
     TextTable w({"WORKER", "SSH NAME", "ADDRESS", "HOSTNAME", "SETUP"});
-    for (const NodeView& v : *views) {
+    for (const NodeView& v : views->nodes) {
       for (const WorkerRecord& wr : v.record.workers) {
         w.AddRow({v.record.name + "/w" + std::to_string(wr.index),
                   v.record.name + "-w" + std::to_string(wr.index), wr.address,
@@ -242,6 +338,26 @@ ExitStatus RunStatus(Invocation& inv) {
       }
     }
     w.Print(inv.out);
+  }
+  if (!views->leftovers.empty()) {
+    inv.out << "\nLeftovers: made by tpufleet, unwanted, still to delete (up and down retry):\n";
+    TextTable l({"LEFTOVER", "FLEET", "ZONE", "TYPE", "CAPACITY", "AGE", "COST", "LAST ERROR"});
+    for (const LeftoverView& v : views->leftovers) {
+      const LeftoverRecord& x = v.record;
+      std::string cost = v.cost_usd ? (v.cost_is_upper_bound ? "<= " : "") +
+                                           FormatUsd(*v.cost_usd)
+                                     : "-";
+      l.AddRow({x.name + (x.queued ? " (queued)" : ""), x.fleet, x.zone,
+                x.type.empty() ? "-" : x.type, x.capacity.empty() ? "-" : x.capacity,
+                FormatDuration(v.age), cost, x.last_error.empty() ? "-" : x.last_error});
+    }
+    l.Print(inv.out);
+  }
+  if (!views->untracked.empty()) {
+    inv.out << "\n";
+    for (const UntrackedNode& u : views->untracked) {
+      inv.out << UntrackedMessage(u) << "\n";
+    }
   }
   for (const std::string& e : errors) {
     inv.err << "tpufleet: " << e << "\n";
@@ -283,11 +399,16 @@ ExitStatus RunDown(Invocation& inv) {
   if (all) {
     targets = *records;
   }
-  if (targets.empty()) {
+  Result<std::vector<LeftoverRecord>> leftovers = world.store.Leftovers("");
+  if (!leftovers.ok()) {
+    return Fail(inv, leftovers.status());
+  }
+  if (targets.empty() && leftovers->empty()) {
     inv.out << (inv.json ? "{\"nodes\": []}\n" : "No nodes to delete.\n");
     return ExitStatus::kOk;
   }
-  if (!inv.args.Has("yes")) {
+  // Leftovers are deleted without asking: nobody wants them, and they bill.
+  if (!targets.empty() && !inv.args.Has("yes")) {
     std::vector<std::string> names;
     for (const NodeRecord& r : targets) {
       names.push_back(r.name);
@@ -306,10 +427,17 @@ ExitStatus RunDown(Invocation& inv) {
     }
   }
   ProgressView view(inv.out, ModeFor(inv));
-  std::vector<NodeOutcome> outcomes = Down(world, targets, DownOptions{}, view);
-  bool all_ok = ReportOutcomes(inv, outcomes);
+  DownReport report = Down(world, targets, DownOptions{}, view);
+  if (!report.leftovers_status.ok()) {
+    return Fail(inv, report.leftovers_status);
+  }
+  bool all_ok = ReportOutcomes(inv, report.nodes);
+  all_ok = ReportLeftovers(inv, report.leftovers, {}) && all_ok;
   if (inv.json) {
-    inv.out << json{{"nodes", OutcomesJson(outcomes)}}.dump(2) << "\n";
+    inv.out << json{{"nodes", OutcomesJson(report.nodes)},
+                    {"leftovers_tried", LeftoversJson(report.leftovers)}}
+                   .dump(2)
+            << "\n";
   }
   return all_ok ? ExitStatus::kOk : ExitStatus::kFailure;
 }

@@ -3,12 +3,9 @@
 #include <thread>
 
 #include "control/ssh_sync.h"
-#include "control/wait.h"
 
 namespace tpufleet {
 namespace {
-
-bool Ignorable(const Status& s) { return s.ok() || s.code() == StatusCode::kNotFound; }
 
 // Deletes one node in the cloud and waits until it is gone.
 Status DeleteInCloud(World& world, const NodeRecord& r, const DownOptions& options,
@@ -16,39 +13,22 @@ Status DeleteInCloud(World& world, const NodeRecord& r, const DownOptions& optio
   TPUFLEET_ASSIGN_OR_RETURN(CloudProvider * provider, world.providers.ForRecord(r));
   Poller poller(world.clock, options.poll_min, options.poll_max, options.timeout);
   progress.OnProgress({r.name, NodePhase::kDeleting, r.zone, ""});
-  if (!r.queued_resource.empty()) {
-    // force: the queued resource takes its node with it.
-    Result<CloudOperation> op = provider->DeleteQueuedResource(r.zone, r.name, true);
-    if (op.ok()) {
-      TPUFLEET_TRY(WaitOperation(*provider, *op, poller));
-    } else if (!Ignorable(op.status())) {
-      return op.status();
-    }
-  }
-  while (true) {
-    Result<CloudNode> node = provider->GetNode(r.zone, r.name);
-    if (node.status().code() == StatusCode::kNotFound) {
-      return Status::Ok();
-    }
-    TPUFLEET_TRY(node.status());
-    if (node->state != "DELETING") {
-      Result<CloudOperation> op = provider->DeleteNode(r.zone, r.name);
-      if (op.ok()) {
-        TPUFLEET_TRY(WaitOperation(*provider, *op, poller));
-      } else if (!Ignorable(op.status())) {
-        return op.status();
-      }
-    } else if (!poller.Pause()) {
-      return TimeoutError("node " + r.name + " is still DELETING");
-    }
-  }
+  return DeleteAndWait(*provider, r.zone, r.name, !r.queued_resource.empty(), poller);
 }
 
 }  // namespace
 
-std::vector<NodeOutcome> Down(World& world, const std::vector<NodeRecord>& nodes,
-                              const DownOptions& options, ProgressObserver& progress) {
-  std::vector<NodeOutcome> out(nodes.size());
+DownReport Down(World& world, const std::vector<NodeRecord>& nodes, const DownOptions& options,
+                ProgressObserver& progress) {
+  DownReport report;
+  Result<std::vector<LeftoverOutcome>> leftovers = FinishLeftovers(world, "", options, progress);
+  if (leftovers.ok()) {
+    report.leftovers = std::move(*leftovers);
+  } else {
+    report.leftovers_status = leftovers.status();
+  }
+  std::vector<NodeOutcome>& out = report.nodes;
+  out.resize(nodes.size());
   std::vector<std::thread> threads;
   for (size_t i = 0; i < nodes.size(); ++i) {
     threads.emplace_back([&, i] {
@@ -80,7 +60,7 @@ std::vector<NodeOutcome> Down(World& world, const std::vector<NodeRecord>& nodes
       }
     }
   }
-  return out;
+  return report;
 }
 
 }  // namespace tpufleet

@@ -4,7 +4,8 @@
 //
 // Each node is removed from the store only after the cloud confirms it is gone, so a
 // `down` killed half way leaves records that the next `down` (or `status --refresh`)
-// finishes.
+// finishes. Before the nodes, every recorded leftover (leftovers.h) of every fleet is
+// deleted again: those are resources nobody wants that still bill.
 //
 // Thread-safety: one call at a time per store.
 #pragma once
@@ -12,20 +13,23 @@
 #include <chrono>
 #include <vector>
 
+#include "control/leftovers.h"
 #include "control/progress.h"
 #include "control/up.h"
 #include "control/world.h"
 
 namespace tpufleet {
 
-struct DownOptions {
-  std::chrono::seconds timeout{std::chrono::minutes(15)};  // per node
-  std::chrono::milliseconds poll_min{250};
-  std::chrono::milliseconds poll_max{std::chrono::seconds(2)};
+using DownOptions = DeleteOptions;  // per node
+
+struct DownReport {
+  std::vector<NodeOutcome> nodes;            // one per node asked for, in order
+  std::vector<LeftoverOutcome> leftovers;    // every recorded leftover, tried first
+  Status leftovers_status;                   // the store could not list them
 };
 
-/// Deletes `nodes` concurrently; one outcome per node, in order.
-std::vector<NodeOutcome> Down(World& world, const std::vector<NodeRecord>& nodes,
-                              const DownOptions& options, ProgressObserver& progress);
+/// Deletes the recorded leftovers, then `nodes`, concurrently.
+DownReport Down(World& world, const std::vector<NodeRecord>& nodes, const DownOptions& options,
+                ProgressObserver& progress);
 
 }  // namespace tpufleet

@@ -33,7 +33,7 @@ TEST(Down, DeletesTheNodeAndForgetsIt) {
   ASSERT_TRUE(Contains(t.SshConfig(), "Host trainer-w3\n"));
   t.cloud.ClearCalls();
 
-  std::vector<NodeOutcome> out = Down(t.world, {Only(t, "trainer")}, {}, t.progress);
+  std::vector<NodeOutcome> out = Down(t.world, {Only(t, "trainer")}, {}, t.progress).nodes;
 
   ASSERT_EQ(out.size(), 1u);
   EXPECT_EQ(out[0].node, "trainer");
@@ -57,7 +57,7 @@ TEST(Down, DeletesAQueuedNodeThroughItsQueuedResource) {
   ASSERT_TRUE(t.cloud.Queued(kZoneB, "trainer"));
   t.cloud.ClearCalls();
 
-  std::vector<NodeOutcome> out = Down(t.world, {Only(t, "trainer")}, {}, t.progress);
+  std::vector<NodeOutcome> out = Down(t.world, {Only(t, "trainer")}, {}, t.progress).nodes;
 
   EXPECT_EQ(out[0].status, Status::Ok());
   EXPECT_EQ(t.cloud.CallCount("DeleteQueuedResource"), 1);
@@ -72,7 +72,7 @@ TEST(Down, NodeAlreadyGoneIsStillForgotten) {
   t.cloud.Vanish(kZoneB, "trainer");
   t.cloud.ClearCalls();
 
-  std::vector<NodeOutcome> out = Down(t.world, t.Records(), {}, t.progress);
+  std::vector<NodeOutcome> out = Down(t.world, t.Records(), {}, t.progress).nodes;
 
   ASSERT_EQ(out.size(), 2u);
   for (const NodeOutcome& o : out) {
@@ -89,14 +89,14 @@ TEST(Down, CloudErrorKeepsTheRecord) {
   ASSERT_EQ(t.Up(t.Spec(TwoNodes())).nodes.size(), 2u);
   t.cloud.FailNext("DeleteNode", PermissionDeniedError("tpu.nodes.delete denied"));
 
-  std::vector<NodeOutcome> out = Down(t.world, {Only(t, "eval")}, {}, t.progress);
+  std::vector<NodeOutcome> out = Down(t.world, {Only(t, "eval")}, {}, t.progress).nodes;
 
   EXPECT_EQ(out[0].status.code(), StatusCode::kPermissionDenied);
   EXPECT_FALSE(out[0].changed);
   EXPECT_EQ(t.Records().size(), 2u) << "kept, so the next down finishes the job";
   EXPECT_TRUE(t.progress.Saw("eval", NodePhase::kFailed));
 
-  out = Down(t.world, {Only(t, "eval")}, {}, t.progress);
+  out = Down(t.world, {Only(t, "eval")}, {}, t.progress).nodes;
   EXPECT_EQ(out[0].status, Status::Ok());
   EXPECT_EQ(t.Records().size(), 1u);
 }

@@ -19,22 +19,31 @@ bool IsBilled(const std::string& state) {
   return unbilled.count(state) == 0;
 }
 
-void PriceView(const Catalog& catalog, NodeView& v) {
-  const NodeRecord& r = v.record;
-  Result<AcceleratorType> type = catalog.Lookup(r.type);
-  if (!type.ok() || !IsBilled(r.state)) {
+// The list price of `type` in `zone` over `age` into `cost` (spot: an upper bound).
+template <typename View>
+void Price(const Catalog& catalog, const std::string& type_name, const std::string& zone,
+           const std::string& capacity, View& v) {
+  Result<AcceleratorType> type = catalog.Lookup(type_name);
+  if (!type.ok()) {
     return;
   }
   double hours = std::chrono::duration<double>(v.age).count() / 3600.0;
-  Result<CostEstimate> c = EstimateCost(catalog, *type, hours, 1, r.zone);
+  Result<CostEstimate> c = EstimateCost(catalog, *type, hours, 1, zone);
   if (!c.ok()) {
     return;
   }
-  if (r.capacity == "spot" && c->spot_max_usd) {
+  if (capacity == "spot" && c->spot_max_usd) {
     v.cost_usd = *c->spot_max_usd;
     v.cost_is_upper_bound = true;
   } else {
     v.cost_usd = c->on_demand_usd;
+  }
+}
+
+void PriceView(const Catalog& catalog, NodeView& v) {
+  const NodeRecord& r = v.record;
+  if (IsBilled(r.state)) {
+    Price(catalog, r.type, r.zone, r.capacity, v);
   }
 }
 
@@ -78,13 +87,37 @@ std::string GroupKey(const NodeRecord& r) {
 }
 
 struct Group {
+  NodeRecord probe;  // for ProviderSource::ForRecord: a record of the group
   std::vector<NodeRecord*> records;
+  std::vector<const LeftoverRecord*> leftovers;
   std::set<std::string> zones;
+  std::vector<CloudNode> listed;  // what the cloud listed in `zones`
+  std::vector<const LeftoverRecord*> gone;  // leftovers no longer listed, forgotten
 };
+
+// Forgets the group's leftover nodes that the cloud no longer lists; queued resources
+// are not in the list, and stay for up or down to delete.
+Status ForgetGoneLeftovers(World& world, Group& g) {
+  for (const LeftoverRecord* x : g.leftovers) {
+    bool listed = std::any_of(g.listed.begin(), g.listed.end(), [&](const CloudNode& n) {
+      return n.id == x->name && n.zone == x->zone;
+    });
+    if (listed || x->queued) {
+      continue;
+    }
+    TPUFLEET_TRY(world.store.Transaction([&]() -> Status {
+      TPUFLEET_TRY(world.store.DeleteLeftover(*x));
+      return world.store.AddEvent({0, world.clock.Now(), x->fleet, x->name, "leftover-deleted",
+                                   "zone=" + x->zone + " gone"});
+    }));
+    g.gone.push_back(x);
+  }
+  return Status::Ok();
+}
 
 // Asks one provider about its nodes and updates them; the error, if any, for display.
 std::string RefreshGroup(World& world, Group& g) {
-  Result<CloudProvider*> provider = world.providers.ForRecord(*g.records.front());
+  Result<CloudProvider*> provider = world.providers.ForRecord(g.probe);
   if (!provider.ok()) {
     return provider.status().message();
   }
@@ -92,6 +125,10 @@ std::string RefreshGroup(World& world, Group& g) {
       (*provider)->ListNodes({g.zones.begin(), g.zones.end()});
   if (!nodes.ok()) {
     return nodes.status().message();
+  }
+  g.listed = *nodes;
+  if (Status s = ForgetGoneLeftovers(world, g); !s.ok()) {
+    return s.message();
   }
   for (NodeRecord* r : g.records) {
     const CloudNode* found = nullptr;
@@ -136,9 +173,25 @@ std::string RefreshGroup(World& world, Group& g) {
 
 }  // namespace
 
-Result<std::vector<NodeView>> FleetStatus(World& world, const Catalog& catalog,
-                                          const StatusOptions& options) {
+Result<FleetStatusReport> FleetStatus(World& world, const Catalog& catalog,
+                                      const StatusOptions& options) {
   TPUFLEET_ASSIGN_OR_RETURN(std::vector<NodeRecord> all, world.store.Nodes(""));
+  TPUFLEET_ASSIGN_OR_RETURN(std::vector<LeftoverRecord> leftovers, world.store.Leftovers(""));
+  std::vector<std::string> fleets;  // whose labels make a node without a record untracked
+  for (const NodeRecord& r : all) {
+    fleets.push_back(r.fleet);
+  }
+  for (const LeftoverRecord& x : leftovers) {
+    fleets.push_back(x.fleet);
+  }
+  std::vector<NodeRecord> records = all;  // every record, to tell tracked from untracked
+  std::vector<const LeftoverRecord*> chosen_leftovers;
+  for (const LeftoverRecord& x : leftovers) {
+    if (options.nodes.empty() ||
+        std::find(options.nodes.begin(), options.nodes.end(), x.name) != options.nodes.end()) {
+      chosen_leftovers.push_back(&x);
+    }
+  }
   std::vector<NodeRecord> chosen;
   for (const std::string& name : options.nodes) {
     auto it = std::find_if(all.begin(), all.end(),
@@ -154,13 +207,30 @@ Result<std::vector<NodeView>> FleetStatus(World& world, const Catalog& catalog,
     }
   }
 
+  FleetStatusReport report;
+  std::set<const LeftoverRecord*> gone;
   std::map<std::string, std::string> errors;  // provider/project -> message
   if (options.refresh) {
     std::map<std::string, Group> groups;
     for (NodeRecord& r : chosen) {
       std::string key = GroupKey(r);
+      groups[key].probe = r;
       groups[key].records.push_back(&r);
       groups[key].zones.insert(r.zone);
+    }
+    for (const LeftoverRecord* x : chosen_leftovers) {
+      NodeRecord probe;
+      probe.fleet = x->fleet;
+      probe.name = x->name;
+      probe.provider = x->provider;
+      probe.project = x->project;
+      probe.zone = x->zone;
+      std::string key = GroupKey(probe);
+      if (groups[key].records.empty() && groups[key].leftovers.empty()) {
+        groups[key].probe = probe;
+      }
+      groups[key].leftovers.push_back(x);
+      groups[key].zones.insert(x->zone);
     }
     std::map<std::string, std::future<std::string>> pending;
     for (auto& [key, group] : groups) {
@@ -170,10 +240,25 @@ Result<std::vector<NodeView>> FleetStatus(World& world, const Catalog& catalog,
     for (auto& [key, f] : pending) {
       errors[key] = f.get();
     }
+    for (auto& [key, group] : groups) {
+      gone.insert(group.gone.begin(), group.gone.end());
+      std::vector<UntrackedNode> u = FindUntracked(group.listed, fleets, records, leftovers);
+      report.untracked.insert(report.untracked.end(), u.begin(), u.end());
+    }
     TPUFLEET_TRY(SyncSshFiles(world));
   }
 
-  std::vector<NodeView> out;
+  for (const LeftoverRecord* x : chosen_leftovers) {
+    if (gone.count(x) != 0) {
+      continue;
+    }
+    LeftoverView v;
+    v.record = *x;
+    v.age = std::chrono::duration_cast<std::chrono::seconds>(world.clock.Now() - x->since);
+    Price(catalog, x->type, x->zone, x->capacity, v);
+    report.leftovers.push_back(std::move(v));
+  }
+  std::vector<NodeView>& out = report.nodes;
   for (NodeRecord& r : chosen) {
     NodeView v;
     v.refresh_error = errors[GroupKey(r)];
@@ -182,7 +267,7 @@ Result<std::vector<NodeView>> FleetStatus(World& world, const Catalog& catalog,
     PriceView(catalog, v);
     out.push_back(std::move(v));
   }
-  return out;
+  return report;
 }
 
 }  // namespace tpufleet

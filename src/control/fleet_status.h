@@ -3,6 +3,11 @@
 // and providers concurrently) and writing what changed back to the store: states,
 // addresses, preemptions (as events) and nodes that vanished.
 //
+// It shows the leftovers too (leftovers.h: what tpufleet made and still has to delete),
+// with what they cost so far; refresh forgets a leftover node the cloud no longer
+// lists. With refresh, every node in the zones it lists that carries the label of a
+// fleet in the store and has no record is reported as untracked.
+//
 // Thread-safety: one call at a time per store.
 #pragma once
 
@@ -11,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "control/leftovers.h"
 #include "control/world.h"
 #include "core/catalog.h"
 
@@ -24,14 +30,27 @@ struct NodeView {
   std::string refresh_error;           // the provider could not be asked (refresh only)
 };
 
+struct LeftoverView {
+  LeftoverRecord record;
+  std::chrono::seconds age{0};       // since tpufleet asked for it
+  std::optional<double> cost_usd;    // list price so far; nullopt when unknown
+  bool cost_is_upper_bound = false;  // spot: the price is at most this
+};
+
+struct FleetStatusReport {
+  std::vector<NodeView> nodes;           // ordered by fleet then name
+  std::vector<LeftoverView> leftovers;   // of the nodes asked for (all: every one)
+  std::vector<UntrackedNode> untracked;  // refresh only
+};
+
 struct StatusOptions {
   std::vector<std::string> nodes;  // empty: every node of every fleet
   bool refresh = false;
 };
 
-/// The nodes asked for, ordered by fleet then name. NotFound names the first unknown
-/// node.
-Result<std::vector<NodeView>> FleetStatus(World& world, const Catalog& catalog,
-                                          const StatusOptions& options);
+/// The nodes asked for, ordered by fleet then name, with the leftovers of the same
+/// names (every leftover when no node is named). NotFound names the first unknown node.
+Result<FleetStatusReport> FleetStatus(World& world, const Catalog& catalog,
+                                      const StatusOptions& options);
 
 }  // namespace tpufleet

@@ -32,11 +32,11 @@ TEST(FleetStatus, FromTheStoreWithAgeAndCost) {
   t.clock.Advance(hours(2));
   t.cloud.ClearCalls();
 
-  Result<std::vector<NodeView>> views = FleetStatus(t.world, t.catalog, {});
+  Result<FleetStatusReport> views = FleetStatus(t.world, t.catalog, {});
 
   ASSERT_TRUE(views.ok()) << views.status().ToString();
-  ASSERT_EQ(views->size(), 1u);
-  const NodeView& v = views->front();
+  ASSERT_EQ(views->nodes.size(), 1u);
+  const NodeView& v = views->nodes.front();
   EXPECT_EQ(v.record.name, "trainer");
   EXPECT_EQ(v.record.state, "READY");
   EXPECT_EQ(v.age, std::chrono::duration_cast<std::chrono::seconds>(t.clock.Now() - asked));
@@ -54,10 +54,10 @@ TEST(FleetStatus, SpotCostIsAnUpperBound) {
   ASSERT_EQ(t.Up(t.Spec(OneNode("spot"))).nodes[0].status, Status::Ok());
   t.clock.Advance(hours(3));
 
-  Result<std::vector<NodeView>> views = FleetStatus(t.world, t.catalog, {});
+  Result<FleetStatusReport> views = FleetStatus(t.world, t.catalog, {});
 
   ASSERT_TRUE(views.ok());
-  const NodeView& v = views->front();
+  const NodeView& v = views->nodes.front();
   ASSERT_TRUE(v.cost_usd);
   // v4 has one priced region, so the spot range is its spot price: 0.9215 USD/chip-hour.
   EXPECT_NEAR(*v.cost_usd, 0.9215 * 16 * Hours(v.age), 1e-6);
@@ -69,10 +69,10 @@ TEST(FleetStatus, UnknownNodeIsNotFound) {
   ASSERT_EQ(t.Up(t.Spec(OneNode("spot"))).nodes[0].status, Status::Ok());
   StatusOptions options;
   options.nodes = {"nope"};
-  Result<std::vector<NodeView>> views = FleetStatus(t.world, t.catalog, options);
+  Result<FleetStatusReport> views = FleetStatus(t.world, t.catalog, options);
   EXPECT_EQ(views.status().code(), StatusCode::kNotFound);
   options.nodes = {"trainer"};
-  EXPECT_EQ(FleetStatus(t.world, t.catalog, options)->size(), 1u);
+  EXPECT_EQ(FleetStatus(t.world, t.catalog, options)->nodes.size(), 1u);
 }
 
 TEST(FleetStatus, RefreshSeesAPreemption) {
@@ -83,11 +83,11 @@ TEST(FleetStatus, RefreshSeesAPreemption) {
   StatusOptions refresh;
   refresh.refresh = true;
 
-  Result<std::vector<NodeView>> views = FleetStatus(t.world, t.catalog, refresh);
+  Result<FleetStatusReport> views = FleetStatus(t.world, t.catalog, refresh);
 
   ASSERT_TRUE(views.ok()) << views.status().ToString();
-  EXPECT_EQ(views->front().record.state, "PREEMPTED");
-  EXPECT_FALSE(views->front().cost_usd) << "a preempted node costs nothing";
+  EXPECT_EQ(views->nodes.front().record.state, "PREEMPTED");
+  EXPECT_FALSE(views->nodes.front().cost_usd) << "a preempted node costs nothing";
   EXPECT_EQ(t.Record("trainer").state, "PREEMPTED");
   std::vector<EventRecord> events = t.Events("preempted", "trainer");
   ASSERT_EQ(events.size(), 1u);
@@ -121,10 +121,10 @@ TEST(FleetStatus, RefreshSeesAVanishedNode) {
   StatusOptions refresh;
   refresh.refresh = true;
 
-  Result<std::vector<NodeView>> views = FleetStatus(t.world, t.catalog, refresh);
+  Result<FleetStatusReport> views = FleetStatus(t.world, t.catalog, refresh);
 
   ASSERT_TRUE(views.ok()) << views.status().ToString();
-  EXPECT_EQ(views->front().record.state, "NOT_FOUND");
+  EXPECT_EQ(views->nodes.front().record.state, "NOT_FOUND");
   EXPECT_EQ(t.Record("trainer").state, "NOT_FOUND");
   EXPECT_EQ(t.Events("vanished", "trainer").size(), 1u);
   ASSERT_TRUE(FleetStatus(t.world, t.catalog, refresh).ok());
@@ -144,12 +144,12 @@ TEST(FleetStatus, RefreshSeesAQueuedResourceThatGaveUp) {
   StatusOptions refresh;
   refresh.refresh = true;
 
-  Result<std::vector<NodeView>> views = FleetStatus(t.world, t.catalog, refresh);
+  Result<FleetStatusReport> views = FleetStatus(t.world, t.catalog, refresh);
 
   ASSERT_TRUE(views.ok()) << views.status().ToString();
-  EXPECT_EQ(views->front().record.state, "FAILED");
-  EXPECT_EQ(views->front().record.health, "valid_until passed");
-  EXPECT_FALSE(views->front().cost_usd) << "a queued resource that gave up costs nothing";
+  EXPECT_EQ(views->nodes.front().record.state, "FAILED");
+  EXPECT_EQ(views->nodes.front().record.health, "valid_until passed");
+  EXPECT_FALSE(views->nodes.front().cost_usd) << "a queued resource that gave up costs nothing";
   EXPECT_EQ(t.Events("queue-failed", "trainer").size(), 1u);
 }
 
@@ -160,11 +160,11 @@ TEST(FleetStatus, RefreshErrorIsShownPerNodeNotFatal) {
   StatusOptions refresh;
   refresh.refresh = true;
 
-  Result<std::vector<NodeView>> views = FleetStatus(t.world, t.catalog, refresh);
+  Result<FleetStatusReport> views = FleetStatus(t.world, t.catalog, refresh);
 
   ASSERT_TRUE(views.ok()) << views.status().ToString();
-  EXPECT_EQ(views->front().refresh_error, "503 backend unavailable");
-  EXPECT_EQ(views->front().record.state, "READY") << "the stored view stands";
+  EXPECT_EQ(views->nodes.front().refresh_error, "503 backend unavailable");
+  EXPECT_EQ(views->nodes.front().record.state, "READY") << "the stored view stands";
 }
 
 }  // namespace

@@ -2,14 +2,15 @@
 
 #include <algorithm>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <semaphore>
 #include <set>
 #include <thread>
 
 #include "control/ssh_sync.h"
+#include "control/up_internal.h"
 #include "control/wait.h"
-#include "core/cost.h"
 #include "core/zone_choice.h"
 #include "ssh/fleet_key.h"
 #include "util/strings.h"
@@ -17,7 +18,12 @@
 namespace tpufleet {
 namespace {
 
-constexpr char kFleetLabel[] = "tpufleet-fleet";
+using up_internal::IsGone;
+using up_internal::IsInFlight;
+using up_internal::RecentStockouts;
+using up_internal::SpecDigest;
+using up_internal::WithoutLeftovers;
+
 constexpr int kPreemptedRetries = 3;
 
 // A fresh UUID (version 4) for a create's request id.
@@ -37,78 +43,6 @@ std::string NewRequestId() {
            static_cast<unsigned>((a >> 16) & 0xffff), static_cast<unsigned>(a & 0xffff),
            static_cast<unsigned>(b >> 48), static_cast<unsigned long long>(b & 0xffffffffffffULL));
   return buf;
-}
-
-bool IsGone(const std::string& state) { return state == "PREEMPTED" || state == "TERMINATED"; }
-bool IsQueueDead(const std::string& state) {
-  return state == "FAILED" || state == "SUSPENDED" || state == "SUSPENDING";
-}
-
-// "type=v4-32 zone=us-central2-b" -> value of `key`.
-std::string DetailValue(const std::string& detail, std::string_view key) {
-  for (const std::string& part : Split(detail, ' ')) {
-    if (part.size() > key.size() && part.compare(0, key.size(), key) == 0 &&
-        part[key.size()] == '=') {
-      return part.substr(key.size() + 1);
-    }
-  }
-  return "";
-}
-
-// The digest of what a node is made of; a change means the node no longer matches.
-std::string SpecDigest(const NodeSpec& n) {
-  std::string s = n.type + "|" + n.runtime_version + "|" +
-                  std::string(CapacityName(n.capacity)) + "|" + (n.queued ? "queued" : "");
-  for (const DataDiskSpec& d : n.data_disks) {
-    s += "|" + d.source + ":" + std::string(DiskModeName(d.mode));
-  }
-  char buf[17];
-  snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(Fnv1a64(s)));
-  return buf;
-}
-
-double ListPricePerHour(const Catalog& catalog, const NodeSpec& n, const std::string& zone) {
-  if (n.type.empty()) {
-    return 0;
-  }
-  Result<AcceleratorType> type = catalog.Lookup(n.type);
-  if (!type.ok()) {
-    return 0;
-  }
-  Result<CostEstimate> c = EstimateCost(catalog, *type, 1, 1, zone);
-  if (!c.ok()) {
-    return 0;
-  }
-  if (n.capacity == Capacity::kSpot && c->spot_max_usd) {
-    return *c->spot_max_usd;
-  }
-  return c->usd_per_hour;
-}
-
-std::vector<Stockout> RecentStockouts(World& world) {
-  EventQuery q;
-  q.kind = "stockout";
-  q.since = world.clock.Now() - kStockoutMemory;
-  Result<std::vector<EventRecord>> events = world.store.Events(q);
-  std::vector<Stockout> out;
-  if (!events.ok()) {
-    return out;  // no memory is no worse than a fresh machine
-  }
-  for (const EventRecord& e : *events) {
-    out.push_back({DetailValue(e.detail, "type"), DetailValue(e.detail, "zone"), e.time});
-  }
-  return out;
-}
-
-// The provider's zones to look in for this fleet's gcp-tpu nodes.
-std::vector<std::string> CandidateZones(const FleetSpec& fleet, bool queued_only) {
-  std::set<std::string> zones;
-  for (const NodeSpec& n : fleet.nodes) {
-    if (!queued_only || n.queued) {
-      zones.insert(n.zones.begin(), n.zones.end());
-    }
-  }
-  return {zones.begin(), zones.end()};
 }
 
 // Works one node id from its plan to ready. One thread per node.
@@ -269,6 +203,14 @@ class NodeUp {
     if (action_ != plan_.action || action_ == PlanAction::kRecreate) {
       zones = OrderZones(spec_.zones, spec_.type, RecentStockouts(world_), world_.clock.Now());
     }
+    TPUFLEET_ASSIGN_OR_RETURN(std::vector<LeftoverRecord> leftovers,
+                              world_.store.Leftovers(fleet_.name));
+    zones = WithoutLeftovers(zones, plan_.node, leftovers);
+    if (zones.empty()) {
+      return UnavailableError("every zone of " + plan_.node + " still holds a leftover of it "
+                              "that could not be deleted (see `tpufleet status`); run up "
+                              "again once it is gone");
+    }
     if (spec_.queued) {
       zones.resize(1);  // a queued resource waits for capacity where it is
     }
@@ -312,20 +254,36 @@ class NodeUp {
   Status CreateIn(const std::string& zone) {
     Report(NodePhase::kCreating, zone);
     // Record where and with which request id before asking: a kill after this line is
-    // resolved by the next up looking in this zone.
+    // resolved by the next up looking in this zone first and, if nothing is there yet,
+    // asking again with this id (resume).
+    bool resume = resume_ && IsInFlight(rec_.state) && rec_.zone == zone &&
+                  !rec_.request_id.empty();
+    resume_ = false;
+    // A create in flight elsewhere is superseded by this one: whatever it makes there
+    // is unwanted, so it is remembered, in the same step, until it is found gone.
+    std::optional<LeftoverRecord> superseded;
+    if (IsInFlight(rec_.state) && !rec_.zone.empty() && rec_.zone != zone) {
+      superseded = LeftoverIn(rec_.zone, !rec_.queued_resource.empty(), "superseded");
+    }
     FillFromSpec();
+    if (!resume) {
+      rec_.request_id = NewRequestId();
+      rec_.created_at = world_.clock.Now();
+    }
     rec_.zone = zone;
-    rec_.request_id = NewRequestId();
     rec_.state = "REQUESTED";
     rec_.workers.clear();
-    rec_.created_at = world_.clock.Now();
     rec_.queued_resource = spec_.queued ? "projects/" + fleet_.project + "/locations/" + zone +
                                               "/queuedResources/" + plan_.node
                                         : "";
     TPUFLEET_TRY(world_.store.Transaction([&]() -> Status {
       TPUFLEET_TRY(Save());
+      if (superseded) {
+        TPUFLEET_TRY(RememberLeftover(world_, *superseded));
+      }
       return Event("create-requested", "type=" + spec_.type + " zone=" + zone +
-                                           " capacity=" + rec_.capacity);
+                                           " capacity=" + rec_.capacity +
+                                           (resume ? " resumed=true" : ""));
     }));
     Result<CloudOperation> op = provider_.CreateNode(Request(zone));
     if (!op.ok()) {
@@ -345,7 +303,7 @@ class NodeUp {
     Status done = WaitOperation(provider_, *op, poller_);
     if (!done.ok()) {
       if (done.code() == StatusCode::kResourceExhausted && !spec_.queued) {
-        DeleteLeftover(zone);
+        TPUFLEET_TRY(DeleteLeftover(zone));
       }
       return done;
     }
@@ -369,16 +327,28 @@ class NodeUp {
     return conflict;
   }
 
+  LeftoverRecord LeftoverIn(const std::string& zone, bool queued,
+                            const std::string& reason) const {
+    return {fleet_.name, plan_.node, zone,          queued, rec_.provider, rec_.project,
+            rec_.type,   rec_.capacity, reason, "", rec_.created_at};
+  }
+
   // A failed create may leave a node behind (Cloud TPU sometimes does); it would hold
-  // the id and quota, so delete it.
-  void DeleteLeftover(const std::string& zone) {
-    Result<CloudNode> node = provider_.GetNode(zone, plan_.node);
-    if (node.ok()) {
-      Result<CloudOperation> op = provider_.DeleteNode(zone, plan_.node);
-      if (op.ok()) {
-        (void)WaitOperation(provider_, *op, poller_);
-      }
+  // the id and quota, so delete it, or remember it for the next up or down to delete
+  // before the record moves on to another zone. An error only when it cannot even be
+  // remembered: then the record stays here, and the next up looks here first.
+  Status DeleteLeftover(const std::string& zone) {
+    Status deleted = DeleteAndWait(provider_, zone, plan_.node, false, poller_);
+    if (!deleted.ok()) {
+      LeftoverRecord x = LeftoverIn(zone, false, "stockout");
+      x.last_error = deleted.message();
+      TPUFLEET_TRY(world_.store.Transaction([&] { return RememberLeftover(world_, x); }));
+      Report(NodePhase::kStockout, zone,
+             "it left a node behind that could not be deleted (" + deleted.message() +
+                 "); the next up or down deletes it");
     }
+    rec_.state = "STOCKOUT";  // this zone's create is over: nothing in flight here
+    return Status::Ok();
   }
 
   Status WaitQueued(const std::string& zone) {
@@ -439,6 +409,7 @@ class NodeUp {
         // It was there and is gone: a create that failed (one a killed `up` started, say)
         // or a delete by someone else. Make it anew rather than wait for nothing.
         vanished_ = true;
+        rec_.state = "NOT_FOUND";  // its create is over: the next one supersedes nothing
         return UnavailableError("node " + plan_.node + " vanished while coming up");
       }
       if (!poller_.Pause()) {
@@ -657,21 +628,10 @@ class NodeUp {
   NodeRecord rec_;
   std::string zone_;
   bool changed_ = false;
+  bool resume_ = plan_.resume;  // the first create may reuse the recorded request id
 };
 
 }  // namespace
-
-std::string_view PlanActionName(PlanAction action) {
-  switch (action) {
-    case PlanAction::kKeep: return "keep";
-    case PlanAction::kCreate: return "create";
-    case PlanAction::kRecreate: return "recreate";
-    case PlanAction::kWait: return "wait";
-    case PlanAction::kForeign: return "refuse";
-    case PlanAction::kDiffers: return "differs";
-  }
-  return "?";
-}
 
 std::string SshKeysMetadata(const std::string& login, const std::string& fleet_public_key,
                             const std::vector<UserSpec>& users) {
@@ -687,115 +647,6 @@ std::string SshKeysMetadata(const std::string& login, const std::string& fleet_p
   return Join(lines, "\n");
 }
 
-Result<std::vector<NodePlan>> PlanUp(const FleetSpec& fleet, const Catalog& catalog,
-                                     World& world) {
-  TPUFLEET_ASSIGN_OR_RETURN(CloudProvider * provider, world.providers.ForFleet(fleet));
-  TPUFLEET_ASSIGN_OR_RETURN(std::vector<NodeRecord> records, world.store.Nodes(""));
-  bool ssh_hosts = fleet.provider == Provider::kSshHosts;
-  // The zones the fleet's nodes are recorded in too: one the spec dropped may still hold
-  // a node, which must be found, not made again and its first copy forgotten.
-  std::vector<std::string> zones = CandidateZones(fleet, false);
-  std::vector<std::string> qz = CandidateZones(fleet, true);
-  for (const NodeRecord& r : records) {
-    if (!ssh_hosts && r.fleet == fleet.name && !r.zone.empty()) {
-      if (std::find(zones.begin(), zones.end(), r.zone) == zones.end()) {
-        zones.push_back(r.zone);
-      }
-      if (!r.queued_resource.empty() && std::find(qz.begin(), qz.end(), r.zone) == qz.end()) {
-        qz.push_back(r.zone);
-      }
-    }
-  }
-  TPUFLEET_ASSIGN_OR_RETURN(std::vector<CloudNode> nodes, provider->ListNodes(zones));
-  std::vector<CloudQueuedResource> queued;
-  if (!qz.empty()) {
-    TPUFLEET_ASSIGN_OR_RETURN(queued, provider->ListQueuedResources(qz));
-  }
-  std::vector<Stockout> stockouts = RecentStockouts(world);
-
-  std::vector<NodePlan> plans;
-  for (const NodeSpec& spec : fleet.nodes) {
-    for (const std::string& id : spec.names) {
-      NodePlan p;
-      p.node = id;
-      p.spec = &spec;
-      std::string recorded_zone;
-      std::string other_fleet;  // node names are SSH aliases: one fleet per name
-      const NodeRecord* record = nullptr;
-      for (const NodeRecord& r : records) {
-        if (r.name == id && r.fleet == fleet.name) {
-          recorded_zone = r.zone;
-          record = &r;
-        } else if (r.name == id) {
-          other_fleet = r.fleet;
-        }
-      }
-      // The node in the cloud: in its recorded zone if there, else any candidate zone.
-      const CloudNode* found = nullptr;
-      for (const CloudNode& n : nodes) {
-        bool candidate = ssh_hosts || n.zone == recorded_zone ||
-                         std::find(spec.zones.begin(), spec.zones.end(), n.zone) !=
-                             spec.zones.end();
-        if (n.id == id && candidate && (!found || n.zone == recorded_zone)) {
-          found = &n;
-        }
-      }
-      const CloudQueuedResource* qr = nullptr;
-      for (const CloudQueuedResource& q : queued) {
-        if (q.id == id && (q.zone == recorded_zone ||
-                           std::find(spec.zones.begin(), spec.zones.end(), q.zone) !=
-                               spec.zones.end())) {
-          qr = &q;
-        }
-      }
-      if (!other_fleet.empty()) {
-        p.action = PlanAction::kForeign;
-        p.detail = "fleet " + other_fleet + " already has a node named " + id +
-                   ", and node names are SSH aliases; rename the node";
-      } else if (found) {
-        p.zones = {found->zone};
-        p.state = found->state;
-        auto label = found->labels.find(kFleetLabel);
-        if (!ssh_hosts && (label == found->labels.end() || label->second != fleet.name)) {
-          p.action = PlanAction::kForeign;
-          p.detail = "node " + id + " exists in " + found->zone + " but was not made by fleet " +
-                     fleet.name + "; adopt it with `tpufleet import` or rename the node";
-        } else if (IsGone(found->state)) {
-          p.action = PlanAction::kRecreate;
-          p.detail = "was " + found->state;
-        } else if (record && !record->spec_hash.empty() &&
-                   record->spec_hash != SpecDigest(spec)) {
-          // Remaking a node loses its boot disk and whatever runs on it: the user decides.
-          p.action = PlanAction::kDiffers;
-          p.detail = "node " + id + " was made as " + record->type + " (" + record->capacity +
-                     ", " + record->runtime_version + ") and the spec now differs; run "
-                     "`tpufleet down " + id + "` and `up` again to remake it (its boot disk "
-                     "goes with it)";
-        } else {
-          p.action = found->state == "READY" ? PlanAction::kKeep : PlanAction::kWait;
-        }
-      } else if (qr) {
-        p.zones = {qr->zone};
-        p.state = qr->state;
-        if (IsQueueDead(qr->state)) {
-          p.action = PlanAction::kRecreate;
-          p.detail = "its queued resource is " + qr->state;
-        } else {
-          p.action = PlanAction::kWait;
-        }
-      } else if (ssh_hosts) {
-        p.action = PlanAction::kKeep;  // listed in the spec, so it exists
-      } else {
-        p.action = PlanAction::kCreate;
-        p.zones = OrderZones(spec.zones, spec.type, stockouts, world.clock.Now());
-      }
-      p.usd_per_hour = ListPricePerHour(catalog, spec, p.zones.empty() ? "" : p.zones.front());
-      plans.push_back(std::move(p));
-    }
-  }
-  return plans;
-}
-
 Result<UpReport> Up(const FleetSpec& fleet, const Catalog& catalog, World& world,
                     const UpOptions& options, ProgressObserver& progress) {
   TPUFLEET_ASSIGN_OR_RETURN(CloudProvider * provider, world.providers.ForFleet(fleet));
@@ -803,9 +654,15 @@ Result<UpReport> Up(const FleetSpec& fleet, const Catalog& catalog, World& world
   if (fleet.provider != Provider::kSshHosts) {
     TPUFLEET_ASSIGN_OR_RETURN(key, EnsureFleetKey(world.paths.ssh_dir));
   }
-  TPUFLEET_ASSIGN_OR_RETURN(std::vector<NodePlan> plans, PlanUp(fleet, catalog, world));
-
   UpReport report;
+  DeleteOptions deleting;
+  deleting.poll_min = options.poll_min;
+  deleting.poll_max = options.poll_max;
+  TPUFLEET_ASSIGN_OR_RETURN(report.leftovers,
+                            FinishLeftovers(world, fleet.name, deleting, progress));
+  TPUFLEET_ASSIGN_OR_RETURN(UpPlan plan, PlanUp(fleet, catalog, world));
+  const std::vector<NodePlan>& plans = plan.nodes;
+  report.untracked = std::move(plan.untracked);
   report.nodes.resize(plans.size());
   std::mutex ssh_files_mu;
   std::counting_semaphore<> slots(std::max(1, options.max_parallel_nodes));
@@ -831,6 +688,7 @@ Result<UpReport> Up(const FleetSpec& fleet, const Catalog& catalog, World& world
       report.not_in_spec.push_back(r.name);
     }
   }
+  TPUFLEET_ASSIGN_OR_RETURN(report.leftovers_left, world.store.Leftovers(fleet.name));
   return report;
 }
 

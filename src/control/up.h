@@ -8,13 +8,22 @@
 //   2. Otherwise create it: zones in the spec's order, recently stocked-out ones last
 //      (core/zone_choice.h); on a stockout the next zone. Queued nodes become a queued
 //      resource in the first zone and wait there for capacity. Before each request the
-//      store records the zone and a fresh request id in one transaction, so a `kill -9`
-//      at any point leaves a record that the next `up` resolves by looking in that zone:
-//      nothing is created twice and nothing is left untracked.
+//      store records the zone and the request id in one transaction, so a `kill -9` at
+//      any point leaves a record (REQUESTED or QUEUED) that the next `up` resolves in
+//      that zone first, whatever the stockout memory says since: it adopts what is
+//      there, or sends the create again with the same request id, which the API answers
+//      with the first request's operation. A create in another zone gets a fresh id.
+//      What a stockout leaves behind is deleted before the next zone is tried, or
+//      recorded as a leftover (leftovers.h) when that fails; a create whose outcome is
+//      unknown and that a create elsewhere supersedes is recorded as a leftover too. A
+//      zone holding a leftover of the node is never created in nor adopted from.
 //   3. Wait for READY, pin each worker's host key from the guest attributes, rewrite the
 //      SSH files, wait until every worker accepts the fleet key over SSH, then run the
 //      spec's setup script on every worker that has not run it (a recreated worker runs
 //      it again).
+// Before all that, the fleet's recorded leftovers are deleted again; the report says how
+// that went, and names every node that carries the fleet's label but has no record
+// (untracked), which up never touches.
 // Every node's record carries the spec's labels (what target selectors such as
 // `team=a` match), also for nodes that are kept as they are. A node whose users changed
 // gets its ssh-keys metadata replaced; one that matches the spec costs only reads. Nodes
@@ -28,6 +37,7 @@
 #include <string>
 #include <vector>
 
+#include "control/leftovers.h"
 #include "control/progress.h"
 #include "control/world.h"
 #include "core/catalog.h"
@@ -70,12 +80,20 @@ struct NodePlan {
   std::string state;               // the cloud's state when it exists
   std::string detail;              // why, for kForeign, kDiffers and kRecreate
   double usd_per_hour = 0;         // list price of the node (0 when unknown or ssh-hosts)
+  /// kCreate: a create was requested in zones.front() and its outcome is unknown (the
+  /// record says REQUESTED or QUEUED there): send it again with the recorded request id.
+  bool resume = false;
+};
+
+struct UpPlan {
+  std::vector<NodePlan> nodes;             // one per node id of the spec, in spec order
+  std::vector<LeftoverRecord> leftovers;   // the fleet's recorded leftovers, still there
+  std::vector<UntrackedNode> untracked;    // labelled with the fleet, no record, not planned
 };
 
 /// Reads the cloud and the store and says what Up would do, node by node, in spec
 /// order. Changes nothing.
-Result<std::vector<NodePlan>> PlanUp(const FleetSpec& fleet, const Catalog& catalog,
-                                     World& world);
+Result<UpPlan> PlanUp(const FleetSpec& fleet, const Catalog& catalog, World& world);
 
 struct NodeOutcome {
   std::string node;
@@ -86,6 +104,9 @@ struct NodeOutcome {
 struct UpReport {
   std::vector<NodeOutcome> nodes;       // one per node id of the spec, in spec order
   std::vector<std::string> not_in_spec;  // the fleet's stored nodes the spec no longer has
+  std::vector<LeftoverOutcome> leftovers;  // the fleet's recorded leftovers, tried first
+  std::vector<LeftoverRecord> leftovers_left;  // the fleet's leftovers as up ends
+  std::vector<UntrackedNode> untracked;    // nodes with the fleet's label and no record
 };
 
 /// Brings the fleet to its spec. The Status is an error only when nothing could be

@@ -160,9 +160,9 @@ TEST(Up, NextUpStartsWhereCapacityWasAndForgetsAfterAnHour) {
   // A new node of the same type goes first to the zone that had capacity.
   FleetSpec two = t.Spec(Trainer("  - name: second\n    type: v4-32\n"
                        "    zones: [us-central2-b, us-central2-a]\n"));
-  Result<std::vector<NodePlan>> plan = PlanUp(two, t.catalog, t.world);
+  Result<UpPlan> plan = PlanUp(two, t.catalog, t.world);
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
-  EXPECT_EQ(plan->at(1).zones, (std::vector<std::string>{kZoneA, kZoneB}));
+  EXPECT_EQ(plan->nodes.at(1).zones, (std::vector<std::string>{kZoneA, kZoneB}));
   t.cloud.ClearCalls();
   ASSERT_EQ(t.Up(two).nodes[1].status, Status::Ok());
   ASSERT_EQ(t.cloud.creates(), 1);
@@ -172,7 +172,7 @@ TEST(Up, NextUpStartsWhereCapacityWasAndForgetsAfterAnHour) {
   FleetSpec small = t.Spec(Trainer(SmallNode("small")));
   plan = PlanUp(small, t.catalog, t.world);
   ASSERT_TRUE(plan.ok());
-  EXPECT_EQ(plan->at(1).zones, (std::vector<std::string>{kZoneB, kZoneA}));
+  EXPECT_EQ(plan->nodes.at(1).zones, (std::vector<std::string>{kZoneB, kZoneA}));
 
   // An hour later the spec's order is back.
   t.clock.Advance(kStockoutMemory + std::chrono::minutes(1));
@@ -180,7 +180,7 @@ TEST(Up, NextUpStartsWhereCapacityWasAndForgetsAfterAnHour) {
                                    "    zones: [us-central2-b, us-central2-a]\n"));
   plan = PlanUp(three, t.catalog, t.world);
   ASSERT_TRUE(plan.ok());
-  EXPECT_EQ(plan->at(1).zones, (std::vector<std::string>{kZoneB, kZoneA}));
+  EXPECT_EQ(plan->nodes.at(1).zones, (std::vector<std::string>{kZoneB, kZoneA}));
   ASSERT_EQ(t.Up(three).nodes[1].status, Status::Ok());
   EXPECT_TRUE(t.cloud.Node(kZoneB, "third"));
 }
@@ -669,11 +669,11 @@ TEST(PlanUp, SaysWhatUpWouldDoAndChangesNothing) {
             Status::Ok());
   t.cloud.ClearCalls();
 
-  Result<std::vector<NodePlan>> plan = PlanUp(spec, t.catalog, t.world);
+  Result<UpPlan> plan = PlanUp(spec, t.catalog, t.world);
 
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
-  ASSERT_EQ(plan->size(), 6u);
-  const std::vector<NodePlan>& p = *plan;
+  ASSERT_EQ(plan->nodes.size(), 6u);
+  const std::vector<NodePlan>& p = plan->nodes;
   EXPECT_EQ(p[0].node, "kept");
   EXPECT_EQ(PlanActionName(p[0].action), "keep");
   EXPECT_EQ(p[0].zones, std::vector<std::string>{kZoneA});

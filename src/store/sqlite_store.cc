@@ -46,6 +46,16 @@ constexpr const char* kSchemaSteps[] = {
     kSchemaV1,
     // 2: each node's labels, a JSON object of strings; older nodes get none.
     "ALTER TABLE nodes ADD COLUMN labels TEXT NOT NULL DEFAULT '{}';",
+    // 3: leftovers, the resources a failed or superseded create left behind, until
+    // they are deleted; older files have none recorded.
+    R"sql(
+CREATE TABLE leftovers (
+  fleet TEXT NOT NULL, name TEXT NOT NULL, zone TEXT NOT NULL, queued INTEGER NOT NULL,
+  provider TEXT NOT NULL, project TEXT NOT NULL, type TEXT NOT NULL,
+  capacity TEXT NOT NULL, reason TEXT NOT NULL, last_error TEXT NOT NULL,
+  since INTEGER NOT NULL,
+  PRIMARY KEY (fleet, name, zone, queued));
+)sql",
 };
 // The schema this build writes.
 constexpr int kSchemaVersion = static_cast<int>(std::size(kSchemaSteps));
@@ -325,6 +335,56 @@ Status SqliteStore::DeleteNode(std::string_view fleet, std::string_view name) {
   TPUFLEET_TRY(del.prepared());
   del.Bind(1, fleet);
   del.Bind(2, name);
+  return del.Run();
+}
+
+Result<std::vector<LeftoverRecord>> SqliteStore::Leftovers(std::string_view fleet) {
+  std::lock_guard<std::recursive_mutex> l(mu_);
+  Stmt q(db_,
+         "SELECT fleet, name, zone, queued, provider, project, type, capacity, reason, "
+         "last_error, since FROM leftovers WHERE ?1 = '' OR fleet = ?1 "
+         "ORDER BY fleet, name, zone, queued");
+  TPUFLEET_TRY(q.prepared());
+  q.Bind(1, fleet);
+  std::vector<LeftoverRecord> out;
+  Status s;
+  while (q.Step(&s)) {
+    out.push_back({q.Text(0), q.Text(1), q.Text(2), q.Int(3) != 0, q.Text(4), q.Text(5),
+                   q.Text(6), q.Text(7), q.Text(8), q.Text(9), FromMicros(q.Int(10))});
+  }
+  TPUFLEET_TRY(s);
+  return out;
+}
+
+Status SqliteStore::PutLeftover(const LeftoverRecord& x) {
+  std::lock_guard<std::recursive_mutex> l(mu_);
+  Stmt put(db_,
+           "INSERT OR REPLACE INTO leftovers (fleet, name, zone, queued, provider, project, "
+           "type, capacity, reason, last_error, since) "
+           "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)");
+  TPUFLEET_TRY(put.prepared());
+  put.Bind(1, x.fleet);
+  put.Bind(2, x.name);
+  put.Bind(3, x.zone);
+  put.Bind(4, static_cast<int64_t>(x.queued ? 1 : 0));
+  int i = 5;
+  for (const std::string* f :
+       {&x.provider, &x.project, &x.type, &x.capacity, &x.reason, &x.last_error}) {
+    put.Bind(i++, *f);
+  }
+  put.Bind(i, ToMicros(x.since));
+  return put.Run();
+}
+
+Status SqliteStore::DeleteLeftover(const LeftoverRecord& x) {
+  std::lock_guard<std::recursive_mutex> l(mu_);
+  Stmt del(db_,
+           "DELETE FROM leftovers WHERE fleet = ?1 AND name = ?2 AND zone = ?3 AND queued = ?4");
+  TPUFLEET_TRY(del.prepared());
+  del.Bind(1, x.fleet);
+  del.Bind(2, x.name);
+  del.Bind(3, x.zone);
+  del.Bind(4, static_cast<int64_t>(x.queued ? 1 : 0));
   return del.Run();
 }
 

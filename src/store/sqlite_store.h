@@ -29,6 +29,9 @@ class SqliteStore final : public Store {
   Result<std::vector<NodeRecord>> Nodes(std::string_view fleet) override;
   Status PutNode(const NodeRecord& node) override;
   Status DeleteNode(std::string_view fleet, std::string_view name) override;
+  Result<std::vector<LeftoverRecord>> Leftovers(std::string_view fleet) override;
+  Status PutLeftover(const LeftoverRecord& leftover) override;
+  Status DeleteLeftover(const LeftoverRecord& leftover) override;
   Status AddEvent(const EventRecord& event) override;
   Result<std::vector<EventRecord>> Events(const EventQuery& query) override;
   Status Transaction(const std::function<Status()>& body) override;

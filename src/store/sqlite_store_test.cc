@@ -301,15 +301,101 @@ PRAGMA user_version = 1;
   labelled.labels = {{"team", "a"}};
   ASSERT_TRUE(store->PutNode(labelled).ok());
   store.reset();
-  auto reopened = Open();  // migrated once: opening again finds schema 2 and changes nothing
+  auto reopened = Open();  // migrated once: opening again finds schema 3 and changes nothing
   EXPECT_EQ((*reopened->Nodes("lab"))[0].labels, labelled.labels);
   ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
   sqlite3_stmt* version = nullptr;
   ASSERT_EQ(sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &version, nullptr), SQLITE_OK);
   ASSERT_EQ(sqlite3_step(version), SQLITE_ROW);
-  EXPECT_EQ(sqlite3_column_int(version, 0), 2);
+  EXPECT_EQ(sqlite3_column_int(version, 0), 3);
   sqlite3_finalize(version);
   sqlite3_close(db);
+}
+
+TEST_F(SqliteStoreTest, LeftoversRoundTripAndAreForgottenOneByOne) {
+  auto store = Open();
+  LeftoverRecord node{"lab",  "trainer", "us-central2-a", false,    "gcp-tpu", "p",
+                      "v4-32", "spot",   "stockout",      "boom",   clock_.Now()};
+  LeftoverRecord queued = node;
+  queued.queued = true;
+  LeftoverRecord other = node;
+  other.fleet = "other";
+  for (const LeftoverRecord* x : {&node, &queued, &other}) {
+    ASSERT_TRUE(store->PutLeftover(*x).ok());
+  }
+  Result<std::vector<LeftoverRecord>> lab = store->Leftovers("lab");
+  ASSERT_TRUE(lab.ok()) << lab.status().ToString();
+  ASSERT_EQ(lab->size(), 2u);
+  EXPECT_FALSE((*lab)[0].queued);
+  EXPECT_TRUE((*lab)[1].queued);
+  EXPECT_EQ((*lab)[0].zone, "us-central2-a");
+  EXPECT_EQ((*lab)[0].type, "v4-32");
+  EXPECT_EQ((*lab)[0].capacity, "spot");
+  EXPECT_EQ((*lab)[0].reason, "stockout");
+  EXPECT_EQ((*lab)[0].last_error, "boom");
+  EXPECT_EQ((*lab)[0].since, clock_.Now());
+  EXPECT_EQ(store->Leftovers("")->size(), 3u);
+
+  node.last_error = "again";  // a retry that failed too replaces the record
+  ASSERT_TRUE(store->PutLeftover(node).ok());
+  EXPECT_EQ((*store->Leftovers("lab"))[0].last_error, "again");
+  ASSERT_TRUE(store->DeleteLeftover(node).ok());
+  ASSERT_TRUE(store->DeleteLeftover(node).ok());  // gone already: fine
+  lab = store->Leftovers("lab");
+  ASSERT_EQ(lab->size(), 1u);
+  EXPECT_TRUE((*lab)[0].queued);
+}
+
+// A state file written before leftovers were recorded (schema 2) opens, keeps its nodes
+// and labels, and has no leftovers; one can be recorded at once.
+TEST_F(SqliteStoreTest, AVersion2FileIsMigratedAndHasNoLeftovers) {
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
+  // A frozen copy of schema 2 as that release wrote it (schema 1, then its labels).
+  const char* v2 = R"sql(
+CREATE TABLE nodes (
+  fleet TEXT NOT NULL, name TEXT NOT NULL, provider TEXT NOT NULL, project TEXT NOT NULL,
+  zone TEXT NOT NULL, type TEXT NOT NULL, runtime_version TEXT NOT NULL,
+  capacity TEXT NOT NULL, queued_resource TEXT NOT NULL, cloud_name TEXT NOT NULL,
+  request_id TEXT NOT NULL, state TEXT NOT NULL, health TEXT NOT NULL,
+  spec_hash TEXT NOT NULL, login TEXT NOT NULL, port INTEGER NOT NULL,
+  created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL,
+  PRIMARY KEY (fleet, name));
+CREATE TABLE workers (
+  fleet TEXT NOT NULL, node TEXT NOT NULL, idx INTEGER NOT NULL, address TEXT NOT NULL,
+  hostname TEXT NOT NULL, host_key TEXT NOT NULL, setup_done INTEGER NOT NULL,
+  PRIMARY KEY (fleet, node, idx),
+  FOREIGN KEY (fleet, node) REFERENCES nodes (fleet, name) ON DELETE CASCADE);
+CREATE TABLE events (
+  id INTEGER PRIMARY KEY AUTOINCREMENT, time INTEGER NOT NULL, fleet TEXT NOT NULL,
+  node TEXT NOT NULL, kind TEXT NOT NULL, detail TEXT NOT NULL);
+CREATE INDEX events_by_node ON events (fleet, node, kind, time);
+ALTER TABLE nodes ADD COLUMN labels TEXT NOT NULL DEFAULT '{}';
+INSERT INTO nodes VALUES ('lab', 'old', 'gcp-tpu', 'p', 'us-central2-b', 'v4-8', 'rt',
+  'spot', '', '', 'req', 'REQUESTED', '', 'h', 'alice', 0, 1, 2, '{"team":"a"}');
+PRAGMA user_version = 2;
+)sql";
+  ASSERT_EQ(sqlite3_exec(db, v2, nullptr, nullptr, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
+  sqlite3_close(db);
+
+  auto store = Open();
+  ASSERT_NE(store, nullptr);
+  Result<std::vector<NodeRecord>> nodes = store->Nodes("lab");
+  ASSERT_TRUE(nodes.ok()) << nodes.status().ToString();
+  ASSERT_EQ(nodes->size(), 1u);
+  EXPECT_EQ((*nodes)[0].request_id, "req");
+  EXPECT_EQ((*nodes)[0].labels.at("team"), "a");
+  Result<std::vector<LeftoverRecord>> leftovers = store->Leftovers("");
+  ASSERT_TRUE(leftovers.ok()) << leftovers.status().ToString();
+  EXPECT_TRUE(leftovers->empty());
+  LeftoverRecord x;
+  x.fleet = "lab";
+  x.name = "old";
+  x.zone = "us-central2-a";
+  ASSERT_TRUE(store->PutLeftover(x).ok());
+  store.reset();
+  auto reopened = Open();
+  EXPECT_EQ(reopened->Leftovers("lab")->size(), 1u);
 }
 
 TEST_F(SqliteStoreTest, AnUnwritablePlaceIsAClearError) {

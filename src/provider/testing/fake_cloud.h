@@ -12,7 +12,12 @@
 //   - a node's workers publish host keys after `host_key_delay` GetWorkerIdentities.
 // Each node made gets fresh host keys, so a recreated node looks like new VMs.
 //
-// Faults: stockouts per zone, a synchronous error for every create in a zone (quota),
+// A create's request id is remembered (for ever, where the API keeps it an hour): a
+// create that repeats one in the same zone gets the first request's operation back,
+// whatever happened since, as the API does.
+//
+// Faults: stockouts per zone (optionally leaving the node behind, as Cloud TPU
+// sometimes does), a lag before a new node shows in lists, a synchronous error for every create in a zone (quota),
 // a one-shot error for the next call of a method, before its effect or after it (the
 // effect happens, the answer is lost), and a state change (a preemption) just before
 // the next call of a method. Every call is logged, so tests can count
@@ -42,6 +47,7 @@ struct FakeCloudCall {
   std::string method;  // "CreateNode", "GetNode", …
   std::string zone;    // "" for list calls and GetOperation
   std::string id;      // node or queued resource id; the operation name for GetOperation
+  std::string request_id;  // CreateNode: the request id sent
 };
 
 class FakeCloud final : public CloudProvider {
@@ -62,6 +68,18 @@ class FakeCloud final : public CloudProvider {
   void SetStockout(const std::string& zone, bool stocked_out = true) {
     std::lock_guard<std::mutex> l(mu_);
     stockouts_[zone] = stocked_out;
+  }
+  /// A stocked-out create leaves its node behind (state CREATING, no operation) instead
+  /// of nothing, for whoever made it to delete.
+  void SetStockoutLeavesNode(bool leaves = true) {
+    std::lock_guard<std::mutex> l(mu_);
+    stockout_leaves_node_ = leaves;
+  }
+  /// A node that CreateNode makes from now on is missing from its next `lists` ListNodes
+  /// answers (the API lists a new node a little after it accepts the create).
+  void SetListLag(int lists) {
+    std::lock_guard<std::mutex> l(mu_);
+    list_lag_ = lists;
   }
   /// Every create in `zone` returns `error` at once (a quota error); OK clears it.
   void SetCreateError(const std::string& zone, Status error) {
@@ -166,6 +184,12 @@ class FakeCloud final : public CloudProvider {
 
   Result<CloudOperation> CreateNode(const CreateNodeRequest& r) override {
     return Call("CreateNode", r.zone, r.node_id, [&]() -> Result<CloudOperation> {
+      std::string request_key = r.zone + "|" + r.request_id;
+      if (auto seen = requests_.find(request_key);
+          !r.request_id.empty() && seen != requests_.end()) {
+        Op& first = ops_.at(seen->second);
+        return CloudOperation{first.name, first.done, first.done ? first.outcome : Status::Ok()};
+      }
       if (auto it = create_errors_.find(r.zone); it != create_errors_.end() && !it->second.ok()) {
         return it->second;
       }
@@ -187,7 +211,9 @@ class FakeCloud final : public CloudProvider {
         q.request = r;
         q.qr = {r.node_id, r.zone, ZonePath(r.zone) + "/queuedResources/" + r.node_id,
                 "WAITING_FOR_RESOURCES", Status::Ok(), {r.node_id}};
-        return NewOperation(OpKind::kNone, r.zone, r.node_id, Status::Ok());
+        CloudOperation op = NewOperation(OpKind::kNone, r.zone, r.node_id, Status::Ok());
+        requests_[request_key] = op.name;
+        return op;
       }
       Status outcome = Status::Ok();
       if (auto it = stockouts_.find(r.zone); it != stockouts_.end() && it->second) {
@@ -196,12 +222,14 @@ class FakeCloud final : public CloudProvider {
                                          "Nodes are offered");
       }
       NodeEntry& e = MakeNode(r, "CREATING", "");
+      e.hidden_lists = list_lag_;
       CloudOperation op = NewOperation(OpKind::kCreate, r.zone, r.node_id, outcome);
       if (!op.done) {
-        e.op = op.name;
+        nodes_.at({r.zone, r.node_id}).op = op.name;
       }
+      requests_[request_key] = op.name;
       return op;
-    });
+    }, r.request_id);
   }
 
   Result<CloudOperation> DeleteNode(std::string_view zone, std::string_view node_id) override {
@@ -308,8 +336,10 @@ class FakeCloud final : public CloudProvider {
     return Call("ListNodes", "", Join(zones, ","), [&]() -> Result<std::vector<CloudNode>> {
       std::vector<CloudNode> out;
       for (const std::string& z : zones) {
-        for (const auto& [key, e] : nodes_) {
-          if (key.first == z) {
+        for (auto& [key, e] : nodes_) {
+          if (key.first == z && e.hidden_lists > 0) {
+            --e.hidden_lists;
+          } else if (key.first == z) {
             out.push_back(e.node);
           }
         }
@@ -391,6 +421,7 @@ class FakeCloud final : public CloudProvider {
     std::vector<std::string> host_keys;
     std::string hostname_prefix;  // "t1v-n-1a2b3c4d-w-"
     int identity_calls = 0;
+    int hidden_lists = 0;  // ListNodes answers still to leave it out of
   };
   struct QueuedEntry {
     CloudQueuedResource qr;
@@ -401,10 +432,10 @@ class FakeCloud final : public CloudProvider {
 
   // Logs the call, then runs `body` under the lock unless a one-shot failure applies.
   template <typename F>
-  auto Call(const std::string& method, const std::string& zone, const std::string& id, F&& body)
-      -> decltype(body()) {
+  auto Call(const std::string& method, const std::string& zone, const std::string& id, F&& body,
+            const std::string& request_id = "") -> decltype(body()) {
     std::lock_guard<std::mutex> l(mu_);
-    calls_.push_back({method, zone, id});
+    calls_.push_back({method, zone, id, request_id});
     if (auto change = state_on_next_.find(method); change != state_on_next_.end()) {
       if (auto node = nodes_.find(change->second.first); node != nodes_.end()) {
         node->second.node.state = change->second.second;
@@ -487,7 +518,9 @@ class FakeCloud final : public CloudProvider {
     auto node = nodes_.find(key);
     switch (op.kind) {
       case OpKind::kCreate:
-        if (node != nodes_.end() && !op.outcome.ok()) {
+        if (node != nodes_.end() && !op.outcome.ok() && stockout_leaves_node_) {
+          node->second.op.clear();  // left behind, CREATING for ever
+        } else if (node != nodes_.end() && !op.outcome.ok()) {
           nodes_.erase(node);  // a stockout leaves nothing behind
         } else if (node != nodes_.end() && node->second.node.state == "CREATING") {
           node->second.node.state = "READY";
@@ -520,6 +553,9 @@ class FakeCloud final : public CloudProvider {
   std::map<Key, NodeEntry> nodes_;                  // guarded by mu_
   std::map<Key, QueuedEntry> queued_;               // guarded by mu_
   std::map<std::string, Op> ops_;                   // guarded by mu_, by name
+  std::map<std::string, std::string> requests_;     // guarded by mu_; "zone|request id" -> op
+  bool stockout_leaves_node_ = false;               // guarded by mu_
+  int list_lag_ = 0;                                // guarded by mu_
   std::vector<FakeCloudCall> calls_;                // guarded by mu_
   std::map<std::string, bool> stockouts_;           // guarded by mu_
   std::map<std::string, Status> create_errors_;     // guarded by mu_
