@@ -175,6 +175,28 @@ TEST(Issue10, ACreateSupersededElsewhereIsRememberedAsALeftover) {
   EXPECT_TRUE(Leftovers(t).empty());
 }
 
+// What up deleted itself is no leftover: a failed queued resource remade in the other
+// zone (the stockout memory now prefers it) records nothing to delete.
+TEST(Issue10, AQueuedResourceDeletedAndRemadeElsewhereIsNoLeftover) {
+  TestWorld t;
+  FleetSpec spec = t.Spec(Trainer() + "    queued: true\n");
+  t.cloud.SetQueuedFailure(FailedPreconditionError("valid_until passed"));
+  ASSERT_FALSE(t.Up(spec).nodes[0].status.ok());
+  ASSERT_EQ(t.Record("trainer").state, "REQUESTED");
+  ASSERT_TRUE(t.store
+                  ->AddEvent({0, t.clock.Now(), "other", "x", "stockout",
+                              "type=v4-32 zone=us-central2-b"})
+                  .ok());
+  t.cloud.SetQueuedFailure(Status::Ok());
+
+  UpReport r = t.Up(spec);
+
+  EXPECT_EQ(r.nodes[0].status, Status::Ok());
+  EXPECT_FALSE(t.cloud.Queued(kZoneB, "trainer"));
+  EXPECT_TRUE(t.cloud.Queued(kZoneA, "trainer"));
+  EXPECT_TRUE(Leftovers(t).empty());
+}
+
 TEST(Issue10, AnUnrecordedNodeWithTheFleetLabelIsReportedByStatusRefreshAndUp) {
   TestWorld t;
   FleetSpec spec = t.Spec(Trainer());

@@ -195,6 +195,7 @@ class NodeUp {
       return op.status();
     }
     changed_ = true;
+    rec_.state = "DELETED";  // nothing in flight here: a create elsewhere supersedes nothing
     return Status::Ok();
   }
 

@@ -152,6 +152,14 @@ class Stmt {
   int rc_;
 };
 
+// A leftover's key (fleet, name, zone, queued) as parameters 1 to 4.
+void BindLeftoverKey(Stmt& stmt, const LeftoverRecord& x) {
+  stmt.Bind(1, x.fleet);
+  stmt.Bind(2, x.name);
+  stmt.Bind(3, x.zone);
+  stmt.Bind(4, static_cast<int64_t>(x.queued ? 1 : 0));
+}
+
 }  // namespace
 
 Result<std::unique_ptr<SqliteStore>> SqliteStore::Open(const std::string& path) {
@@ -363,10 +371,7 @@ Status SqliteStore::PutLeftover(const LeftoverRecord& x) {
            "type, capacity, reason, last_error, since) "
            "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)");
   TPUFLEET_TRY(put.prepared());
-  put.Bind(1, x.fleet);
-  put.Bind(2, x.name);
-  put.Bind(3, x.zone);
-  put.Bind(4, static_cast<int64_t>(x.queued ? 1 : 0));
+  BindLeftoverKey(put, x);
   int i = 5;
   for (const std::string* f :
        {&x.provider, &x.project, &x.type, &x.capacity, &x.reason, &x.last_error}) {
@@ -381,10 +386,7 @@ Status SqliteStore::DeleteLeftover(const LeftoverRecord& x) {
   Stmt del(db_,
            "DELETE FROM leftovers WHERE fleet = ?1 AND name = ?2 AND zone = ?3 AND queued = ?4");
   TPUFLEET_TRY(del.prepared());
-  del.Bind(1, x.fleet);
-  del.Bind(2, x.name);
-  del.Bind(3, x.zone);
-  del.Bind(4, static_cast<int64_t>(x.queued ? 1 : 0));
+  BindLeftoverKey(del, x);
   return del.Run();
 }
 
