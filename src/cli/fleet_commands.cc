@@ -74,7 +74,8 @@ json UntrackedJson(const std::vector<UntrackedNode>& nodes) {
   json out = json::array();
   for (const UntrackedNode& u : nodes) {
     out.push_back({{"node", u.name}, {"zone", u.zone}, {"fleet", u.fleet},
-                   {"project", u.project}, {"state", u.state}});
+                   {"project", u.project}, {"state", u.state},
+                   {"duplicates_zone", u.recorded_zone}});
   }
   return out;
 }

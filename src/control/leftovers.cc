@@ -121,13 +121,27 @@ std::vector<UntrackedNode> FindUntracked(const std::vector<CloudNode>& cloud,
       // "projects/P/locations/Z/nodes/N"
       std::vector<std::string> parts = Split(n.cloud_name, '/');
       std::string project = parts.size() > 1 && parts[0] == "projects" ? parts[1] : "";
-      out.push_back({label->second, project, n.id, n.zone, n.state});
+      UntrackedNode u{label->second, project, n.id, n.zone, n.state, ""};
+      for (const NodeRecord& r : records) {
+        if (r.name == n.id) {
+          u.recorded_zone = r.zone;
+        }
+      }
+      out.push_back(std::move(u));
     }
   }
   return out;
 }
 
 std::string UntrackedMessage(const UntrackedNode& n) {
+  if (!n.recorded_zone.empty()) {
+    // import refuses a second node of a name tpufleet has: only the cloud's tools can
+    // delete this one.
+    return "untracked: " + n.name + " in " + n.zone + " carries fleet " + n.fleet +
+           "'s label but duplicates the " + n.name + " tpufleet tracks in " + n.recorded_zone +
+           " (it bills all the same); delete it with `gcloud compute tpus tpu-vm delete " +
+           n.name + " --project " + n.project + " --zone " + n.zone + "`";
+  }
   return "untracked: " + n.name + " in " + n.zone + " carries fleet " + n.fleet +
          "'s label but tpufleet has no record of it (it bills all the same); `tpufleet "
          "import --fleet " + n.fleet + " --project " + n.project + " --zones " + n.zone + " " +

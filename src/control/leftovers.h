@@ -68,6 +68,7 @@ struct UntrackedNode {
   std::string name;
   std::string zone;
   std::string state;
+  std::string recorded_zone;  // a record of the same name is in this zone: a duplicate
 };
 
 /// The nodes of `cloud` labelled with one of `fleets` that match no record (fleet, name,

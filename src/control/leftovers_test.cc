@@ -247,6 +247,12 @@ TEST(Issue10, AnUnrecordedNodeWithTheFleetLabelIsReportedByStatusRefreshAndUp) {
               std::string::npos)
         << m;
   }
+  EXPECT_TRUE(r.untracked[0].recorded_zone.empty());
+  EXPECT_NE(UntrackedMessage(r.untracked[0]).find("tpufleet import"), std::string::npos);
+  EXPECT_EQ(r.untracked[1].recorded_zone, kZoneB) << "a duplicate of the tracked trainer";
+  EXPECT_NE(UntrackedMessage(r.untracked[1]).find("gcloud compute tpus tpu-vm delete trainer"),
+            std::string::npos)
+      << UntrackedMessage(r.untracked[1]);
   EXPECT_EQ(t.cloud.creates(), 0);
   EXPECT_EQ(t.cloud.deletes(), 0) << "untracked nodes are reported, never touched";
   EXPECT_TRUE(t.cloud.Node(kZoneA, "trainer"));
