@@ -258,9 +258,10 @@ void ExecOutput::SayWhatWasDropped() {
   }
   bool grouped = mode_ == Mode::kGrouped;
   err_ << "tpufleet: output cut: " << (grouped ? "--group" : "--json") << " keeps "
-       << Size(limits_.keep_per_worker) << (grouped ? " of each worker" : " of each stream of each worker")
-       << " and " << Size(limits_.keep_total) << " in all; " << FoldWorkerNames(cut)
-       << " printed more (" << dropped << " bytes left out"
+       << Size(limits_.keep_per_worker)
+       << (grouped ? " of each worker" : " of each stream of each worker") << " and "
+       << Size(limits_.keep_total) << " in all; " << FoldWorkerNames(cut) << " printed more ("
+       << dropped << " bytes left out"
        << (grouped ? "); run exec without --group to see everything\n"
                    : ", marked \"truncated\": true)\n");
 }

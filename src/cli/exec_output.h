@@ -36,9 +36,9 @@ inline constexpr size_t kExecKeepTotalBytes = 64 * 1024 * 1024;
 
 /// The bounds ExecOutput keeps to; tests pass smaller ones.
 struct ExecOutputLimits {
-  size_t line_bytes = kExecLineBytes;               // prefixed mode, per stream
+  size_t line_bytes = kExecLineBytes;                // prefixed mode, per stream
   size_t keep_per_worker = kExecKeepPerWorkerBytes;  // --group; --json per stream
-  size_t keep_total = kExecKeepTotalBytes;          // --group and --json, all workers
+  size_t keep_total = kExecKeepTotalBytes;           // --group and --json, all workers
 };
 
 /// "pod/w[0-3,5], eval/w0": workers of one node folded into index ranges, in order.
@@ -71,9 +71,9 @@ class ExecOutput final : public FanoutSink {
 
  private:
   struct Worker {
-    std::string partial[2];  // an unfinished last line per stream (prefixed mode)
-    std::string all;         // what is kept, in arrival order (grouped mode)
-    std::string stream[2];   // what is kept per stream (JSON)
+    std::string partial[2];      // an unfinished last line per stream (prefixed mode)
+    std::string all;             // what is kept, in arrival order (grouped mode)
+    std::string stream[2];       // what is kept per stream (JSON)
     size_t dropped[2] = {0, 0};  // bytes not kept per stream (grouped, JSON)
     HostResult result;
     bool done = false;

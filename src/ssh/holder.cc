@@ -251,10 +251,10 @@ struct Client {
   UniqueFd fd;
   std::string in;
   std::string out;
-  size_t out_sent = 0;    // bytes at the front of `out` already sent
-  size_t& peak_backlog;   // the holder's, over all clients
-  bool gone = false;      // the peer hung up
-  bool closing = false;   // close once `out` is written
+  size_t out_sent = 0;   // bytes at the front of `out` already sent
+  size_t& peak_backlog;  // the holder's, over all clients
+  bool gone = false;     // the peer hung up
+  bool closing = false;  // close once `out` is written
   bool has_job = false;
   FanoutEngine::JobId job = 0;
   ClientSink sink{*this};

@@ -6,8 +6,9 @@
 #include <gtest/gtest.h>
 
 #include <map>
-#include <nlohmann/json.hpp>
 #include <thread>
+
+#include <nlohmann/json.hpp>
 
 #include "ssh/fanout_engine.h"
 #include "ssh/testing/test_sshd.h"
