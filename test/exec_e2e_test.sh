@@ -264,8 +264,9 @@ note "j. a worker printing 200 MB without a newline (issue 10)"
 big=200000000
 big_cmd="head -c $big /dev/zero | tr '\\0' x"
 # big_exec NAME [VAR=VALUE...] -- EXEC-FLAGS...: exec ex-0:0 of the big command under
-# /usr/bin/time, its stdout counted (bytes, lines, the longest line) not stored; the max
-# resident size in KiB in $tmp/NAME.rss, the CPU seconds in $tmp/NAME.cpu.
+# /usr/bin/time, its stdout counted (lines, bytes, the longest line: wc, linear however
+# long the line) not stored; the max resident size in KiB in $tmp/NAME.rss, the CPU
+# seconds in $tmp/NAME.cpu.
 big_exec() {
   local name=$1 start=$SECONDS rc
   shift
@@ -274,8 +275,7 @@ big_exec() {
   shift
   env "${envs[@]}" /usr/bin/time -v -o "$tmp/$name.time" timeout 240 "$bin" exec ex-0:0 "$@" \
     -- sh -c "$big_cmd" 2>"$tmp/$name.err" |
-    awk '{ n += length($0) + 1; if (length($0) > m) m = length($0) } END { print n, NR, m }' \
-      >"$tmp/$name.count" &
+    wc -lcL >"$tmp/$name.count" &
   tf_pid=$!
   wait "$tf_pid"
   rc=$(awk -F': ' '/Exit status/ { print $2 }' "$tmp/$name.time")
@@ -305,8 +305,8 @@ holder_peak() {
 }
 # 200 MB in 64 KiB pieces: 3052 lines of 65536 x's (plus the prefix $1), one of 49,664.
 big_pieces_ok() {
-  local prefix=${#1} bytes lines longest
-  read -r bytes lines longest <"$tmp/$2.count"
+  local prefix=${#1} lines bytes longest
+  read -r lines bytes longest <"$tmp/$2.count"
   ((lines == (big + 65535) / 65536 && longest == 65536 + prefix &&
     bytes == big + lines * (prefix + 1)))
 }
@@ -334,8 +334,8 @@ big_group() {
   big_exec big-group -- --group
   rc_is big-group 0 || { big_shows big-group; return 1; }
   # The block: the rule, the title and the rule, 1 MiB of x's, the note of what was cut.
-  local bytes lines longest
-  read -r bytes lines longest <"$tmp/big-group.count"
+  local lines bytes longest
+  read -r lines bytes longest <"$tmp/big-group.count"
   ((lines == 5 && longest == 1048576)) || { big_shows big-group; return 1; }
   grep -qxF "tpufleet: output cut: --group keeps 1 MiB of each worker and 64 MiB in all;\
  ex-0/w0 printed more ($((big - 1048576)) bytes left out); run exec without --group to see\
