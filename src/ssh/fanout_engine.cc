@@ -105,19 +105,6 @@ Result<sockaddr_storage> Resolve(const FanoutHost& host, socklen_t* len) {
 
 }  // namespace
 
-std::string_view HostOutcomeName(HostOutcome outcome) {
-  switch (outcome) {
-    case HostOutcome::kExited: return "exited";
-    case HostOutcome::kSignaled: return "signaled";
-    case HostOutcome::kUnreachable: return "unreachable";
-    case HostOutcome::kAuthFailed: return "auth-failed";
-    case HostOutcome::kHostKeyMismatch: return "host-key-mismatch";
-    case HostOutcome::kTimeout: return "timeout";
-    case HostOutcome::kCancelled: return "cancelled";
-  }
-  return "unknown";
-}
-
 // The fleet key, read once per job and shared by its connections.
 struct FanoutEngine::Key {
   std::string path;
