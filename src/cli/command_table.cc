@@ -95,13 +95,15 @@ std::vector<Command>& Table() {
        "TARGET: a node (all its workers), NODE:3, NODE:1-3,5, a label selector such as\n"
        "team=a (or team=a,role=train: all must match), or all. Connects to every worker at\n"
        "once over SSH (tpufleet's key, the host keys pinned by up), runs the command, and\n"
-       "prints each line as it arrives prefixed with its worker ([pod/w3]); --group folds\n"
-       "identical outputs into one block under the workers that printed them. The command\n"
-       "and its arguments reach the worker exactly as typed (each word quoted once): for\n"
-       "pipes, && or globs, pass a shell, e.g. -- bash -c 'nproc && ls ~'. Ctrl-C,\n"
-       "--fail-fast and --timeout stop the command on the workers, not just here. Ends with\n"
-       "the workers that failed (exit code, unreachable, timeout, refused key, changed host\n"
-       "key). Exit status: 0 when every worker exited 0, 1 otherwise, 130 on Ctrl-C.",
+       "prints each line as it arrives prefixed with its worker ([pod/w3]; a line over 64 KiB\n"
+       "in pieces); --group folds identical outputs into one block under the workers that\n"
+       "printed them. --group and --json keep 1 MiB of each worker and 64 MiB in all, and\n"
+       "say what they left out. The command and its arguments reach the worker exactly as\n"
+       "typed (each word quoted once): for pipes, && or globs, pass a shell, e.g.\n"
+       "-- bash -c 'nproc && ls ~'. Ctrl-C, --fail-fast and --timeout stop the command on\n"
+       "the workers, not just here. Ends with the workers that failed (exit code,\n"
+       "unreachable, timeout, refused key, changed host key). Exit status: 0 when every\n"
+       "worker exited 0, 1 otherwise, 130 on Ctrl-C.",
        {{"group", "", "fold identical outputs into one block per output"},
         {"fail-fast", "", "stop every worker as soon as one fails"},
         {"timeout", "D", "stop a worker's command after D, e.g. 10m (default: no limit)"},

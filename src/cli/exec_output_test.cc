@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <memory>
 #include <sstream>
@@ -285,6 +286,144 @@ TEST_F(ExecOutputTest, CancelledFollowsTheFlag) {
   std::ostringstream out, err;
   ExecOutput no_flag(workers_, ExecOutput::Mode::kPrefixed, out, err, nullptr);
   EXPECT_FALSE(no_flag.Cancelled());
+}
+
+// ---------------------------------------------------------------------------------------
+// Issue 10, finding 7: a worker printing without end must not cost memory or quadratic
+// time here. (It drove the CLI to 2.1 GB at 100 % CPU with 1.5 GB and no newline.)
+
+// Feeds `total` bytes of `byte` to `host`'s stdout in pieces of `chunk`; returns the
+// most that was held after any piece.
+size_t Feed(ExecOutput& o, size_t host, size_t total, size_t chunk, char byte) {
+  std::string piece(chunk, byte);
+  size_t most = 0;
+  for (size_t sent = 0; sent < total; sent += chunk) {
+    o.OnOutput(host, OutputStream::kStdout, std::string_view(piece).substr(0, total - sent));
+    most = std::max(most, o.buffered_bytes());
+  }
+  return most;
+}
+
+TEST_F(ExecOutputTest, Issue10ALineWithoutEndIsPrintedInPiecesScanningEachByteOnce) {
+  auto o = Make(Pod(2), ExecOutput::Mode::kPrefixed);
+  constexpr size_t kTotal = 4 << 20;  // 4 MiB, one line, in 1 KiB reads
+  EXPECT_LT(Feed(*o, 0, kTotal, 1024, 'x'), kExecLineBytes);
+  // Linear: each byte was searched for a newline once, not once per read after it.
+  EXPECT_EQ(o->bytes_scanned(), kTotal);
+  // Printed as it came, in 64 pieces of 64 KiB, each with its prefix.
+  std::string piece = "[pod/w0] " + std::string(kExecLineBytes, 'x') + "\n";
+  ASSERT_EQ(out_.str().size(), 64 * piece.size());
+  for (size_t i = 0; i < 64; ++i) {
+    ASSERT_EQ(out_.str().compare(i * piece.size(), piece.size(), piece), 0) << "piece " << i;
+  }
+  EXPECT_EQ(o->buffered_bytes(), 0u);
+  // The line goes on and ends: the end is one more piece, and other workers unaffected.
+  o->OnOutput(1, OutputStream::kStdout, "other\n");
+  o->OnOutput(0, OutputStream::kStdout, "yz\nnext\n");
+  EXPECT_EQ(out_.str().substr(64 * piece.size()),
+            "[pod/w1] other\n[pod/w0] yz\n[pod/w0] next\n");
+  EXPECT_EQ(o->bytes_scanned(), kTotal + 6 + 8);
+}
+
+TEST_F(ExecOutputTest, Issue10APieceDoesNotSplitAUtf8Character) {
+  workers_ = Pod(1);
+  ExecOutput o(workers_, ExecOutput::Mode::kPrefixed, out_, err_, nullptr,
+               ExecOutputLimits{.line_bytes = 8});
+  o.OnOutput(0, OutputStream::kStdout, "abcdef\xc3\xa9gh\xe2\x82\xac.\n");  // é, €
+  EXPECT_EQ(out_.str(), "[pod/w0] abcdef\xc3\xa9\n[pod/w0] gh\xe2\x82\xac.\n");
+  out_.str("");
+  o.OnOutput(0, OutputStream::kStdout, "abcdefg\xe2\x82\xac\n");  // € across the bound
+  EXPECT_EQ(out_.str(), "[pod/w0] abcdefg\n[pod/w0] \xe2\x82\xac\n");
+}
+
+TEST_F(ExecOutputTest, Issue10GroupKeepsTheFirstMiBOfEachWorkerAndSaysSo) {
+  auto o = Make(Pod(4), ExecOutput::Mode::kGrouped);
+  constexpr size_t kTotal = 3 << 20;
+  for (size_t host : {0, 1}) {  // the same 3 MiB each
+    EXPECT_LE(Feed(*o, host, kTotal, 64 * 1024, 'x'), 2 * kExecKeepPerWorkerBytes);
+  }
+  EXPECT_LE(Feed(*o, 2, kTotal, 64 * 1024, 'y'), 3 * kExecKeepPerWorkerBytes);
+  o->OnOutput(3, OutputStream::kStdout, "small\n");
+  for (size_t i = 0; i < 4; ++i) {
+    o->OnResult(i, Exited(0));
+  }
+  EXPECT_LE(o->buffered_bytes(), 3 * kExecKeepPerWorkerBytes + 6);
+  EXPECT_TRUE(o->Finish());
+  std::string cut = std::to_string(kTotal - kExecKeepPerWorkerBytes);
+  std::string text = out_.str();
+  EXPECT_TRUE(Contains(text, "pod/w[0-1] (2)\n--------------\n" +
+                                 std::string(kExecKeepPerWorkerBytes, 'x') + "\n[tpufleet: " +
+                                 cut + " more bytes not kept, not shown and not compared]\n"))
+      << text.substr(0, 200);
+  EXPECT_TRUE(Contains(text, "pod/w2 (1)\n----------\n" +
+                                 std::string(kExecKeepPerWorkerBytes, 'y') + "\n[tpufleet: " +
+                                 cut + " more bytes not kept, not shown]\n"));
+  EXPECT_TRUE(Contains(text, "pod/w3 (1)\n----------\nsmall\n"));
+  EXPECT_EQ(err_.str(), "tpufleet: output cut: --group keeps 1 MiB of each worker and 64 MiB "
+                        "in all; pod/w[0-2] printed more (" +
+                            std::to_string(3 * (kTotal - kExecKeepPerWorkerBytes)) +
+                            " bytes left out); run exec without --group to see everything\n");
+}
+
+TEST_F(ExecOutputTest, Issue10GroupKeepsAtMostTheTotalForAllWorkers) {
+  workers_ = Pod(6);
+  ExecOutput o(workers_, ExecOutput::Mode::kGrouped, out_, err_, nullptr,
+               ExecOutputLimits{.keep_per_worker = 40, .keep_total = 100});
+  for (size_t i = 0; i < 6; ++i) {
+    EXPECT_LE(Feed(o, i, 50, 7, static_cast<char>('a' + i)), 100u);
+    o.OnResult(i, Exited(0));
+  }
+  EXPECT_EQ(o.buffered_bytes(), 100u);
+  EXPECT_TRUE(o.Finish());
+  std::string text = out_.str();
+  EXPECT_TRUE(Contains(text, "pod/w0 (1)\n----------\n" + std::string(40, 'a') +
+                                 "\n[tpufleet: 10 more bytes not kept, not shown]\n"));
+  EXPECT_TRUE(Contains(text, std::string(20, 'c') + "\n[tpufleet: 30 more bytes not kept"));
+  // Nothing kept of w3-w5: one block for them, saying how much they printed.
+  EXPECT_TRUE(Contains(text, "pod/w[3-5] (3)\n--------------\n[tpufleet: 50 more bytes not "
+                             "kept, not shown and not compared]\n")) << text;
+  EXPECT_EQ(err_.str(), "tpufleet: output cut: --group keeps 40 bytes of each worker and 100 "
+                        "bytes in all; pod/w[0-5] printed more (200 bytes left out); run exec "
+                        "without --group to see everything\n");
+}
+
+TEST_F(ExecOutputTest, Issue10JsonKeepsTheFirstMiBOfEachStreamAndMarksTruncated) {
+  auto o = Make(Pod(2), ExecOutput::Mode::kJson);
+  constexpr size_t kTotal = 3 << 20;
+  EXPECT_LE(Feed(*o, 0, kTotal, 64 * 1024, 'x'), kExecKeepPerWorkerBytes);
+  o->OnOutput(0, OutputStream::kStderr, "warn\n");
+  o->OnOutput(1, OutputStream::kStdout, "fine\n");
+  o->OnResult(0, Exited(0));
+  o->OnResult(1, Exited(0));
+  EXPECT_EQ(o->buffered_bytes(), kExecKeepPerWorkerBytes + 10);
+  EXPECT_TRUE(o->Finish());
+  nlohmann::json j = nlohmann::json::parse(out_.str(), nullptr, false);
+  ASSERT_FALSE(j.is_discarded());
+  EXPECT_EQ(j["truncated"], true);
+  const nlohmann::json& w0 = j["workers"][0];
+  EXPECT_EQ(w0["stdout"], std::string(kExecKeepPerWorkerBytes, 'x'));
+  EXPECT_EQ(w0["stderr"], "warn\n");
+  EXPECT_EQ(w0["truncated"], true);
+  EXPECT_EQ(w0["dropped_bytes"]["stdout"], kTotal - kExecKeepPerWorkerBytes);
+  EXPECT_EQ(w0["dropped_bytes"]["stderr"], 0);
+  const nlohmann::json& w1 = j["workers"][1];
+  EXPECT_EQ(w1["stdout"], "fine\n");
+  EXPECT_EQ(w1["truncated"], false);
+  EXPECT_FALSE(w1.contains("dropped_bytes"));
+  EXPECT_EQ(err_.str(), "tpufleet: output cut: --json keeps 1 MiB of each stream of each worker "
+                        "and 64 MiB in all; pod/w0 printed more (" +
+                            std::to_string(kTotal - kExecKeepPerWorkerBytes) +
+                            " bytes left out, marked \"truncated\": true)\n");
+}
+
+TEST_F(ExecOutputTest, Issue10JsonOfBytesThatAreNotUtf8IsStillADocument) {
+  auto o = Make(Pod(1), ExecOutput::Mode::kJson);
+  o->OnOutput(0, OutputStream::kStdout, "bin\xff\xfe\n");
+  o->OnResult(0, Exited(0));
+  EXPECT_TRUE(o->Finish());
+  nlohmann::json j = nlohmann::json::parse(out_.str(), nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << out_.str();
+  EXPECT_EQ(j["workers"][0]["stdout"], "bin\xef\xbf\xbd\xef\xbf\xbd\n");  // U+FFFD each
 }
 
 // ---------------------------------------------------------------------------------------

@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -335,7 +336,8 @@ class Unpack final : public FanoutSink {
   }
   void OnOutput(size_t host, OutputStream stream, std::string_view data) override {
     if (stream == OutputStream::kStderr) {
-      errors_[host].append(data.substr(0, 4096));
+      std::string& e = errors_[host];  // what went wrong, not what the worker can print
+      e.append(data.substr(0, kKeepErrorBytes - std::min(e.size(), kKeepErrorBytes)));
       return;
     }
     Tar& t = tars_[host];
@@ -416,6 +418,7 @@ class Unpack final : public FanoutSink {
   }
   std::vector<std::string> dirs_;
   std::vector<Tar> tars_;
+  static constexpr size_t kKeepErrorBytes = 4096;  // a message, however much was printed
   std::vector<std::string> errors_;
   std::vector<HostResult> results_;
 };

@@ -720,6 +720,24 @@ TEST_F(DownloadTest, SeveralWorkersEachIntoNodeWorkerAndAFailureSaysWhy) {
   EXPECT_FALSE(fs::exists(local_ + "/logs/pod-w2/log.txt"));
 }
 
+// Issue 10: a worker printing without end on stderr during a download grew cp's memory
+// by up to 4 KiB per read, without bound; now the message keeps the first 4 KiB.
+TEST_F(DownloadTest, Issue10AWorkerPrintingErrorsWithoutEndCostsAMessage) {
+  t_.fanout.respond = [](const FanoutHost&, size_t i, FanoutSink& sink) {
+    std::string line = "error: " + std::string(992, 'e') + "\n";
+    for (int n = 0; n < 8 * 1024; ++n) {  // 8 MiB in 1000-byte reads
+      sink.OnOutput(i, OutputStream::kStderr, line);
+    }
+    return Exited(1);
+  };
+  Result<CopyReport> report = Cp({"pod:0:/tmp/log.txt"}, local_ + "/got");
+  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  ASSERT_EQ(report->workers.size(), 1u);
+  EXPECT_FALSE(report->workers[0].ok);
+  EXPECT_LE(report->workers[0].message.size(), 4096u);
+  EXPECT_TRUE(StartsWith(report->workers[0].message, "error: eee"));
+}
+
 TEST_F(DownloadTest, WhatIsNoTarIsAFailure) {
   SendTar(std::string(4000, 'x'));  // no tar at all
   Result<CopyReport> report = Cp({"pod:0-1:/tmp/log.txt"}, local_ + "/logs");

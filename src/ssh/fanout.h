@@ -95,6 +95,11 @@ class FanoutSink {
   virtual void OnResult(size_t host, const HostResult& result) = 0;
   /// Polled between steps: true stops the job (every unfinished host is kCancelled).
   virtual bool Cancelled() { return false; }
+  /// Polled before each read of a host's output: true while the sink holds more than it
+  /// wants (the holder's client is behind). The engine then reads none of the job's
+  /// channels until it is false again, so each worker's sshd stops at its SSH window
+  /// and the command blocks on its output: memory stays bounded, nothing is dropped.
+  virtual bool Backlogged() { return false; }
 };
 
 class Fanout {

@@ -30,9 +30,6 @@ namespace {
 using std::chrono::duration_cast;
 using std::chrono::milliseconds;
 
-/// Bytes read from a channel per call, and written per call: large enough that a
-/// 200 MiB stream is a few thousand calls, small enough to interleave hosts fairly.
-constexpr size_t kIoChunk = 256 * 1024;
 /// A dead connection's channel retries once on a fresh connection.
 constexpr int kMaxChannelAttempts = 2;
 
@@ -108,19 +105,6 @@ Result<sockaddr_storage> Resolve(const FanoutHost& host, socklen_t* len) {
 
 }  // namespace
 
-std::string_view HostOutcomeName(HostOutcome outcome) {
-  switch (outcome) {
-    case HostOutcome::kExited: return "exited";
-    case HostOutcome::kSignaled: return "signaled";
-    case HostOutcome::kUnreachable: return "unreachable";
-    case HostOutcome::kAuthFailed: return "auth-failed";
-    case HostOutcome::kHostKeyMismatch: return "host-key-mismatch";
-    case HostOutcome::kTimeout: return "timeout";
-    case HostOutcome::kCancelled: return "cancelled";
-  }
-  return "unknown";
-}
-
 // The fleet key, read once per job and shared by its connections.
 struct FanoutEngine::Key {
   std::string path;
@@ -152,6 +136,7 @@ struct FanoutEngine::Task {
   int attempts = 0;
   size_t sent = 0;
   bool eof_sent = false;
+  bool held = false;  // its sink was Backlogged(): not read or polled until it is not
   Clock::MonoTime deadline = Clock::MonoTime::max();
   HostResult result;
 };
@@ -386,7 +371,7 @@ void FanoutEngine::AddPollFds(std::vector<pollfd>& fds) {
   polled_.clear();
   for (auto& [id, conn] : conns_) {
     Conn& c = *conn;
-    if (c.state == Conn::kFailed || c.fd.get() < 0 || c.unread) {
+    if (c.state == Conn::kFailed || c.fd.get() < 0 || c.unread || (c.task && c.task->held)) {
       continue;
     }
     short events = POLLIN;
@@ -413,6 +398,9 @@ int FanoutEngine::MillisUntilWake() const {
     }
     if (conn->task) {
       wake = std::min(wake, conn->task->deadline);
+      if (conn->task->held && !conn->task->job->sink->Backlogged()) {
+        return 0;  // its sink caught up: Step resumes it now
+      }
     }
   }
   if (wake == Clock::MonoTime::max()) {
@@ -435,6 +423,14 @@ void FanoutEngine::Step(const std::vector<pollfd>& fds) {
     }
   }
   polled_.clear();
+  for (auto& [id, conn] : conns_) {
+    // Held back while their sink was behind: it has caught up (libssh2 may hold data
+    // already read from the socket, so they are driven whether or not it is readable).
+    if (conn->task && conn->task->held && !conn->task->job->sink->Backlogged()) {
+      conn->task->held = false;
+      ready.push_back(conn.get());
+    }
+  }
   for (Conn* c : ready) {
     if (c->state == Conn::kReady && !c->task) {
       // Idle: only a dead peer (EOF, reset) is worth acting on now; other bytes wait
@@ -635,11 +631,15 @@ bool FanoutEngine::DriveTask(Task& t) {
       return true;
     }
     case Task::kRun: {
+      if (job.sink->Backlogged()) {
+        t.held = true;
+        return false;
+      }
       bool moved = false;
       const Payload* in = job.spec.hosts[t.host].no_input ? nullptr : job.payload.get();
       if (in && t.sent < in->size) {
         ssize_t n = libssh2_channel_write(t.channel, in->data + t.sent,
-                                          std::min(kIoChunk, in->size - t.sent));
+                                          std::min(kFanoutIoChunk, in->size - t.sent));
         if (n > 0) {
           t.sent += static_cast<size_t>(n);
           moved = true;
@@ -656,9 +656,9 @@ bool FanoutEngine::DriveTask(Task& t) {
           return conn_error("closing the command's input");
         }
       }
-      static thread_local char buf[kIoChunk];
+      static thread_local char buf[kFanoutIoChunk];
       for (int stream : {0, SSH_EXTENDED_DATA_STDERR}) {
-        for (;;) {
+        while (!job.sink->Backlogged()) {
           ssize_t n = libssh2_channel_read_ex(t.channel, stream, buf, sizeof buf);
           if (n > 0) {
             moved = true;
@@ -671,6 +671,9 @@ bool FanoutEngine::DriveTask(Task& t) {
           }
           break;
         }
+      }
+      if (job.sink->Backlogged()) {
+        return moved;  // unread data may remain: not at its end yet
       }
       if (libssh2_channel_eof(t.channel)) {
         t.state = Task::kClosing;

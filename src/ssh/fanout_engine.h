@@ -13,6 +13,11 @@
 // command started within the job's connect_timeout (the worker went silent without a
 // reset, which TCP may never report), retries once on a fresh one.
 //
+// While a job's sink is Backlogged(), its channels are not read (nor their sockets
+// polled): libssh2 then adjusts no window, so a worker's sshd sends at most its window
+// (about 2 MiB) beyond what was read, and the command blocks on its output. The job
+// resumes on the first Step after the sink has caught up.
+//
 // Cancelling a host (Cancel, fail_fast, command_timeout) closes its connection: sshd
 // then closes the command's stdin, which control's stoppable wrapper takes as the
 // order to kill the command's process group.
@@ -47,6 +52,11 @@
 
 namespace tpufleet {
 
+/// Bytes read from a channel per call, and written per call: large enough that a
+/// 200 MiB stream is a few thousand calls, small enough to interleave hosts fairly. A
+/// sink is handed at most this much per OnOutput, and one more read after it says it is
+/// Backlogged() never happens.
+inline constexpr size_t kFanoutIoChunk = 256 * 1024;
 /// Once a server has sent its SSH banner (within the connect timeout), key exchange and
 /// login may take this long: a worker busy receiving a large copy answers slowly.
 inline constexpr std::chrono::seconds kFanoutLoginTimeout{60};
@@ -76,7 +86,8 @@ class FanoutEngine {
 
   /// Appends the descriptors the engine waits on.
   void AddPollFds(std::vector<pollfd>& fds);
-  /// How long poll may sleep before a deadline or keepalive is due (-1: no deadline).
+  /// How long poll may sleep before a deadline or keepalive is due (-1: no deadline);
+  /// 0 when a host held back for its sink (FanoutSink::Backlogged) may go on.
   int MillisUntilWake() const;
   /// Drives every connection whose descriptor in `fds` is ready or whose deadline
   /// passed. `fds` is what AddPollFds filled (plus the caller's own, which are ignored).

@@ -31,6 +31,9 @@ constexpr uint32_t kMaxRequestBytes = 64u << 20;
 /// How often the holder looks whether its socket file is still its own, and whether it
 /// has been idle long enough to end.
 constexpr milliseconds kHolderTick{1000};
+/// A frame carries one read of a channel (kFanoutIoChunk) or a result: a longer one
+/// did not come from a holder, and the client does not buffer toward it.
+constexpr uint32_t kMaxFrameBytes = 16u << 20;
 /// How often a waiting client polls its sink's Cancelled() (Ctrl-C).
 constexpr int kClientPollMs = 200;
 
@@ -230,30 +233,41 @@ class ClientSink final : public FanoutSink {
   void OnOutput(size_t host, OutputStream stream, std::string_view data) override;
   void OnResult(size_t host, const HostResult& result) override;
   bool Cancelled() override;
+  bool Backlogged() override;
 
  private:
   Client& client_;
 };
 
 struct Client {
+  explicit Client(size_t& peak) : peak_backlog(peak) {}
+  size_t backlog() const { return out.size() - out_sent; }
+  // Appends a frame and notes the largest backlog yet, for the status request.
+  void Frame(FrameType type, size_t host, std::string_view payload) {
+    AppendFrame(out, type, host, payload);
+    peak_backlog = std::max(peak_backlog, backlog());
+  }
+
   UniqueFd fd;
   std::string in;
   std::string out;
-  bool gone = false;      // the peer hung up
-  bool closing = false;   // close once `out` is written
+  size_t out_sent = 0;   // bytes at the front of `out` already sent
+  size_t& peak_backlog;  // the holder's, over all clients
+  bool gone = false;     // the peer hung up
+  bool closing = false;  // close once `out` is written
   bool has_job = false;
   FanoutEngine::JobId job = 0;
   ClientSink sink{*this};
 };
 
 void ClientSink::OnOutput(size_t host, OutputStream stream, std::string_view data) {
-  AppendFrame(client_.out, stream == OutputStream::kStdout ? kStdoutFrame : kStderrFrame, host,
-              data);
+  client_.Frame(stream == OutputStream::kStdout ? kStdoutFrame : kStderrFrame, host, data);
 }
 void ClientSink::OnResult(size_t host, const HostResult& result) {
-  AppendFrame(client_.out, kResultFrame, host, ResultToJson(result).dump());
+  client_.Frame(kResultFrame, host, ResultToJson(result).dump());
 }
 bool ClientSink::Cancelled() { return client_.gone; }
+bool ClientSink::Backlogged() { return client_.backlog() >= kHolderClientBacklogBytes; }
 
 bool SameUser(int fd) {
   ucred cred{};
@@ -282,6 +296,7 @@ Status ServeHolder(const std::string& socket_path, Clock& clock) {
 
   FanoutEngine engine(clock);
   std::list<std::unique_ptr<Client>> clients;
+  size_t peak_backlog = 0;
   auto last_busy = clock.MonotonicNow();
   auto next_tick = last_busy + kHolderTick;
   bool stop = false;
@@ -290,7 +305,8 @@ Status ServeHolder(const std::string& socket_path, Clock& clock) {
     fds.clear();
     fds.push_back({listener.get(), POLLIN, 0});
     for (auto& c : clients) {
-      fds.push_back({c->fd.get(), static_cast<short>(POLLIN | (c->out.empty() ? 0 : POLLOUT)), 0});
+      fds.push_back(
+          {c->fd.get(), static_cast<short>(POLLIN | (c->backlog() == 0 ? 0 : POLLOUT)), 0});
     }
     engine.AddPollFds(fds);
     int wait = engine.MillisUntilWake();
@@ -306,7 +322,7 @@ Status ServeHolder(const std::string& socket_path, Clock& clock) {
         if (!SameUser(fd.get())) {
           continue;  // closed by UniqueFd
         }
-        auto c = std::make_unique<Client>();
+        auto c = std::make_unique<Client>(peak_backlog);
         c->fd = std::move(fd);
         c->out = kGreeting;
         clients.push_back(std::move(c));
@@ -339,7 +355,8 @@ Status ServeHolder(const std::string& socket_path, Clock& clock) {
           } else if (op == "status") {
             json st = {{"pid", ::getpid()},
                        {"connections", engine.open_connections()},
-                       {"busy", engine.busy()}};
+                       {"busy", engine.busy()},
+                       {"peak_backlog_bytes", peak_backlog}};
             AppendFrame(c->out, kStatusFrame, 0, st.dump());
           } else if (op == "run" && request.contains("job")) {
             Result<FanoutJob> job = JobFromJson(request["job"]);
@@ -368,19 +385,24 @@ Status ServeHolder(const std::string& socket_path, Clock& clock) {
         AppendFrame(c->out, kDoneFrame, 0, "");
         c->closing = true;
       }
-      while (!c->out.empty() && !c->gone) {
-        ssize_t n = ::send(c->fd.get(), c->out.data(), c->out.size(), MSG_NOSIGNAL);
+      while (c->backlog() > 0 && !c->gone) {
+        ssize_t n = ::send(c->fd.get(), c->out.data() + c->out_sent, c->backlog(), MSG_NOSIGNAL);
         if (n <= 0) {
           if (n < 0 && errno != EAGAIN && errno != EINTR) {
             c->gone = true;
           }
           break;
         }
-        c->out.erase(0, static_cast<size_t>(n));
+        c->out_sent += static_cast<size_t>(n);
+      }
+      // What was sent goes once it is most of the buffer: each byte moves at most once.
+      if (c->out_sent > c->out.size() / 2) {
+        c->out.erase(0, c->out_sent);
+        c->out_sent = 0;
       }
     }
     clients.remove_if([](const std::unique_ptr<Client>& c) {
-      return !c->has_job && (c->gone || (c->closing && c->out.empty()));
+      return !c->has_job && (c->gone || (c->closing && c->backlog() == 0));
     });
 
     auto now = clock.MonotonicNow();
@@ -521,6 +543,11 @@ Status HolderFanout::Run(const FanoutJob& original, FanoutSink& sink) {
           done = type == kDoneFrame || done;
       }
     });
+    if (!done && buf.size() >= 9 && GetU32(buf.data() + 5) > kMaxFrameBytes) {
+      fd->Reset();
+      finish_rest(HostOutcome::kUnreachable, "the connection holder sent a malformed frame");
+      return Status::Ok();
+    }
   }
   return error;
 }

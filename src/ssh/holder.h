@@ -12,7 +12,10 @@
 //   holder -> client  frames: u8 type, u32 host, u32 length (big-endian), payload
 //                     1 stdout bytes, 2 stderr bytes, 3 result (JSON: outcome, exit_code,
 //                     signal, message), 4 job finished, 5 error (the job could not start:
-//                     message), 6 status (JSON: pid, connections, jobs)
+//                     message), 6 status (JSON: pid, connections, busy,
+//                     peak_backlog_bytes)
+// A client that reads slowly holds its job: above kHolderClientBacklogBytes unsent, the
+// holder stops reading the job's SSH channels until the client has caught up.
 // A client that goes away cancels its job (its workers' connections close, which
 // stops stoppable commands). Only the holder's own user may connect (SO_PEERCRED).
 //
@@ -33,6 +36,12 @@ inline constexpr int kHolderProtocolVersion = 1;
 /// The holder exits after this long without a job, closing its connections: warm
 /// enough for an interactive session of commands, not a forgotten daemon.
 inline constexpr std::chrono::minutes kHolderIdleExit{15};
+/// A client with more than this many bytes of output not yet sent to it holds its
+/// job's channels (FanoutSink::Backlogged), so the holder keeps at most this plus one
+/// read (kFanoutIoChunk) per client however much the workers print and however slowly
+/// the client reads. A few Unix socket buffers (about 200 KiB each): a client that
+/// keeps up never waits for it.
+inline constexpr size_t kHolderClientBacklogBytes = 1024 * 1024;
 /// A new holder has this long to answer on its socket before the CLI runs the job in
 /// its own process instead (the holder starts in a few milliseconds).
 inline constexpr std::chrono::seconds kHolderStartTimeout{3};
@@ -41,8 +50,9 @@ inline constexpr std::chrono::seconds kHolderStartTimeout{3};
 /// another holder already answers there.
 Status ServeHolder(const std::string& socket_path, Clock& clock);
 
-/// Asks the holder at `socket_path` for its status ({pid, connections, jobs} as JSON
-/// text) or to stop. Unavailable when none runs.
+/// Asks the holder at `socket_path` for its status ({pid, connections, busy,
+/// peak_backlog_bytes} as JSON text: peak_backlog_bytes is the most output it has held
+/// for one client since it started) or to stop. Unavailable when none runs.
 Result<std::string> HolderStatus(const std::string& socket_path);
 Status StopHolder(const std::string& socket_path);
 

@@ -8,6 +8,9 @@
 #include <map>
 #include <thread>
 
+#include <nlohmann/json.hpp>
+
+#include "ssh/fanout_engine.h"
 #include "ssh/testing/test_sshd.h"
 
 namespace tpufleet {
@@ -148,6 +151,42 @@ TEST_F(HolderTest, AJobTheEngineRefusesIsAnError) {
   job.hosts[0].host_key = "";
   Status s = fanout.Run(job, sink);
   EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition) << s.ToString();
+}
+
+// Issue 10, finding 7: a worker printing 1.5 GB to a client that could not keep up
+// grew the holder to 1.1 GB. Now the holder stops reading the job's channels while its
+// client is behind: what it holds stays under the bound, and nothing is lost.
+class StalledSink : public FanoutSink {
+ public:
+  void OnOutput(size_t, OutputStream, std::string_view data) override {
+    if (bytes == 0) {
+      // A client that does not read for a while (a terminal scrolled back, a pipe to a
+      // slow program): the worker meanwhile prints as fast as it can.
+      std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+    }
+    bytes += data.size();
+    nonzero = nonzero || data.find_first_not_of('\0') != std::string_view::npos;
+  }
+  void OnResult(size_t, const HostResult& r) override { result = r; }
+  size_t bytes = 0;
+  bool nonzero = false;
+  HostResult result;
+};
+
+TEST_F(HolderTest, Issue10ASlowClientHoldsItsJobAndTheHolderKeepsLittle) {
+  HolderFanout fanout(socket_, [this] { return StartHolder(); }, clock_);
+  constexpr size_t kTotal = 48u << 20;  // far beyond the bound, quick over loopback
+  StalledSink sink;
+  ASSERT_TRUE(fanout.Run(Job("head -c " + std::to_string(kTotal) + " /dev/zero", 1), sink).ok());
+  EXPECT_TRUE(sink.result.ok()) << sink.result.message;
+  EXPECT_EQ(sink.bytes, kTotal);  // held, not dropped
+  EXPECT_FALSE(sink.nonzero);
+  Result<std::string> status = HolderStatus(socket_);
+  ASSERT_TRUE(status.ok()) << status.status().ToString();
+  auto peak = nlohmann::json::parse(*status).at("peak_backlog_bytes").get<size_t>();
+  // The bound, one more read that was under way, and the frames' headers and result.
+  EXPECT_LE(peak, kHolderClientBacklogBytes + kFanoutIoChunk + 4096) << *status;
+  EXPECT_GE(peak, kHolderClientBacklogBytes) << "the client was never behind: " << *status;
 }
 
 }  // namespace
