@@ -494,4 +494,34 @@ printf 'families:\n  v4:\n    runtime_versions: [tpu-ubuntu2204-base, tpu-vm-v4-
 run validate "$tmp/rt.yaml" --catalog "$tmp/rt-catalog.yaml"
 expect_code 0
 
+# ---- Issue 10: bounded reads ----
+
+# run_bounded SECONDS ARGS...: run, killed after SECONDS and held to 2 GB of address
+# space, so a tpufleet that reads without end fails the check instead of the machine.
+run_bounded() {
+  local limit=$1
+  shift
+  last_cmd="timeout $limit tpufleet $*"
+  set +e
+  (ulimit -v 2000000 && timeout "$limit" "$bin" "$@") >"$tmp/out" 2>"$tmp/err"
+  code=$?
+  set -e
+}
+
+check "validate /dev/zero: stops at the 1 MiB limit at once, with one message"
+run_bounded 20 validate /dev/zero
+expect_code 1
+expect_eq err "tpufleet: error: reading the fleet spec: /dev/zero is a character device that gave more than 1 MiB, the most that is read"
+
+check "validate a 4 GiB file: refused by its size, before reading it"
+truncate -s 4G "$tmp/huge.yaml"
+run_bounded 20 validate "$tmp/huge.yaml"
+expect_code 1
+expect_eq err "tpufleet: error: reading the fleet spec: $tmp/huge.yaml: the file is 4 GiB; at most 1 MiB is read"
+rm -f "$tmp/huge.yaml"
+
+check "a spec through a pipe still works"
+run_bounded 20 validate <(cat examples/fleet.yaml)
+expect_code 0
+
 echo "PASS: $checks checks"
