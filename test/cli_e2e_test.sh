@@ -546,6 +546,32 @@ if [[ $(id -u) -eq 0 ]] && command -v runuser >/dev/null && id nobody >/dev/null
   expect_code 1
   expect_has err "tpufleet: error: state directory: $tmp/shared/tpufleet belongs to nobody (uid $(id -u nobody)), not to root (uid 0), who runs tpufleet;"
   [[ -z $(ls -A "$tmp/shared/tpufleet") ]] || fail "tpufleet wrote into nobody's directory: $(ls -A "$tmp/shared/tpufleet")"
+
+  if command -v python3 >/dev/null; then
+    check "a holder socket nobody listens on in that directory is refused, and hears nothing"
+    # The forged holder greets as the real one does and prints how many bytes it got.
+    runuser -u nobody -- timeout 10 python3 -c '
+import socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.bind(sys.argv[1])
+s.listen(1)
+print("listening", flush=True)
+c, _ = s.accept()
+c.sendall(b"TPUFLEET-HOLDER 1\n")
+c.settimeout(3)
+print("got", len(c.recv(1 << 16)), flush=True)
+' "$tmp/shared/tpufleet/holder.sock" >"$tmp/forged.txt" 2>&1 &
+    forged=$!
+    for _ in $(seq 50); do grep -q listening "$tmp/forged.txt" && break; sleep 0.1; done
+    run_env TPUFLEET_STATE_DIR="$tmp/shared/tpufleet" -- holder status
+    kill "$forged" 2>/dev/null || true
+    wait "$forged" 2>/dev/null || true
+    expect_code 1
+    expect_has err "tpufleet: error: refusing the connection holder at $tmp/shared/tpufleet/holder.sock: $tmp/shared/tpufleet belongs to nobody"
+    ! grep -q "got [1-9]" "$tmp/forged.txt" || fail "the forged holder heard the request: $(cat "$tmp/forged.txt")"
+  else
+    echo "skip: the forged holder (needs python3)"
+  fi
   chmod 700 "$tmp"
 else
   echo "skip: the state directory made by nobody (needs root, runuser and a user nobody)"

@@ -75,6 +75,9 @@ cli::ExitStatus RunHolder(cli::Invocation& inv) {
     return cli::ExitStatus::kOk;
   }
   Result<std::string> status = HolderStatus(socket);
+  if (status.status().code() == StatusCode::kPermissionDenied) {
+    return cli::Fail(inv, status.status());  // a socket or listener not ours: say so
+  }
   if (!status.ok()) {
     inv.out << (inv.json ? "{\"running\": false}\n" : "No connection holder is running.\n");
     return cli::ExitStatus::kOk;
