@@ -7,13 +7,13 @@
 
 #include <cerrno>
 #include <cstring>
-#include <filesystem>
 #include <map>
 #include <mutex>
 #include <random>
 
 #include "app/emulator_locator.h"
 #include "app/holder_command.h"
+#include "core/fleet_spec.h"
 #include "provider/gcp_credentials.h"
 #include "provider/gcp_tpu.h"
 #include "provider/ssh_hosts.h"
@@ -22,6 +22,7 @@
 #include "ssh/runner.h"
 #include "store/sqlite_store.h"
 #include "util/clock.h"
+#include "util/file.h"
 #include "util/http_client.h"
 #include "util/unique_fd.h"
 
@@ -150,7 +151,7 @@ std::unique_ptr<Fanout> MakeFanout(const std::map<std::string, std::string>& env
 class AppWorld final : public cli::WorldHandle {
  public:
   AppWorld(const std::map<std::string, std::string>& env, std::unique_ptr<SqliteStore> store,
-           UniqueFd lock, const std::string& state_dir)
+           UniqueFd lock, const std::string& state_dir, const ControlPaths& paths)
       : store_(std::move(store)),
         lock_(std::move(lock)),
         providers_(env, http_, clock_),
@@ -161,7 +162,7 @@ class AppWorld final : public cli::WorldHandle {
                providers_,
                ssh_,
                *fanout_,
-               {state_dir + "/ssh", Env(env, "HOME") + "/.ssh/config"},
+               paths,
                DefaultLogin(Env(env, "USER"))} {}
 
   World& world() override { return world_; }
@@ -177,21 +178,42 @@ class AppWorld final : public cli::WorldHandle {
   World world_;
 };
 
-Status MakeDir(const std::string& dir) {
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec) {
-    return PermissionDeniedError("cannot create " + dir + ": " + ec.message());
+// The state dir holds the fleet key, the store and the holder's socket: a directory
+// someone else made (or may write) could hand them over, so it must be ours alone.
+Status MakeStateDir(const std::string& dir) {
+  Status s = MakePrivateDirs(dir);
+  if (s.ok()) {
+    return s;
   }
-  ::chmod(dir.c_str(), 0700);
-  return Status::Ok();
+  std::string hint = s.code() == StatusCode::kFailedPrecondition
+                         ? "; tpufleet keeps its key and state only in a directory of its own "
+                           "user that no one else may write: remove it, or set "
+                           "TPUFLEET_STATE_DIR to one of yours"
+                         : "";
+  return Status(s.code(), "state directory: " + s.message() + hint);
+}
+
+// Where ~/.ssh/config gets its Include line, as TPUFLEET_SSH_INCLUDE says.
+Result<ControlPaths> PathsFor(const std::map<std::string, std::string>& env,
+                              const std::string& state_dir) {
+  ControlPaths paths{state_dir + "/ssh", Env(env, "HOME") + "/.ssh/config"};
+  std::string mode = Env(env, std::string(kSshIncludeEnv));
+  if (mode == "off") {
+    paths.user_ssh_config.clear();
+  } else if (mode == "force") {
+    paths.user_ssh_config_owner = SshConfigOwner::kAnyone;
+  } else if (!mode.empty() && mode != "auto") {
+    return InvalidArgumentError(std::string(kSshIncludeEnv) + " must be auto, force or off, not " +
+                                QuoteForMessage(mode));
+  }
+  return paths;
 }
 
 // Takes the state dir's lock, so only one command changes the fleet at a time. The
 // kernel drops it when the process dies, kill -9 included.
 Result<UniqueFd> LockStateDir(const std::string& dir) {
   std::string path = dir + "/lock";
-  UniqueFd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
+  UniqueFd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600));
   if (fd.get() < 0) {
     return PermissionDeniedError("cannot open " + path + ": " + std::strerror(errno));
   }
@@ -215,7 +237,8 @@ std::string FleetStateDir(const std::map<std::string, std::string>& env) {
 
 Result<std::unique_ptr<cli::WorldHandle>> OpenFleetWorld(cli::Invocation& inv, bool exclusive) {
   std::string dir = FleetStateDir(inv.env);
-  TPUFLEET_TRY(MakeDir(dir));
+  TPUFLEET_TRY(MakeStateDir(dir));
+  TPUFLEET_ASSIGN_OR_RETURN(ControlPaths paths, PathsFor(inv.env, dir));
   UniqueFd lock;
   if (exclusive) {
     TPUFLEET_ASSIGN_OR_RETURN(lock, LockStateDir(dir));
@@ -223,7 +246,7 @@ Result<std::unique_ptr<cli::WorldHandle>> OpenFleetWorld(cli::Invocation& inv, b
   TPUFLEET_ASSIGN_OR_RETURN(std::unique_ptr<SqliteStore> store,
                             SqliteStore::Open(dir + "/state.db"));
   return std::unique_ptr<cli::WorldHandle>(
-      std::make_unique<AppWorld>(inv.env, std::move(store), std::move(lock), dir));
+      std::make_unique<AppWorld>(inv.env, std::move(store), std::move(lock), dir, paths));
 }
 
 }  // namespace tpufleet::app

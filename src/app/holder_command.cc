@@ -32,7 +32,8 @@ Status StartHolderProcess(const std::string& socket_path) {
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&actions, 1, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
+  posix_spawn_file_actions_addopen(&actions, 1, log.c_str(),
+                                   O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW, 0600);
   posix_spawn_file_actions_adddup2(&actions, 1, 2);
   posix_spawnattr_t attr;
   posix_spawnattr_init(&attr);
@@ -74,6 +75,9 @@ cli::ExitStatus RunHolder(cli::Invocation& inv) {
     return cli::ExitStatus::kOk;
   }
   Result<std::string> status = HolderStatus(socket);
+  if (status.status().code() == StatusCode::kPermissionDenied) {
+    return cli::Fail(inv, status.status());  // a socket or listener not ours: say so
+  }
   if (!status.ok()) {
     inv.out << (inv.json ? "{\"running\": false}\n" : "No connection holder is running.\n");
     return cli::ExitStatus::kOk;

@@ -51,11 +51,13 @@ std::vector<Command>& Table() {
        "queued resource. Preempted spot nodes are deleted and made again. Waits until every\n"
        "worker is READY and accepts SSH, pins each worker's host key from the node's guest\n"
        "attributes, runs the spec's setup script once on every worker, and writes SSH names\n"
-       "(NODE for worker 0, NODE-wN) included from ~/.ssh/config. Running it again changes\n"
-       "nothing when nothing changed; after an interruption (even kill -9) it carries on,\n"
-       "first in the zone it had asked, with the same request id. What a failed create left\n"
-       "behind is deleted, or remembered as a leftover that up and down delete first.\n"
-       "Nodes with the fleet's label that tpufleet has no record of are reported, untouched.\n"
+        "(NODE for worker 0, NODE-wN) included from ~/.ssh/config if it is yours: with another\n"
+        "user's HOME (sudo) that is refused unless TPUFLEET_SSH_INCLUDE=force (the file stays\n"
+        "theirs); TPUFLEET_SSH_INCLUDE=off never edits it. Running it again changes nothing\n"
+        "when nothing changed; after an interruption (even kill -9) it carries on, first in\n"
+        "the zone it had asked, with the same request id. What a failed create left behind is\n"
+        "deleted, or remembered as a leftover that up and down delete first. Nodes with the\n"
+        "fleet's label that tpufleet has no record of are reported, untouched.\n"
        "--dry-run prints what would be created and its price per hour, changing nothing.\n"
        "Exit status: 0 when every node is ready, 1 otherwise.",
        {{"dry-run", "", "show the plan and its price; change nothing"},

@@ -163,7 +163,8 @@ std::optional<std::string> Args::Get(std::string_view flag) const {
 }
 
 Result<FleetSpec> Invocation::LoadFleetSpec(const std::string& path) {
-  Result<std::string> text = ReadFile(path);
+  // Bounded: `validate /dev/zero` must stop at the limit, not read for ever.
+  Result<std::string> text = ReadFile(path, kMaxSpecBytes);
   if (!text.ok()) {
     return text.status().WithContext("reading the fleet spec");
   }
@@ -191,7 +192,7 @@ Result<const Catalog*> Invocation::LoadCatalog() {
     }
   }
   if (path) {
-    Result<std::string> text = ReadFile(*path);
+    Result<std::string> text = ReadFile(*path, kMaxSpecBytes);  // a catalog is smaller
     if (text.ok()) {
       TPUFLEET_ASSIGN_OR_RETURN(catalog, ParseCatalog(*text, *path, catalog));
     } else if (must_exist || text.status().code() != StatusCode::kNotFound) {

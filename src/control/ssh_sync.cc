@@ -44,7 +44,11 @@ Status SyncSshFiles(World& world) {
   TPUFLEET_ASSIGN_OR_RETURN(std::vector<NodeRecord> records, world.store.Nodes(""));
   TPUFLEET_TRY(WriteSshFiles(world.paths.ssh_dir,
                              SshEntriesFor(records, world.paths.ssh_dir + "/id_ed25519")));
-  return EnsureSshInclude(world.paths.user_ssh_config, world.paths.ssh_dir + "/config");
+  if (world.paths.user_ssh_config.empty()) {
+    return Status::Ok();  // TPUFLEET_SSH_INCLUDE=off
+  }
+  return EnsureSshInclude(world.paths.user_ssh_config, world.paths.ssh_dir + "/config",
+                          world.paths.user_ssh_config_owner);
 }
 
 }  // namespace tpufleet

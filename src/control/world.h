@@ -11,6 +11,7 @@
 #include "provider/provider.h"
 #include "ssh/fanout.h"
 #include "ssh/runner.h"
+#include "ssh/ssh_files.h"
 #include "store/store.h"
 #include "util/clock.h"
 #include "util/status.h"
@@ -34,7 +35,9 @@ class ProviderSource {
 /// Where tpufleet keeps its files.
 struct ControlPaths {
   std::string ssh_dir;          // STATE/ssh: the fleet key, config and known_hosts
-  std::string user_ssh_config;  // ~/.ssh/config, which gets one Include line
+  std::string user_ssh_config;  // ~/.ssh/config, which gets one Include line; "": left alone
+  /// Whether user_ssh_config may belong to another user (TPUFLEET_SSH_INCLUDE=force).
+  SshConfigOwner user_ssh_config_owner = SshConfigOwner::kMine;
 };
 
 struct World {

@@ -20,6 +20,9 @@ using Json = nlohmann::json;
 constexpr std::string_view kJwtBearerGrant = "urn:ietf:params:oauth:grant-type:jwt-bearer";
 constexpr std::string_view kDefaultMetadataHost = "169.254.169.254";
 constexpr std::string_view kAdcFileName = "application_default_credentials.json";
+/// A service-account key is about 2.3 KiB and a token a few hundred bytes; a path that
+/// names something far larger (a device, a log) is refused, not read whole.
+constexpr size_t kMaxCredentialFileBytes = 1 << 20;
 
 std::optional<std::string> Getenv(const CredentialOptions& options, const std::string& name) {
   if (!options.env) {
@@ -241,7 +244,7 @@ class AccessTokenFileSource final : public TokenSource {
   explicit AccessTokenFileSource(std::string path) : path_(std::move(path)) {}
 
   Result<std::string> AccessToken() override {
-    Result<std::string> text = ReadFile(path_);
+    Result<std::string> text = ReadFile(path_, kMaxCredentialFileBytes);
     if (!text.ok()) {
       return PermissionDeniedError("cannot read the access token file: " + text.status().message());
     }
@@ -277,7 +280,7 @@ std::string OptionalField(const Json& j, const char* name, std::string_view fall
 // Reads the key file `path` named by `origin` ("GOOGLE_APPLICATION_CREDENTIALS").
 Result<std::unique_ptr<TokenSource>> LoadKeyFile(const std::string& path, std::string_view origin,
                                                  HttpClient& http, Clock& clock) {
-  Result<std::string> text = ReadFile(path);
+  Result<std::string> text = ReadFile(path, kMaxCredentialFileBytes);
   if (!text.ok()) {
     return InvalidArgumentError(std::string(origin) + " names a credentials file that cannot be " +
                                 "read: " + text.status().message());
@@ -288,7 +291,7 @@ Result<std::unique_ptr<TokenSource>> LoadKeyFile(const std::string& path, std::s
 // An access token file named by `origin`; InvalidArgument when it cannot be read now.
 Result<std::unique_ptr<TokenSource>> LoadTokenFile(const std::string& path,
                                                    std::string_view origin) {
-  if (Result<std::string> text = ReadFile(path); !text.ok()) {
+  if (Result<std::string> text = ReadFile(path, kMaxCredentialFileBytes); !text.ok()) {
     return InvalidArgumentError(
         std::string(origin) +
         " names an access token file that cannot be read: " + text.status().message());
@@ -375,7 +378,7 @@ Result<std::unique_ptr<TokenSource>> FindGcpCredentials(const CredentialOptions&
   }
   if (config_dir) {
     std::string adc = *config_dir + "/" + std::string(kAdcFileName);
-    Result<std::string> text = ReadFile(adc);
+    Result<std::string> text = ReadFile(adc, kMaxCredentialFileBytes);
     if (text.ok()) {
       return CredentialsFromJson(*text, adc, http, clock);
     }

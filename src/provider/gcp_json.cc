@@ -1,5 +1,6 @@
 #include "provider/gcp_json.h"
 
+#include <cstdint>
 #include <utility>
 
 #include "provider/gcp_errors.h"
@@ -59,6 +60,16 @@ Capacity CapacityOf(const Json& scheduling) {
     return Capacity::kSpot;
   }
   return Bool(scheduling, "reserved") ? Capacity::kReserved : Capacity::kOnDemand;
+}
+
+// An array of one entry per worker must fit kMaxWorkersPerNode.
+Status CheckWorkerCount(const Json& array, const char* field, const std::string& where) {
+  if (array.is_array() && array.size() > kMaxWorkersPerNode) {
+    return InternalError("the TPU API returned " + std::to_string(array.size()) + " " + field +
+                         " in " + where + "; tpufleet accepts at most " +
+                         std::to_string(kMaxWorkersPerNode) + " workers in one node");
+  }
+  return Status::Ok();
 }
 
 }  // namespace
@@ -125,6 +136,7 @@ Result<CloudNode> ParseNode(const Json& node) {
   out.labels = StringMap(Member(node, "labels"));
   out.metadata = StringMap(Member(node, "metadata"));
   const Json& endpoints = Member(node, "networkEndpoints");
+  TPUFLEET_TRY(CheckWorkerCount(endpoints, "networkEndpoints", out.cloud_name));
   if (endpoints.is_array()) {
     for (size_t i = 0; i < endpoints.size(); ++i) {
       CloudWorker w;
@@ -167,10 +179,35 @@ Result<CloudQueuedResource> ParseQueuedResource(const Json& queued_resource) {
         prefix = out.id;
       }
       const Json& count = Member(multislice, "nodeCount");
-      for (int k = 0; count.is_number_integer() && k < count.get<int>(); ++k) {
+      if (count.is_null()) {
+        continue;
+      }
+      // nodeCount is an int32 in the proto: a number, or a string (int64 style).
+      long long n = -1;
+      if (count.is_number_integer()) {
+        n = count.is_number_unsigned() && count.get<uint64_t>() > INT64_MAX
+                ? INT64_MAX
+                : count.get<long long>();
+      } else if (count.is_string() && !ParseInt(count.get<std::string>(), &n)) {
+        n = -1;
+      }
+      size_t room = kMaxQueuedResourceNodes - out.node_ids.size();
+      if (n < 1 || static_cast<unsigned long long>(n) > room) {
+        return InternalError("the TPU API returned queued resource " + out.cloud_name +
+                             " with multisliceParams.nodeCount " + count.dump() +
+                             "; tpufleet accepts 1 to " +
+                             std::to_string(kMaxQueuedResourceNodes) +
+                             " nodes in one queued resource");
+      }
+      for (long long k = 0; k < n; ++k) {
         out.node_ids.push_back(prefix + "-" + std::to_string(k));
       }
     }
+  }
+  if (out.node_ids.size() > kMaxQueuedResourceNodes) {
+    return InternalError("the TPU API returned queued resource " + out.cloud_name + " with " +
+                         std::to_string(out.node_ids.size()) + " node specs; tpufleet accepts " +
+                         "at most " + std::to_string(kMaxQueuedResourceNodes));
   }
   return out;
 }
@@ -188,9 +225,10 @@ Result<CloudOperation> ParseOperation(const Json& operation) {
   return out;
 }
 
-std::vector<WorkerIdentity> ParseGuestAttributes(const Json& answer) {
+Result<std::vector<WorkerIdentity>> ParseGuestAttributes(const Json& answer) {
   std::vector<WorkerIdentity> out;
   const Json& entries = Member(answer, "guestAttributes");
+  TPUFLEET_TRY(CheckWorkerCount(entries, "guestAttributes", "a getGuestAttributes answer"));
   if (!entries.is_array()) {
     return out;
   }

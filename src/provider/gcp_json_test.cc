@@ -180,7 +180,7 @@ TEST(GcpJson, ParseGuestAttributes) {
             {{"queryPath", "/"},
              {"queryValue",
               {{"items", Json::array({{{"key", "hostname"}, {"value", "w1"}}})}}}}})}};
-  std::vector<WorkerIdentity> ids = ParseGuestAttributes(answer);
+  std::vector<WorkerIdentity> ids = ParseGuestAttributes(answer).value();
   ASSERT_EQ(ids.size(), 2u);
   EXPECT_EQ(ids[0].index, 0);
   EXPECT_EQ(ids[0].host_key, "ssh-ed25519 AAAAC3");
@@ -188,7 +188,65 @@ TEST(GcpJson, ParseGuestAttributes) {
   EXPECT_EQ(ids[1].index, 1);
   EXPECT_EQ(ids[1].host_key, "");
   EXPECT_EQ(ids[1].hostname, "w1");
-  EXPECT_TRUE(ParseGuestAttributes(Json::object()).empty());
+  EXPECT_TRUE(ParseGuestAttributes(Json::object())->empty());
+}
+
+// ---- Issue 10: counts a broken or hostile API chooses ----
+
+Json MultisliceQr(Json count) {
+  return {{"name", "projects/p/locations/z/queuedResources/big"},
+          {"tpu",
+           {{"nodeSpec", Json::array({{{"multisliceParams", {{"nodeCount", std::move(count)}}}}})}}},
+          {"state", {{"state", "ACCEPTED"}}}};
+}
+
+TEST(Issue10, AHugeNodeCountIsRefusedNotLoopedOver) {
+  // 100000 first: without a cap that returns (quickly) 100000 ids; 2^31-1 would not return.
+  Result<CloudQueuedResource> q = ParseQueuedResource(MultisliceQr(100000));
+  ASSERT_FALSE(q.ok()) << q->node_ids.size() << " node ids";
+  EXPECT_EQ(q.status().code(), StatusCode::kInternal);
+  EXPECT_EQ(q.status().message(),
+            "the TPU API returned queued resource projects/p/locations/z/queuedResources/big "
+            "with multisliceParams.nodeCount 100000; tpufleet accepts 1 to 1024 nodes in one "
+            "queued resource");
+  for (const Json& bad : {Json(2147483647), Json(uint64_t{1} << 63), Json(-1), Json(0),
+                          Json("99999999999"), Json("x"), Json(2.5)}) {
+    EXPECT_EQ(ParseQueuedResource(MultisliceQr(bad)).status().code(), StatusCode::kInternal)
+        << bad.dump();
+  }
+  // The limit itself, as a number or an int64-style string, is fine.
+  EXPECT_EQ(ParseQueuedResource(MultisliceQr(1024))->node_ids.size(), 1024u);
+  EXPECT_EQ(ParseQueuedResource(MultisliceQr("3"))->node_ids.size(), 3u);
+}
+
+TEST(Issue10, NodeSpecsMayNotAddUpPastTheLimit) {
+  Json qr = MultisliceQr(600);
+  qr["tpu"]["nodeSpec"].push_back({{"multisliceParams", {{"nodeCount", 600}}}});
+  EXPECT_EQ(ParseQueuedResource(qr).status().code(), StatusCode::kInternal);
+  // Many single-node specs count too.
+  Json many = MultisliceQr(1);
+  many["tpu"]["nodeSpec"] = Json::array();
+  for (int i = 0; i < 1025; ++i) {
+    many["tpu"]["nodeSpec"].push_back({{"nodeId", "n" + std::to_string(i)}});
+  }
+  EXPECT_EQ(ParseQueuedResource(many).status().code(), StatusCode::kInternal);
+}
+
+TEST(Issue10, TooManyWorkersAreRefused) {
+  Json node = {{"name", "projects/p/locations/z/nodes/n"}, {"networkEndpoints", Json::array()}};
+  Json answer = {{"guestAttributes", Json::array()}};
+  for (size_t i = 0; i <= kMaxWorkersPerNode; ++i) {
+    node["networkEndpoints"].push_back({{"ipAddress", "10.0.0.1"}});
+    answer["guestAttributes"].push_back(Json::object());
+  }
+  Result<CloudNode> n = ParseNode(node);
+  EXPECT_EQ(n.status().code(), StatusCode::kInternal);
+  EXPECT_NE(n.status().message().find("8193 networkEndpoints in projects/p/locations/z/nodes/n"),
+            std::string::npos)
+      << n.status().message();
+  EXPECT_EQ(ParseGuestAttributes(answer).status().code(), StatusCode::kInternal);
+  node["networkEndpoints"].erase(node["networkEndpoints"].size() - 1);
+  EXPECT_EQ(ParseNode(node)->workers.size(), kMaxWorkersPerNode);
 }
 
 }  // namespace

@@ -165,7 +165,7 @@ Result<CloudQueuedResource> GcpTpuProvider::GetQueuedResource(std::string_view z
 Result<std::vector<Json>> GcpTpuProvider::ListAll(const std::string& path, const char* field) {
   std::vector<Json> items;
   std::string token;
-  for (;;) {
+  for (int pages = 1;; ++pages) {
     ApiRequest call{.method = "GET", .path = path};
     if (options_.page_size > 0) {
       call.query.emplace_back("pageSize", std::to_string(options_.page_size));
@@ -175,6 +175,10 @@ Result<std::vector<Json>> GcpTpuProvider::ListAll(const std::string& path, const
     }
     TPUFLEET_ASSIGN_OR_RETURN(Json page, api_.Call(call));
     if (page.contains(field) && page[field].is_array()) {
+      if (page[field].size() > kMaxListItems - items.size()) {
+        return InternalError("the TPU API listed more than " + std::to_string(kMaxListItems) +
+                             " " + field + " at " + path + "; tpufleet stops there");
+      }
       for (Json& item : page[field]) {
         items.push_back(std::move(item));
       }
@@ -190,6 +194,10 @@ Result<std::vector<Json>> GcpTpuProvider::ListAll(const std::string& path, const
     }
     if (next == token) {
       return InternalError("the TPU API returned the same page token twice for " + path);
+    }
+    if (pages >= kMaxListPages) {
+      return InternalError("the TPU API kept sending a nextPageToken for " + path + " after " +
+                           std::to_string(kMaxListPages) + " pages; tpufleet stops there");
     }
     token = std::move(next);
   }

@@ -44,6 +44,14 @@ inline constexpr std::string_view kTpuEndpoint = "https://tpu.googleapis.com/";
 /// Zones listed at once by ListNodes and ListQueuedResources: a fleet spans a handful;
 /// the cap only keeps a long zone list from opening dozens of connections.
 inline constexpr int kMaxParallelZones = 8;
+/// Pages of one list call (one collection in one zone). The API returns hundreds of
+/// items a page, so this is far more than any project holds; a server that keeps
+/// sending a nextPageToken past it is broken, and the list fails (Internal) instead of
+/// going on for ever.
+inline constexpr int kMaxListPages = 1000;
+/// Items of one list call, all pages together: a project's quota holds far fewer nodes
+/// in a zone, and each item is kept in memory until the list is parsed.
+inline constexpr size_t kMaxListItems = 100'000;
 /// One HTTP request to the API; its own calls answer in well under a second.
 inline constexpr std::chrono::milliseconds kTpuRequestTimeout{30000};
 
@@ -91,7 +99,8 @@ class GcpTpuProvider final : public CloudProvider {
  private:
   /// "v2/projects/{p}/locations/{zone}".
   std::string ZonePath(std::string_view zone) const;
-  /// Every item of `field` in every page of the list at `path`.
+  /// Every item of `field` in every page of the list at `path`: at most kMaxListPages
+  /// pages and kMaxListItems items (Internal beyond).
   Result<std::vector<nlohmann::json>> ListAll(const std::string& path, const char* field);
   /// ListAll of `collection` in each zone, the zones at once, in zone order.
   Result<std::vector<nlohmann::json>> ListZones(const std::vector<std::string>& zones,

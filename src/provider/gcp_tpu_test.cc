@@ -344,5 +344,40 @@ TEST_F(GcpTpuTest, ErrorsOfEveryKindReachTheCaller) {
   }
 }
 
+// ---- Issue 10: a list that never ends ----
+
+class Issue10Paging : public GcpTpuTest {};
+
+TEST_F(Issue10Paging, AServerThatAlwaysSendsANewPageTokenIsStopped) {
+  // Each page names a new token. Without a bound the list would go on for ever; the
+  // script gives up (HTTP 400) well past the bound, so such a run fails, not hangs.
+  std::atomic<int> pages{0};
+  http_.Handle([&](const HttpRequest&) -> Result<HttpResponse> {
+    int n = ++pages;
+    if (n > 3 * kMaxListPages) {
+      return ScriptedHttpClient::Error(400, "INVALID_ARGUMENT", "the test gave up");
+    }
+    return ScriptedHttpClient::Json(200, {{"nodes", {NodeJson(kZone, "n" + std::to_string(n))}},
+                                          {"nextPageToken", "t" + std::to_string(n)}});
+  });
+  Result<std::vector<CloudNode>> r = provider_->ListNodes({kZone});
+  EXPECT_EQ(r.status().code(), StatusCode::kInternal) << r.status().ToString();
+  EXPECT_NE(r.status().message().find("kept sending a nextPageToken"), std::string::npos)
+      << r.status().message();
+  EXPECT_EQ(pages.load(), kMaxListPages);
+}
+
+TEST_F(Issue10Paging, TooManyItemsInAListAreRefused) {
+  Json page = {{"nodes", Json::array()}};
+  for (size_t i = 0; i <= kMaxListItems; ++i) {
+    page["nodes"].push_back(Json::object());
+  }
+  http_.Push(ScriptedHttpClient::Json(200, page));
+  Result<std::vector<CloudNode>> r = provider_->ListNodes({kZone});
+  EXPECT_EQ(r.status().code(), StatusCode::kInternal) << r.status().ToString();
+  EXPECT_NE(r.status().message().find("more than 100000 nodes"), std::string::npos)
+      << r.status().message();
+}
+
 }  // namespace
 }  // namespace tpufleet

@@ -19,6 +19,9 @@ namespace {
 /// ssh-keygen makes an ed25519 key in a few milliseconds; this is for a stalled disk.
 constexpr std::chrono::milliseconds kKeygenTimeout{30'000};
 
+/// An OpenSSH ed25519 private key is about 400 bytes; an RSA one of 16384 bits under 13 KiB.
+constexpr size_t kMaxKeyFileBytes = 64 * 1024;
+
 constexpr std::string_view kKeyName = "id_ed25519";
 constexpr std::string_view kComment = "tpufleet";
 
@@ -126,14 +129,24 @@ Result<FleetKey> EnsureFleetKey(const std::string& dir) {
   TPUFLEET_TRY(MakePrivateDirs(dir));
   std::string key_path = dir + "/" + std::string(kKeyName);
   struct stat st;
-  if (::stat(key_path.c_str(), &st) != 0) {
+  if (::lstat(key_path.c_str(), &st) != 0) {
     if (errno != ENOENT) {
       return ErrnoStatus(key_path, errno);
     }
     TPUFLEET_TRY(Generate(dir, key_path));
-    if (::stat(key_path.c_str(), &st) != 0) {
+    if (::lstat(key_path.c_str(), &st) != 0) {
       return ErrnoStatus(key_path, errno);
     }
+  }
+  // A key someone else owns (or links us to) is theirs to read or swap: never log in
+  // with it, nor hand its public half to a node.
+  if (!S_ISREG(st.st_mode)) {
+    return FailedPreconditionError(key_path + " is not a regular file; move it away and "
+                                   "tpufleet will make a new key");
+  }
+  if (Status s = CheckOwnedByMe(key_path, st, 0); !s.ok()) {
+    return FailedPreconditionError(s.message() + "; the fleet key must be yours alone: move "
+                                   "it away and tpufleet will make a new one");
   }
   if ((st.st_mode & 077) != 0) {
     char mode[8];
@@ -143,7 +156,7 @@ Result<FleetKey> EnsureFleetKey(const std::string& dir) {
                                    "owner only (chmod 600 " +
                                    key_path + ")");
   }
-  TPUFLEET_ASSIGN_OR_RETURN(std::string pem, ReadFile(key_path));
+  TPUFLEET_ASSIGN_OR_RETURN(std::string pem, ReadFile(key_path, kMaxKeyFileBytes));
   TPUFLEET_ASSIGN_OR_RETURN(std::string public_key, PublicKeyOf(key_path, pem));
   return FleetKey{key_path, public_key + " " + std::string(kComment)};
 }

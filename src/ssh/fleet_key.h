@@ -19,7 +19,9 @@ struct FleetKey {
 
 /// The key pair in `dir` (created 0700 if missing), generated with `ssh-keygen -t ed25519
 /// -N ''` (spawned without a shell) when absent. FailedPrecondition when ssh-keygen is
-/// missing; a key file with wider permissions than 0600 is refused, as OpenSSH would.
+/// missing. `dir` must be the effective user's and not writable by others
+/// (MakePrivateDirs); a key file that is not a regular file, belongs to another user or
+/// has wider permissions than 0600 is refused (FailedPrecondition), as OpenSSH would.
 Result<FleetKey> EnsureFleetKey(const std::string& dir);
 
 }  // namespace tpufleet

@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <set>
 #include <thread>
@@ -12,6 +13,7 @@
 #include "ssh/testing/temp_dir.h"
 #include "util/file.h"
 #include "util/strings.h"
+#include "util/testing/as_nobody.h"
 #include "util/testing/status_printer.h"
 
 namespace tpufleet {
@@ -102,6 +104,54 @@ TEST(FleetKey, RacingCallersEndWithOneKey) {
     EXPECT_EQ(std::string(Trim(*pub)), *keys.begin());
     EXPECT_EQ(Entries(tmp.path()).size(), 2u);
   }
+}
+
+// ---- Issue 10: a key or a key directory someone else owns ----
+
+TEST(Issue10, AFleetKeyOwnedByAnotherUserIsRefused) {
+  if (auto why = NobodySkipReason()) {
+    GTEST_SKIP() << *why;
+  }
+  // A 0600 key that is nobody's: nobody can read it, or swap it, and then log in to
+  // every node with it. Its mode alone said nothing.
+  TempDir tmp;
+  Result<FleetKey> key = EnsureFleetKey(tmp.path());
+  ASSERT_TRUE(key.ok()) << key.status().ToString();
+  NobodyIds nobody = *LookUpNobody();
+  ASSERT_EQ(::chown(key->private_key_path.c_str(), nobody.uid, nobody.gid), 0);
+  Result<FleetKey> again = EnsureFleetKey(tmp.path());
+  EXPECT_EQ(again.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(again.status().message(),
+            key->private_key_path + " belongs to nobody (uid " + std::to_string(nobody.uid) +
+                "), not to root (uid 0), who runs tpufleet; the fleet key must be yours "
+                "alone: move it away and tpufleet will make a new one");
+}
+
+TEST(Issue10, AFleetKeyDirectoryPreCreatedByAnotherUserIsRefused) {
+  if (auto why = NobodySkipReason()) {
+    GTEST_SKIP() << *why;
+  }
+  TempDir tmp;
+  ASSERT_EQ(::chmod(tmp.path().c_str(), 01777), 0);
+  std::string dir = tmp.path() + "/ssh";
+  ASSERT_EQ(RunAsNobody([&] { return ::mkdir(dir.c_str(), 0700) == 0 ? 0 : 1; }), 0);
+  Result<FleetKey> key = EnsureFleetKey(dir);
+  EXPECT_EQ(key.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(key.status().message().find(dir + " belongs to nobody"), std::string::npos)
+      << key.status().ToString();
+  EXPECT_TRUE(Entries(dir).empty());  // no key was made in it
+}
+
+TEST(Issue10, AFleetKeyThatIsASymlinkIsRefused) {
+  TempDir tmp;
+  Result<FleetKey> key = EnsureFleetKey(tmp.path() + "/a");
+  ASSERT_TRUE(key.ok()) << key.status().ToString();
+  ASSERT_EQ(::mkdir((tmp.path() + "/b").c_str(), 0700), 0);
+  ASSERT_EQ(::symlink(key->private_key_path.c_str(), (tmp.path() + "/b/id_ed25519").c_str()), 0);
+  Result<FleetKey> linked = EnsureFleetKey(tmp.path() + "/b");
+  EXPECT_EQ(linked.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(linked.status().message().find("is not a regular file"), std::string::npos)
+      << linked.status().ToString();
 }
 
 }  // namespace

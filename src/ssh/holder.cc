@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ssh/fanout_engine.h"
+#include "util/file.h"
 #include "util/unique_fd.h"
 
 namespace tpufleet {
@@ -195,9 +196,49 @@ Status ReadGreeting(int fd) {
   return Status::Ok();
 }
 
+// Before anything is sent (the key path, the hosts, the command): the socket and its
+// directory must be ours, and so must the process listening on it. A socket someone
+// else put there, or a listener of another user behind ours, is refused loudly: it
+// is someone trying to read our jobs and feed us their output.
+Status CheckHolderSocket(const std::string& path) {
+  size_t slash = path.find_last_of('/');
+  std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+  struct stat st {};
+  Status s;
+  if (::stat(dir.c_str(), &st) != 0) {
+    return UnavailableError("no connection holder at " + path + ": " + std::strerror(errno));
+  }
+  s = CheckOwnedByMe(dir, st, 022);
+  if (s.ok() && ::lstat(path.c_str(), &st) == 0) {
+    s = !S_ISSOCK(st.st_mode) ? FailedPreconditionError(path + " is not a socket")
+                              : CheckOwnedByMe(path, st, 0);
+  }
+  return s.ok() ? s : PermissionDeniedError("refusing the connection holder at " + path + ": " +
+                                            s.message());
+}
+
+Status CheckHolderPeer(const std::string& path, int fd) {
+  ucred cred{};
+  socklen_t len = sizeof cred;
+  if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) {
+    return PermissionDeniedError("refusing the connection holder at " + path +
+                                 ": cannot tell who listens there: " + std::strerror(errno));
+  }
+  if (cred.uid != ::geteuid()) {
+    return PermissionDeniedError(
+        "refusing the connection holder at " + path + ": it runs as " +
+        DescribeUser(cred.uid) + " (pid " + std::to_string(cred.pid) + "), not as " +
+        DescribeUser(::geteuid()) + "; someone else may be listening in its place: nothing "
+        "was sent to it. Remove " + path + " and check who can write its directory");
+  }
+  return Status::Ok();
+}
+
 // Sends one request and returns the connected socket, greeted.
 Result<UniqueFd> Request(const std::string& path, const json& request) {
+  TPUFLEET_TRY(CheckHolderSocket(path));
   TPUFLEET_ASSIGN_OR_RETURN(UniqueFd fd, ConnectUnix(path));
+  TPUFLEET_TRY(CheckHolderPeer(path, fd.get()));
   TPUFLEET_TRY(ReadGreeting(fd.get()));
   std::string body = request.dump();
   std::string frame;
@@ -480,6 +521,9 @@ Status HolderFanout::Run(const FanoutJob& original, FanoutSink& sink) {
       fd = Request(socket_path_, request);
     } while (!fd.ok() && fd.status().code() == StatusCode::kUnavailable &&
              clock_.MonotonicNow() < deadline);
+  }
+  if (!fd.ok() && fd.status().code() == StatusCode::kPermissionDenied) {
+    return fd.status();  // a socket or listener not ours: said out loud, never used
   }
   if (!fd.ok()) {
     return LocalFanout(clock_).Run(job, sink);  // no holder: connect from here, cold

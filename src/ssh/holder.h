@@ -17,7 +17,11 @@
 // A client that reads slowly holds its job: above kHolderClientBacklogBytes unsent, the
 // holder stops reading the job's SSH channels until the client has caught up.
 // A client that goes away cancels its job (its workers' connections close, which
-// stops stoppable commands). Only the holder's own user may connect (SO_PEERCRED).
+// stops stoppable commands). Only the holder's own user may connect (SO_PEERCRED), and
+// a client talks only to a holder of its own user: before it sends anything, the
+// socket's directory must be the client's and not writable by others, the socket file
+// the client's, and the listening process (SO_PEERCRED) the client's effective user.
+// Otherwise the request is PermissionDenied, naming who is there.
 //
 // Thread-safety: ServeHolder owns its thread; a HolderFanout runs one job at a time.
 #pragma once
@@ -52,12 +56,15 @@ Status ServeHolder(const std::string& socket_path, Clock& clock);
 
 /// Asks the holder at `socket_path` for its status ({pid, connections, busy,
 /// peak_backlog_bytes} as JSON text: peak_backlog_bytes is the most output it has held
-/// for one client since it started) or to stop. Unavailable when none runs.
+/// for one client since it started) or to stop. Unavailable when none runs;
+/// PermissionDenied when the socket or the process behind it is not the caller's
+/// (nothing is sent then).
 Result<std::string> HolderStatus(const std::string& socket_path);
 Status StopHolder(const std::string& socket_path);
 
 /// A Fanout that runs jobs in the holder, starting it with `start_holder` when none
-/// answers, and in this process (cold) when it cannot be reached even so.
+/// answers, and in this process (cold) when it cannot be reached even so. A holder that
+/// is not the caller's own is PermissionDenied from Run, and the job is not run.
 class HolderFanout final : public Fanout {
  public:
   HolderFanout(std::string socket_path, std::function<Status()> start_holder, Clock& clock)

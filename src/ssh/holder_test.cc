@@ -4,14 +4,21 @@
 #include "ssh/holder.h"
 
 #include <gtest/gtest.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
 
+#include <cstring>
 #include <map>
 #include <thread>
 
 #include <nlohmann/json.hpp>
 
 #include "ssh/fanout_engine.h"
+#include "ssh/testing/temp_dir.h"
 #include "ssh/testing/test_sshd.h"
+#include "util/testing/as_nobody.h"
 
 namespace tpufleet {
 namespace {
@@ -187,6 +194,145 @@ TEST_F(HolderTest, Issue10ASlowClientHoldsItsJobAndTheHolderKeepsLittle) {
   // The bound, one more read that was under way, and the frames' headers and result.
   EXPECT_LE(peak, kHolderClientBacklogBytes + kFanoutIoChunk + 4096) << *status;
   EXPECT_GE(peak, kHolderClientBacklogBytes) << "the client was never behind: " << *status;
+}
+
+// ---- Issue 10: a holder that is not ours ----
+
+// A forged holder, as the review ran it: a process of nobody's listening at `path`
+// that greets like a holder and waits for the request (the key path, the hosts, the
+// command). Its exit code, from Received(): 1 when any request byte reached it.
+class ForgedHolder {
+ public:
+  // `bound_fd` >= 0: a socket root bound at `path`, on which nobody calls listen() (the
+  // path passes every ownership check; only the peer's uid gives it away). Else
+  // nobody binds `path` itself.
+  ForgedHolder(const std::string& path, int bound_fd) {
+    if (::pipe(ready_) != 0 || ::pipe(done_) != 0) {
+      return;
+    }
+    thread_ = std::thread([this, path, bound_fd] {
+      exit_ = RunAsNobody([&] { return Serve(path, bound_fd); });
+    });
+    pollfd p{ready_[0], POLLIN, 0};
+    char c;
+    listening_ = ::poll(&p, 1, 10000) == 1 && ::read(ready_[0], &c, 1) == 1 && c == 'y';
+  }
+  ~ForgedHolder() { (void)Received(); }
+  bool listening() const { return listening_; }
+  // Ends the forged holder and says whether the client's request reached it.
+  bool Received() {
+    if (thread_.joinable()) {
+      (void)!::write(done_[1], "x", 1);
+      thread_.join();
+      for (int fd : {ready_[0], ready_[1], done_[0], done_[1]}) {
+        ::close(fd);
+      }
+    }
+    return exit_ == 1;
+  }
+
+ private:
+  // In the child, as nobody: system calls only.
+  int Serve(const std::string& path, int bound_fd) {
+    int fd = bound_fd;
+    if (fd < 0) {
+      sockaddr_un addr{};
+      addr.sun_family = AF_UNIX;
+      std::strncpy(addr.sun_path, path.c_str(), sizeof addr.sun_path - 1);
+      fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+      if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+        (void)!::write(ready_[1], "n", 1);
+        return 2;
+      }
+    }
+    if (::listen(fd, 4) != 0) {
+      (void)!::write(ready_[1], "n", 1);
+      return 2;
+    }
+    (void)!::write(ready_[1], "y", 1);
+    pollfd wait[2] = {{fd, POLLIN, 0}, {done_[0], POLLIN, 0}};
+    if (::poll(wait, 2, 10000) <= 0 || (wait[0].revents & POLLIN) == 0) {
+      return 0;  // no client came
+    }
+    int client = ::accept(fd, nullptr, nullptr);
+    constexpr char kGreeting[] = "TPUFLEET-HOLDER 1\n";
+    (void)!::write(client, kGreeting, sizeof kGreeting - 1);
+    pollfd in{client, POLLIN, 0};
+    char buf[256];
+    return ::poll(&in, 1, 2000) == 1 && ::read(client, buf, sizeof buf) > 0 ? 1 : 0;
+  }
+
+  int ready_[2] = {-1, -1};
+  int done_[2] = {-1, -1};
+  std::thread thread_;
+  bool listening_ = false;
+  int exit_ = -1;
+};
+
+FanoutJob SecretJob() {
+  FanoutJob job;
+  FanoutHost h;
+  h.name = "w0";
+  h.address = "127.0.0.1";
+  h.port = 1;
+  h.user = "me";
+  h.host_key = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGw6SazH8E4wAHaauG7OB3VjXkbuu9GiwOP564ZWS2Ju";
+  job.hosts.push_back(h);
+  job.command = "echo secret";
+  job.key_path = "/root/.local/state/tpufleet/ssh/id_ed25519";
+  return job;
+}
+
+TEST(Issue10, AHolderListenerOfAnotherUserIsRefusedBeforeTheJobIsSent) {
+  if (auto why = NobodySkipReason()) {
+    GTEST_SKIP() << *why;
+  }
+  TempDir tmp;  // ours, 0700: the path passes; the listener is nobody's
+  std::string path = tmp.path() + "/holder.sock";
+  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::strncpy(addr.sun_path, path.c_str(), sizeof addr.sun_path - 1);
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  ForgedHolder forged(path, fd);
+  ::close(fd);
+  ASSERT_TRUE(forged.listening());
+
+  RealClock clock;
+  bool started = false;
+  HolderFanout fanout(path, [&] { started = true; return Status::Ok(); }, clock);
+  Collect sink;
+  Status s = fanout.Run(SecretJob(), sink);
+  EXPECT_EQ(s.code(), StatusCode::kPermissionDenied) << s.ToString();
+  EXPECT_NE(s.message().find("refusing the connection holder at " + path + ": it runs as nobody"),
+            std::string::npos)
+      << s.message();
+  EXPECT_FALSE(forged.Received()) << "the job reached a holder of nobody's";
+  EXPECT_FALSE(started);
+  EXPECT_TRUE(sink.results.empty());  // the job was not run some other way either
+}
+
+TEST(Issue10, AHolderSocketInADirectoryOfAnotherUserIsRefused) {
+  if (auto why = NobodySkipReason()) {
+    GTEST_SKIP() << *why;
+  }
+  // nobody pre-created the state dir (in a shared, sticky dir) and listens in it.
+  TempDir tmp;
+  ASSERT_EQ(::chmod(tmp.path().c_str(), 01777), 0);
+  std::string dir = tmp.path() + "/state";
+  ASSERT_EQ(RunAsNobody([&] { return ::mkdir(dir.c_str(), 0755) == 0 ? 0 : 1; }), 0);
+  std::string path = dir + "/holder.sock";
+  ForgedHolder forged(path, -1);
+  ASSERT_TRUE(forged.listening());
+
+  RealClock clock;
+  HolderFanout fanout(path, [] { return Status::Ok(); }, clock);
+  Collect sink;
+  Status s = fanout.Run(SecretJob(), sink);
+  EXPECT_EQ(s.code(), StatusCode::kPermissionDenied) << s.ToString();
+  EXPECT_NE(s.message().find(dir + " belongs to nobody"), std::string::npos) << s.message();
+  EXPECT_FALSE(forged.Received()) << "the job reached a holder of nobody's";
+  EXPECT_EQ(StopHolder(path).code(), StatusCode::kPermissionDenied);
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 // The ssh module's thin layer over POSIX: running OpenSSH's programs (ssh, ssh-keygen)
-// without a shell, and making the private directories that keys and configs live in.
+// without a shell. (The private directories keys and configs live in are made by
+// util/file.h's MakePrivateDirs, which this header brings along.)
 //
 // RunProgram is util/subprocess.h's RunSubprocess with the policy OpenSSH wants: argv[0]
 // is looked up in $PATH, no argument is ever parsed by a shell, the program inherits the
@@ -16,6 +17,7 @@
 #include <string_view>
 #include <vector>
 
+#include "util/file.h"  // MakePrivateDirs, for the directories keys and configs live in
 #include "util/status.h"
 #include "util/subprocess.h"
 
@@ -35,9 +37,5 @@ using ProgramResult = SubprocessResult;
 /// a pipe or the spawn fails.
 Result<ProgramResult> RunProgram(const std::vector<std::string>& argv, std::string_view input,
                                  std::chrono::milliseconds timeout);
-
-/// Creates `dir` and any missing parents with mode 0700. An existing directory is left as
-/// it is.
-Status MakePrivateDirs(const std::string& dir);
 
 }  // namespace tpufleet

@@ -5,6 +5,7 @@
 
 #include <cctype>
 #include <cerrno>
+#include <cstdint>
 #include <cstdlib>
 #include <set>
 
@@ -115,6 +116,54 @@ bool HasGlobalLine(std::string_view text, std::string_view line) {
   return false;
 }
 
+// The user whose ~/.ssh config is edited, and the directory that says so.
+struct Owner {
+  std::string dir;  // ~/.ssh, or HOME (or above) while ~/.ssh does not exist
+  uid_t uid = 0;
+  gid_t gid = 0;
+};
+
+Result<Owner> OwnerOfConfigDir(const std::string& user_config) {
+  std::string dir = user_config;
+  while (true) {
+    size_t slash = dir.find_last_of('/');
+    if (slash == std::string::npos) {
+      dir = ".";
+    } else {
+      dir = slash == 0 ? "/" : dir.substr(0, slash);
+    }
+    struct stat st {};
+    if (::stat(dir.c_str(), &st) == 0) {
+      return Owner{dir, st.st_uid, st.st_gid};
+    }
+    if (errno != ENOENT || dir == "/" || dir == ".") {
+      return ErrnoStatus(dir, errno);
+    }
+  }
+}
+
+// chown to the config's owner when root writes for someone else; a no-op otherwise.
+Status GiveTo(const std::string& path, uid_t uid, gid_t gid) {
+  if (uid == ::geteuid()) {
+    return Status::Ok();
+  }
+  if (::lchown(path.c_str(), uid, gid) != 0) {
+    return ErrnoStatus("chown " + path, errno);
+  }
+  return Status::Ok();
+}
+
+// ~/.ssh (0700) for `owner`, made by root when it edits another user's config.
+Status MakeSshDir(const std::string& dir, const Owner& owner) {
+  if (owner.uid == ::geteuid()) {
+    return MakePrivateDirs(dir);
+  }
+  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
+    return ErrnoStatus("mkdir " + dir, errno);
+  }
+  return GiveTo(dir, owner.uid, owner.gid);
+}
+
 }  // namespace
 
 Status CheckSshAlias(std::string_view alias) {
@@ -189,7 +238,8 @@ Status WriteSshFiles(const std::string& dir, const std::vector<SshHostEntry>& en
   return WriteFileAtomic(dir + "/config", config, 0600);
 }
 
-Status EnsureSshInclude(const std::string& user_config, const std::string& include_path) {
+Status EnsureSshInclude(const std::string& user_config, const std::string& include_path,
+                        SshConfigOwner allowed) {
   std::string arg;
   {
     // Include globs its argument (and newer OpenSSH expands tokens): no such characters.
@@ -200,35 +250,54 @@ Status EnsureSshInclude(const std::string& user_config, const std::string& inclu
     TPUFLEET_ASSIGN_OR_RETURN(arg, ConfigPath("include path", include_path, false));
   }
   std::string line = "Include " + arg;
-  // Write through a symlink (dotfile managers link ~/.ssh/config), never over it.
+  // Whose config this is: the owner of ~/.ssh, or of HOME (or the nearest directory
+  // above) while there is no ~/.ssh yet.
+  TPUFLEET_ASSIGN_OR_RETURN(Owner owner, OwnerOfConfigDir(user_config));
+  if (owner.uid != ::geteuid() && allowed != SshConfigOwner::kAnyone) {
+    return FailedPreconditionError(
+        "refusing to edit " + user_config + ": " + owner.dir + " belongs to " +
+        DescribeUser(owner.uid) + ", not to " + DescribeUser(::geteuid()) +
+        ", who runs tpufleet (root with another user's HOME?); run tpufleet as that user, "
+        "or set " + std::string(kSshIncludeEnv) + "=force to edit it anyway (it stays " +
+        "theirs) or =off to leave it alone");
+  }
+  // Write through a symlink (dotfile managers link ~/.ssh/config), never over it; but
+  // only into a file of the config's owner: a link to someone else's file (root's, say)
+  // must not get a line that makes ssh read a file this user controls.
   std::string path = user_config;
   if (char* real = ::realpath(user_config.c_str(), nullptr)) {
     path = real;
     std::free(real);
   }
-  Result<std::string> old = ReadFile(path);
-  if (!old.ok() && old.status().code() == StatusCode::kNotFound) {
-    size_t slash = path.find_last_of('/');
-    if (slash != std::string::npos && slash > 0) {
-      TPUFLEET_TRY(MakePrivateDirs(path.substr(0, slash)));
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    if (errno != ENOENT) {
+      return ErrnoStatus(path, errno);
     }
-    return WriteFileAtomic(path, line + "\n", 0600);
+    size_t slash = path.find_last_of('/');
+    if (slash != std::string::npos && slash > 0 && owner.dir != path.substr(0, slash)) {
+      TPUFLEET_TRY(MakeSshDir(path.substr(0, slash), owner));
+    }
+    TPUFLEET_TRY(WriteFileAtomic(path, line + "\n", 0600));
+    return GiveTo(path, owner.uid, owner.gid);
   }
-  TPUFLEET_TRY(old.status());
-  if (HasGlobalLine(*old, line)) {
+  std::string shown = path == user_config ? path : path + " (where " + user_config + " leads)";
+  if (!S_ISREG(st.st_mode)) {
+    return FailedPreconditionError("refusing to edit " + shown + ": not a regular file");
+  }
+  if (st.st_uid != owner.uid) {
+    return FailedPreconditionError("refusing to edit " + shown + ": it belongs to " +
+                                   DescribeUser(st.st_uid) + ", not to " +
+                                   DescribeUser(owner.uid) + ", who owns " + owner.dir);
+  }
+  TPUFLEET_ASSIGN_OR_RETURN(std::string old, ReadFile(path, kMaxUserSshConfigBytes));
+  if (HasGlobalLine(old, line)) {
     return Status::Ok();
   }
-  struct stat st;
-  if (::stat(path.c_str(), &st) != 0) {
-    return ErrnoStatus(path, errno);
-  }
   // First: an Include after a Host line would apply only inside that Host's block.
-  TPUFLEET_TRY(WriteFileAtomic(path, line + "\n" + *old, static_cast<int>(st.st_mode & 07777)));
+  TPUFLEET_TRY(WriteFileAtomic(path, line + "\n" + old, static_cast<int>(st.st_mode & 07777)));
   // ssh refuses a config its user does not own; keep the owner when root edits it.
-  if (::chown(path.c_str(), st.st_uid, st.st_gid) != 0 && errno != EPERM) {
-    return ErrnoStatus("chown " + path, errno);
-  }
-  return Status::Ok();
+  return GiveTo(path, st.st_uid, st.st_gid);
 }
 
 }  // namespace tpufleet

@@ -17,6 +17,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -57,9 +58,34 @@ std::string RenderKnownHosts(const std::vector<SshHostEntry>& entries);
 /// Writes `dir`/config and `dir`/known_hosts (0600, atomically; `dir` made 0700).
 Status WriteSshFiles(const std::string& dir, const std::vector<SshHostEntry>& entries);
 
+/// The environment variable that decides whether tpufleet edits ~/.ssh/config: unset
+/// (or "auto") for the user's own only, "force" for another user's too (root with that
+/// user's HOME; the file stays theirs), "off" never.
+inline constexpr std::string_view kSshIncludeEnv = "TPUFLEET_SSH_INCLUDE";
+
+/// A ~/.ssh/config above this is not one a person wrote; it is refused, not read.
+inline constexpr size_t kMaxUserSshConfigBytes = 16 << 20;
+
+/// Whose ~/.ssh/config EnsureSshInclude may edit.
+enum class SshConfigOwner {
+  kMine,    // only the effective user's: the default
+  kAnyone,  // root editing another user's, asked to (TPUFLEET_SSH_INCLUDE=force)
+};
+
 /// Makes `user_config` (usually ~/.ssh/config) include `include_path`: adds
 /// "Include <path>" as the first line unless that exact line is already there; creates
-/// the file (0600, its directory 0700) when missing. Keeps the rest byte for byte.
-Status EnsureSshInclude(const std::string& user_config, const std::string& include_path);
+/// the file (0600, its directory 0700) when missing. Keeps the rest byte for byte, and
+/// the file's owner and mode.
+///
+/// The config's owner is the owner of its directory (~/.ssh), or of the nearest existing
+/// directory above it (HOME) when that is missing. FailedPrecondition, naming the path
+/// and the owner, and nothing written, when:
+///  - that owner is not the effective user and `allowed` is kMine (root running with
+///    another user's HOME would otherwise edit that user's config);
+///  - the file, or what its symlink leads to, is not a regular file owned by that owner
+///    (a link to root's file would get a line naming a file the user controls).
+/// A symlink is written through, never replaced (dotfile managers link the config).
+Status EnsureSshInclude(const std::string& user_config, const std::string& include_path,
+                        SshConfigOwner allowed = SshConfigOwner::kMine);
 
 }  // namespace tpufleet

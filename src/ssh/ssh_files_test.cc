@@ -1,12 +1,16 @@
 #include "ssh/ssh_files.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstring>
+
 #include "ssh/testing/temp_dir.h"
 #include "util/file.h"
 #include "util/strings.h"
+#include "util/testing/as_nobody.h"
 #include "util/testing/status_printer.h"
 
 namespace tpufleet {
@@ -210,6 +214,118 @@ TEST(EnsureSshInclude, RefusesPathsSshWouldMisread) {
   EXPECT_EQ(EnsureSshInclude(config, "/state\n/config").code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(EnsureSshInclude(config, "/sta\"te/config").code(), StatusCode::kInvalidArgument);
   EXPECT_FALSE(ReadFile(config).ok());  // nothing written
+}
+
+// ---- Issue 10: root with a user's HOME, and links to other users' files ----
+
+// A HOME that belongs to nobody (the user whose HOME root runs with), in a temp dir
+// nobody may enter, and a file of root's beside it.
+class Issue10SshConfig : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (auto why = NobodySkipReason()) {
+      GTEST_SKIP() << *why;
+    }
+    ids_ = *LookUpNobody();
+    ASSERT_EQ(::chmod(tmp_.path().c_str(), 0755), 0);
+    home_ = tmp_.path() + "/home";
+    ASSERT_EQ(::mkdir(home_.c_str(), 0755), 0);
+    ASSERT_EQ(::chown(home_.c_str(), ids_.uid, ids_.gid), 0);
+    config_ = home_ + "/.ssh/config";
+    roots_ = tmp_.path() + "/roots-file";
+    ASSERT_EQ(WriteFileAtomic(roots_, "# root's\n", 0644), Status::Ok());
+  }
+  // As nobody: ~/.ssh (0700) and, in it, `config` as a symlink to `link_to` or a file.
+  void PlantAsNobody(const std::string& link_to, const char* content = nullptr) {
+    std::string ssh = home_ + "/.ssh";
+    std::string config = config_;
+    ASSERT_EQ(RunAsNobody([&] {
+                if (::mkdir(ssh.c_str(), 0700) != 0) {
+                  return 1;
+                }
+                if (!link_to.empty()) {
+                  return ::symlink(link_to.c_str(), config.c_str()) == 0 ? 0 : 2;
+                }
+                int fd = ::open(config.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0600);
+                ssize_t want = static_cast<ssize_t>(std::strlen(content));
+                return fd >= 0 && ::write(fd, content, static_cast<size_t>(want)) == want ? 0 : 3;
+              }),
+              0);
+  }
+  uid_t OwnerOf(const std::string& path) {
+    struct stat st {};
+    return ::lstat(path.c_str(), &st) == 0 ? st.st_uid : static_cast<uid_t>(-1);
+  }
+
+  TempDir tmp_;
+  NobodyIds ids_{};
+  std::string home_, config_, roots_;
+};
+
+TEST_F(Issue10SshConfig, RootWithAUsersHomeIsRefusedUnlessAsked) {
+  // The review's attack: the user links ~/.ssh/config to a file of root's; root runs
+  // tpufleet with that HOME, and root's file got an Include of a file the user writes.
+  PlantAsNobody(roots_);
+  Status s = EnsureSshInclude(config_, "/home/nobody/state/ssh/config");
+  EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(s.message(), "refusing to edit " + config_ + ": " + home_ +
+                             "/.ssh belongs to nobody (uid " + std::to_string(ids_.uid) +
+                             "), not to root (uid 0), who runs tpufleet (root with another "
+                             "user's HOME?); run tpufleet as that user, or set "
+                             "TPUFLEET_SSH_INCLUDE=force to edit it anyway (it stays theirs) "
+                             "or =off to leave it alone");
+  EXPECT_EQ(*ReadFile(roots_), "# root's\n");
+}
+
+TEST_F(Issue10SshConfig, ALinkToAFileNotTheUsersIsRefusedEvenWhenAsked) {
+  PlantAsNobody(roots_);
+  Status s = EnsureSshInclude(config_, "/state/ssh/config", SshConfigOwner::kAnyone);
+  EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(s.message(), "refusing to edit " + roots_ + " (where " + config_ +
+                             " leads): it belongs to root (uid 0), not to nobody (uid " +
+                             std::to_string(ids_.uid) + "), who owns " + home_ + "/.ssh");
+  EXPECT_EQ(*ReadFile(roots_), "# root's\n");
+}
+
+TEST_F(Issue10SshConfig, WhenAskedTheUsersOwnConfigIsEditedAndStaysTheirs) {
+  PlantAsNobody("", "Host a\n");
+  ASSERT_EQ(EnsureSshInclude(config_, "/state/ssh/config").code(),
+            StatusCode::kFailedPrecondition);
+  EXPECT_EQ(*ReadFile(config_), "Host a\n");
+  ASSERT_EQ(EnsureSshInclude(config_, "/state/ssh/config", SshConfigOwner::kAnyone),
+            Status::Ok());
+  EXPECT_EQ(*ReadFile(config_), "Include /state/ssh/config\nHost a\n");
+  EXPECT_EQ(OwnerOf(config_), ids_.uid);
+  EXPECT_EQ(ModeOf(config_), 0600u);
+}
+
+TEST_F(Issue10SshConfig, WhenAskedAMissingConfigIsMadeForTheUser) {
+  ASSERT_EQ(EnsureSshInclude(config_, "/state/ssh/config").code(),
+            StatusCode::kFailedPrecondition);  // HOME is nobody's: refused, nothing made
+  EXPECT_NE(::access((home_ + "/.ssh").c_str(), F_OK), 0);
+  ASSERT_EQ(EnsureSshInclude(config_, "/state/ssh/config", SshConfigOwner::kAnyone),
+            Status::Ok());
+  EXPECT_EQ(*ReadFile(config_), "Include /state/ssh/config\n");
+  EXPECT_EQ(OwnerOf(home_ + "/.ssh"), ids_.uid);
+  EXPECT_EQ(ModeOf(home_ + "/.ssh"), 0700u);
+  EXPECT_EQ(OwnerOf(config_), ids_.uid);
+}
+
+TEST_F(Issue10SshConfig, MyConfigLinkedToAnotherUsersFileIsRefused) {
+  // Root's own ~/.ssh, its config a link to a file nobody owns (and could swap).
+  std::string my_ssh = tmp_.path() + "/root-home/.ssh";
+  ASSERT_EQ(MakePrivateDirs(my_ssh), Status::Ok());
+  std::string theirs = home_ + "/theirs";
+  ASSERT_EQ(RunAsNobody([&] {
+              int fd = ::open(theirs.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0644);
+              return fd >= 0 ? 0 : 1;
+            }),
+            0);
+  ASSERT_EQ(::symlink(theirs.c_str(), (my_ssh + "/config").c_str()), 0);
+  Status s = EnsureSshInclude(my_ssh + "/config", "/state/ssh/config");
+  EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(s.message().find("it belongs to nobody"), std::string::npos) << s.message();
+  EXPECT_EQ(*ReadFile(theirs), "");
 }
 
 }  // namespace

@@ -166,7 +166,13 @@ Result<std::unique_ptr<SqliteStore>> SqliteStore::Open(const std::string& path) 
   if (path != ":memory:") {
     // Create it 0600 ourselves: SQLite would use the umask. Its -wal and -shm files
     // copy the database file's permissions.
-    int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    // O_NOFOLLOW: a state.db linked elsewhere (to someone else's file) is refused.
+    int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0 && errno == ELOOP) {
+      return FailedPreconditionError("state store: " + path +
+                                     " is a symbolic link; tpufleet keeps its state only in a "
+                                     "file of its own");
+    }
     if (fd < 0) {
       return PermissionDeniedError("state store: cannot open " + path + ": " +
                                    std::strerror(errno));

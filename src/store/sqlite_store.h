@@ -22,7 +22,8 @@ namespace tpufleet {
 class SqliteStore final : public Store {
  public:
   /// Opens (creating if needed) the database at `path`; ":memory:" for a private
-  /// in-memory one. The parent directory must exist.
+  /// in-memory one. The parent directory must exist. A `path` that is a symbolic link
+  /// is FailedPrecondition: the store is never written through a link.
   static Result<std::unique_ptr<SqliteStore>> Open(const std::string& path);
   ~SqliteStore() override;
 

@@ -405,5 +405,16 @@ TEST_F(SqliteStoreTest, AnUnwritablePlaceIsAClearError) {
   EXPECT_NE(s.status().message().find("/no/such/dir/state.db"), std::string::npos);
 }
 
+TEST_F(SqliteStoreTest, Issue10AStateFileThatIsASymlinkIsRefused) {
+  // A link planted in the state dir would make tpufleet write its store (and SQLite its
+  // -wal and -shm files beside it) wherever the link points.
+  std::string elsewhere = dir_ + "/elsewhere.db";
+  ASSERT_EQ(::symlink(elsewhere.c_str(), path_.c_str()), 0);
+  Result<std::unique_ptr<SqliteStore>> s = SqliteStore::Open(path_);
+  EXPECT_EQ(s.status().code(), StatusCode::kFailedPrecondition) << s.status().ToString();
+  EXPECT_NE(s.status().message().find("is a symbolic link"), std::string::npos);
+  EXPECT_NE(::access(elsewhere.c_str(), F_OK), 0);  // nothing was made there
+}
+
 }  // namespace
 }  // namespace tpufleet

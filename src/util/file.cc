@@ -1,13 +1,65 @@
 #include "util/file.h"
 
 #include <fcntl.h>
+#include <pwd.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 
+#include "util/strings.h"
+#include "util/unique_fd.h"
+
 namespace tpufleet {
+namespace {
+
+/// Attempts at a fresh temporary name: a clash of 64 random bits happens only when
+/// someone plants names on purpose, and then giving up is right.
+constexpr int kTempNameAttempts = 16;
+
+// "a character device", for a message about what `path` is instead of a file.
+const char* KindOf(mode_t mode) {
+  if (S_ISFIFO(mode)) {
+    return "a pipe";
+  }
+  if (S_ISCHR(mode)) {
+    return "a character device";
+  }
+  if (S_ISBLK(mode)) {
+    return "a block device";
+  }
+  if (S_ISSOCK(mode)) {
+    return "a socket";
+  }
+  return "not a regular file";
+}
+
+// 16 hex digits from the kernel's random source.
+Result<std::string> RandomSuffix() {
+  uint64_t bits = 0;
+  if (::getrandom(&bits, sizeof bits, 0) != static_cast<ssize_t>(sizeof bits)) {
+    return ErrnoStatus("getrandom", errno);
+  }
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(bits));
+  return std::string(hex);
+}
+
+// fsync of the directory holding `path`, so a rename into it survives a crash.
+void SyncParent(const std::string& path) {
+  size_t slash = path.find_last_of('/');
+  std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+  UniqueFd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (fd.get() >= 0) {
+    ::fsync(fd.get());
+  }
+}
+
+}  // namespace
 
 Status ErrnoStatus(const std::string& path, int err) {
   std::string m = path + ": " + std::strerror(err);
@@ -20,65 +72,159 @@ Status ErrnoStatus(const std::string& path, int err) {
   return InternalError(m);
 }
 
-Result<std::string> ReadFile(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
+Result<std::string> ReadFile(const std::string& path, size_t max_bytes) {
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (fd.get() < 0) {
     return ErrnoStatus(path, errno);
   }
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) {
+    return ErrnoStatus(path, errno);
+  }
+  if (S_ISDIR(st.st_mode)) {
+    return ErrnoStatus(path, EISDIR);
+  }
+  const bool regular = S_ISREG(st.st_mode);
+  // Size first: reading to the end of a huge file only to refuse it is what we avoid.
+  if (regular && static_cast<uint64_t>(st.st_size) > max_bytes) {
+    return InvalidArgumentError(path + ": the file is " +
+                                FormatBytes(static_cast<uint64_t>(st.st_size)) +
+                                "; at most " + FormatBytes(max_bytes) + " is read");
+  }
   std::string data;
+  if (regular) {
+    data.reserve(static_cast<size_t>(st.st_size));
+  }
   char buf[65536];
   while (true) {
-    ssize_t n = ::read(fd, buf, sizeof buf);
+    // One byte past the limit is enough to know it is over, and no more is read.
+    size_t want = sizeof buf;
+    if (max_bytes != kNoSizeLimit) {
+      want = std::min(want, max_bytes + 1 - data.size());
+    }
+    ssize_t n = ::read(fd.get(), buf, want);
     if (n < 0) {
       if (errno == EINTR) {
         continue;
       }
-      int err = errno;
-      ::close(fd);
-      return ErrnoStatus(path, err);
+      return ErrnoStatus(path, errno);
     }
     if (n == 0) {
       break;
     }
     data.append(buf, static_cast<size_t>(n));
+    if (data.size() > max_bytes) {
+      return InvalidArgumentError(
+          path + (regular ? std::string(": the file grew past ")
+                          : " is " + std::string(KindOf(st.st_mode)) + " that gave more than ") +
+          FormatBytes(max_bytes) + ", the most that is read");
+    }
   }
-  ::close(fd);
   return data;
 }
 
 Status WriteFileAtomic(const std::string& path, const std::string& data, int mode) {
-  std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
-  if (fd < 0) {
-    return ErrnoStatus(tmp, errno);
+  std::string tmp;
+  UniqueFd fd;
+  for (int attempt = 0; attempt < kTempNameAttempts && fd.get() < 0; ++attempt) {
+    TPUFLEET_ASSIGN_OR_RETURN(std::string suffix, RandomSuffix());
+    tmp = path + ".tmp-" + suffix;
+    // O_EXCL|O_NOFOLLOW: a name someone planted (a symlink, a file) is never opened.
+    fd = UniqueFd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+    if (fd.get() < 0 && errno != EEXIST) {
+      return ErrnoStatus(tmp, errno);
+    }
   }
-  // open(2)'s mode is filtered by the umask; set it exactly.
-  ::fchmod(fd, static_cast<mode_t>(mode));
+  if (fd.get() < 0) {
+    return ErrnoStatus(tmp, EEXIST);
+  }
+  auto fail = [&](const std::string& what, int err) {
+    ::unlink(tmp.c_str());
+    return ErrnoStatus(what, err);
+  };
   size_t done = 0;
   while (done < data.size()) {
-    ssize_t n = ::write(fd, data.data() + done, data.size() - done);
+    ssize_t n = ::write(fd.get(), data.data() + done, data.size() - done);
     if (n < 0 && errno == EINTR) {
       continue;
     }
     if (n < 0) {
-      int err = errno;
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      return ErrnoStatus(tmp, err);
+      return fail(tmp, errno);
     }
     done += static_cast<size_t>(n);
   }
-  if (::fsync(fd) != 0 || ::close(fd) != 0) {
-    int err = errno;
-    ::unlink(tmp.c_str());
-    return ErrnoStatus(tmp, err);
+  // open(2)'s mode is filtered by the umask; set it exactly.
+  if (::fchmod(fd.get(), static_cast<mode_t>(mode)) != 0 || ::fsync(fd.get()) != 0) {
+    return fail(tmp, errno);
   }
+  fd.Reset();  // after fsync, close(2) has nothing left to report
   if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    int err = errno;
-    ::unlink(tmp.c_str());
-    return ErrnoStatus(path, err);
+    return fail(path, errno);
+  }
+  SyncParent(path);
+  return Status::Ok();
+}
+
+std::string DescribeUser(uid_t uid) {
+  std::string id = "uid " + std::to_string(uid);
+  if (const passwd* pw = ::getpwuid(uid); pw != nullptr && pw->pw_name != nullptr) {
+    return std::string(pw->pw_name) + " (" + id + ")";
+  }
+  return id;
+}
+
+Status CheckOwnedByMe(const std::string& path, const struct stat& st, mode_t forbidden) {
+  uid_t me = ::geteuid();
+  if (st.st_uid != me) {
+    return FailedPreconditionError(path + " belongs to " + DescribeUser(st.st_uid) +
+                                   ", not to " + DescribeUser(me) + ", who runs tpufleet");
+  }
+  if ((st.st_mode & forbidden) != 0) {
+    char mode[8];
+    std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+    return FailedPreconditionError(path + " has mode " + mode + ": " +
+                                   ((forbidden & 044) != 0 ? "others may read or write it"
+                                                           : "its group or others may write it"));
   }
   return Status::Ok();
+}
+
+Status MakePrivateDirs(const std::string& dir) {
+  if (dir.empty()) {
+    return InvalidArgumentError("empty directory name");
+  }
+  struct stat st {};
+  if (::lstat(dir.c_str(), &st) != 0) {
+    if (errno != ENOENT) {
+      return ErrnoStatus(dir, errno);
+    }
+    size_t slash = dir.find_last_of('/');
+    if (slash != std::string::npos && slash > 0) {
+      std::string parent = dir.substr(0, slash);
+      struct stat parent_st {};
+      if (::stat(parent.c_str(), &parent_st) != 0) {
+        TPUFLEET_TRY(MakePrivateDirs(parent));
+      }
+    }
+    if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
+      return ErrnoStatus("mkdir " + dir, errno);
+    }
+    if (::lstat(dir.c_str(), &st) != 0) {
+      return ErrnoStatus(dir, errno);
+    }
+  }
+  // A symlink someone else made could point anywhere: the link and its target must
+  // both be ours.
+  if (S_ISLNK(st.st_mode)) {
+    TPUFLEET_TRY(CheckOwnedByMe(dir, st, 0));
+    if (::stat(dir.c_str(), &st) != 0) {
+      return ErrnoStatus(dir, errno);
+    }
+  }
+  if (!S_ISDIR(st.st_mode)) {
+    return FailedPreconditionError(dir + " exists and is not a directory");
+  }
+  return CheckOwnedByMe(dir, st, 022);
 }
 
 }  // namespace tpufleet

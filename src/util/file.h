@@ -1,22 +1,57 @@
-// Whole-file reads and atomic writes. Errors come back as Status with the path and
-// the system's reason ("/x/fleet.yaml: No such file or directory").
+// Whole-file reads, atomic writes and private directories. Errors come back as Status
+// with the path and the system's reason ("/x/fleet.yaml: No such file or directory").
+//
+// tpufleet runs on machines shared by many users, as root too. What it writes goes
+// through names no one else can predict or plant (WriteFileAtomic), into directories
+// its own user owns and no one else may write (MakePrivateDirs); what it reads from a
+// path a user names is bounded (ReadFile's max_bytes), so `validate /dev/zero` stops.
 //
 // Thread-safety: stateless.
 #pragma once
 
+#include <sys/stat.h>
+#include <sys/types.h>
+
+#include <cstddef>
+#include <cstdint>
 #include <string>
 
 #include "util/status.h"
 
 namespace tpufleet {
 
-/// The bytes of `path`. NotFound when it does not exist.
-Result<std::string> ReadFile(const std::string& path);
+/// ReadFile without a bound: for files the system or tpufleet itself wrote (/proc,
+/// the state dir), never for a path a user names.
+inline constexpr size_t kNoSizeLimit = SIZE_MAX;
+
+/// The bytes of `path`, at most `max_bytes` of them. NotFound when it does not exist.
+/// InvalidArgument when it holds more: a regular file's size is checked before any
+/// read; anything else (a pipe, /dev/stdin, a device such as /dev/zero) is read up to
+/// max_bytes + 1 bytes and no further. A directory is "PATH: Is a directory".
+Result<std::string> ReadFile(const std::string& path, size_t max_bytes = kNoSizeLimit);
 
 /// Writes `data` to `path` through a temporary file and rename(2), so readers see the
-/// old or the new content, never half. `mode` is the new file's permission bits
-/// (0600 for anything holding a credential).
+/// old or the new content, never half. The temporary file has an unpredictable name in
+/// `path`'s directory and is created with O_EXCL|O_NOFOLLOW, so nothing planted there
+/// (a symlink, a file someone else holds open) is followed or reused; it is fsynced
+/// before the rename and the directory after. `mode` is the new file's permission bits
+/// (0600 for anything holding a credential), exactly, whatever the umask.
 Status WriteFileAtomic(const std::string& path, const std::string& data, int mode = 0644);
+
+/// Creates `dir` and any missing parents with mode 0700. `dir` itself, whether made now
+/// or found, must be a directory (or a symlink to one) that the effective user owns and
+/// that neither its group nor others may write: FailedPrecondition naming the owner or
+/// the mode otherwise (CheckOwnedByMe). Parents that already exist are left as they are.
+Status MakePrivateDirs(const std::string& dir);
+
+/// OK when `st` (lstat or stat of `path`) belongs to the effective user and has none of
+/// the permission bits in `forbidden` (022: no group or other write; 077: private).
+/// FailedPrecondition otherwise: "PATH belongs to nobody (uid 65534), not to root (uid
+/// 0), who runs tpufleet" or "PATH has mode 0777: its group or others may write it".
+Status CheckOwnedByMe(const std::string& path, const struct stat& st, mode_t forbidden);
+
+/// "alice (uid 1000)", or "uid 1234" for a uid without a passwd entry.
+std::string DescribeUser(uid_t uid);
 
 /// "<path>: <strerror(err)>" for a system call on `path` that failed with `err`:
 /// NotFound (ENOENT), PermissionDenied (EACCES, EPERM) or Internal.

@@ -1,14 +1,18 @@
 #include "util/file.h"
 
 #include <dirent.h>
+#include <fcntl.h>
+#include <ftw.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <string>
 #include <vector>
 
+#include "util/testing/as_nobody.h"
 #include "util/testing/status_printer.h"
 
 namespace tpufleet {
@@ -144,6 +148,170 @@ TEST_F(FileTest, UnreadableFileIsPermissionDenied) {
   ASSERT_EQ(WriteFileAtomic(Path("locked"), "x", 0000), Status::Ok());
   Result<std::string> r = ReadFile(Path("locked"));
   EXPECT_EQ(r.status().code(), StatusCode::kPermissionDenied);
+}
+
+// ---- Issue 10: what a local user could do to tpufleet's files ----
+
+// A directory anyone may write (as /tmp is, sticky), removed with its contents.
+class SharedDir {
+ public:
+  SharedDir() {
+    char tmpl[] = "/tmp/tpufleet-issue10-XXXXXX";
+    if (::mkdtemp(tmpl) != nullptr) {
+      path_ = tmpl;
+      ::chmod(path_.c_str(), 01777);
+    }
+  }
+  ~SharedDir() {
+    ::nftw(
+        path_.c_str(), [](const char* p, const struct stat*, int, FTW*) { return ::remove(p); },
+        16, FTW_DEPTH | FTW_PHYS);
+  }
+  SharedDir(const SharedDir&) = delete;
+  SharedDir& operator=(const SharedDir&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+TEST(Issue10, ReadFileStopsAtTheLimitOnADevice) {
+  // `validate /dev/zero` read for ever (16 GB before it was stopped).
+  constexpr size_t kLimit = 1 << 20;
+  auto start = std::chrono::steady_clock::now();
+  Result<std::string> r = ReadFile("/dev/zero", kLimit);
+  auto took = std::chrono::steady_clock::now() - start;
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(r.status().message(),
+            "/dev/zero is a character device that gave more than 1 MiB, the most that is read");
+  EXPECT_LT(took, std::chrono::seconds(2));
+}
+
+TEST(Issue10, ReadFileRefusesAnOversizedFileBeforeReadingIt) {
+  SharedDir dir;
+  std::string path = dir.path() + "/huge.yaml";
+  // Sparse: 64 GiB that would take minutes to read and all the memory to hold.
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0600);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::ftruncate(fd, off_t{64} << 30), 0);
+  ::close(fd);
+  auto start = std::chrono::steady_clock::now();
+  Result<std::string> r = ReadFile(path, 1 << 20);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(1));
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(r.status().message(), path + ": the file is 64 GiB; at most 1 MiB is read");
+  // At the limit exactly, it is read.
+  ASSERT_EQ(WriteFileAtomic(path, std::string(1 << 20, 'x')), Status::Ok());
+  EXPECT_EQ(ReadFile(path, 1 << 20)->size(), size_t{1} << 20);
+}
+
+TEST(Issue10, ReadFileReadsAPipeUpToTheLimit) {
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  ASSERT_EQ(::write(fds[1], "fleet: x\n", 9), 9);
+  ::close(fds[1]);
+  std::string path = "/proc/self/fd/" + std::to_string(fds[0]);
+  Result<std::string> r = ReadFile(path, 8);
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument) << r.status().ToString();
+  EXPECT_NE(r.status().message().find("a pipe that gave more than 8 bytes"), std::string::npos)
+      << r.status().message();
+  ::close(fds[0]);
+}
+
+TEST(Issue10, WriteFileAtomicIgnoresATemporaryNamePlantedByAnotherUser) {
+  if (auto why = NobodySkipReason()) {
+    GTEST_SKIP() << *why;
+  }
+  // The attack on the old fixed name PATH.tmp.<pid>: root writes into a directory of
+  // nobody's (a user's ~/.ssh, say); nobody links that name to a file of root's, and
+  // root's write went through the link into that file.
+  SharedDir shared;
+  std::string dir = shared.path() + "/nobodys";
+  std::string precious = shared.path() + "/precious";
+  ASSERT_EQ(WriteFileAtomic(precious, "root's own\n", 0600), Status::Ok());
+  std::string path = dir + "/config";
+  std::string planted = path + ".tmp." + std::to_string(::getpid());
+  ASSERT_EQ(RunAsNobody([&] {
+              return ::mkdir(dir.c_str(), 0755) == 0 &&
+                             ::symlink(precious.c_str(), planted.c_str()) == 0
+                         ? 0
+                         : 1;
+            }),
+            0);
+  ASSERT_EQ(WriteFileAtomic(path, "new\n", 0600), Status::Ok());
+  EXPECT_EQ(ReadFile(precious).value(), "root's own\n");
+  EXPECT_EQ(ReadFile(path).value(), "new\n");
+  struct stat st {};
+  ASSERT_EQ(::lstat(path.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISREG(st.st_mode));
+  EXPECT_EQ(st.st_uid, ::geteuid());
+}
+
+TEST(WriteFileAtomic, LeavesNothingWhenTheRenameFails) {
+  // The target is a non-empty directory: the rename fails, the temporary file goes.
+  SharedDir dir;
+  std::string path = dir.path() + "/target";
+  ASSERT_EQ(::mkdir(path.c_str(), 0700), 0);
+  ASSERT_EQ(WriteFileAtomic(path + "/keep", "x"), Status::Ok());
+  Status first = WriteFileAtomic(path, "a");
+  Status second = WriteFileAtomic(path, "b");
+  ASSERT_FALSE(first.ok());
+  ASSERT_FALSE(second.ok());
+  // Nothing is left behind when it fails.
+  DIR* d = ::opendir(dir.path().c_str());
+  ASSERT_NE(d, nullptr);
+  std::vector<std::string> names;
+  while (dirent* e = ::readdir(d)) {
+    if (std::string(e->d_name) != "." && std::string(e->d_name) != "..") {
+      names.push_back(e->d_name);
+    }
+  }
+  ::closedir(d);
+  EXPECT_EQ(names, std::vector<std::string>{"target"});
+}
+
+TEST(Issue10, MakePrivateDirsRefusesADirectoryPreCreatedByAnotherUser) {
+  if (auto why = NobodySkipReason()) {
+    GTEST_SKIP() << *why;
+  }
+  SharedDir shared;
+  std::string state = shared.path() + "/tpufleet";
+  ASSERT_EQ(RunAsNobody([&] { return ::mkdir(state.c_str(), 0777) == 0 ? 0 : 1; }), 0);
+  Status s = MakePrivateDirs(state);
+  EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition) << s.ToString();
+  EXPECT_NE(s.message().find(state + " belongs to nobody (uid "), std::string::npos)
+      << s.message();
+  EXPECT_NE(s.message().find("not to root (uid 0), who runs tpufleet"), std::string::npos)
+      << s.message();
+
+  // A symlink nobody planted is refused too, even when it leads to a directory of ours.
+  std::string mine = shared.path() + "/mine";
+  ASSERT_EQ(::mkdir(mine.c_str(), 0700), 0);
+  std::string link = shared.path() + "/link";
+  ASSERT_EQ(RunAsNobody([&] { return ::symlink(mine.c_str(), link.c_str()) == 0 ? 0 : 1; }), 0);
+  EXPECT_EQ(MakePrivateDirs(link).code(), StatusCode::kFailedPrecondition);
+  // Ours: fine.
+  EXPECT_EQ(MakePrivateDirs(mine), Status::Ok());
+}
+
+TEST(Issue10, MakePrivateDirsRefusesADirectoryOthersMayWrite) {
+  SharedDir shared;
+  std::string dir = shared.path() + "/state";
+  ASSERT_EQ(::mkdir(dir.c_str(), 0700), 0);
+  ASSERT_EQ(::chmod(dir.c_str(), 0775), 0);
+  Status s = MakePrivateDirs(dir);
+  EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(s.message(), dir + " has mode 0775: its group or others may write it");
+  ASSERT_EQ(::chmod(dir.c_str(), 0755), 0);  // readable by others is the user's choice
+  EXPECT_EQ(MakePrivateDirs(dir), Status::Ok());
+  // What it makes is 0700, parents included, whatever the umask.
+  mode_t old = ::umask(0);
+  EXPECT_EQ(MakePrivateDirs(dir + "/a/b"), Status::Ok());
+  ::umask(old);
+  struct stat st {};
+  ASSERT_EQ(::stat((dir + "/a").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0700u);
 }
 
 }  // namespace

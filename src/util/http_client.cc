@@ -5,19 +5,42 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdint>
 #include <mutex>
 
 #include "util/log.h"
+#include "util/strings.h"
 
 namespace tpufleet {
 namespace {
 
+// What the write and header callbacks fill, and where they stop.
+struct Receiving {
+  HttpResponse* resp;
+  size_t max_body;
+  size_t header_bytes = 0;
+  bool body_too_large = false;
+  bool headers_too_large = false;
+};
+
+// Returning less than given makes curl abort the transfer (CURLE_WRITE_ERROR).
 size_t AppendBody(char* data, size_t size, size_t n, void* out) {
-  static_cast<std::string*>(out)->append(data, size * n);
+  auto* r = static_cast<Receiving*>(out);
+  if (size * n > r->max_body - r->resp->body.size()) {
+    r->body_too_large = true;
+    return 0;
+  }
+  r->resp->body.append(data, size * n);
   return size * n;
 }
 
 size_t AppendHeader(char* data, size_t size, size_t n, void* out) {
+  auto* r = static_cast<Receiving*>(out);
+  r->header_bytes += size * n;
+  if (r->header_bytes > kMaxHttpHeaderBytes) {
+    r->headers_too_large = true;
+    return 0;
+  }
   std::string line(data, size * n);
   size_t colon = line.find(':');
   if (colon != std::string::npos) {
@@ -26,7 +49,7 @@ size_t AppendHeader(char* data, size_t size, size_t n, void* out) {
                    [](unsigned char c) { return std::tolower(c); });
     size_t b = line.find_first_not_of(" \t", colon + 1);
     size_t e = line.find_last_not_of(" \t\r\n");
-    (*static_cast<std::map<std::string, std::string>*>(out))[name] =
+    r->resp->headers[name] =
         b == std::string::npos || e < b ? "" : line.substr(b, e - b + 1);
   }
   return size * n;
@@ -107,10 +130,14 @@ Result<HttpResponse> CurlHttpClient::Send(const HttpRequest& req) {
   }
   lib.easy_setopt(curl, CURLOPT_TIMEOUT_MS, static_cast<long>(req.timeout.count()));
   lib.easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);  // no SIGALRM in a threaded program
+  Receiving receiving{&resp, req.max_response_bytes};
+  // A Content-Length over the cap is refused before any of the body comes.
+  lib.easy_setopt(curl, CURLOPT_MAXFILESIZE_LARGE,
+                  static_cast<curl_off_t>(std::min<size_t>(req.max_response_bytes, INT64_MAX)));
   lib.easy_setopt(curl, CURLOPT_WRITEFUNCTION, AppendBody);
-  lib.easy_setopt(curl, CURLOPT_WRITEDATA, &resp.body);
+  lib.easy_setopt(curl, CURLOPT_WRITEDATA, &receiving);
   lib.easy_setopt(curl, CURLOPT_HEADERFUNCTION, AppendHeader);
-  lib.easy_setopt(curl, CURLOPT_HEADERDATA, &resp.headers);
+  lib.easy_setopt(curl, CURLOPT_HEADERDATA, &receiving);
   CURLcode rc = lib.easy_perform(curl);
   long status = 0;
   lib.easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
@@ -118,7 +145,17 @@ Result<HttpResponse> CurlHttpClient::Send(const HttpRequest& req) {
   lib.easy_cleanup(curl);
   if (rc != CURLE_OK) {
     // The URL may carry a token in its query; Redact before it reaches a message.
-    std::string what = req.method + " " + Redact(req.url) + ": " + lib.easy_strerror(rc);
+    std::string what = req.method + " " + Redact(req.url) + ": ";
+    if (receiving.body_too_large || rc == CURLE_FILESIZE_EXCEEDED) {
+      return InternalError(what + "the response is larger than " +
+                           FormatBytes(req.max_response_bytes) +
+                           ", the most tpufleet accepts; the transfer was stopped");
+    }
+    if (receiving.headers_too_large) {
+      return InternalError(what + "the response's headers pass " +
+                           FormatBytes(kMaxHttpHeaderBytes) + "; the transfer was stopped");
+    }
+    what += lib.easy_strerror(rc);
     if (rc == CURLE_OPERATION_TIMEDOUT) {
       return TimeoutError(what);
     }

@@ -13,12 +13,22 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <map>
 #include <string>
 
 #include "util/status.h"
 
 namespace tpufleet {
+
+/// The largest response body Send accepts by default. The TPU API's largest answers
+/// (a list page of 1000 nodes of a pod, each with hundreds of network endpoints) are a
+/// few MiB; a server that sends more is broken or hostile, and is stopped before it
+/// fills memory.
+inline constexpr size_t kMaxHttpResponseBytes = 64u << 20;
+/// All of a response's header lines together; real ones are a few KiB. (libcurl 7.88
+/// stops at 300 KiB with a vaguer error; other versions may not stop at all.)
+inline constexpr size_t kMaxHttpHeaderBytes = 256u << 10;
 
 struct HttpRequest {
   std::string method = "GET";
@@ -27,6 +37,9 @@ struct HttpRequest {
   std::string body;
   // Whole request, connect to last byte. Long enough for a metadata long-poll.
   std::chrono::milliseconds timeout{30000};
+  // A body larger than this ends the transfer at once with an error (see
+  // kMaxHttpResponseBytes); a caller that expects more may raise it.
+  size_t max_response_bytes = kMaxHttpResponseBytes;
 };
 
 struct HttpResponse {
@@ -42,7 +55,9 @@ class HttpClient {
   HttpClient& operator=(const HttpClient&) = delete;
   virtual ~HttpClient() = default;
 
-  /// Sends `request` and returns the response, whatever its status.
+  /// Sends `request` and returns the response, whatever its status. A response whose
+  /// body passes request.max_response_bytes, or whose headers pass kMaxHttpHeaderBytes,
+  /// is cut off there: Internal, saying so (retrying would fetch it again).
   virtual Result<HttpResponse> Send(const HttpRequest& request) = 0;
 };
 

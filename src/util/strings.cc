@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <iterator>
 
 namespace tpufleet {
 
@@ -247,6 +248,26 @@ std::string FormatUsd(double usd) {
   // No minus on an amount that rounds to zero.
   bool negative = usd < 0 && digits != "0.00";
   return std::string(negative ? "-$" : "$") + grouped + digits.substr(dot);
+}
+
+std::string FormatBytes(uint64_t bytes) {
+  static constexpr const char* kUnits[] = {"bytes", "KiB", "MiB", "GiB", "TiB"};
+  if (bytes < 1024) {
+    return std::to_string(bytes) + " bytes";
+  }
+  double v = static_cast<double>(bytes);
+  size_t unit = 0;
+  while (v >= 1024 && unit + 1 < std::size(kUnits)) {
+    v /= 1024;
+    ++unit;
+  }
+  char buf[32];
+  if (v == static_cast<double>(static_cast<uint64_t>(v))) {
+    std::snprintf(buf, sizeof buf, "%.0f %s", v, kUnits[unit]);
+  } else {
+    std::snprintf(buf, sizeof buf, "%.1f %s", v, kUnits[unit]);
+  }
+  return buf;
 }
 
 }  // namespace tpufleet

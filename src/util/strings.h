@@ -61,6 +61,9 @@ std::string ShellQuote(std::string_view text);
 /// exactly as the words were given.
 std::string ShellJoin(const std::vector<std::string>& words);
 
+/// A size for people: "512 bytes", "64 KiB", "1 MiB", "3.2 GiB" (one decimal unless whole).
+std::string FormatBytes(uint64_t bytes);
+
 /// "$1,234.56" style money, two decimals ("-$0.25" below zero, "$inf" when not finite).
 std::string FormatUsd(double usd);
 

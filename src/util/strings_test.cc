@@ -195,6 +195,15 @@ TEST(Fnv1a64, IsStable) {
   EXPECT_EQ(Fnv1a64("foobar"), 9870438755804841970ULL);
 }
 
+TEST(FormatBytes, UnitsForPeople) {
+  EXPECT_EQ(FormatBytes(0), "0 bytes");
+  EXPECT_EQ(FormatBytes(1023), "1023 bytes");
+  EXPECT_EQ(FormatBytes(1024), "1 KiB");
+  EXPECT_EQ(FormatBytes(1536), "1.5 KiB");
+  EXPECT_EQ(FormatBytes(1 << 20), "1 MiB");
+  EXPECT_EQ(FormatBytes(uint64_t{64} << 30), "64 GiB");
+}
+
 TEST(FormatUsd, TwoDecimalsAndThousandsSeparators) {
   EXPECT_EQ(FormatUsd(0), "$0.00");
   EXPECT_EQ(FormatUsd(0.5), "$0.50");
