@@ -17,6 +17,8 @@
 #include "control/copy.h"
 #include "control/tar_guard.h"
 #include "control/testing/copy_fixture.h"
+#include "util/file.h"
+#include "util/strings.h"
 #include "util/testing/as_nobody.h"
 
 namespace tpufleet {
@@ -342,6 +344,44 @@ TEST_F(CopyTest, Issue10NobodyCannotPlantTheStagingDirectoryOfADownload) {
   EXPECT_TRUE(report->ok()) << report->workers[0].message;
   EXPECT_EQ(Read(shared + "/got/a"), "a");
   EXPECT_FALSE(fs::exists(shared + "/victim"));
+}
+
+// A worker's receive script wrote to DEST.tpufleet-tmp.$$: in a directory others can
+// write, nobody planted that name for the next pids as a symlink to a file of the login's,
+// which the copy then overwrote.
+TEST_F(CopyTest, Issue10NobodyCannotPlantTheWorkersTemporaryName) {
+  if (auto why = NobodySkipReason()) {
+    GTEST_SKIP() << *why;
+  }
+  TempDir outside;
+  ASSERT_EQ(::chmod(outside.path().c_str(), 0755), 0);
+  std::string shared = outside.path() + "/shared";
+  fs::create_directories(shared);
+  ASSERT_EQ(::chmod(shared.c_str(), 0777), 0);  // a group directory, not sticky
+  std::string victim = local_ + "/victim";  // the login's own file
+  Write(victim, "precious");
+  Write(local_ + "/data.bin", "payload");
+  ASSERT_TRUE(Cp({local_ + "/data.bin"}, "solo:" + shared + "/").ok());
+  ASSERT_EQ(jobs().size(), 1u);
+  Result<std::string> last = ReadFile("/proc/sys/kernel/ns_last_pid");
+  ASSERT_TRUE(last.ok());
+  long long pid = 0;
+  ASSERT_TRUE(ParseInt(Trim(*last), &pid));
+  constexpr int kPids = 300;  // the shells the next run starts come within these
+  ASSERT_EQ(RunAsNobody([&] {
+              int made = 0;
+              char name[4096];
+              for (long long p = pid + 1; p <= pid + kPids; ++p) {
+                std::snprintf(name, sizeof name, "%s/data.bin.tpufleet-tmp.%lld", shared.c_str(), p);
+                made += ::symlink(victim.c_str(), name) == 0;
+              }
+              return made == kPids ? 0 : 1;
+            }),
+            0);
+  SubprocessResult r = testing::RunOnWorker(jobs()[0].command, "payload", local_);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(Read(victim), "precious");
+  EXPECT_EQ(Read(shared + "/data.bin"), "payload");
 }
 
 }  // namespace
