@@ -402,6 +402,8 @@ relay_still_used() {
   grep -q 'through the relay chain' "$tmp/killed.out" || { shows killed; return 1; }
 }
 check "... and the others still went through the relay chain" relay_still_used
+no_false_alarm() { ! grep -q SECURITY "$tmp/killed.err" || { shows killed; return 1; }; }
+check "... and a dead worker is no security event" no_false_alarm
 check "the other 15 workers have /tmp/after.bin intact; $dead fails" \
   sums_are all /tmp/after.bin "$big_sha" 15 "$dead"
 
