@@ -121,9 +121,12 @@ std::vector<Command>& Table() {
        "into ./logs/NODE-wN/. Files arrive under a temporary name and are renamed once their\n"
        "size is checked. A file of 16 MiB or more to 4 or more workers goes through a relay\n"
        "chain (each worker forwards it to the next over TCP, with python3 there), so this\n"
-       "machine sends it once; every worker's SHA-256 is compared with the local file's, and\n"
-       "any worker the chain missed gets it directly over SSH. --no-relay sends to each\n"
-       "worker directly. Exit status: 0 when every worker has every file, 1 otherwise.",
+       "machine sends it once. Each copy's chain has a random key (given to the hops on\n"
+       "stdin) that every connection proves before data flows, and each worker checks the\n"
+       "source's SHA-256 before the file takes its name; any worker the chain missed gets it\n"
+       "directly over SSH, and a connection that fails the key or a wrong digest is printed\n"
+       "as a SECURITY event. --no-relay sends to each worker directly. Exit status: 0 when\n"
+       "every worker has every file and nothing was reported, 1 otherwise.",
        {{"no-relay", "", "send to every worker directly over SSH"},
         {"connect-timeout", "D", "give up on a worker not logged in after D (default 10s)"}},
        true, RunCopy},

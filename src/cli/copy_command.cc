@@ -50,7 +50,8 @@ ExitStatus RunCopy(Invocation& inv) {
     inv.out << nlohmann::json{{"workers", list},
                               {"bytes", report->bytes},
                               {"seconds", seconds},
-                              {"ok", failed == 0}}
+                              {"security_events", report->security_events},
+                              {"ok", report->ok()}}
                    .dump(2)
             << "\n";
   } else {
@@ -72,6 +73,14 @@ ExitStatus RunCopy(Invocation& inv) {
     }
     inv.out << line;
   }
+  for (const std::string& event : report->security_events) {
+    inv.err << "tpufleet: SECURITY: relay " << event << "\n";
+  }
+  if (!report->security_events.empty()) {
+    inv.err << "tpufleet: SECURITY: " << report->security_events.size()
+            << " relay event(s): something on a worker or the network between them tried to "
+               "read or change this copy; the workers concerned got it directly over SSH\n";
+  }
   if (failed) {
     inv.err << "tpufleet: " << failed << " of " << report->workers.size()
             << " workers failed:\n";
@@ -82,7 +91,7 @@ ExitStatus RunCopy(Invocation& inv) {
     }
     return ExitStatus::kFailure;
   }
-  return ExitStatus::kOk;
+  return report->ok() ? ExitStatus::kOk : ExitStatus::kFailure;
 }
 
 }  // namespace tpufleet::cli

@@ -1,5 +1,7 @@
 #include "control/copy.h"
 
+#include <fcntl.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -13,7 +15,9 @@
 #include <map>
 #include <random>
 
+#include "control/copy_relay_hop.h"
 #include "control/exec.h"
+#include "control/tar_guard.h"
 #include "util/file.h"
 #include "util/strings.h"
 #include "util/subprocess.h"
@@ -34,7 +38,8 @@ constexpr const char* kExpandPath =
 // directory gets the file inside it.
 constexpr const char* kReceiveFile =
     "case \"$d\" in */) mkdir -p \"$d\" && d=$d$2;; *) if [ -d \"$d\" ]; then d=$d/$2; fi;; esac; "
-    "t=$d.tpufleet-tmp.$$; cat >\"$t\" || { rm -f \"$t\"; exit 1; }; s=$(wc -c <\"$t\"); "
+    "t=$(mktemp -- \"$d.tpufleet-tmp.XXXXXX\") || exit 1; "
+    "cat >\"$t\" || { rm -f \"$t\"; exit 1; }; s=$(wc -c <\"$t\"); "
     "if [ \"$s\" -ne \"$3\" ]; then rm -f \"$t\"; echo \"received $s of $3 bytes\" >&2; exit 1; fi; "
     "chmod \"$4\" \"$t\" && mv -f \"$t\" \"$d\"";
 
@@ -47,78 +52,6 @@ constexpr const char* kReceiveDir =
 constexpr const char* kSendPath =
     "[ -e \"$d\" ] || { echo \"no such file or directory: $1\" >&2; exit 1; }; "
     "cd \"$(dirname \"$d\")\" && exec tar -c -f - \"$(basename \"$d\")\"";
-
-// The relay hop, run with python3 on every worker of the chain: argv is dest, name,
-// size, mode (octal), port, my index, the chain's addresses (comma-separated) and the
-// hop wait in seconds. It listens (unless first), connects on to the next worker that
-// answers, copies upstream to its file and downstream, and prints the SHA-256.
-constexpr const char* kRelayHop = R"PY(
-import hashlib, os, socket, sys, time
-dest, name, size, mode, port, me, chain, wait = sys.argv[1:9]
-size, mode, port, me, wait = int(size), int(mode, 8), int(port), int(me), float(wait)
-chain = chain.split(',')
-dest = os.path.expanduser(dest or '.')
-if dest.endswith('/'):
-    os.makedirs(dest, exist_ok=True)
-if os.path.isdir(dest):
-    dest = os.path.join(dest, name)
-listener = None
-if me > 0:
-    listener = socket.socket(socket.AF_INET6 if ':' in chain[me] else socket.AF_INET)
-    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    listener.bind(('', port))
-    listener.listen(8)
-down = None
-for j in range(me + 1, len(chain)):
-    end = time.time() + wait
-    while down is None and time.time() < end:
-        try:
-            down = socket.create_connection((chain[j], port), timeout=2)
-        except OSError:
-            time.sleep(0.05)
-    if down is not None:
-        break
-if listener is None:
-    up = sys.stdin.buffer.raw
-else:
-    listener.settimeout(wait + 30)
-    allowed = set(chain[:me])
-    while True:
-        up, peer = listener.accept()
-        if peer[0] in allowed:
-            break
-        up.close()
-    listener.close()
-if down is not None:
-    down.settimeout(None)
-tmp = '%s.tpufleet-tmp.%d' % (dest, os.getpid())
-digest = hashlib.sha256()
-buf = bytearray(1 << 20)
-view = memoryview(buf)
-got = 0
-with open(tmp, 'wb') as out:
-    while got < size:
-        n = up.readinto(view) if listener is None else up.recv_into(view)
-        if not n:
-            break
-        chunk = view[:n]
-        out.write(chunk)
-        digest.update(chunk)
-        if down is not None:
-            try:
-                down.sendall(chunk)
-            except OSError:
-                down = None
-        got += n
-if down is not None:
-    down.close()
-if got != size:
-    os.unlink(tmp)
-    sys.exit('received %d of %d bytes' % (got, size))
-os.chmod(tmp, mode)
-os.replace(tmp, dest)
-print('TPUFLEET-RELAY', digest.hexdigest(), got)
-)PY";
 
 std::string Script(const std::string& body, const std::vector<std::string>& args) {
   std::vector<std::string> words = {"sh", "-c", std::string(kExpandPath) + body, "tpufleet"};
@@ -158,6 +91,38 @@ class Collect final : public FanoutSink {
   std::vector<HostResult> results_;
 };
 
+// A new directory that only this user can enter (mkdtemp makes it 0700), removed with
+// what is in it when this goes: for what cp writes here that nobody else may read or
+// plant (a directory's tar, a download's staging).
+class PrivateDir {
+ public:
+  PrivateDir() = default;
+  PrivateDir(const PrivateDir&) = delete;
+  PrivateDir& operator=(const PrivateDir&) = delete;
+  ~PrivateDir() {
+    if (!path_.empty()) {
+      std::error_code ec;
+      fs::remove_all(path_, ec);
+    }
+  }
+  /// Makes PARENT/PREFIXxxxxxx (once; later calls keep the first).
+  Status Make(const std::string& parent, const std::string& prefix) {
+    if (!path_.empty()) {
+      return Status::Ok();
+    }
+    std::string name = parent + "/" + prefix + "XXXXXX";
+    if (::mkdtemp(name.data()) == nullptr) {
+      return ErrnoStatus("a private directory in " + parent, errno);
+    }
+    path_ = name;
+    return Status::Ok();
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
 struct Source {
   std::string path;       // as given
   std::string name;       // its base name
@@ -180,12 +145,38 @@ Result<std::string> Sha256OfFile(const std::string& path) {
   return r.output.substr(0, 64);
 }
 
-// Relays `src` along `workers` (indices into `all`); returns the indices that have it.
+// `bytes` from the kernel's CSPRNG as lowercase hex; Internal when it has none to give.
+Result<std::string> RandomHex(size_t bytes) {
+  std::string raw(bytes, '\0');
+  size_t got = 0;
+  while (got < bytes) {
+    ssize_t n = ::getrandom(raw.data() + got, bytes - got, 0);
+    if (n < 0 && errno == EINTR) {
+      continue;
+    }
+    if (n <= 0) {
+      return InternalError(std::string("getrandom: ") + std::strerror(errno));
+    }
+    got += static_cast<size_t>(n);
+  }
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string hex;
+  for (unsigned char c : raw) {
+    hex += kHex[c >> 4];
+    hex += kHex[c & 15];
+  }
+  return hex;
+}
+
+// Relays `src` to `all` through the chain; returns which of them have it, and adds what
+// the hops reported as security events to `events`.
 std::vector<bool> Relay(World& world, const Source& src, const std::vector<WorkerTarget>& all,
-                        const std::string& dest, std::chrono::milliseconds connect_timeout) {
+                        const std::string& dest, std::chrono::milliseconds connect_timeout,
+                        std::vector<std::string>& events) {
   std::vector<bool> done(all.size(), false);
   Result<std::string> want = Sha256OfFile(src.send_path);
-  if (!want.ok()) {
+  Result<std::string> key = RandomHex(kRelayKeyBytes);
+  if (!want.ok() || !key.ok()) {
     return done;
   }
   std::vector<std::string> chain;
@@ -197,14 +188,18 @@ std::vector<bool> Relay(World& world, const Source& src, const std::vector<Worke
   int port = 20000 + static_cast<int>(rd() % 12000);
   FanoutJob job = JobFor(world, all);
   job.stdin_path = src.send_path;
+  job.stdin_header = *key + " " + *want + "\n";
   job.connect_timeout = connect_timeout;
   char mode[8];
   std::snprintf(mode, sizeof mode, "%o", src.mode);
+  const auto deadline = kRelayDeadlineBase + std::chrono::seconds(src.size / kRelayMinRate);
   for (size_t i = 0; i < job.hosts.size(); ++i) {
     job.hosts[i].command = ShellJoin(
-        {"python3", "-c", kRelayHop, dest, src.name, std::to_string(src.size), mode,
+        {"python3", "-c", kRelayHopProgram, dest, src.name, std::to_string(src.size), mode,
          std::to_string(port), std::to_string(i), Join(chain, ","),
-         std::to_string(kRelayHopWait.count())});
+         std::to_string(kRelayHopWait.count()), std::to_string(kRelayAcceptWait.count()),
+         std::to_string(kRelayHandshakeTimeout.count()), std::to_string(kRelayIoTimeout.count()),
+         std::to_string(deadline.count())});
     job.hosts[i].no_input = i != 0;
   }
   Collect collect(all.size());
@@ -212,13 +207,24 @@ std::vector<bool> Relay(World& world, const Source& src, const std::vector<Worke
     return done;
   }
   const std::string expect = "TPUFLEET-RELAY " + *want + " " + std::to_string(src.size);
+  constexpr std::string_view kAlert = "TPUFLEET-RELAY-ALERT ";
   for (size_t i = 0; i < all.size(); ++i) {
-    done[i] = collect.Failure(i).empty() && Trim(collect.Output(i)) == expect;
+    std::string last;
+    for (const std::string& line : Split(collect.Output(i), '\n')) {
+      if (StartsWith(line, kAlert)) {
+        events.push_back(all[i].name + ": " + line.substr(kAlert.size()));
+      } else if (!Trim(line).empty()) {
+        last = std::string(Trim(line));
+      }
+    }
+    done[i] = collect.Failure(i).empty() && last == expect;
   }
   return done;
 }
 
-Result<Source> ReadSource(const std::string& path, const std::string& temp_dir) {
+// A directory is made into a tar in `scratch` (made in the system's temporary
+// directory on first use), in a file created 0600 before tar writes it.
+Result<Source> ReadSource(const std::string& path, PrivateDir& scratch, size_t index) {
   struct stat st{};
   if (::stat(path.c_str(), &st) != 0) {
     return ErrnoStatus(path, errno);
@@ -233,7 +239,12 @@ Result<Source> ReadSource(const std::string& path, const std::string& temp_dir) 
   s.mode = st.st_mode & 07777;
   if (S_ISDIR(st.st_mode)) {
     s.directory = true;
-    s.send_path = temp_dir + "/" + std::to_string(::getpid()) + "-" + s.name + ".tar";
+    TPUFLEET_TRY(scratch.Make(fs::temp_directory_path().string(), "tpufleet-cp-"));
+    s.send_path = scratch.path() + "/" + std::to_string(index) + ".tar";
+    UniqueFd tar(::open(s.send_path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
+    if (tar.get() < 0) {
+      return ErrnoStatus(s.send_path, errno);
+    }
     SpawnOptions options;
     options.search_path = true;
     options.inherit_env = true;
@@ -267,10 +278,10 @@ Result<CopyReport> Upload(World& world, const CopyRequest& request, const Remote
                                               "reaches the workers `tpufleet up` made");
     }
   }
-  std::string temp_dir = fs::temp_directory_path().string();
+  PrivateDir scratch;
   std::vector<Source> sources;
   for (const auto& path : request.sources) {
-    TPUFLEET_ASSIGN_OR_RETURN(Source s, ReadSource(path, temp_dir));
+    TPUFLEET_ASSIGN_OR_RETURN(Source s, ReadSource(path, scratch, sources.size()));
     sources.push_back(std::move(s));
   }
   CopyReport report;
@@ -282,7 +293,8 @@ Result<CopyReport> Upload(World& world, const CopyRequest& request, const Remote
     std::vector<bool> relayed(workers.size(), false);
     if (request.relay && !src.directory && src.size >= kRelayMinBytes &&
         workers.size() >= kRelayMinWorkers) {
-      relayed = Relay(world, src, workers, dest.path, request.connect_timeout);
+      relayed = Relay(world, src, workers, dest.path, request.connect_timeout,
+                      report.security_events);
     }
     std::vector<WorkerTarget> direct;
     std::vector<size_t> direct_index;
@@ -315,19 +327,56 @@ Result<CopyReport> Upload(World& world, const CopyRequest& request, const Remote
       }
     }
     if (src.directory) {
-      ::unlink(src.send_path.c_str());
+      ::unlink(src.send_path.c_str());  // now, not only when the last source is sent
     }
   }
   return report;
 }
 
-// Writes each host's tar stream into a `tar -x` of its own.
+// Who should own what cp makes here: the user behind sudo, when root runs cp with
+// SUDO_UID and SUDO_GID set (to another user); else nobody in particular (nullopt: the
+// files are the running user's, as tar makes them with --no-same-owner).
+struct Owner {
+  uid_t uid;
+  gid_t gid;
+};
+std::optional<Owner> SudoOwner() {
+  const char* uid = std::getenv("SUDO_UID");
+  const char* gid = std::getenv("SUDO_GID");
+  long long u = 0, g = 0;
+  if (::geteuid() != 0 || uid == nullptr || gid == nullptr || !ParseInt(uid, &u) ||
+      !ParseInt(gid, &g) || u <= 0 || g < 0) {
+    return std::nullopt;
+  }
+  return Owner{static_cast<uid_t>(u), static_cast<gid_t>(g)};
+}
+
+// Gives the directories `made` and the `names` under `dir` (never following a symlink)
+// to `owner`; "" or why not.
+std::string GiveTo(const std::vector<std::string>& made, const std::string& dir,
+                   const std::vector<std::string>& names, Owner owner) {
+  std::vector<std::string> paths = made;
+  for (const std::string& name : names) {
+    paths.push_back(dir + "/" + name);
+  }
+  for (const std::string& path : paths) {
+    if (::fchownat(AT_FDCWD, path.c_str(), owner.uid, owner.gid, AT_SYMLINK_NOFOLLOW) != 0 &&
+        errno != ENOENT) {
+      return ErrnoStatus("chown " + path, errno).message();
+    }
+  }
+  return "";
+}
+
+// Writes each host's tar stream, checked by a TarGuard, into a `tar -x` of its own.
 class Unpack final : public FanoutSink {
  public:
   explicit Unpack(std::vector<std::string> dirs) : dirs_(std::move(dirs)) {
     tars_.resize(dirs_.size());
     errors_.resize(dirs_.size());
     results_.resize(dirs_.size());
+    guards_.resize(dirs_.size());
+    made_.resize(dirs_.size());
   }
   ~Unpack() override {
     for (size_t i = 0; i < tars_.size(); ++i) {
@@ -344,6 +393,12 @@ class Unpack final : public FanoutSink {
     if (t.pid == 0 && !Open(host)) {
       return;
     }
+    // Only what the guard lets through reaches tar; after a refusal, nothing more does.
+    std::string safe;
+    if (!guards_[host].Feed(data, safe).ok()) {
+      t.in.Reset();
+    }
+    data = safe;
     while (!data.empty() && t.in.get() >= 0) {
       ssize_t n = ::send(t.in.get(), data.data(), data.size(), MSG_NOSIGNAL);
       if (n < 0 && errno == EINTR) {
@@ -359,8 +414,15 @@ class Unpack final : public FanoutSink {
   void OnResult(size_t host, const HostResult& result) override {
     results_[host] = result;
     int tar_status = Close(host);
-    if (result.ok() && tar_status != 0) {
+    std::string refused;
+    if (Status s = guards_[host].Feed("", refused); !s.ok()) {
+      errors_[host] = "refused: " + s.message();
+    } else if (result.ok() && tar_status != 0) {
       errors_[host] += "tar could not unpack what the worker sent into " + dirs_[host];
+    } else if (result.ok() && owner_) {
+      errors_[host] = GiveTo(made_[host], dirs_[host], guards_[host].names(), *owner_);
+    }
+    if (result.ok() && !errors_[host].empty()) {
       results_[host].outcome = HostOutcome::kExited;
       results_[host].exit_code = 1;
     }
@@ -388,6 +450,9 @@ class Unpack final : public FanoutSink {
     UniqueFd read_end(fds[0]);
     tars_[host].in = UniqueFd(fds[1]);
     std::error_code ec;
+    for (fs::path p = dirs_[host]; !p.empty() && !fs::exists(p, ec); p = p.parent_path()) {
+      made_[host].push_back(p.string());
+    }
     fs::create_directories(dirs_[host], ec);
     SpawnOptions options;
     options.search_path = true;
@@ -417,6 +482,9 @@ class Unpack final : public FanoutSink {
     return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
   }
   std::vector<std::string> dirs_;
+  std::optional<Owner> owner_ = SudoOwner();
+  std::vector<TarGuard> guards_;
+  std::vector<std::vector<std::string>> made_;  // the directories Open created
   std::vector<Tar> tars_;
   static constexpr size_t kKeepErrorBytes = 4096;  // a message, however much was printed
   std::vector<std::string> errors_;
@@ -434,11 +502,14 @@ Result<CopyReport> Download(World& world, const CopyRequest& request, const Remo
   }
   // One worker: into DEST (a directory) or as DEST. Several: DEST/NODE-wN/ each.
   std::vector<std::string> dirs;
-  std::string staging;
+  // Staging beside DEST (for the rename) under a name nobody can guess or plant.
+  PrivateDir staging;
   if (workers.size() == 1 && !into_dir) {
-    staging = (fs::path(dest).has_parent_path() ? fs::path(dest).parent_path().string() : ".") +
-              "/.tpufleet-cp-" + std::to_string(::getpid());
-    dirs.push_back(staging);
+    std::string parent = fs::path(dest).has_parent_path() ? fs::path(dest).parent_path().string() : ".";
+    std::error_code ec;
+    fs::create_directories(parent, ec);
+    TPUFLEET_TRY(staging.Make(parent, ".tpufleet-cp-"));
+    dirs.push_back(staging.path());
   } else {
     for (const auto& w : workers) {
       dirs.push_back(workers.size() == 1 ? dest : dest + "/" + w.node + "-w" + std::to_string(w.worker));
@@ -457,18 +528,17 @@ Result<CopyReport> Download(World& world, const CopyRequest& request, const Remo
       report.workers.push_back(CopyOutcome{workers[i], why.empty(), "ssh", why});
     }
   }
-  if (!staging.empty()) {
+  if (!staging.path().empty()) {
     std::error_code ec;
     if (report.workers[0].ok) {
       // The tar holds one entry, the remote path's base name (or "." for the home).
-      fs::path got = staging + "/" + (base.empty() || base == "~" ? "." : base);
+      fs::path got = staging.path() + "/" + (base.empty() || base == "~" ? "." : base);
       fs::rename(got, dest, ec);
       if (ec) {
         report.workers[0].ok = false;
         report.workers[0].message = "cannot move it to " + dest + ": " + ec.message();
       }
     }
-    fs::remove_all(staging, ec);
   }
   return report;
 }
@@ -495,6 +565,9 @@ std::optional<RemotePath> ParseRemotePath(const std::string& word) {
 }
 
 bool CopyReport::ok() const {
+  if (!security_events.empty()) {
+    return false;
+  }
   for (const auto& w : workers) {
     if (!w.ok) {
       return false;

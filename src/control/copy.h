@@ -17,7 +17,10 @@
 // program on the worker; hops accept only earlier workers of the chain, a dead worker
 // is skipped). Each worker reports the SHA-256 of what it wrote; any worker whose
 // digest or size differs from the local file's, or that the chain missed, gets the
-// file again directly over SSH.
+// file again directly over SSH. The chain is authenticated: each copy makes a random key
+// that the hops get on stdin (never in argv), every connection proves it before data
+// flows, and each hop checks the source's SHA-256 before its file takes the real name;
+// whatever fails that is reported as a security event (CopyReport::security_events).
 //
 // Thread-safety: as World's members.
 #pragma once
@@ -37,9 +40,23 @@ namespace tpufleet {
 /// it, connecting the chain costs more than sending it N times.
 inline constexpr uint64_t kRelayMinBytes = 16ull << 20;
 inline constexpr size_t kRelayMinWorkers = 4;
-/// How long a relay hop waits for the next worker's listener before skipping it, and for
-/// its own upstream to connect.
+/// How long a relay hop waits for the next worker's listener before skipping it.
 inline constexpr std::chrono::seconds kRelayHopWait{15};
+/// How long a hop listens for an earlier worker to connect and prove the key: a hop
+/// wait for the worker before it, and time for the chain's start behind that.
+inline constexpr std::chrono::seconds kRelayAcceptWait{45};
+/// A connection (either end) that has not proved the copy's key in this long is closed
+/// and reported: the honest handshake is two round trips between running hops.
+inline constexpr std::chrono::seconds kRelayHandshakeTimeout{10};
+/// Once data flows, a hop whose upstream sends nothing for this long gives up (and one
+/// whose downstream takes nothing drops it); the direct send then covers those workers.
+inline constexpr std::chrono::seconds kRelayIoTimeout{60};
+/// Every hop ends by kRelayDeadlineBase plus the size at kRelayMinRate, whatever its
+/// peers do: slower than that, the direct send is the better way anyway.
+inline constexpr std::chrono::seconds kRelayDeadlineBase{120};
+inline constexpr uint64_t kRelayMinRate = 1ull << 20;  // bytes per second
+/// The per-copy key each hop gets on stdin: 32 bytes from the kernel's CSPRNG.
+inline constexpr size_t kRelayKeyBytes = 32;
 
 /// "pod:3:~/x" -> {"pod:3", "~/x"}; nullopt for a local path ("./a:b", "/x", "file").
 struct RemotePath {
@@ -67,6 +84,10 @@ struct CopyReport {
   std::vector<CopyOutcome> workers;
   bool download = false;
   uint64_t bytes = 0;  // sent to each worker (uploads)
+  /// "pod/w1: unauthenticated-connector 10.0.0.9: …": relay connections that did not
+  /// prove the copy's key, and data whose SHA-256 was not the source's. Each is a
+  /// security event: the workers concerned got the file directly, but ok() is false.
+  std::vector<std::string> security_events;
   bool ok() const;
 };
 

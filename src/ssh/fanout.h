@@ -40,7 +40,7 @@ struct FanoutHost {
   std::string user;      // the login; "" is refused
   std::string host_key;  // the pinned "ssh-ed25519 AAAA…"; a host without one is refused
   std::string command;   // this host's own command line; "" = the job's
-  bool no_input = false;  // this host does not get the job's stdin file
+  bool no_input = false;  // this host does not get the job's stdin file (only stdin_header)
 };
 
 struct FanoutJob {
@@ -48,6 +48,9 @@ struct FanoutJob {
   std::string command;          // one line for each host's login shell, already quoted
   std::string key_path;         // the private key (OpenSSH format); KEY.pub beside it
   std::string stdin_path;       // "" = no input (stdin is at EOF at once); else streamed
+  // Bytes every host's stdin gets before the stdin_path file (hosts with no_input get
+  // only these): how cp hands each relay hop its per-copy key, never on a command line.
+  std::string stdin_header;
   size_t max_parallel = kDefaultFanoutParallel;
   std::chrono::milliseconds connect_timeout = kFanoutConnectTimeout;
   std::chrono::milliseconds command_timeout{0};  // 0 = no limit

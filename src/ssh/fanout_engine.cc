@@ -636,10 +636,15 @@ bool FanoutEngine::DriveTask(Task& t) {
         return false;
       }
       bool moved = false;
+      // stdin is the job's header, then (unless no_input) the payload; t.sent counts both.
+      const std::string& header = job.spec.stdin_header;
       const Payload* in = job.spec.hosts[t.host].no_input ? nullptr : job.payload.get();
-      if (in && t.sent < in->size) {
-        ssize_t n = libssh2_channel_write(t.channel, in->data + t.sent,
-                                          std::min(kFanoutIoChunk, in->size - t.sent));
+      const size_t total = header.size() + (in ? in->size : 0);
+      if (t.sent < total) {
+        const char* from = t.sent < header.size() ? header.data() + t.sent
+                                                  : in->data + (t.sent - header.size());
+        size_t left = t.sent < header.size() ? header.size() - t.sent : total - t.sent;
+        ssize_t n = libssh2_channel_write(t.channel, from, std::min(kFanoutIoChunk, left));
         if (n > 0) {
           t.sent += static_cast<size_t>(n);
           moved = true;
@@ -647,7 +652,7 @@ bool FanoutEngine::DriveTask(Task& t) {
           return conn_error("sending input");
         }
       }
-      if (!t.eof_sent && (!in || t.sent >= in->size) && !job.spec.hold_stdin) {
+      if (!t.eof_sent && t.sent >= total && !job.spec.hold_stdin) {
         int rc = libssh2_channel_send_eof(t.channel);
         if (rc == 0) {
           t.eof_sent = true;

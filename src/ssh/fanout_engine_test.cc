@@ -109,6 +109,21 @@ TEST_F(FanoutEngineTest, StdinFileReachesEveryHostIntact) {
   }
 }
 
+TEST_F(FanoutEngineTest, TheStdinHeaderComesFirstAndAloneForHostsWithoutInput) {
+  std::string path = sshd_->dir() + "/payload";
+  ASSERT_TRUE(WriteFileAtomic(path, std::string(300000, 'p'), 0600).ok());
+  auto job = Job({Host("w0"), Host("w1")}, "read -r k; echo \"$k\"; wc -c");
+  job.stdin_path = path;
+  job.stdin_header = "secret\n";
+  job.hosts[1].no_input = true;
+  auto sink = Run(job);
+  EXPECT_EQ(sink.out[0], "secret\n300000\n");
+  EXPECT_EQ(sink.out[1], "secret\n0\n");
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_TRUE(sink.results[i].ok()) << sink.results[i].message;
+  }
+}
+
 TEST_F(FanoutEngineTest, WithoutInputTheCommandSeesEofAtOnce) {
   auto sink = Run(Job({Host("w0")}, "cat; echo done"));
   EXPECT_EQ(sink.out[0], "done\n");

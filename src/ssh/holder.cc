@@ -79,6 +79,7 @@ json JobToJson(const FanoutJob& job) {
           {"command", job.command},
           {"key_path", job.key_path},
           {"stdin_path", job.stdin_path},
+          {"stdin_header", job.stdin_header},
           {"max_parallel", job.max_parallel},
           {"connect_timeout_ms", job.connect_timeout.count()},
           {"command_timeout_ms", job.command_timeout.count()},
@@ -103,6 +104,7 @@ Result<FanoutJob> JobFromJson(const json& j) {
     job.command = j.at("command");
     job.key_path = j.at("key_path");
     job.stdin_path = j.at("stdin_path");
+    job.stdin_header = j.at("stdin_header");
     job.max_parallel = j.at("max_parallel");
     job.connect_timeout = milliseconds(j.at("connect_timeout_ms").get<int64_t>());
     job.command_timeout = milliseconds(j.at("command_timeout_ms").get<int64_t>());
