@@ -56,6 +56,18 @@ std::optional<HttpResponse> RefuseWebRequest(const HttpRequest& request, int por
                 "127.0.0.1" + want_port + ").");
 }
 
+HttpResponse PayloadTooLarge() {
+  HttpResponse r = ErrorResponse({RpcCode::kInvalidArgument,
+                                  "Request payload size exceeds the limit: " +
+                                      std::to_string(kMaxRequestBodyBytes) + " bytes.",
+                                  Json::array()});
+  if (Json j = Json::parse(r.body, nullptr, false); j.is_object()) {
+    j["error"]["code"] = 413;
+    r = JsonResponse(j, 413);
+  }
+  return r;
+}
+
 class HttpServer::Impl {
  public:
   Impl(ApiServer* api, HttpServerOptions options) : api_(api), options_(std::move(options)) {}
@@ -74,6 +86,19 @@ class HttpServer::Impl {
     server_.Put(".*", handler);
     server_.Patch(".*", handler);
     server_.Delete(".*", handler);
+    // httplib answers an oversized body (by Content-Length, before reading it) with an
+    // empty 413; the error handler gives it Google's envelope. Responses of the API
+    // already carry a body and pass unchanged.
+    server_.set_payload_max_length(kMaxRequestBodyBytes);
+    server_.set_error_handler(httplib::Server::HandlerWithResponse(
+        [](const httplib::Request&, httplib::Response& res) {
+      if (res.status != 413 || !res.body.empty()) {
+        return httplib::Server::HandlerResponse::Unhandled;
+      }
+      HttpResponse tl = PayloadTooLarge();
+      res.set_content(tl.body, tl.content_type);
+      return httplib::Server::HandlerResponse::Handled;
+    }));
     server_.set_exception_handler([](const httplib::Request&, httplib::Response& res,
                                      std::exception_ptr) {
       res.status = 500;
