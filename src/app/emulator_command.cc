@@ -474,9 +474,17 @@ ExitStatus Serve(Invocation& inv) {
   if (Status s = WriteFileAtomic(token_file, *secret + "\n", 0600); !s.ok()) {
     return cli::Fail(inv, s);
   }
+  // What the owner's own tpufleet reads without sudo: the token, daemon.json, the log.
   EmulatorOwner owner = EmulatorOwnerOf(inv.env);
-  if (::geteuid() == 0 && ::lchown(token_file.c_str(), owner.uid, owner.gid) != 0) {
-    return cli::Fail(inv, ErrnoStatus("chown " + token_file, errno));
+  auto give_to_owner = [&](const std::string& path) {
+    return ::geteuid() != 0 || ::lchown(path.c_str(), owner.uid, owner.gid) == 0
+               ? Status::Ok()
+               : ErrnoStatus("chown " + path, errno);
+  };
+  for (const std::string& path : {token_file, dir + "/emulator.log"}) {
+    if (Status s = give_to_owner(path); !s.ok() && s.code() != StatusCode::kNotFound) {
+      return cli::Fail(inv, s);
+    }
   }
   config.auth.owner_token = *std::move(secret);
   RealClock clock;
@@ -496,6 +504,9 @@ ExitStatus Serve(Invocation& inv) {
   std::string endpoint = "http://127.0.0.1:" + std::to_string(*bound) + "/";
   json daemon = {{"pid", ::getpid()}, {"port", *bound}, {"endpoint", endpoint}};
   if (Status s = WriteFileAtomic(dir + "/daemon.json", daemon.dump() + "\n", 0600); !s.ok()) {
+    return cli::Fail(inv, s);
+  }
+  if (Status s = give_to_owner(dir + "/daemon.json"); !s.ok()) {
     return cli::Fail(inv, s);
   }
   inv.out << "tpufleet emulator serving " << endpoint << std::endl;
