@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -31,14 +32,20 @@ std::string Get(const std::map<std::string, std::string>& env, const char* k) {
   return it == env.end() ? std::string() : it->second;
 }
 
-std::string UserName(uid_t uid) {
+// The passwd entry of `uid`: {name, home}, or nullopt.
+std::optional<std::pair<std::string, std::string>> LookUpUser(uid_t uid) {
   std::vector<char> buf(4096);
   passwd pw{};
   passwd* found = nullptr;
   if (::getpwuid_r(uid, &pw, buf.data(), buf.size(), &found) == 0 && found != nullptr) {
-    return std::string(found->pw_name) + " (uid " + std::to_string(uid) + ")";
+    return std::make_pair(std::string(found->pw_name), std::string(found->pw_dir));
   }
-  return "uid " + std::to_string(uid);
+  return std::nullopt;
+}
+
+std::string UserName(uid_t uid) {
+  auto user = LookUpUser(uid);
+  return user ? user->first + " (uid " + std::to_string(uid) + ")" : "uid " + std::to_string(uid);
 }
 
 bool Trusted(uid_t file_owner, const EmulatorOwner& owner) {
@@ -64,9 +71,12 @@ Status CheckStat(const std::string& path, const struct stat& st, const EmulatorO
   return Status::Ok();
 }
 
-// Creates the missing directories above `dir`, each mode 0700 and the owner's, so that
-// `sudo` leaves nothing in the user's home that the user cannot use.
+// Creates the missing directories above `dir`, each mode 0700; those in the owner's
+// home are the owner's, so that `sudo` leaves nothing there the user cannot use (and
+// nothing of the user's in root's home when sudo set HOME to it).
 Status MakeParents(const std::string& dir, const EmulatorOwner& owner) {
+  auto user = LookUpUser(owner.uid);
+  std::string home = user && user->second.size() > 1 ? user->second + "/" : "";
   std::vector<std::string> missing;
   std::string p = dir;
   while (true) {
@@ -85,7 +95,8 @@ Status MakeParents(const std::string& dir, const EmulatorOwner& owner) {
     if (::mkdir(it->c_str(), kStateDirMode) != 0 && errno != EEXIST) {
       return ErrnoStatus("cannot create " + *it, errno);
     }
-    if (::geteuid() == 0 && ::lchown(it->c_str(), owner.uid, owner.gid) != 0) {
+    bool in_home = !home.empty() && it->rfind(home, 0) == 0;
+    if (::geteuid() == 0 && in_home && ::lchown(it->c_str(), owner.uid, owner.gid) != 0) {
       return ErrnoStatus("chown " + *it, errno);
     }
   }

@@ -50,8 +50,8 @@ Status CheckEmulatorStateDir(const std::string& dir,
                              const std::map<std::string, std::string>& env);
 
 /// Makes `dir` the emulator's state dir, the owner's, mode 0700: creates it (and the
-/// missing directories above it, the owner's too) or adopts it when it is empty and
-/// trusted; a trusted dir that has the marker is kept. Refuses a dir that is not
+/// missing directories above it, 0700, the owner's when in the owner's home) or adopts
+/// it when it is empty and trusted; a trusted dir that has the marker is kept. Refuses a dir that is not
 /// trusted, a symbolic link, or a non-empty directory without the marker.
 Status ClaimEmulatorStateDir(const std::string& dir,
                              const std::map<std::string, std::string>& env);
