@@ -144,7 +144,13 @@ on 1 true || fail "worker 1 did not come back after clear"
 check "preemption: the metadata long-poll turns TRUE, the API says PREEMPTED, workers stop answering"
 on 2 'curl -s -H "Metadata-Flavor: Google" "http://169.254.169.254/computeMetadata/v1/instance/preempted?wait_for_change=true"' >"$tmp/preempted" &
 poll=$!
-sleep 0.5
+# The poll must be waiting before the flag turns, or it waits for a later change and
+# dies with the worker: on a loaded machine ssh alone can take longer than a fixed sleep.
+for _ in $(seq 1 100); do
+  on 2 'pgrep -f "wait_for_chang[e]"' >/dev/null 2>&1 && break
+  sleep 0.1
+done
+sleep 0.3
 "$bin" emulator inject preempt pod --notice 2s >/dev/null
 wait "$poll" || true
 [[ $(cat "$tmp/preempted") == TRUE ]] || fail "long-poll said: $(cat "$tmp/preempted")"
