@@ -31,3 +31,9 @@ tf() {
   tf_pid=$!
   wait "$tf_pid"
 }
+
+# curl with the owner's token of the emulator in $TPUFLEET_EMULATOR_DIR: it answers
+# nothing without it (issue 10). Read at each call, since each start makes a new one.
+ecurl() {
+  curl -H "Authorization: Bearer $(cat "$TPUFLEET_EMULATOR_DIR/token")" "$@"
+}

@@ -19,35 +19,48 @@ cleanup() {
   rm -rf "$tmp"
 }
 trap cleanup EXIT
+source "$(dirname "$0")/e2e_lib.sh"  # for ecurl; this script's checks are its own
 checks=0
 check() { checks=$((checks + 1)); echo "check: $*"; }
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
-check "emulator start prints the endpoint"
+check "emulator start prints the endpoint, the token file and the gcloud exports"
 "$bin" emulator start >"$tmp/start.txt"
 ep=$(grep -o 'http://127.0.0.1:[0-9]*/' "$tmp/start.txt" | head -1)
 [[ -n $ep ]] || fail "no endpoint in: $(cat "$tmp/start.txt")"
 api=${ep}v2/projects/e2e/locations/us-central2-b
+tokfile=$TPUFLEET_EMULATOR_DIR/token
+grep -qF "export CLOUDSDK_API_ENDPOINT_OVERRIDES_TPU=$ep CLOUDSDK_AUTH_ACCESS_TOKEN_FILE=$tokfile" \
+  "$tmp/start.txt" || fail "no gcloud exports in: $(cat "$tmp/start.txt")"
+
+check "the token is a fresh secret in a 0600 file of a 0700 state dir, never in status --json"
+[[ $(stat -c %a "$tokfile") == 600 && $(stat -c %a "$TPUFLEET_EMULATOR_DIR") == 700 ]] ||
+  fail "modes: $(stat -c '%a %n' "$tokfile" "$TPUFLEET_EMULATOR_DIR")"
+tok=$(cat "$tokfile")
+[[ $tok == tpufleet-emulator-?* ]] || fail "token file holds: $tok"
+"$bin" emulator status --json >"$tmp/status.json"
+grep -qF "\"token_file\": \"$tokfile\"" "$tmp/status.json" || fail "no token_file: $(cat "$tmp/status.json")"
+! grep -qF "$tok" "$tmp/status.json" || fail "status --json shows the secret"
 
 check "web pages are refused: a request with a foreign Host (DNS rebinding) or an Origin gets 403"
-code=$(curl -s -o "$tmp/web.json" -w '%{http_code}' -H 'Host: rebind.example:80' "$api/nodes")
+code=$(ecurl -s -o "$tmp/web.json" -w '%{http_code}' -H 'Host: rebind.example:80' "$api/nodes")
 [[ $code == 403 ]] && grep -q '"status": *"PERMISSION_DENIED"' "$tmp/web.json" ||
   fail "foreign Host: HTTP $code $(cat "$tmp/web.json")"
-code=$(curl -s -o "$tmp/web.json" -w '%{http_code}' -X POST "$api/nodes?nodeId=web" \
+code=$(ecurl -s -o "$tmp/web.json" -w '%{http_code}' -X POST "$api/nodes?nodeId=web" \
   -H 'Origin: http://evil.example' -H 'Content-Type: text/plain' \
   -d '{"acceleratorType":"v4-8","runtimeVersion":"tpu-ubuntu2204-base"}')
 [[ $code == 403 ]] || fail "Origin: HTTP $code $(cat "$tmp/web.json")"
-code=$(curl -s -o /dev/null -w '%{http_code}' "${ep/127.0.0.1/localhost}v2/projects/e2e/locations/us-central2-b/nodes")
+code=$(ecurl -s -o /dev/null -w '%{http_code}' "${ep/127.0.0.1/localhost}v2/projects/e2e/locations/us-central2-b/nodes")
 [[ $code == 200 ]] || fail "localhost: HTTP $code"
-curl -sf "$api/nodes/web" >/dev/null && fail "the refused create made a node"
+ecurl -sf "$api/nodes/web" >/dev/null && fail "the refused create made a node"
 
 check "create a v4-32 with alice's key in ssh-keys; it becomes READY"
 ssh-keygen -q -t ed25519 -N '' -C alice -f "$tmp/key"
 entry="alice:$(cut -d' ' -f1,2 "$tmp/key.pub") alice"
-curl -sf -X POST "$api/nodes?nodeId=pod" -H 'Content-Type: application/json' \
+ecurl -sf -X POST "$api/nodes?nodeId=pod" -H 'Content-Type: application/json' \
   -d "{\"acceleratorType\":\"v4-32\",\"runtimeVersion\":\"tpu-ubuntu2204-base\",\"schedulingConfig\":{\"spot\":true},\"metadata\":{\"ssh-keys\":\"$entry\"}}" >/dev/null
 for _ in $(seq 1 200); do
-  curl -sf "$api/nodes/pod" >"$tmp/node.json"
+  ecurl -sf "$api/nodes/pod" >"$tmp/node.json"
   grep -q '"state": *"READY"' "$tmp/node.json" && break
   sleep 0.1
 done
@@ -55,8 +68,42 @@ grep -q '"state": *"READY"' "$tmp/node.json" || fail "node not READY: $(cat "$tm
 mapfile -t addrs < <(grep -o '"ipAddress": *"[0-9.]*"' "$tmp/node.json" | cut -d'"' -f4)
 [[ ${#addrs[@]} -eq 4 ]] || fail "expected 4 network endpoints, got ${#addrs[@]}"
 
+check "as nobody (issue 10): status, a node list and a patch of ssh-keys are refused with 401"
+# What the review did: any local user could read every node and worker from the admin
+# routes and give itself root on the workers through ssh-keys.
+nobody_code() {
+  runuser -u nobody -- curl -s -w '\n%{http_code}' "$@" >"$tmp/nobody.out"
+  head -n -1 "$tmp/nobody.out" >"$tmp/nobody.json"
+  tail -n 1 "$tmp/nobody.out"
+}
+runuser -u nobody -- cat "$tokfile" >/dev/null 2>&1 && fail "nobody can read the token file"
+mallory="mallory:$(cut -d' ' -f1,2 "$tmp/key.pub") mallory"
+for attempt in "GET ${ep}emulator/v1/status" "GET $api/nodes" "POST ${ep}emulator/v1/faults" \
+  "PATCH $api/nodes/pod?updateMask=metadata"; do
+  for bearer in "" "Bearer tpufleet-emulator" "Bearer ${tok%?}"; do
+    code=$(nobody_code -X "${attempt%% *}" "${attempt#* }" -H "Authorization: $bearer" \
+      -H 'Content-Type: application/json' -d "{\"metadata\":{\"ssh-keys\":\"$mallory\"},\"kind\":\"storm\",\"rate\":1}")
+    [[ $code == 401 ]] && grep -q '"status": *"UNAUTHENTICATED"' "$tmp/nobody.json" ||
+      fail "nobody: $attempt (${bearer:-no token}): HTTP $code $(cat "$tmp/nobody.json")"
+    ! grep -q '198\.18\.\|ssh-ed25519' "$tmp/nobody.json" || fail "nobody got: $(cat "$tmp/nobody.json")"
+  done
+done
+ecurl -sf "$api/nodes/pod" | grep -q mallory && fail "nobody's ssh-keys patch took effect"
+[[ $(ecurl -s -o /dev/null -w '%{http_code}' "${ep}emulator/v1/status") == 200 ]] ||
+  fail "the owner's token does not open the admin routes"
+
+check "a body over 1 MiB gets 413 in Google's envelope, by Content-Length or chunked"
+head -c $((1024 * 1024 + 1)) /dev/zero | tr '\0' 'x' >"$tmp/big.json"
+for how in "Content-Type: application/json" "Transfer-Encoding: chunked"; do
+  code=$(ecurl -s -o "$tmp/big.out" -w '%{http_code}' -X POST "$api/nodes?nodeId=big" \
+    -H 'Content-Type: application/json' -H "$how" --data-binary @"$tmp/big.json")
+  [[ $code == 413 ]] && grep -q '"code": *413' "$tmp/big.out" ||
+    fail "big body ($how): HTTP $code $(head -c 300 "$tmp/big.out")"
+done
+ecurl -sf "$api/nodes/big" >/dev/null && fail "the oversized create made a node"
+
 check "pin each worker's host key from getGuestAttributes"
-curl -sf -X POST "$api/nodes/pod:getGuestAttributes" -H 'Content-Type: application/json' \
+ecurl -sf -X POST "$api/nodes/pod:getGuestAttributes" -H 'Content-Type: application/json' \
   -d '{"workerIds":[""]}' | tr -d ' \n' >"$tmp/ga.json"
 mapfile -t hostkeys < <(grep -o '"key":"ssh-ed25519"[^}]*' "$tmp/ga.json" |
   sed -E 's/.*"value":"([^"]*)".*/\1/')
@@ -97,23 +144,29 @@ on 1 true || fail "worker 1 did not come back after clear"
 check "preemption: the metadata long-poll turns TRUE, the API says PREEMPTED, workers stop answering"
 on 2 'curl -s -H "Metadata-Flavor: Google" "http://169.254.169.254/computeMetadata/v1/instance/preempted?wait_for_change=true"' >"$tmp/preempted" &
 poll=$!
-sleep 0.5
+# The poll must be waiting before the flag turns, or it waits for a later change and
+# dies with the worker: on a loaded machine ssh alone can take longer than a fixed sleep.
+for _ in $(seq 1 100); do
+  on 2 'pgrep -f "wait_for_chang[e]"' >/dev/null 2>&1 && break
+  sleep 0.1
+done
+sleep 0.3
 "$bin" emulator inject preempt pod --notice 2s >/dev/null
 wait "$poll" || true
 [[ $(cat "$tmp/preempted") == TRUE ]] || fail "long-poll said: $(cat "$tmp/preempted")"
 for _ in $(seq 1 100); do
-  curl -sf "$api/nodes/pod" | grep -q '"state": *"PREEMPTED"' && break
+  ecurl -sf "$api/nodes/pod" | grep -q '"state": *"PREEMPTED"' && break
   sleep 0.1
 done
-curl -sf "$api/nodes/pod" | grep -q '"state": *"PREEMPTED"' || fail "node not PREEMPTED"
+ecurl -sf "$api/nodes/pod" | grep -q '"state": *"PREEMPTED"' || fail "node not PREEMPTED"
 if on 0 true 2>/dev/null; then fail "worker 0 still answers after preemption"; fi
 
 check "inject stockout: a create returns an operation that fails with code 8 and the real message"
 "$bin" emulator inject stockout --zone us-central2-b --family v4 --for 5m >/dev/null
-op=$(curl -sf -X POST "$api/nodes?nodeId=late" -H 'Content-Type: application/json' \
+op=$(ecurl -sf -X POST "$api/nodes?nodeId=late" -H 'Content-Type: application/json' \
   -d '{"acceleratorType":"v4-8","runtimeVersion":"tpu-ubuntu2204-base"}' | grep -o '"name": *"[^"]*"' | head -1 | cut -d'"' -f4)
 for _ in $(seq 1 100); do
-  curl -sf "${ep}v2/$op" >"$tmp/op.json"
+  ecurl -sf "${ep}v2/$op" >"$tmp/op.json"
   grep -q '"done": *true' "$tmp/op.json" && break
   sleep 0.1
 done
@@ -124,7 +177,7 @@ grep -q 'There is no more capacity in the zone \\"us-central2-b\\"' "$tmp/op.jso
 check "inject quota: a create gets HTTP 429 RESOURCE_EXHAUSTED at once"
 "$bin" emulator inject clear >/dev/null
 "$bin" emulator inject quota --region us-central2 --family v4 >/dev/null
-code=$(curl -s -o "$tmp/quota.json" -w '%{http_code}' -X POST "$api/nodes?nodeId=q" \
+code=$(ecurl -s -o "$tmp/quota.json" -w '%{http_code}' -X POST "$api/nodes?nodeId=q" \
   -H 'Content-Type: application/json' -d '{"acceleratorType":"v4-8","runtimeVersion":"tpu-ubuntu2204-base"}')
 [[ $code == 429 ]] || fail "quota: HTTP $code $(cat "$tmp/quota.json")"
 grep -q '"status": *"RESOURCE_EXHAUSTED"' "$tmp/quota.json" || fail "quota body: $(cat "$tmp/quota.json")"
@@ -132,10 +185,10 @@ grep -q '"status": *"RESOURCE_EXHAUSTED"' "$tmp/quota.json" || fail "quota body:
 check "inject storm --rate 1 --codes 503: every call fails with 503 until cleared"
 "$bin" emulator inject clear >/dev/null
 "$bin" emulator inject storm --rate 1 --codes 503 --for 1m >/dev/null
-code=$(curl -s -o /dev/null -w '%{http_code}' "$api/nodes")
+code=$(ecurl -s -o /dev/null -w '%{http_code}' "$api/nodes")
 [[ $code == 503 ]] || fail "storm: HTTP $code"
 "$bin" emulator inject clear >/dev/null
-code=$(curl -s -o /dev/null -w '%{http_code}' "$api/nodes")
+code=$(ecurl -s -o /dev/null -w '%{http_code}' "$api/nodes")
 [[ $code == 200 ]] || fail "after clear: HTTP $code"
 
 check "inject: a misspelled kind or an unknown node is refused with a suggestion"
@@ -158,6 +211,20 @@ set -e
 "$bin" emulator stop --state-dir "$tmp/precious" >"$tmp/out"
 grep -q "nothing was removed" "$tmp/out" || fail "stop on a foreign dir said: $(cat "$tmp/out")"
 [[ $(cat "$tmp/precious/file") == keep ]] || fail "stop deleted a directory it did not make"
+
+check "a state dir nobody made is refused, and nothing is adopted or written into it"
+shared=$(mktemp -d)
+chmod 1777 "$shared"
+runuser -u nobody -- mkdir "$shared/emulator"
+set +e
+"$bin" emulator start --state-dir "$shared/emulator" 2>"$tmp/err"; rc=$?
+"$bin" emulator stop --state-dir "$shared/emulator" 2>>"$tmp/err"; rc2=$?
+set -e
+left=$(ls -A "$shared/emulator")
+rm -rf "$shared"
+[[ $rc == 1 && $rc2 == 1 ]] && grep -q "belongs to nobody" "$tmp/err" ||
+  fail "start/stop on nobody's dir: rc=$rc/$rc2 $(cat "$tmp/err")"
+[[ -z $left ]] || fail "the emulator wrote into nobody's dir: $left"
 
 check "emulator stop leaves no namespace, veth, sshd, worker process or state dir"
 "$bin" emulator stop >/dev/null

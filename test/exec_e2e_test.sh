@@ -83,7 +83,7 @@ shows() {
   head -c 1500 "$tmp/$1.err"
 }
 rc_is() { [[ $(cat "$tmp/$1.rc") == "$2" ]]; }
-api() { curl -s --max-time 20 "$ep$1"; }
+api() { ecurl -s --max-time 20 "$ep$1"; }
 # wait_for SECONDS COMMAND...: polls COMMAND every 0.1 s until it succeeds.
 wait_for() {
   local deadline=$((SECONDS + $1))

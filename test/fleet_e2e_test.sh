@@ -56,7 +56,7 @@ trap 'exit 143' TERM INT HUP  # so that a ctest timeout still cleans up
 
 source "$(dirname "$0")/e2e_lib.sh"
 
-api() { curl -s --max-time 20 "$ep$1"; }
+api() { ecurl -s --max-time 20 "$ep$1"; }
 zone_api() { echo "v2/projects/$project/locations/$1"; }
 # "ZONE NAME STATE" of every node in the zones, sorted.
 cloud_nodes() {
@@ -136,7 +136,7 @@ check "emulator start writes its endpoint to daemon.json" emulator_starts
 ep=${ep:-http://127.0.0.1:1/}
 offers_v4_in_zc() {
   local code
-  code=$(curl -s -o "$tmp/at.json" -w '%{http_code}' "$ep$(zone_api $zc)/acceleratorTypes/v4-32")
+  code=$(ecurl -s -o "$tmp/at.json" -w '%{http_code}' "$ep$(zone_api $zc)/acceleratorTypes/v4-32")
   [[ $code == 200 ]] || { echo "HTTP $code: $(cat "$tmp/at.json")"; return 1; }
 }
 check "the emulator offers v4-32 in $zc (the catalog override reaches it)" offers_v4_in_zc
@@ -188,7 +188,7 @@ pinned_keys() {
   kh=$(awk '/^Host pod$/{f=1} f && /UserKnownHostsFile/{print $2; exit}' "$sshcfg")
   [[ -f $kh ]] || { echo "no known_hosts file '$kh' in the config"; return 1; }
   node=$(api "$(zone_api $zc)/nodes/pod")
-  curl -s --max-time 20 -X POST "$ep$(zone_api $zc)/nodes/pod:getGuestAttributes" \
+  ecurl -s --max-time 20 -X POST "$ep$(zone_api $zc)/nodes/pod:getGuestAttributes" \
     -H 'Content-Type: application/json' -d '{"workerIds":[""]}' >"$tmp/ga.json"
   : >"$tmp/kh.want"
   for i in 0 1 2 3; do
@@ -390,7 +390,7 @@ check "up in the storm exits 0" up_in_storm
 storm_was_on() {
   local i code bad=0
   for i in $(seq 1 20); do
-    code=$(curl -s -o /dev/null -w '%{http_code}' "$ep$(zone_api $zb)/nodes")
+    code=$(ecurl -s -o /dev/null -w '%{http_code}' "$ep$(zone_api $zb)/nodes")
     [[ $code == 429 || $code == 503 ]] && bad=$((bad + 1))
   done
   note "$bad of 20 calls failed"
@@ -419,7 +419,7 @@ check "inject quota --region us-central2 --family v4" \
   tf emulator inject quota --region us-central2 --family v4
 quota_message() {
   # What the API itself says to a create in the region (429; it creates nothing).
-  curl -s --max-time 20 -X POST "$ep$(zone_api $zb)/nodes?nodeId=probe" -H 'Content-Type: application/json' \
+  ecurl -s --max-time 20 -X POST "$ep$(zone_api $zb)/nodes?nodeId=probe" -H 'Content-Type: application/json' \
     -d '{"acceleratorType":"v4-8","runtimeVersion":"tpu-ubuntu2204-base"}' >"$tmp/quota.json"
   qmsg=$(jq -r .error.message "$tmp/quota.json")
   [[ $qmsg == *Quota* ]] || { cat "$tmp/quota.json"; return 1; }
@@ -515,7 +515,7 @@ zi=us-east5-b
 ssh-keygen -q -t ed25519 -N '' -C alice -f "$tmp/alice"
 alice_entry="alice:$(cut -d' ' -f1,2 "$tmp/alice.pub") alice"
 make_by_hand() {
-  curl -sf --max-time 20 -X POST "$ep$(zone_api $zi)/nodes?nodeId=handmade" \
+  ecurl -sf --max-time 20 -X POST "$ep$(zone_api $zi)/nodes?nodeId=handmade" \
     -H 'Content-Type: application/json' \
     -d "$(jq -n --arg k "$alice_entry" \
       '{acceleratorType: "v5litepod-4", runtimeVersion: "v2-alpha-tpuv5-lite", metadata: {"ssh-keys": $k}}')" \
@@ -532,7 +532,7 @@ check "tpufleet import --provider emulator --project $project --zones $zi handma
 ssh_imported() {
   local out want
   out=$(on handmade hostname) || return 1
-  want=$(curl -s --max-time 20 -X POST "$ep$(zone_api $zi)/nodes/handmade:getGuestAttributes" \
+  want=$(ecurl -s --max-time 20 -X POST "$ep$(zone_api $zi)/nodes/handmade:getGuestAttributes" \
     -H 'Content-Type: application/json' -d '{}' | jq -r '.guestAttributes[0].queryValue.items[] | select(.key == "hostname") | .value')
   [[ $out == "$want" ]] || { echo "handmade says '$out', its guest attributes '$want'"; return 1; }
 }

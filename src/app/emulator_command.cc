@@ -5,10 +5,12 @@
 //
 // Process model: `start` runs `tpufleet-emulator serve` as a daemon (its own session,
 // output to <state dir>/emulator.log) and waits until it has written
-// <state dir>/daemon.json, which names its pid and endpoint. `stop` ends the daemon
+// <state dir>/daemon.json, which names its pid and endpoint; before that it writes a
+// fresh secret to <state dir>/token (0600, the owner's: emulator_locator.h), which every
+// request must carry. `stop` ends the daemon
 // (SIGTERM, then SIGKILL), cleans what a crashed one could leave (NamespaceHosts::
 // CleanStale), and removes the state dir. `status` and `inject` talk to the daemon's
-// admin endpoints (/emulator/v1/...).
+// admin endpoints (/emulator/v1/...) with that token.
 #include "app/emulator_command.h"
 #include "app/emulator_locator.h"
 
@@ -36,6 +38,7 @@
 #include "util/encoding.h"
 #include "util/file.h"
 #include "util/http_client.h"
+#include "util/secret.h"
 #include "util/strings.h"
 
 namespace tpufleet::app {
@@ -58,44 +61,24 @@ constexpr std::chrono::milliseconds kAdminTimeout{10000};
 constexpr const char* kDaemonName = kEmulatorDaemonName;
 // How long `stop` waits for a SIGKILLed daemon to disappear.
 constexpr std::chrono::seconds kKillWait{5};
-// Marks a directory as an emulator state dir. `start` writes it into a new or empty
-// directory only, and `stop` deletes only a directory that has it.
-constexpr const char* kStateDirMarker = ".tpufleet-emulator";
-
 std::string StateDir(Invocation& inv) {
   return EmulatorStateDir(inv.args.Get("state-dir"), inv.env);
 }
 
-// Makes `dir` the emulator's state dir: creates it (0700) if missing, adopts it if
-// empty, and refuses a directory with other things in it that lacks the marker.
-Status ClaimStateDir(const std::string& dir) {
-  std::error_code ec;
-  if (std::filesystem::exists(dir + "/" + kStateDirMarker)) {
-    return Status::Ok();
-  }
-  if (!std::filesystem::exists(dir)) {
-    std::filesystem::create_directories(std::filesystem::path(dir).parent_path(), ec);
-    if (::mkdir(dir.c_str(), 0700) != 0) {
-      return PermissionDeniedError("cannot create the state dir " + dir + ": " +
-                                   std::strerror(errno));
-    }
-  } else if (!std::filesystem::is_directory(dir) || !std::filesystem::is_empty(dir)) {
-    return InvalidArgumentError(dir + " is not empty and is not an emulator state dir; give "
-                                "--state-dir a new or empty directory");
-  }
-  return WriteFileAtomic(dir + "/" + kStateDirMarker, "tpufleet emulator state dir\n", 0600);
-}
-
 using Daemon = EmulatorDaemon;
 
-Result<json> Admin(const Daemon& d, const std::string& method, const std::string& path,
-                   const std::string& body = "") {
+// One call to the daemon's admin routes, with its token (read and checked at each call:
+// a command makes a handful).
+Result<json> Admin(Invocation& inv, const Daemon& d, const std::string& method,
+                   const std::string& path, const std::string& body = "") {
+  TPUFLEET_ASSIGN_OR_RETURN(std::string token, ReadEmulatorToken(d.token_file, inv.env));
   CurlHttpClient http;
   HttpRequest req;
   req.method = method;
   req.url = d.endpoint + path;
   req.body = body;
   req.timeout = kAdminTimeout;
+  req.headers["Authorization"] = "Bearer " + token;
   if (!body.empty()) {
     req.headers["Content-Type"] = "application/json";
   }
@@ -124,19 +107,32 @@ ExitStatus NotRunning(Invocation& inv, const std::string& dir) {
 }
 
 void PrintEndpointHelp(std::ostream& out, const Daemon& d, const std::string& dir) {
+  std::string token = ShellQuote(d.token_file);
   out << "Emulator running (pid " << d.pid << "): " << d.endpoint << "\n"
       << "  Cloud TPU API v2  " << d.endpoint << "v2/projects/PROJECT/locations/ZONE/nodes\n"
-      << "  gcloud            export CLOUDSDK_API_ENDPOINT_OVERRIDES_TPU=" << d.endpoint << "\n"
+      << "  token             " << d.token_file
+      << " (every call needs it: Authorization: Bearer <its content>)\n"
+      << "  gcloud            export CLOUDSDK_API_ENDPOINT_OVERRIDES_TPU=" << d.endpoint
+      << " CLOUDSDK_AUTH_ACCESS_TOKEN_FILE=" << token << "\n"
+      << "  curl              curl -H \"Authorization: Bearer $(cat " << token << ")\" "
+      << d.endpoint << "emulator/v1/status\n"
       << "  state and log     " << dir << "\n"
       << "Stop it with: tpufleet emulator stop\n";
 }
 
+json DaemonJson(const Daemon& d, const std::string& dir) {
+  return json{{"running", true},          {"pid", d.pid},   {"endpoint", d.endpoint},
+              {"token_file", d.token_file}, {"state_dir", dir}};
+}
+
 ExitStatus Start(Invocation& inv) {
   std::string dir = StateDir(inv);
+  if (Status s = CheckEmulatorStateDir(dir, inv.env); !s.ok()) {
+    return cli::Fail(inv, s);
+  }
   if (std::optional<Daemon> d = RunningEmulator(dir)) {
     if (inv.json) {
-      inv.out << json{{"running", true}, {"pid", d->pid}, {"endpoint", d->endpoint},
-                      {"state_dir", dir}}.dump(2) << "\n";
+      inv.out << DaemonJson(*d, dir).dump(2) << "\n";
     } else {
       inv.out << "Already running.\n";
       PrintEndpointHelp(inv.out, *d, dir);
@@ -146,7 +142,7 @@ ExitStatus Start(Invocation& inv) {
   if (Status s = emulator::NamespaceHosts::CheckSupport(); !s.ok()) {
     return cli::Fail(inv, s);
   }
-  if (Status s = ClaimStateDir(dir); !s.ok()) {
+  if (Status s = ClaimEmulatorStateDir(dir, inv.env); !s.ok()) {
     return cli::Fail(inv, s);
   }
   // A crashed emulator's leftovers go before a new one starts.
@@ -195,8 +191,7 @@ ExitStatus Start(Invocation& inv) {
     }
     if (std::optional<Daemon> d = RunningEmulator(dir); d && d->pid == child) {
       if (inv.json) {
-        inv.out << json{{"running", true}, {"pid", d->pid}, {"endpoint", d->endpoint},
-                        {"state_dir", dir}}.dump(2) << "\n";
+        inv.out << DaemonJson(*d, dir).dump(2) << "\n";
       } else {
         PrintEndpointHelp(inv.out, *d, dir);
       }
@@ -211,6 +206,10 @@ ExitStatus Start(Invocation& inv) {
 
 ExitStatus Stop(Invocation& inv) {
   std::string dir = StateDir(inv);
+  // Someone else's directory names no daemon of ours and holds nothing to delete.
+  if (Status s = CheckEmulatorStateDir(dir, inv.env); !s.ok()) {
+    return cli::Fail(inv, s);
+  }
   std::optional<Daemon> d = RunningEmulator(dir);
   if (d) {
     if (!inv.json) {
@@ -232,7 +231,7 @@ ExitStatus Stop(Invocation& inv) {
       }
     }
   }
-  if (!std::filesystem::exists(dir + "/" + kStateDirMarker)) {
+  if (!IsEmulatorStateDir(dir)) {
     // Never delete a directory the emulator did not make: --state-dir may be a typo.
     if (inv.json) {
       inv.out << json{{"stopped", d.has_value()}, {"state_dir", dir}}.dump(2) << "\n";
@@ -269,16 +268,13 @@ ExitStatus ShowStatus(Invocation& inv) {
   if (!d) {
     return NotRunning(inv, dir);
   }
-  Result<json> status = Admin(*d, "GET", "emulator/v1/status");
+  Result<json> status = Admin(inv, *d, "GET", "emulator/v1/status");
   if (!status.ok()) {
     return cli::Fail(inv, status.status());
   }
   json& s = *status;
   if (inv.json) {
-    s["running"] = true;
-    s["pid"] = d->pid;
-    s["endpoint"] = d->endpoint;
-    s["state_dir"] = dir;
+    s.update(DaemonJson(*d, dir));
     inv.out << s.dump(2) << "\n";
     return ExitStatus::kOk;
   }
@@ -321,11 +317,11 @@ ExitStatus ShowStatus(Invocation& inv) {
 
 // The full resource name of the node the user named: a full name, or a node id that
 // is unique among the emulator's nodes.
-Result<std::string> ResolveNode(const Daemon& d, const std::string& node) {
+Result<std::string> ResolveNode(Invocation& inv, const Daemon& d, const std::string& node) {
   if (StartsWith(node, "projects/")) {
     return node;
   }
-  TPUFLEET_ASSIGN_OR_RETURN(json status, Admin(d, "GET", "emulator/v1/status"));
+  TPUFLEET_ASSIGN_OR_RETURN(json status, Admin(inv, d, "GET", "emulator/v1/status"));
   std::vector<std::string> matches;
   std::vector<std::string> ids;
   for (const json& n : status["nodes"]) {
@@ -365,7 +361,7 @@ ExitStatus Inject(Invocation& inv) {
   }
   if (kind == "clear") {
     std::string path = pos.size() > 2 ? "emulator/v1/faults/" + UrlEscape(pos[2]) : "emulator/v1/faults";
-    Result<json> r = Admin(*d, "DELETE", path);
+    Result<json> r = Admin(inv, *d, "DELETE", path);
     if (!r.ok()) {
       return cli::Fail(inv, r.status());
     }
@@ -417,7 +413,7 @@ ExitStatus Inject(Invocation& inv) {
     if (pos.size() != 3) {
       return cli::UsageError(inv, "inject " + kind + " needs the NODE it applies to");
     }
-    Result<std::string> node = ResolveNode(*d, pos[2]);
+    Result<std::string> node = ResolveNode(inv, *d, pos[2]);
     if (!node.ok()) {
       return cli::Fail(inv, node.status());
     }
@@ -425,7 +421,7 @@ ExitStatus Inject(Invocation& inv) {
   } else if (pos.size() > 2) {
     return cli::UsageError(inv, "inject " + kind + " takes flags, not '" + pos[2] + "'");
   }
-  Result<json> r = Admin(*d, "POST", "emulator/v1/faults", fault.dump());
+  Result<json> r = Admin(inv, *d, "POST", "emulator/v1/faults", fault.dump());
   if (!r.ok()) {
     return cli::Fail(inv, r.status());
   }
@@ -449,6 +445,9 @@ ExitStatus Serve(Invocation& inv) {
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
   std::string dir = StateDir(inv);
+  if (Status s = ClaimEmulatorStateDir(dir, inv.env); !s.ok()) {
+    return cli::Fail(inv, s);
+  }
   Result<const Catalog*> catalog = inv.LoadCatalog();
   if (!catalog.ok()) {
     return cli::Fail(inv, catalog.status());
@@ -465,6 +464,29 @@ ExitStatus Serve(Invocation& inv) {
   if (!ParseInt(inv.args.Get("port").value_or("0"), &port) || port < 0 || port > 65535) {
     return cli::UsageError(inv, "--port expects a port number (0 picks a free one)");
   }
+  // A fresh secret at each start (an old token file dies with its emulator), readable
+  // by the owner alone, before anything listens.
+  std::string token_file = dir + "/" + kEmulatorTokenFile;
+  Result<std::string> secret = NewSecretToken(kEmulatorTokenPrefix);
+  if (!secret.ok()) {
+    return cli::Fail(inv, secret.status());
+  }
+  if (Status s = WriteFileAtomic(token_file, *secret + "\n", 0600); !s.ok()) {
+    return cli::Fail(inv, s);
+  }
+  // What the owner's own tpufleet reads without sudo: the token, daemon.json, the log.
+  EmulatorOwner owner = EmulatorOwnerOf(inv.env);
+  auto give_to_owner = [&](const std::string& path) {
+    return ::geteuid() != 0 || ::lchown(path.c_str(), owner.uid, owner.gid) == 0
+               ? Status::Ok()
+               : ErrnoStatus("chown " + path, errno);
+  };
+  for (const std::string& path : {token_file, dir + "/emulator.log"}) {
+    if (Status s = give_to_owner(path); !s.ok() && s.code() != StatusCode::kNotFound) {
+      return cli::Fail(inv, s);
+    }
+  }
+  config.auth.owner_token = *std::move(secret);
   RealClock clock;
   Result<std::unique_ptr<emulator::NamespaceHosts>> hosts = emulator::NamespaceHosts::Create(
       {dir + "/hosts", emulator::NamespaceHosts::DefaultWorkerBinary()}, clock);
@@ -484,12 +506,16 @@ ExitStatus Serve(Invocation& inv) {
   if (Status s = WriteFileAtomic(dir + "/daemon.json", daemon.dump() + "\n", 0600); !s.ok()) {
     return cli::Fail(inv, s);
   }
+  if (Status s = give_to_owner(dir + "/daemon.json"); !s.ok()) {
+    return cli::Fail(inv, s);
+  }
   inv.out << "tpufleet emulator serving " << endpoint << std::endl;
   int sig = 0;
   sigwait(&stop_signals, &sig);
   inv.out << "tpufleet emulator: signal " << sig << ", destroying every worker" << std::endl;
   std::error_code ec;
   std::filesystem::remove(dir + "/daemon.json", ec);
+  std::filesystem::remove(token_file, ec);
   http.Stop();
   hosts->reset();
   return ExitStatus::kOk;

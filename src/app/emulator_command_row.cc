@@ -48,11 +48,14 @@ cli::Command EmulatorCommandRow(ExitStatus (*run)(Invocation&)) {
   return {"emulator",
           "Run a local Cloud TPU whose workers are real hosts (start, stop, status, inject)",
           "start [--port P] [--config FILE] | stop | status | inject KIND [NODE] [flags]",
-          "start     starts the emulator in the background and prints its endpoint; a\n"
-          "          crashed emulator's leftovers are cleaned first. Needs root: every\n"
-          "          worker is its own network namespace with a real sshd.\n"
+          "start     starts the emulator in the background and prints its endpoint and\n"
+          "          its token file (STATE/token, yours alone: every call needs the token;\n"
+          "          gcloud takes it through CLOUDSDK_AUTH_ACCESS_TOKEN_FILE); a crashed\n"
+          "          emulator's leftovers are cleaned first. Needs root: every worker is\n"
+          "          its own network namespace with a real sshd.\n"
           "stop      stops it and removes every worker, namespace, process and file it made.\n"
-          "status    the emulator's nodes, their workers' addresses, and active faults.\n"
+          "status    the emulator's nodes, their workers' addresses, and active faults\n"
+          "          (--json adds endpoint and token_file).\n"
           "inject    a fault, as the real service shows them:\n"
           "            stockout --zone Z [--family F] [--for D]   creates fail with code 8\n"
           "            quota --region R [--family F] [--for D]    creates get HTTP 429\n"
@@ -63,7 +66,8 @@ cli::Command EmulatorCommandRow(ExitStatus (*run)(Invocation&)) {
           "            slow --factor X [--for D]                  operations take X times longer\n"
           "            clear [FAULT-ID]                           end one fault, or all\n"
           "The state dir defaults to $TPUFLEET_EMULATOR_DIR, else\n"
-          "${XDG_STATE_HOME:-~/.local/state}/tpufleet/emulator.",
+          "${XDG_STATE_HOME:-~/.local/state}/tpufleet/emulator; one that another user\n"
+          "made, or that others may write, is refused.",
           {{"port", "P", "start: the API's port on 127.0.0.1 (default: a free one)"},
            {"config", "FILE", "start: capacity, quota, timings and auth (YAML)"},
            {"state-dir", "DIR", "where the emulator keeps its workers' disks and its log"},

@@ -29,12 +29,19 @@
 namespace tpufleet::app {
 namespace {
 
-// The emulator accepts any bearer token unless told otherwise; a user who configured
-// credentials for it (GOOGLE_APPLICATION_CREDENTIALS, a token file) gets those used.
-class FixedToken final : public TokenSource {
+// The running emulator's own secret (STATE/token), read once and checked: the emulator
+// takes nothing else from tpufleet, and a user's Google credentials must never be sent
+// to a local port.
+class EmulatorToken final : public TokenSource {
  public:
-  Result<std::string> AccessToken() override { return std::string("tpufleet-emulator"); }
-  std::string Describe() const override { return "the emulator's open access"; }
+  EmulatorToken(std::string token, std::string file)
+      : token_(std::move(token)), file_(std::move(file)) {}
+  Result<std::string> AccessToken() override { return token_; }
+  std::string Describe() const override { return "the emulator's token (" + file_ + ")"; }
+
+ private:
+  const std::string token_;
+  const std::string file_;
 };
 
 std::string Env(const std::map<std::string, std::string>& env, const std::string& key) {
@@ -107,11 +114,8 @@ class AppProviders final : public ProviderSource {
                                        "emulator start`");
       }
       options.endpoint = daemon->endpoint;
-      bool configured = env("GOOGLE_APPLICATION_CREDENTIALS") ||
-                        env("CLOUDSDK_AUTH_ACCESS_TOKEN_FILE");
-      if (!configured) {
-        tokens = std::make_unique<FixedToken>();
-      }
+      TPUFLEET_ASSIGN_OR_RETURN(std::string token, ReadEmulatorToken(daemon->token_file, env_));
+      tokens = std::make_unique<EmulatorToken>(std::move(token), daemon->token_file);
     } else {
       TPUFLEET_ASSIGN_OR_RETURN(options.endpoint, ResolveTpuEndpoint(env));
     }

@@ -3,6 +3,9 @@
 // and credentials traded at the emulator's token endpoint. The emulator runs API-only
 // (synthetic worker hosts), so no root is needed.
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <memory>
@@ -22,6 +25,7 @@
 #include "util/clock.h"
 #include "util/file.h"
 #include "util/http_client.h"
+#include "util/testing/as_nobody.h"
 #include "util/testing/status_printer.h"
 
 namespace tpufleet {
@@ -47,10 +51,13 @@ RetryPolicy TestRetries() {
   return p;
 }
 
-// Hands out one fixed token: the emulator accepts any unless told otherwise.
+// The owner's secret of every emulator these tests start (AuthConfig::owner_token).
+constexpr const char* kOwnerToken = "tpufleet-emulator-test-owner";
+
+// Hands out the owner's secret, as tpufleet does from STATE/token.
 class StaticTokenSource final : public TokenSource {
  public:
-  Result<std::string> AccessToken() override { return std::string("ya29.any"); }
+  Result<std::string> AccessToken() override { return std::string(kOwnerToken); }
   std::string Describe() const override { return "a static test token"; }
 };
 
@@ -66,6 +73,7 @@ class ProviderEmulatorTest : public ::testing::Test {
   }
 
   void StartEmulator(emulator::EmulatorConfig config = {}) {
+    config.auth.owner_token = kOwnerToken;
     api_ = std::make_unique<emulator::ApiServer>(std::move(config), clock_, nullptr, catalog_);
     http_server_ =
         std::make_unique<emulator::HttpServer>(api_.get(), emulator::HttpServerOptions{});
@@ -93,6 +101,7 @@ class ProviderEmulatorTest : public ::testing::Test {
     HttpRequest req;
     req.method = "POST";
     req.url = base_ + "emulator/v1/faults";
+    req.headers["Authorization"] = std::string("Bearer ") + kOwnerToken;
     req.headers["Content-Type"] = "application/json";
     req.body = fault.dump();
     Result<HttpResponse> r = http_.Send(req);
@@ -103,7 +112,10 @@ class ProviderEmulatorTest : public ::testing::Test {
     HttpRequest req;
     req.method = "DELETE";
     req.url = base_ + "emulator/v1/faults";
-    ASSERT_TRUE(http_.Send(req).ok());
+    req.headers["Authorization"] = std::string("Bearer ") + kOwnerToken;
+    Result<HttpResponse> r = http_.Send(req);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    ASSERT_EQ(r->status, 200) << r->body;
   }
 
   static CreateNodeRequest Request(const std::string& id, const std::string& zone = kV4Zone,
@@ -347,11 +359,146 @@ TEST_F(ServiceAccountEmulatorTest, WrongKeyIsRefusedWithAClearMessage) {
 }
 
 TEST_F(ServiceAccountEmulatorTest, TokenTheEmulatorDidNotIssueIsPermissionDenied) {
-  Status s = provider_->ListNodes({kV4Zone}).status();  // the static "ya29.any"
+  Status s = provider_->ListNodes({kV4Zone}).status();  // the owner's, not issued
   EXPECT_EQ(s.code(), StatusCode::kPermissionDenied);
   EXPECT_NE(s.message().find("a static test token"), std::string::npos) << s.message();
   EXPECT_NE(s.message().find("invalid authentication credentials"), std::string::npos)
       << s.message();
+}
+
+// Issue 10, finding 1, over real HTTP as the review attacked: another local user
+// (nobody) asks the admin and API routes and gets 401 in Google's envelope, while the
+// owner's token is served. And the server bounds what a body may be.
+class Issue10 : public ProviderEmulatorTest {
+ protected:
+  // Sends `request` (raw HTTP/1.1) to the emulator as nobody; returns what came back,
+  // or "" when nothing did. The child writes the answer into a pipe.
+  std::string AsNobody(const std::string& request) {
+    int port = std::stoi(base_.substr(base_.rfind(':') + 1));
+    int fds[2];
+    if (::pipe(fds) != 0) {
+      return "";
+    }
+    int rc = RunAsNobody([&] {
+      ::close(fds[0]);
+      int s = ::socket(AF_INET, SOCK_STREAM, 0);
+      sockaddr_in addr{};
+      addr.sin_family = AF_INET;
+      addr.sin_port = htons(static_cast<uint16_t>(port));
+      addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+      if (s < 0 || ::connect(s, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+          ::write(s, request.data(), request.size()) != static_cast<ssize_t>(request.size())) {
+        return 1;
+      }
+      char buf[4096];
+      ssize_t n;
+      while ((n = ::read(s, buf, sizeof buf)) > 0) {
+        if (::write(fds[1], buf, static_cast<size_t>(n)) != n) {
+          return 1;
+        }
+      }
+      return 0;
+    });
+    ::close(fds[1]);
+    std::string out;
+    char buf[4096];
+    ssize_t n;
+    while ((n = ::read(fds[0], buf, sizeof buf)) > 0) {
+      out.append(buf, static_cast<size_t>(n));
+    }
+    ::close(fds[0]);
+    return rc == 0 ? out : "";
+  }
+
+  std::string Raw(const std::string& method, const std::string& path,
+                  const std::string& extra_headers = "", const std::string& body = "") {
+    std::string host = base_.substr(7, base_.size() - 8);
+    return method + " " + path + " HTTP/1.1\r\nHost: " + host +
+           "\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: " +
+           std::to_string(body.size()) + "\r\n" + extra_headers + "\r\n" + body;
+  }
+};
+
+TEST_F(Issue10, NobodyIsRefusedOnEveryRouteTheOwnerIsServed) {
+  if (auto why = NobodySkipReason()) {
+    GTEST_SKIP() << *why;
+  }
+  ASSERT_EQ(CreateAndWait(Request("victim")), Status::Ok());
+  const std::string parent = std::string("/v2/projects/") + kProject + "/locations/" + kV4Zone;
+  const std::string keys = R"({"metadata":{"ssh-keys":"mallory:ssh-ed25519 AAAA mallory"}})";
+  for (const std::string& bearer :
+       {std::string(), std::string("Authorization: Bearer tpufleet-emulator\r\n"),
+        std::string("Authorization: Bearer ya29.any\r\n")}) {
+    for (const std::string& request :
+         {Raw("GET", "/emulator/v1/status", bearer), Raw("GET", parent + "/nodes", bearer),
+          Raw("PATCH", parent + "/nodes/victim?updateMask=metadata", bearer, keys),
+          Raw("POST", "/emulator/v1/faults", bearer, R"({"kind":"storm","rate":1})")}) {
+      std::string reply = AsNobody(request);
+      EXPECT_EQ(reply.rfind("HTTP/1.1 401", 0), 0u) << request << "\n" << reply;
+      EXPECT_NE(reply.find("\"UNAUTHENTICATED\""), std::string::npos) << reply;
+      EXPECT_EQ(reply.find("198.18."), std::string::npos) << reply;
+      EXPECT_EQ(reply.find("victim"), std::string::npos) << reply;
+    }
+  }
+  CloudNode node = provider_->GetNode(kV4Zone, "victim").value();
+  EXPECT_EQ(node.metadata.count("ssh-keys"), 0u) << "nobody's patch took effect";
+  std::string owner = AsNobody(Raw("GET", "/emulator/v1/status",
+                                   std::string("Authorization: Bearer ") + kOwnerToken + "\r\n"));
+  EXPECT_EQ(owner.rfind("HTTP/1.1 200", 0), 0u) << "the token, not the uid, decides: " << owner;
+}
+
+TEST_F(Issue10, AnOversizedBodyIsRefusedWith413) {
+  HttpRequest req;
+  req.method = "POST";
+  req.url = base_ + "v2/projects/" + kProject + "/locations/" + kV4Zone + "/nodes?nodeId=big";
+  req.headers["Authorization"] = std::string("Bearer ") + kOwnerToken;
+  req.headers["Content-Type"] = "application/json";
+  req.body = std::string(emulator::kMaxRequestBodyBytes + 1, 'x');
+  Result<HttpResponse> r = http_.Send(req);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->status, 413) << r->body;
+  Json j = Json::parse(r->body, nullptr, false);
+  EXPECT_EQ(j["error"]["code"], 413) << r->body;
+  EXPECT_EQ(j["error"]["status"], "INVALID_ARGUMENT") << r->body;
+  EXPECT_EQ(provider_->GetNode(kV4Zone, "big").status().code(), StatusCode::kNotFound);
+  // At the limit the body is read and judged on its content.
+  req.body = std::string(emulator::kMaxRequestBodyBytes, ' ');
+  r = http_.Send(req);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->status, 400) << r->body;
+}
+
+// httplib 0.11 bounds each header line but not how many come: 300 MiB of headers grew
+// the server by 465 MB. Now a connection reads at most a body's and a head's worth.
+TEST_F(Issue10, EndlessHeadersAreCutOff) {
+  int port = std::stoi(base_.substr(base_.rfind(':') + 1));
+  int s = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(s, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::connect(s, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  std::string head = "GET /emulator/v1/status HTTP/1.1\r\nHost: " +
+                     base_.substr(7, base_.size() - 8) + "\r\n";
+  ASSERT_EQ(::send(s, head.data(), head.size(), MSG_NOSIGNAL), static_cast<ssize_t>(head.size()));
+  std::string line = "X-Pad: " + std::string(8000, 'a') + "\r\n";
+  std::string chunk;
+  for (int i = 0; i < 64; ++i) {
+    chunk += line;
+  }
+  // Far more than the server may read; it must stop reading well before.
+  constexpr size_t kAttack = 64 << 20;
+  size_t sent = 0;
+  while (sent < kAttack) {
+    ssize_t n = ::send(s, chunk.data(), chunk.size(), MSG_NOSIGNAL);
+    if (n <= 0) {
+      break;
+    }
+    sent += static_cast<size_t>(n);
+  }
+  ::close(s);
+  EXPECT_LT(sent, size_t{16} << 20) << "the server kept reading headers";
 }
 
 }  // namespace

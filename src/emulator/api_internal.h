@@ -194,7 +194,9 @@ class ApiServerImpl {
   // api_server.cc: routing and shared helpers.
   HttpResponse HandleApi(const HttpRequest& req);
   HttpResponse RouteLocked(Call& c, const std::vector<std::string>& segs);
-  std::optional<RpcError> CheckAuthLocked(const HttpRequest& req);
+  // The 401 for a request without an accepted bearer token (AuthConfig), or nullopt.
+  // Needs no lock: the config is constant and tokens_ locks itself.
+  std::optional<RpcError> CheckAuth(const HttpRequest& req, bool admin) const;
   std::optional<RpcError> CheckProjectLocked(const Call& c);
   bool ZoneKnown(std::string_view zone) const;
   RpcOr<Json> ParseBody(const Call& c) const;

@@ -112,7 +112,7 @@ ApiServerImpl::ApiServerImpl(EmulatorConfig config, Clock& clock, WorkerHosts* h
       synthetic_(hosts == nullptr ? std::make_unique<SyntheticHosts>(config_.seed) : nullptr),
       hosts_(hosts != nullptr ? hosts : synthetic_.get()),
       catalog_(catalog),
-      tokens_(config_.auth, clock, config_.seed),
+      tokens_(config_.auth, clock),
       rng_(config_.seed) {}
 
 ApiServerImpl::~ApiServerImpl() = default;
@@ -160,10 +160,15 @@ HttpResponse ApiServerImpl::Handle(const HttpRequest& req) {
       resp.headers["Cache-Control"] = "no-cache, no-store, max-age=0, must-revalidate";
       return resp;
     }
-    if (StartsWith(req.path, "/emulator/")) {
-      return HandleAdmin(req);
+    // Everything else needs a token, admin routes included, and before any routing so
+    // that a stranger learns nothing, not even which paths exist.
+    bool admin = StartsWith(req.path, "/emulator/");
+    if (std::optional<RpcError> e = CheckAuth(req, admin)) {
+      HttpResponse r = ErrorResponse(*e);
+      r.headers["WWW-Authenticate"] = "Bearer realm=\"https://accounts.google.com/\"";
+      return r;
     }
-    return HandleApi(req);
+    return admin ? HandleAdmin(req) : HandleApi(req);
   } catch (const std::exception& e) {
     // nlohmann throws on type mismatches deep in a handler; answer as Google does for
     // a failure it did not foresee instead of letting the exception out of the module.
@@ -177,16 +182,14 @@ void ApiServerImpl::Tick() {
   AdvanceLocked(clock_.MonotonicNow(), clock_.Now());
 }
 
-std::optional<RpcError> ApiServerImpl::CheckAuthLocked(const HttpRequest& req) {
-  if (!config_.auth.require_issued_tokens) {
-    return std::nullopt;
-  }
+std::optional<RpcError> ApiServerImpl::CheckAuth(const HttpRequest& req, bool admin) const {
   std::string token = req.Query("access_token");
   std::string auth = req.Header("authorization");
   if (auth.size() > 7 && (StartsWith(auth, "Bearer ") || StartsWith(auth, "bearer "))) {
     token = auth.substr(7);
   }
-  if (!token.empty() && tokens_.IsValid(token)) {
+  bool owner_accepted = admin || !config_.auth.require_issued_tokens;
+  if (!token.empty() && ((owner_accepted && tokens_.IsOwner(token)) || tokens_.IsValid(token))) {
     return std::nullopt;
   }
   if (token.empty()) {
@@ -272,11 +275,6 @@ HttpResponse ApiServerImpl::HandleApi(const HttpRequest& req) {
     return RouteNotFound(req);
   }
   c.version = segs[0];
-  if (std::optional<RpcError> e = CheckAuthLocked(req)) {
-    HttpResponse r = ErrorResponse(*e);
-    r.headers["WWW-Authenticate"] = "Bearer realm=\"https://accounts.google.com/\"";
-    return r;
-  }
   if (std::optional<int> code = faults_.DrawStorm(c.now)) {
     RpcError e{RpcCodeOfHttp(*code), "", Json::array()};
     bool read = req.method == "GET";

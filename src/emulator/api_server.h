@@ -27,7 +27,11 @@
 // drives the server — HttpServer's threads via RunHostWorkOnce, a unit test via
 // RunPendingHostWork — and report back when done.
 //
-// Admin endpoints (not Google's; loopback only, no auth):
+// Authentication (config.h AuthConfig): every route but the token endpoint needs a
+// bearer token, the owner's secret or one the token endpoint issued; without one it is
+// 401 UNAUTHENTICATED in Google's envelope, before any routing.
+//
+// Admin endpoints (not Google's; loopback only, the same tokens):
 //   GET    /emulator/v1/status       {"nodes":[…], "queuedResources":[…], "faults":[…],
 //                                     "usage":[…], "hostWorkPending":N, "now":"…"}
 //   GET    /emulator/v1/faults       {"faults":[…]}

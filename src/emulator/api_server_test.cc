@@ -1,6 +1,8 @@
 #include "emulator/api_server.h"
 
 #include <regex>
+#include <set>
+#include <tuple>
 
 #include "emulator/testing/api_fixture.h"
 #include "emulator/token.h"
@@ -160,11 +162,80 @@ TEST_F(ApiServerTest, ProjectsCanBeRestricted) {
   EXPECT_EQ(r.json["error"]["details"][0]["reason"], "CONSUMER_INVALID");
 }
 
-TEST_F(ApiServerTest, AnyBearerIsAcceptedByDefault) {
-  EXPECT_EQ(Send("GET", std::string(kParent) + "/nodes", "", {{"authorization", "Bearer whatever"}})
+// Issue 10, finding 1: as any local user, GET /emulator/v1/status gave every node,
+// worker address and host key, and a patch of ssh-keys gave root on the workers. Now
+// nothing but the token endpoint answers without the owner's secret or an issued token.
+class Issue10 : public ApiFixture {};
+
+TEST_F(Issue10, EveryRouteRefusesAStranger) {
+  CreateNode("victim");
+  const std::string patch_keys = NodePath("victim") + "?updateMask=metadata";
+  const Json keys{{"metadata", {{"ssh-keys", "mallory:ssh-ed25519 AAAA mallory"}}}};
+  for (const char* bearer : {"", "Bearer ", "Bearer made-up", "Bearer owner-secret-for-test",
+                             "Bearer owner-secret-for-testsX", "Basic b3duZXI="}) {
+    SCOPED_TRACE(bearer);
+    std::map<std::string, std::string> h{{"authorization", bearer}};
+    for (const auto& [method, path, body] :
+         std::vector<std::tuple<std::string, std::string, std::string>>{
+             {"GET", "/emulator/v1/status", ""},
+             {"GET", "/emulator/v1/faults", ""},
+             {"POST", "/emulator/v1/faults", R"({"kind":"storm","rate":1})"},
+             {"DELETE", "/emulator/v1/faults", ""},
+             {"GET", "/emulator/v1/nothing", ""},
+             {"GET", std::string(kParent) + "/nodes", ""},
+             {"PATCH", patch_keys, keys.dump()},
+             {"DELETE", NodePath("victim"), ""},
+             {"GET", "/v2/projects/p/locations", ""},
+             {"GET", "/nowhere", ""}}) {
+      Reply r = Send(method, path, body, h);
+      EXPECT_EQ(r.status, 401) << method << " " << path << ": " << r.text;
+      EXPECT_EQ(r.json["error"]["code"], 401) << r.text;
+      EXPECT_EQ(r.json["error"]["status"], "UNAUTHENTICATED") << r.text;
+      EXPECT_EQ(r.text.find("victim"), std::string::npos) << r.text;
+    }
+  }
+  // Nothing the stranger sent took effect; the owner sees the node as it was.
+  Pass(seconds(2));
+  Reply node = Get(NodePath("victim"));
+  ASSERT_EQ(node.status, 200) << node.text;
+  EXPECT_FALSE(node.json.contains("metadata")) << node.text;
+  EXPECT_EQ(Get("/emulator/v1/faults").json["faults"].size(), 0u);
+  EXPECT_EQ(Get("/emulator/v1/status").status, 200);
+  EXPECT_EQ(Send("GET", "/emulator/v1/status", "", {{"authorization", "bearer owner-secret-for-tests"}})
                 .status,
             200);
-  EXPECT_EQ(Get(std::string(kParent) + "/nodes").status, 200);
+  EXPECT_EQ(Send("GET", std::string(kParent) + "/nodes?access_token=" + kOwnerToken, "",
+                 {{"authorization", ""}})
+                .status,
+            200);
+}
+
+TEST_F(Issue10, WithoutConfiguredCredentialsTheTokenEndpointIssuesNothing) {
+  for (const char* form :
+       {"grant_type=refresh_token&client_id=&client_secret=&refresh_token=",
+        "grant_type=refresh_token&client_id=a&client_secret=b&refresh_token=c",
+        "grant_type=urn:ietf:params:oauth:grant-type:jwt-bearer&assertion=e30.e30.",
+        "grant_type=client_credentials"}) {
+    Reply r = Send("POST", "/token", form, {{"authorization", ""}});
+    EXPECT_GE(r.status, 400) << form << ": " << r.text;
+    EXPECT_FALSE(r.json.contains("access_token")) << r.text;
+  }
+}
+
+// The token endpoint's tokens came from a generator seeded with the config's seed (1
+// unless set): anyone could compute the next one.
+TEST_F(Issue10, IssuedTokensCannotBePredictedFromTheSeed) {
+  EmulatorConfig config;
+  config.auth.authorized_users.push_back({"client", "secret", "refresh"});
+  std::set<std::string> tokens;
+  for (int i = 0; i < 2; ++i) {
+    Reset(config);
+    Reply r = Send("POST", "/token",
+                   "grant_type=refresh_token&client_id=client&client_secret=secret&refresh_token=refresh");
+    ASSERT_EQ(r.status, 200) << r.text;
+    tokens.insert(r.json["access_token"].get<std::string>());
+  }
+  EXPECT_EQ(tokens.size(), 2u) << "two servers with one seed issued the same token";
 }
 
 TEST_F(ApiServerTest, IssuedTokensCanBeRequired) {
@@ -172,9 +243,10 @@ TEST_F(ApiServerTest, IssuedTokensCanBeRequired) {
   config.auth.require_issued_tokens = true;
   config.auth.authorized_users.push_back({"client", "secret", "refresh"});
   Reset(config);
-  Reply none = Get(std::string(kParent) + "/nodes");
-  EXPECT_EQ(none.status, 401);
-  EXPECT_EQ(none.json["error"]["status"], "UNAUTHENTICATED");
+  Reply owner = Get(std::string(kParent) + "/nodes");
+  EXPECT_EQ(owner.status, 401) << "the owner's secret is not an issued token";
+  EXPECT_EQ(owner.json["error"]["status"], "UNAUTHENTICATED");
+  EXPECT_EQ(Get("/emulator/v1/status").status, 200) << "the owner's secret opens the admin routes";
   EXPECT_EQ(Send("GET", std::string(kParent) + "/nodes", "", {{"authorization", "Bearer made-up"}})
                 .status,
             401);
@@ -190,7 +262,13 @@ TEST_F(ApiServerTest, IssuedTokensCanBeRequired) {
       Send("GET", std::string(kParent) + "/nodes", "", {{"authorization", "Bearer " + access}})
           .status,
       200);
-  EXPECT_EQ(Get(std::string(kParent) + "/nodes?access_token=" + access).status, 200);
+  EXPECT_EQ(Send("GET", std::string(kParent) + "/nodes?access_token=" + access, "",
+                 {{"authorization", ""}})
+                .status,
+            200);
+  EXPECT_EQ(
+      Send("GET", "/emulator/v1/status", "", {{"authorization", "Bearer " + access}}).status,
+      200);
   clock_.Advance(seconds(3600));
   EXPECT_EQ(
       Send("GET", std::string(kParent) + "/nodes", "", {{"authorization", "Bearer " + access}})
@@ -229,7 +307,7 @@ TEST_F(ApiServerTest, TokenEndpointVerifiesServiceAccountAssertions) {
   EXPECT_EQ(bad.status, 400);
   EXPECT_EQ(bad.json,
             (Json{{"error", "invalid_grant"}, {"error_description", "Invalid JWT Signature."}}));
-  EXPECT_EQ(Get("/token").status, 404);
+  EXPECT_EQ(Send("GET", "/token", "", {{"authorization", ""}}).status, 404);
 }
 
 TEST_F(ApiServerTest, AdminStatusShowsNodesFaultsAndUsage) {
@@ -270,8 +348,11 @@ TEST_F(ApiServerTest, DestroyAllHostsQueuesDestroyForEveryNode) {
 }
 
 TEST_F(ApiServerTest, WithoutWorkerHostsTheServerRunsApiOnly) {
-  ApiServer api(EmulatorConfig(), clock_, nullptr, catalog_);
+  EmulatorConfig config;
+  config.auth.owner_token = kOwnerToken;
+  ApiServer api(config, clock_, nullptr, catalog_);
   HttpRequest req;
+  req.headers["authorization"] = std::string("Bearer ") + kOwnerToken;
   req.method = "POST";
   req.path = std::string(kParent) + "/nodes";
   req.query["nodeId"] = "n1";
@@ -279,8 +360,9 @@ TEST_F(ApiServerTest, WithoutWorkerHostsTheServerRunsApiOnly) {
   ASSERT_EQ(api.Handle(req).status, 200);
   api.RunPendingHostWork();
   clock_.Advance(seconds(2));
-  req = HttpRequest();
   req.method = "GET";
+  req.query.clear();
+  req.body.clear();
   req.path = NodePath("n1");
   Json node = Json::parse(api.Handle(req).body);
   EXPECT_EQ(node["state"], "READY");

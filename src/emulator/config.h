@@ -20,7 +20,7 @@
 //   auth:
 //     service_account_keys: [/path/sa-key.json]   # or a PEM public key file
 //     authorized_users: [{client_id: a, client_secret: b, refresh_token: c}]
-//     require_issued_tokens: false
+//     require_issued_tokens: false  # true: the API routes take only issued tokens
 //
 // Thread-safety: a plain value; share it read-only.
 #pragma once
@@ -99,12 +99,20 @@ struct ServiceAccountKey {
   std::string key_id;          // private_key_id; "" matches any kid
 };
 
+// Every request but the token endpoint's must carry a bearer token (Authorization:
+// Bearer, or ?access_token=): the owner's secret or one the token endpoint issued.
+// Anything else is 401 UNAUTHENTICATED: the emulator's workers give root to whoever
+// may patch their ssh-keys, so no other local user may reach it.
 struct AuthConfig {
   std::vector<ServiceAccountKey> service_account_keys;  // empty: every assertion is refused
-  std::vector<AuthorizedUser> authorized_users;
-  // When true, API calls must carry a bearer token the token endpoint issued (401
-  // otherwise). The real clients can then be checked end to end; off by default because
-  // Google's GAPIC clients may send self-signed JWTs that were never exchanged.
+  std::vector<AuthorizedUser> authorized_users;         // empty: every refresh is refused
+  // The secret of whoever started the emulator, accepted as a bearer token on every
+  // route. `serve` makes a fresh one at each start and writes it 0600 to STATE/token;
+  // never in a config file. Empty: none (only issued tokens are accepted).
+  std::string owner_token;
+  // When true, the Cloud TPU API routes accept only tokens the token endpoint issued,
+  // not owner_token (which still opens /emulator/), so a client's own OAuth flow is
+  // checked end to end.
   bool require_issued_tokens = false;
 };
 

@@ -7,6 +7,7 @@
 #include "emulator/wire.h"
 #include "util/encoding.h"
 #include "util/jwt.h"
+#include "util/secret.h"
 
 namespace tpufleet::emulator {
 namespace {
@@ -46,14 +47,17 @@ Result<GeneratedServiceAccountKey> GenerateServiceAccountKey(std::string_view cl
   return out;
 }
 
-TokenService::TokenService(AuthConfig config, Clock& clock, uint64_t seed)
-    : config_(std::move(config)), clock_(clock), rng_(seed ^ 0x70ca3e11ULL) {}
+TokenService::TokenService(AuthConfig config, Clock& clock)
+    : config_(std::move(config)), clock_(clock) {}
 
 TokenReply TokenService::Issue(std::string_view scope) {
-  std::string token;
+  Result<std::string> fresh = NewSecretToken("ya29.emu-");
+  if (!fresh.ok()) {
+    return OAuthError(500, "internal_failure", "Internal error encountered.");
+  }
+  std::string token = *std::move(fresh);
   {
     std::lock_guard<std::mutex> l(mu_);
-    token = "ya29.emu-" + Hex(rng_(), 16) + Hex(rng_(), 16) + Hex(rng_(), 16);
     Clock::WallTime now = clock_.Now();
     issued_[token] = now + kAccessTokenLifetime;
     // Forget long-expired tokens so a long run does not grow without bound.
@@ -72,8 +76,18 @@ TokenReply TokenService::Issue(std::string_view scope) {
 
 bool TokenService::IsValid(std::string_view access_token) const {
   std::lock_guard<std::mutex> l(mu_);
-  auto it = issued_.find(access_token);
-  return it != issued_.end() && clock_.Now() < it->second;
+  // A scan, not a lookup: a map's comparisons would tell a timing caller how much of a
+  // guess matches. The map holds only unexpired tokens of configured clients.
+  bool valid = false;
+  Clock::WallTime now = clock_.Now();
+  for (const auto& [token, expiry] : issued_) {
+    valid = (ConstantTimeEquals(token, access_token) && now < expiry) || valid;
+  }
+  return valid;
+}
+
+bool TokenService::IsOwner(std::string_view token) const {
+  return !config_.owner_token.empty() && ConstantTimeEquals(token, config_.owner_token);
 }
 
 TokenReply TokenService::Exchange(std::string_view form_body) {

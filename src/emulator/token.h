@@ -14,6 +14,12 @@
 //
 // Success: {"access_token":"ya29.…","expires_in":3599,"token_type":"Bearer"} (plus
 // "scope" when the request named one). Reference: shared/reference/tpu-api.md §7.
+// Tokens come from the kernel's CSPRNG (util/secret.h): the emulator's seed makes ids
+// repeatable, and a token anyone could compute from it would be no secret.
+//
+// The endpoint itself needs no token (a client calls it to get one), so it issues
+// tokens only for credentials the emulator's owner configured (AuthConfig); with none
+// configured, every request is refused.
 //
 // Thread-safety: all methods may be called from any thread (an internal mutex guards
 // the issued tokens).
@@ -23,7 +29,6 @@
 #include <cstdint>
 #include <map>
 #include <mutex>
-#include <random>
 #include <string>
 #include <string_view>
 
@@ -48,7 +53,7 @@ struct TokenReply {
 
 class TokenService {
  public:
-  TokenService(AuthConfig config, Clock& clock, uint64_t seed);
+  TokenService(AuthConfig config, Clock& clock);
   TokenService(const TokenService&) = delete;
   TokenService& operator=(const TokenService&) = delete;
 
@@ -56,8 +61,12 @@ class TokenService {
   /// application/x-www-form-urlencoded.
   TokenReply Exchange(std::string_view form_body);
 
-  /// True when `access_token` was issued here and has not expired.
+  /// True when `access_token` was issued here and has not expired. Compares in
+  /// constant time.
   bool IsValid(std::string_view access_token) const;
+
+  /// True when `token` is AuthConfig::owner_token (and that is set). Constant time.
+  bool IsOwner(std::string_view token) const;
 
  private:
   TokenReply Issue(std::string_view scope);
@@ -65,7 +74,6 @@ class TokenService {
   const AuthConfig config_;
   Clock& clock_;
   mutable std::mutex mu_;
-  std::mt19937_64 rng_;                                         // guarded by mu_
   std::map<std::string, Clock::WallTime, std::less<>> issued_;  // token -> expiry; guarded by mu_
 };
 

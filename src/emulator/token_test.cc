@@ -35,7 +35,7 @@ class TokenTest : public ::testing::Test {
     AuthConfig auth;
     auth.service_account_keys.push_back(key_->accepted);
     auth.authorized_users.push_back({"cid", "csecret", "rtoken"});
-    service_ = std::make_unique<TokenService>(auth, clock_, 1);
+    service_ = std::make_unique<TokenService>(auth, clock_);
   }
 
   long long Now() const {
@@ -140,11 +140,11 @@ TEST_F(TokenTest, ClaimsAreChecked) {
 TEST_F(TokenTest, KidPicksTheKey) {
   AuthConfig auth;
   auth.service_account_keys = {other_->accepted, key_->accepted};
-  TokenService both(auth, clock_, 2);
+  TokenService both(auth, clock_);
   EXPECT_EQ(both.Exchange(kJwtGrant + Sign(Claims(), *key_)).http_status, 200);
   EXPECT_EQ(both.Exchange(kJwtGrant + Sign(Claims(), *other_)).http_status, 200);
   AuthConfig none;
-  TokenService nobody(none, clock_, 3);
+  TokenService nobody(none, clock_);
   EXPECT_EQ(nobody.Exchange(kJwtGrant + Sign(Claims(), *key_)).http_status, 400);
 }
 

@@ -1,17 +1,21 @@
 // emulator_fidelity_server: the emulator's HTTP server with fake worker hosts, for the
 // fidelity tests that drive it with Google's own Node.js clients (run.sh).
 //
-//   emulator_fidelity_server [--config FILE] [--sa-key-out FILE] [--require-tokens]
+//   emulator_fidelity_server --token-out FILE [--config FILE] [--sa-key-out FILE]
+//                            [--require-tokens]
 //
 // It binds 127.0.0.1 on a free port, prints one line `LISTENING <port>` on stdout and
 // serves until its standard input closes (so it never outlives the harness).
 //   --config FILE      an emulator config (config.h); default: fast timings, shortened
 //                      further so a scripted session takes seconds.
+//   --token-out FILE   writes the owner's secret (mode 0600), as `tpufleet emulator
+//                      start` writes STATE/token; every call but /token needs it or an
+//                      issued token.
 //   --sa-key-out FILE  writes a fresh service-account key JSON (mode 0600) whose public
 //                      key the token endpoint accepts.
-//   --require-tokens   API calls must carry a token the token endpoint issued; the
-//                      authorized_user fidelity-client/fidelity-secret/fidelity-refresh
-//                      may get one.
+//   --require-tokens   the Cloud TPU API routes take only tokens the token endpoint
+//                      issued, not the owner's secret.
+// The authorized_user fidelity-client/fidelity-secret/fidelity-refresh may get a token.
 #include <cstdio>
 #include <cstring>
 #include <iostream>
@@ -25,6 +29,7 @@
 #include "emulator/token.h"
 #include "util/clock.h"
 #include "util/file.h"
+#include "util/secret.h"
 
 namespace {
 
@@ -41,6 +46,7 @@ int Fail(const std::string& message) {
 int main(int argc, char** argv) {
   std::string config_path;
   std::string sa_key_out;
+  std::string token_out;
   bool require_tokens = false;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
@@ -48,12 +54,17 @@ int main(int argc, char** argv) {
       config_path = argv[++i];
     } else if (arg == "--sa-key-out" && i + 1 < argc) {
       sa_key_out = argv[++i];
+    } else if (arg == "--token-out" && i + 1 < argc) {
+      token_out = argv[++i];
     } else if (arg == "--require-tokens") {
       require_tokens = true;
     } else {
-      return Fail(
-          "usage: emulator_fidelity_server [--config FILE] [--sa-key-out FILE] [--require-tokens]");
+      return Fail("usage: emulator_fidelity_server --token-out FILE [--config FILE] "
+                  "[--sa-key-out FILE] [--require-tokens]");
     }
+  }
+  if (token_out.empty()) {
+    return Fail("--token-out FILE is required: the server answers nothing without its token");
   }
   tpufleet::Result<tpufleet::Catalog> catalog =
       tpufleet::ParseCatalog(tpufleet::BuiltinCatalogYaml(), "built-in catalog");
@@ -94,6 +105,15 @@ int main(int argc, char** argv) {
     }
     config.auth.service_account_keys.push_back(key->accepted);
   }
+
+  tpufleet::Result<std::string> token = tpufleet::NewSecretToken("tpufleet-emulator-");
+  if (!token.ok()) {
+    return Fail(token.status().ToString());
+  }
+  if (tpufleet::Status s = tpufleet::WriteFileAtomic(token_out, *token + "\n", 0600); !s.ok()) {
+    return Fail(s.ToString());
+  }
+  config.auth.owner_token = *token;
 
   tpufleet::RealClock clock;
   tpufleet::emulator::FakeWorkerHosts hosts;

@@ -1,10 +1,14 @@
 // Fidelity tests: the tpufleet emulator driven by Google's own Cloud TPU clients.
 //
 // Started by run.sh, which gives the emulator's address in TPUFLEET_EMULATOR_ENDPOINT
-// ("127.0.0.1:PORT") and a service-account key the emulator accepts in
-// TPUFLEET_FIDELITY_SA_KEY. The emulator requires tokens from its own token endpoint, so
-// every client here authenticates the way it would against Google (shared/reference/
-// tpu-api.md §7, §10). Where a client disagrees with the emulator, the emulator is wrong.
+// ("127.0.0.1:PORT"), a service-account key the emulator accepts in
+// TPUFLEET_FIDELITY_SA_KEY, and the file holding the emulator's own secret (what
+// `tpufleet emulator start` writes to STATE/token) in TPUFLEET_EMULATOR_TOKEN_FILE. The
+// emulator answers only calls carrying that secret or a token its token endpoint issued:
+// the main clients here authenticate the way they would against Google (shared/
+// reference/tpu-api.md §7, §10), others with the secret as `emulator start` tells users
+// to, gcloud included when it is installed. Where a client disagrees with the emulator,
+// the emulator is wrong.
 'use strict';
 
 const test = require('node:test');
@@ -12,7 +16,10 @@ const assert = require('node:assert/strict');
 const crypto = require('node:crypto');
 const fs = require('node:fs');
 const jws = require('jws');
-const {UserRefreshClient} = require('google-auth-library');
+const {spawnSync} = require('node:child_process');
+const os = require('node:os');
+const path = require('node:path');
+const {OAuth2Client, UserRefreshClient} = require('google-auth-library');
 const {TpuClient} = require('@google-cloud/tpu').v2;
 const {google} = require('googleapis');
 
@@ -29,17 +36,21 @@ const PARENT = `projects/${PROJECT}/locations/${ZONE}`;
 const CLIENT = {clientId: 'fidelity-client', clientSecret: 'fidelity-secret', refreshToken: 'fidelity-refresh'};
 const SCOPE = 'https://www.googleapis.com/auth/cloud-platform';
 
+const tokenFile = process.env.TPUFLEET_EMULATOR_TOKEN_FILE;
+assert.ok(tokenFile, 'TPUFLEET_EMULATOR_TOKEN_FILE must be set (run.sh sets it)');
+const ownerToken = fs.readFileSync(tokenFile, 'utf8').trim();
+
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
-// The emulator's own admin endpoint (faults on command).
-async function admin(method, path, body) {
-  const res = await fetch(base + path, {
+// The emulator's own admin endpoint (faults on command), with the owner's secret.
+async function admin(method, urlPath, body) {
+  const res = await fetch(base + urlPath, {
     method,
-    headers: {'content-type': 'application/json'},
+    headers: {'content-type': 'application/json', authorization: `Bearer ${ownerToken}`},
     body: body === undefined ? undefined : JSON.stringify(body),
   });
   const json = await res.json();
-  assert.ok(res.ok, `${method} ${path}: ${res.status} ${JSON.stringify(json)}`);
+  assert.ok(res.ok, `${method} ${urlPath}: ${res.status} ${JSON.stringify(json)}`);
   return json;
 }
 
@@ -112,6 +123,73 @@ test('token endpoint', async (t) => {
     const res = await fetch(`${base}/v2/${PARENT}/nodes`, {headers: {authorization: 'Bearer made-up'}});
     assert.equal(res.status, 401);
     assert.equal((await res.json()).error.status, 'UNAUTHENTICATED');
+  });
+});
+
+// Issue 10: nothing but the token endpoint answers without a token, and the secret that
+// `tpufleet emulator start` prints the path of works in every client it names.
+test('the emulator token', async (t) => {
+  await t.test('strangers get 401 UNAUTHENTICATED everywhere, admin routes included', async () => {
+    for (const [method, urlPath] of [['GET', '/emulator/v1/status'], ['POST', '/emulator/v1/faults'],
+                                     ['GET', `/v2/${PARENT}/nodes`], ['GET', '/nowhere']]) {
+      for (const headers of [{}, {authorization: 'Bearer tpufleet-emulator'},
+                             {authorization: `Bearer ${ownerToken.slice(0, -1)}`}]) {
+        const res = await fetch(base + urlPath, {method, headers});
+        assert.equal(res.status, 401, `${method} ${urlPath} ${JSON.stringify(headers)}`);
+        assert.equal((await res.json()).error.status, 'UNAUTHENTICATED');
+      }
+    }
+  });
+
+  // Each client with its own auth library's OAuth2 client (googleapis bundles one).
+  const ownerAuth = (Client = OAuth2Client) => {
+    const auth = new Client();
+    auth.setCredentials({access_token: ownerToken, expiry_date: Date.now() + 3600 * 1000});
+    return auth;
+  };
+
+  await t.test('TpuClient (REST) with the token as its credentials', async () => {
+    const client = new TpuClient({fallback: true, protocol: 'http', apiEndpoint: host, port, authClient: ownerAuth()});
+    const [type] = await client.getAcceleratorType({name: `${PARENT}/acceleratorTypes/v4-8`});
+    assert.equal(type.type, 'v4-8');
+    const [nodes] = await client.listNodes({parent: PARENT});
+    assert.ok(Array.isArray(nodes));
+  });
+
+  await t.test('googleapis with the token as its credentials', async () => {
+    const tpu = google.tpu({version: 'v2', auth: ownerAuth(google.auth.OAuth2), rootUrl: `${base}/`});
+    const res = await tpu.projects.locations.acceleratorTypes.get({name: `${PARENT}/acceleratorTypes/v4-8`});
+    assert.equal(res.data.type, 'v4-8');
+  });
+
+  await t.test('gcloud with the exports `emulator start` prints', async (t2) => {
+    const which = spawnSync('gcloud', ['--version'], {encoding: 'utf8'});
+    if (which.error || which.status !== 0) {
+      t2.skip('gcloud is not installed');
+      return;
+    }
+    const config = fs.mkdtempSync(path.join(os.tmpdir(), 'fidelity-gcloud-'));
+    try {
+      const res = spawnSync('gcloud', ['compute', 'tpus', 'tpu-vm', 'accelerator-types', 'describe', 'v4-8',
+                                       `--zone=${ZONE}`, `--project=${PROJECT}`, '--format=json'], {
+        encoding: 'utf8',
+        timeout: 60000,
+        env: {
+          PATH: process.env.PATH,
+          HOME: config,
+          CLOUDSDK_CONFIG: config,
+          CLOUDSDK_API_ENDPOINT_OVERRIDES_TPU: `${base}/`,
+          CLOUDSDK_AUTH_ACCESS_TOKEN_FILE: tokenFile,
+          CLOUDSDK_CORE_DISABLE_PROMPTS: '1',
+          CLOUDSDK_COMPONENT_MANAGER_DISABLE_UPDATE_CHECK: '1',
+          CLOUDSDK_CORE_DISABLE_USAGE_REPORTING: '1',
+        },
+      });
+      assert.equal(res.status, 0, `gcloud: ${res.stderr}`);
+      assert.equal(JSON.parse(res.stdout).type, 'v4-8');
+    } finally {
+      fs.rmSync(config, {recursive: true, force: true});
+    }
   });
 });
 

@@ -30,7 +30,7 @@ cleanup() {
 trap cleanup EXIT
 
 mkfifo "$work/stdin"
-"$server" --require-tokens --sa-key-out "$work/sa.json" <"$work/stdin" >"$work/stdout" 2>"$work/stderr" &
+"$server" --token-out "$work/token" --sa-key-out "$work/sa.json" <"$work/stdin" >"$work/stdout" 2>"$work/stderr" &
 pid=$!
 exec 3>"$work/stdin"  # the server's stdin: closing fd 3 stops it
 
@@ -51,6 +51,7 @@ fi
 
 status=0
 TPUFLEET_EMULATOR_ENDPOINT=127.0.0.1:$port TPUFLEET_FIDELITY_SA_KEY=$work/sa.json \
+  TPUFLEET_EMULATOR_TOKEN_FILE=$work/token \
   node --test --test-reporter=spec "$here/fidelity.test.js" || status=$?
 
 exec 3>&-

@@ -1,7 +1,8 @@
 // ApiFixture: a GoogleTest fixture around one ApiServer with a FakeClock, a
 // FakeWorkerHosts and the built-in catalog, for the emulator's unit tests. Requests go
 // through ApiServer::Handle (no sockets); time moves only when the test says so, and
-// WorkerHosts calls run only when it calls RunHostWork().
+// WorkerHosts calls run only when it calls RunHostWork(). Requests carry the owner's
+// token (kOwnerToken) unless a test gives its own "authorization" header ("" for none).
 //
 // Thread-safety: one test thread.
 #pragma once
@@ -29,6 +30,8 @@ class ApiFixture : public ::testing::Test {
   /// The parent every test uses unless it says otherwise: v4 is offered only here.
   static constexpr const char* kZone = "us-central2-b";
   static constexpr const char* kParent = "/v2/projects/p/locations/us-central2-b";
+  /// The owner's secret of every server the fixture builds (AuthConfig::owner_token).
+  static constexpr const char* kOwnerToken = "owner-secret-for-tests";
 
   struct Reply {
     int status = 0;
@@ -40,8 +43,12 @@ class ApiFixture : public ::testing::Test {
     Reset(EmulatorConfig());
   }
 
-  /// Replaces the server with one built from `config` (fresh state, same clock).
+  /// Replaces the server with one built from `config` (fresh state, same clock); its
+  /// owner token is kOwnerToken unless `config` names one.
   void Reset(EmulatorConfig config) {
+    if (config.auth.owner_token.empty()) {
+      config.auth.owner_token = kOwnerToken;
+    }
     server_.reset();
     hosts_ = std::make_unique<FakeWorkerHosts>();
     server_ = std::make_unique<ApiServer>(std::move(config), clock_, hosts_.get(), catalog_);
@@ -70,6 +77,7 @@ class ApiFixture : public ::testing::Test {
         start = amp + 1;
       }
     }
+    headers.emplace("authorization", std::string("Bearer ") + kOwnerToken);
     req.headers = std::move(headers);
     req.body = body;
     HttpResponse resp = server_->Handle(req);

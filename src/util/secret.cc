@@ -1,0 +1,45 @@
+#include "util/secret.h"
+
+#include <sys/random.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "util/encoding.h"
+
+namespace tpufleet {
+
+Result<std::string> RandomBytes(size_t n) {
+  std::string out(n, '\0');
+  size_t done = 0;
+  while (done < n) {
+    ssize_t got = ::getrandom(out.data() + done, n - done, 0);
+    if (got < 0) {
+      if (errno == EINTR) {
+        continue;
+      }
+      return InternalError(std::string("getrandom: ") + std::strerror(errno));
+    }
+    done += static_cast<size_t>(got);
+  }
+  return out;
+}
+
+Result<std::string> NewSecretToken(std::string_view prefix) {
+  TPUFLEET_ASSIGN_OR_RETURN(std::string bytes, RandomBytes(kSecretBytes));
+  return std::string(prefix) + Base64UrlEncode(bytes);
+}
+
+bool ConstantTimeEquals(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) {
+    return false;
+  }
+  // volatile keeps the compiler from ending the loop at the first difference.
+  volatile unsigned char diff = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    diff = diff | static_cast<unsigned char>(a[i] ^ b[i]);
+  }
+  return diff == 0;
+}
+
+}  // namespace tpufleet

@@ -1,0 +1,31 @@
+// Secrets made and compared safely: random bytes from the kernel's CSPRNG (getrandom(2),
+// never a seeded generator, whose output a local user could predict), and a comparison
+// whose time does not depend on where two strings first differ, so a caller that checks
+// a presented token cannot be timed into revealing it byte by byte.
+//
+// Thread-safety: pure functions.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+#include "util/status.h"
+
+namespace tpufleet {
+
+/// Bytes of a fresh bearer secret: 256 bits, beyond any guessing.
+inline constexpr size_t kSecretBytes = 32;
+
+/// `n` bytes from the kernel's CSPRNG. Internal when the kernel refuses.
+Result<std::string> RandomBytes(size_t n);
+
+/// A fresh secret fit for an HTTP header and a file: `prefix` then kSecretBytes
+/// random bytes in base64url (43 characters).
+Result<std::string> NewSecretToken(std::string_view prefix);
+
+/// True when `a` and `b` are equal. Takes the same time for any two strings of one
+/// length; the length of the expected secret is not itself a secret.
+bool ConstantTimeEquals(std::string_view a, std::string_view b);
+
+}  // namespace tpufleet
