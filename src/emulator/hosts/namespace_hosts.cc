@@ -167,6 +167,7 @@ Status NamespaceHosts::CleanStale(const std::string& state_dir) {
   std::error_code ec;
   if (fs::is_directory(dir, ec)) {
     dir = fs::canonical(dir, ec).string();
+    TPUFLEET_TRY(hosts::CheckStateDirOwner(dir));
     TPUFLEET_ASSIGN_OR_RETURN(int fd, hosts::LockStateDir(dir));
     hosts::KillStaleInits(dir);
     ::close(fd);
@@ -182,6 +183,7 @@ Result<std::unique_ptr<NamespaceHosts>> NamespaceHosts::Create(const NamespaceHo
     dir.pop_back();
   }
   TPUFLEET_TRY(hosts::ValidateStateDir(dir));
+  TPUFLEET_TRY(hosts::CheckStateDirOwner(dir));
   TPUFLEET_TRY(CheckSupport());
   if (::access(options.worker_binary.c_str(), X_OK) != 0 || options.worker_binary[0] != '/') {
     return FailedPreconditionError(
@@ -196,6 +198,7 @@ Result<std::unique_ptr<NamespaceHosts>> NamespaceHosts::Create(const NamespaceHo
   ::chmod(dir.c_str(), 0700);
   dir = fs::canonical(dir, ec).string();
   TPUFLEET_TRY(hosts::ValidateStateDir(dir));  // again, with symlinks resolved
+  TPUFLEET_TRY(hosts::CheckStateDirOwner(dir));
   options.state_dir = dir;
   TPUFLEET_ASSIGN_OR_RETURN(int lock_fd, hosts::LockStateDir(dir));
   hosts::KillStaleInits(dir);

@@ -4,11 +4,13 @@
 // workers' death signal and by CleanStale at the next start.
 #include "emulator/hosts/namespace_hosts.h"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/mount.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -25,6 +27,7 @@
 #include "util/clock.h"
 #include "util/file.h"
 #include "util/strings.h"
+#include "util/testing/as_nobody.h"
 
 namespace tpufleet::emulator {
 namespace {
@@ -816,6 +819,112 @@ TEST_F(WorkerRootRegression, CannotChangeTheMachine) {
                          "sudo -n touch /etc/ok /usr/local/ok /var/ok /opt/ok ~/ok /tmp/ok && "
                          "echo hi > /dev/null && sudo -n id -un");
   EXPECT_EQ(ok.output, "root\n") << ok.output;
+}
+
+// Issue 10, the pattern of finding 7 on the worker: the metadata server (PID 1 of every
+// worker, root, on the machine's memory) appended whatever a connection sent while a
+// long-poll of that connection was parked, without bound. A worker user parked a
+// request and sent 128 MiB behind it; the worker's init grew by as much.
+TEST_F(NamespaceHostsTest, Issue10MetadataServerBoundsWhatAParkedClientSends) {
+  if (auto why = NobodySkipReason()) {
+    GTEST_SKIP() << *why;
+  }
+  std::vector<WorkerInfo> w = BootOrDie(Spec(KeyLine("alice"), 1));
+  ASSERT_EQ(w.size(), 1u);
+  pid_t init = hosts_->InitPids(kNode).at(0);
+  auto peak_kb = [&] {
+    Result<std::string> status = ReadFile("/proc/" + std::to_string(init) + "/status");
+    size_t at = status.ok() ? status->find("VmHWM:") : std::string::npos;
+    long long kb = 0;
+    return at != std::string::npos && ParseInt(Trim(Split(status->substr(at + 6), 'k')[0]), &kb)
+               ? kb
+               : -1;
+  };
+  long long before = peak_kb();
+  ASSERT_GT(before, 0);
+  // How much the attacker offers; what the server may keep is far less.
+  constexpr size_t kFlood = 128u << 20;
+  std::string sent = InChild([&]() -> std::string {
+    // Into the worker's network, then as an unprivileged user there.
+    int ns = ::open(("/proc/" + std::to_string(init) + "/ns/net").c_str(), O_RDONLY);
+    std::optional<NobodyIds> ids = LookUpNobody();
+    if (ns < 0 || ::setns(ns, CLONE_NEWNET) != 0 || !ids || ::setgroups(0, nullptr) != 0 ||
+        ::setgid(ids->gid) != 0 || ::setuid(ids->uid) != 0) {
+      return "setup failed";
+    }
+    int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(80);
+    ::inet_pton(AF_INET, "169.254.169.254", &a.sin_addr);
+    timeval stall{5, 0};  // the server stopped reading: stop offering
+    ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &stall, sizeof stall);
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+      return "connect failed";
+    }
+    std::string park =
+        "GET /computeMetadata/v1/instance/preempted?wait_for_change=true HTTP/1.1\r\n"
+        "Host: metadata.google.internal\r\nMetadata-Flavor: Google\r\n\r\n";
+    std::string junk(1u << 20, 'A');
+    size_t total = 0;
+    if (::send(fd, park.data(), park.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(park.size())) {
+      return "send failed";
+    }
+    while (total < kFlood) {
+      ssize_t n = ::send(fd, junk.data(), junk.size(), MSG_NOSIGNAL);
+      if (n <= 0) {
+        break;
+      }
+      total += static_cast<size_t>(n);
+    }
+    return std::to_string(total >> 20);
+  });
+  long long after = peak_kb();
+  // Socket buffers and one request head: a few MiB at most, whatever was offered.
+  constexpr long long kMaxGrowthKb = 16 * 1024;
+  EXPECT_LT(after - before, kMaxGrowthKb) << "the worker's init grew from " << before
+                                          << " KiB to " << after << " KiB; sent " << sent
+                                          << " MiB";
+  // The worker still answers others.
+  EXPECT_EQ(Body(Curl(init, "instance/attributes/agent-worker-number")), "0");
+}
+
+// Issue 10, the pattern of finding 6 in the worker hosts: a state dir that someone else
+// made (emulator_hosts_bench used a fixed /tmp/tpufleet-hosts-bench) was adopted by
+// root, which then made nodes, disks and mounts inside a directory that user controls.
+TEST(Issue10, HostsRefuseAStateDirSomeoneElseMade) {
+  if (auto why = NobodySkipReason()) {
+    GTEST_SKIP() << *why;
+  }
+  if (Status s = NamespaceHosts::CheckSupport(); !s.ok()) {
+    GTEST_SKIP() << s.ToString();
+  }
+  const std::string dir = "/tmp/tpufleet-issue10-hosts-" + std::to_string(::getpid());
+  ASSERT_EQ(RunAsNobody([&] { return ::mkdir(dir.c_str(), 0777) == 0 ? 0 : 1; }), 0);
+  RealClock clock;
+  NamespaceHostsOptions o;
+  o.state_dir = dir;
+  o.worker_binary = TPUFLEET_EMULATOR_WORKER;
+  Result<std::unique_ptr<NamespaceHosts>> h = NamespaceHosts::Create(o, clock);
+  EXPECT_FALSE(h.ok());
+  EXPECT_EQ(h.status().code(), StatusCode::kFailedPrecondition) << h.status().ToString();
+  EXPECT_NE(h.status().message().find("nobody"), std::string::npos) << h.status().ToString();
+  std::error_code ec;
+  EXPECT_FALSE(fs::exists(dir + "/nodes", ec)) << "root made its nodes in nobody's dir";
+  if (h.ok()) {
+    h->reset();
+  }
+  fs::remove_all(dir, ec);
+  // A directory of root's that others may write is no better.
+  ASSERT_EQ(::mkdir(dir.c_str(), 0700), 0);
+  ASSERT_EQ(::chmod(dir.c_str(), 0777), 0);
+  Result<std::unique_ptr<NamespaceHosts>> open = NamespaceHosts::Create(o, clock);
+  EXPECT_FALSE(open.ok());
+  EXPECT_NE(open.status().message().find("0777"), std::string::npos) << open.status().ToString();
+  if (open.ok()) {
+    open->reset();
+  }
+  fs::remove_all(dir, ec);
 }
 
 // On a machine with net.ipv4.ip_forward=1 (Docker sets it), a worker's root could
