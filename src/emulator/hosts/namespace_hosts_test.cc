@@ -889,6 +889,48 @@ TEST_F(NamespaceHostsTest, Issue10MetadataServerBoundsWhatAParkedClientSends) {
   EXPECT_EQ(Body(Curl(init, "instance/attributes/agent-worker-number")), "0");
 }
 
+// Issue 10, a compromised worker: the worker's disk (with its log and its meta dir) is
+// bound at /run/tpufleet/disk inside it, where its root (any user with a key: sudo)
+// may replace anything. The machine's root then followed those links at the next boot:
+// it truncated and wrote the file worker.log pointed at, chmodded and wrote into the
+// directory meta pointed at, and read `applied` wherever it pointed.
+TEST_F(NamespaceHostsTest, Issue10TheMachineFollowsNoLinkAWorkerPlants) {
+  std::vector<WorkerInfo> w = BootOrDie(Spec(KeyLine("alice"), 1));
+  ASSERT_EQ(w.size(), 1u);
+  const std::string precious = root_ + "/precious";
+  ASSERT_TRUE(WriteFileAtomic(precious, "precious\n", 0644).ok());
+  std::map<std::string, std::string> machine_dirs;  // what the worker links -> where
+  for (const char* name : {"meta", "root", "upper", "tmp"}) {
+    machine_dirs[name] = root_ + "/machine-" + name;
+    ASSERT_EQ(::mkdir(machine_dirs[name].c_str(), 0755), 0);
+  }
+  std::string plant = "cd /run/tpufleet/disk && ln -sfn " + precious + " worker.log";
+  for (const auto& [name, target] : machine_dirs) {
+    plant += " && rm -rf " + name + " && ln -s " + target + " " + name;
+  }
+  CommandResult planted =
+      Ssh("alice", w[0].address, "sudo -n sh -c '" + plant + "' && echo planted");
+  ASSERT_EQ(planted.output, "planted\n") << planted.output;
+  ASSERT_TRUE(hosts_->Halt(kNode).ok());
+  // The disk is repaired (a new /etc overlay: new host keys, pinned again by BootOrDie).
+  std::vector<WorkerInfo> again = BootOrDie(Spec(KeyLine("alice"), 1));
+  ASSERT_EQ(again.size(), 1u);
+  // A worker root writing where its disk's links pointed would write the machine's files.
+  EXPECT_EQ(Ssh("alice", w[0].address,
+                "sudo -n touch /root/pwned /tmp/pwned /etc/pwned && sudo -n chmod 0777 /root")
+                .exit_code,
+            0);
+  EXPECT_EQ(Must(ReadFile(precious)), "precious\n") << "the machine wrote through worker.log";
+  for (const auto& [name, target] : machine_dirs) {
+    std::error_code ec;
+    EXPECT_TRUE(fs::is_empty(target, ec)) << "the worker's " << name << " link was followed";
+    struct stat st {};
+    ASSERT_EQ(::stat(target.c_str(), &st), 0);
+    EXPECT_EQ(st.st_mode & 07777, 0755u) << "the worker's " << name << " link was followed";
+  }
+
+}
+
 // Issue 10, the pattern of finding 6 in the worker hosts: a state dir that someone else
 // made (emulator_hosts_bench used a fixed /tmp/tpufleet-hosts-bench) was adopted by
 // root, which then made nodes, disks and mounts inside a directory that user controls.
