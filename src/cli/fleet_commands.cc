@@ -50,7 +50,7 @@ bool ReportOutcomes(Invocation& inv, const std::vector<NodeOutcome>& outcomes) {
     if (!o.status.ok()) {
       all_ok = false;
       if (!inv.json) {
-        inv.err << "tpufleet: " << o.node << ": " << o.status.message() << "\n";
+        inv.err << "tpufleet: " << TerminalText(o.node + ": " + o.status.message()) << "\n";
       }
     }
   }
@@ -89,9 +89,10 @@ json LeftoverRecordsJson(const std::vector<LeftoverRecord>& leftovers) {
   return out;
 }
 
+// Names come from the cloud: TerminalText, as for every such text printed for people.
 std::string LeftoverWhat(const LeftoverRecord& x) {
-  return std::string(x.queued ? "queued resource " : "node ") + x.name + " in " + x.zone +
-         " (left by a " + x.reason + " create)";
+  return TerminalText(std::string(x.queued ? "queued resource " : "node ") + x.name + " in " +
+                      x.zone + " (left by a " + x.reason + " create)");
 }
 
 // Says what became of the leftovers tried and which untracked nodes were seen; returns
@@ -108,13 +109,13 @@ bool ReportLeftovers(Invocation& inv, const std::vector<LeftoverOutcome>& tried,
       inv.out << "deleted leftover " << LeftoverWhat(o.leftover) << ".\n";
     } else {
       inv.err << "tpufleet: leftover " << LeftoverWhat(o.leftover)
-              << " could not be deleted and still bills: " << o.status.message()
+              << " could not be deleted and still bills: " << TerminalText(o.status.message())
               << "; the next up or down tries again\n";
     }
   }
   if (!inv.json) {
     for (const UntrackedNode& u : untracked) {
-      inv.err << "tpufleet: " << UntrackedMessage(u) << "\n";
+      inv.err << "tpufleet: " << TerminalText(UntrackedMessage(u)) << "\n";
     }
   }
   return all_gone;
@@ -159,7 +160,7 @@ ExitStatus PrintPlan(Invocation& inv, const UpPlan& plan) {
     inv.out << "leftover: " << LeftoverWhat(x) << " is still to delete; up deletes it first.\n";
   }
   for (const UntrackedNode& u : plan.untracked) {
-    inv.out << UntrackedMessage(u) << "\n";
+    inv.out << TerminalText(UntrackedMessage(u)) << "\n";
   }
   inv.out << "\nThe fleet costs " << (total > 0 ? FormatUsd(total) : "-")
           << " per hour at list prices (spot: at most). Nothing was changed (--dry-run).\n";
@@ -357,11 +358,11 @@ ExitStatus RunStatus(Invocation& inv) {
   if (!views->untracked.empty()) {
     inv.out << "\n";
     for (const UntrackedNode& u : views->untracked) {
-      inv.out << UntrackedMessage(u) << "\n";
+      inv.out << TerminalText(UntrackedMessage(u)) << "\n";
     }
   }
   for (const std::string& e : errors) {
-    inv.err << "tpufleet: " << e << "\n";
+    inv.err << "tpufleet: " << TerminalText(e) << "\n";
   }
   if (!inv.args.Has("refresh")) {
     inv.out << "\n(from local state; --refresh asks the cloud)\n";

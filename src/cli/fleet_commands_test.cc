@@ -3,10 +3,14 @@
 // through the binary against the emulator, in test/fleet_e2e_test.sh.
 #include <gtest/gtest.h>
 
+#include <sstream>
 #include <string>
 
 #include "cli/fleet_world.h"
+#include "cli/progress_view.h"
+#include "cli/testing/lent_world.h"
 #include "cli/testing/run_cli.h"
+#include "control/testing/test_world.h"
 
 namespace tpufleet::cli {
 namespace {
@@ -53,6 +57,69 @@ TEST_F(FleetCommandsTest, WorldErrorsAreReportedOnce) {
   EXPECT_EQ(o.code, 1);
   EXPECT_TRUE(Contains(o.err, "test world: not available")) << o.err;
   EXPECT_EQ(opened_, 1);
+}
+
+
+// Issue 10: what a hostile API endpoint (or a compromised worker) says reached the
+// user's terminal raw. A node state carrying OSC 52 wrote the user's clipboard, CSI
+// sequences cleared the screen or hid lines, in status tables and in up's progress.
+// What the terminal shows must be the text, its control bytes made visible.
+bool HasTerminalControls(const std::string& text) {
+  for (size_t i = 0; i < text.size(); ++i) {
+    unsigned char c = static_cast<unsigned char>(text[i]);
+    bool c1 = c == 0xc2 && i + 1 < text.size() &&
+              static_cast<unsigned char>(text[i + 1]) >= 0x80 &&
+              static_cast<unsigned char>(text[i + 1]) <= 0x9f;
+    if ((c < 0x20 && c != '\n') || c == 0x7f || c1) {
+      return true;
+    }
+  }
+  return false;
+}
+
+TEST(Issue10, StatusPrintsNoTerminalControlsFromTheCloud) {
+  testing::TestWorld t;
+  NodeRecord r;
+  r.fleet = "lab";
+  r.name = "pod";
+  r.provider = "gcp-tpu";
+  r.state = "READY\x1b]52;c;cm0gLXJmIH4K\x07";
+  r.health = "\x1b[2J\x1b[HHEALTHY";
+  r.workers.push_back({0, "198.18.0.2", "t1v\xc2\x9b" "31mw-0\x08\x08", testing::kAliceKey, true});
+  ASSERT_EQ(t.store->PutNode(r), Status::Ok());
+  int opened = 0;
+  cli_testing::LendWorld(t.world, &opened);
+  Output o = Tpufleet({"status", "--workers"});
+  SetWorldFactory(nullptr);
+  EXPECT_EQ(o.code, 0) << o.err;
+  EXPECT_FALSE(HasTerminalControls(o.out)) << o.out;
+  EXPECT_TRUE(Contains(o.out, "READY\\x1b]52;c;cm0gLXJmIH4K\\x07")) << o.out;
+  EXPECT_TRUE(Contains(o.out, "t1v\\xc2\\x9b31mw-0\\x08\\x08")) << o.out;
+  // --json is for programs: its strings keep what the cloud said, escaped by JSON.
+  cli_testing::LendWorld(t.world, &opened);
+  Output j = Tpufleet({"status", "--json"});
+  SetWorldFactory(nullptr);
+  EXPECT_EQ(j.out.find('\x1b'), std::string::npos) << j.out;
+  EXPECT_TRUE(Contains(j.out, "READY\\u001b]52")) << j.out;
+}
+
+TEST(Issue10, ProgressPrintsNoTerminalControlsFromTheCloud) {
+  for (ProgressView::Mode mode : {ProgressView::Mode::kLines, ProgressView::Mode::kLive}) {
+    std::ostringstream out;
+    ProgressView view(out, mode);
+    view.OnProgress({"pod", NodePhase::kFailed, "us-central2-b",
+                     "create failed: \x1b]0;owned\x07stockout\nsecond line"});
+    std::string drawn = out.str();
+    if (mode == ProgressView::Mode::kLive) {
+      // The view's own cursor movement is all that stays.
+      size_t at = 0;
+      while ((at = drawn.find("\r\x1b[2K", at)) != std::string::npos) {
+        drawn.erase(at, 5);
+      }
+    }
+    EXPECT_FALSE(HasTerminalControls(drawn)) << drawn;
+    EXPECT_TRUE(Contains(drawn, "create failed: \\x1b]0;owned\\x07stockout")) << drawn;
+  }
 }
 
 }  // namespace

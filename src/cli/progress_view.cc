@@ -1,5 +1,7 @@
 #include "cli/progress_view.h"
 
+#include "cli/table.h"
+
 namespace tpufleet::cli {
 
 std::string ProgressView::LineOf(const NodeProgress& p) const {
@@ -10,7 +12,7 @@ std::string ProgressView::LineOf(const NodeProgress& p) const {
   if (!p.detail.empty()) {
     line += " " + p.detail;
   }
-  return line;
+  return TerminalText(line);  // the detail may be the cloud's error message
 }
 
 void ProgressView::OnProgress(const NodeProgress& p) {

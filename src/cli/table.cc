@@ -7,14 +7,17 @@
 namespace tpufleet::cli {
 
 void TextTable::Print(std::ostream& out) const {
+  std::vector<std::vector<std::string>> shown;
   std::vector<size_t> widths;
   for (const auto& row : rows_) {
+    std::vector<std::string>& cells = shown.emplace_back();
     widths.resize(std::max(widths.size(), row.size()));
     for (size_t i = 0; i < row.size(); ++i) {
-      widths[i] = std::max(widths[i], row[i].size());
+      cells.push_back(TerminalText(row[i], /*keep_newlines=*/false));
+      widths[i] = std::max(widths[i], cells[i].size());
     }
   }
-  for (const auto& row : rows_) {
+  for (const auto& row : shown) {
     std::string line;
     for (size_t i = 0; i < row.size(); ++i) {
       line += row[i];

@@ -7,13 +7,16 @@
 #include <string>
 #include <vector>
 
+#include "util/log.h"
+
 namespace tpufleet::cli {
 
 class TextTable {
  public:
   explicit TextTable(std::vector<std::string> header) { rows_.push_back(std::move(header)); }
   void AddRow(std::vector<std::string> row) { rows_.push_back(std::move(row)); }
-  /// Prints every row, columns separated by two spaces, no trailing blanks.
+  /// Prints every row, columns separated by two spaces, no trailing blanks; each cell
+  /// on one line, through TerminalText (util/log.h).
   void Print(std::ostream& out) const;
 
  private:

@@ -2,11 +2,13 @@
 
 #include <fcntl.h>
 #include <sqlite3.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <iterator>
 
@@ -160,28 +162,57 @@ void BindLeftoverKey(Stmt& stmt, const LeftoverRecord& x) {
   stmt.Bind(4, static_cast<int64_t>(x.queued ? 1 : 0));
 }
 
+// OK when `st` (the database file's) is a regular file of this process's user that its
+// group and others may not write.
+Status CheckDatabaseFile(const std::string& path, const struct stat* st) {
+  if (st == nullptr) {
+    return PermissionDeniedError("state store: cannot stat " + path + ": " +
+                                 std::strerror(errno));
+  }
+  if (!S_ISREG(st->st_mode)) {
+    return FailedPreconditionError("state store: " + path + " is not a regular file");
+  }
+  if (st->st_uid != ::geteuid()) {
+    return FailedPreconditionError("state store: " + path + " belongs to uid " +
+                                   std::to_string(st->st_uid) + ", not to uid " +
+                                   std::to_string(::geteuid()) + ", who runs tpufleet");
+  }
+  if ((st->st_mode & 022) != 0) {
+    char mode[8];
+    std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st->st_mode & 07777));
+    return FailedPreconditionError("state store: " + path + " has mode " + mode +
+                                   ": its group or others may write it");
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Result<std::unique_ptr<SqliteStore>> SqliteStore::Open(const std::string& path) {
   if (path != ":memory:") {
     // Create it 0600 ourselves: SQLite would use the umask. Its -wal and -shm files
     // copy the database file's permissions.
-    // O_NOFOLLOW: a state.db linked elsewhere (to someone else's file) is refused.
+    // Never through a link, and only this user's, unwritable by others: a planted link
+    // would put the database where someone else chose, a planted database would feed
+    // tpufleet their addresses and host keys (issue 10).
     int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0 && errno == ELOOP) {
       return FailedPreconditionError("state store: " + path +
-                                     " is a symbolic link; tpufleet keeps its state only in a "
-                                     "file of its own");
+                                     " is a symbolic link; the database must be a file");
     }
     if (fd < 0) {
       return PermissionDeniedError("state store: cannot open " + path + ": " +
                                    std::strerror(errno));
     }
+    struct stat st {};
+    int stat_rc = ::fstat(fd, &st);
     ::close(fd);
+    TPUFLEET_TRY(CheckDatabaseFile(path, stat_rc == 0 ? &st : nullptr));
   }
   sqlite3* db = nullptr;
-  if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr) !=
-      SQLITE_OK) {
+  if (sqlite3_open_v2(path.c_str(), &db,
+                      SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOFOLLOW,
+                      nullptr) != SQLITE_OK) {
     Status s = SqliteError(db, "opening " + path);
     sqlite3_close(db);
     return s;

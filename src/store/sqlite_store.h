@@ -22,8 +22,9 @@ namespace tpufleet {
 class SqliteStore final : public Store {
  public:
   /// Opens (creating if needed) the database at `path`; ":memory:" for a private
-  /// in-memory one. The parent directory must exist. A `path` that is a symbolic link
-  /// is FailedPrecondition: the store is never written through a link.
+  /// in-memory one. The parent directory must exist. A new file is made 0600; the file
+  /// must not be a symbolic link, and must be this process's user's with no group or
+  /// other write (FailedPrecondition otherwise: someone else's database is not trusted).
   static Result<std::unique_ptr<SqliteStore>> Open(const std::string& path);
   ~SqliteStore() override;
 

@@ -1,6 +1,7 @@
 #include "store/sqlite_store.h"
 
 #include <gtest/gtest.h>
+#include <fcntl.h>
 #include <sqlite3.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -10,6 +11,7 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "util/testing/as_nobody.h"
 #include "util/testing/fake_clock.h"
 
 namespace tpufleet {
@@ -414,6 +416,42 @@ TEST_F(SqliteStoreTest, Issue10AStateFileThatIsASymlinkIsRefused) {
   EXPECT_EQ(s.status().code(), StatusCode::kFailedPrecondition) << s.status().ToString();
   EXPECT_NE(s.status().message().find("is a symbolic link"), std::string::npos);
   EXPECT_NE(::access(elsewhere.c_str(), F_OK), 0);  // nothing was made there
+}
+
+// Issue 10, the pattern of finding 6 in the store: a local user who could create names
+// where the database goes (a shared or sticky directory) planted a symlink, and root's
+// tpufleet created its database where the link pointed; or planted a database of its
+// own, whose addresses and pinned host keys tpufleet then trusted.
+TEST_F(SqliteStoreTest, Issue10ALinkOrSomeoneElsesDatabaseIsRefused) {
+  if (auto why = NobodySkipReason()) {
+    GTEST_SKIP() << *why;
+  }
+  ASSERT_EQ(::chmod(dir_.c_str(), 01777), 0);  // like /tmp
+  const std::string elsewhere = dir_ + "/elsewhere.db";
+  ASSERT_EQ(RunAsNobody([&] { return ::symlink(elsewhere.c_str(), path_.c_str()) == 0 ? 0 : 1; }),
+            0);
+  Result<std::unique_ptr<SqliteStore>> linked = SqliteStore::Open(path_);
+  EXPECT_FALSE(linked.ok());
+  EXPECT_FALSE(std::filesystem::exists(elsewhere)) << "the link was followed";
+  ASSERT_EQ(::unlink(path_.c_str()), 0);
+
+  ASSERT_EQ(RunAsNobody([&] {
+              int fd = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0600);
+              return fd >= 0 && ::close(fd) == 0 ? 0 : 1;
+            }),
+            0);
+  Result<std::unique_ptr<SqliteStore>> planted = SqliteStore::Open(path_);
+  EXPECT_FALSE(planted.ok());
+  EXPECT_EQ(planted.status().code(), StatusCode::kFailedPrecondition) << planted.status().ToString();
+  EXPECT_NE(planted.status().message().find("uid"), std::string::npos) << planted.status().ToString();
+  ASSERT_EQ(::unlink(path_.c_str()), 0);
+
+  // One of this user's, but that its group or others may write, is no better.
+  ASSERT_EQ(::close(::open(path_.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0600)), 0);
+  ASSERT_EQ(::chmod(path_.c_str(), 0666), 0);
+  Result<std::unique_ptr<SqliteStore>> open = SqliteStore::Open(path_);
+  EXPECT_FALSE(open.ok());
+  EXPECT_NE(open.status().message().find("0666"), std::string::npos) << open.status().ToString();
 }
 
 }  // namespace

@@ -42,6 +42,31 @@ void SetLogLevel(LogLevel level) { CurrentLevel() = static_cast<int>(level); }
 
 LogLevel GetLogLevel() { return static_cast<LogLevel>(CurrentLevel().load()); }
 
+std::string TerminalText(std::string_view text, bool keep_newlines) {
+  std::string out;
+  out.reserve(text.size());
+  auto visible = [&out](unsigned char c) {
+    static constexpr char kHex[] = "0123456789abcdef";
+    out += "\\x";
+    out += kHex[c >> 4];
+    out += kHex[c & 0xf];
+  };
+  for (size_t i = 0; i < text.size(); ++i) {
+    unsigned char c = static_cast<unsigned char>(text[i]);
+    unsigned char next = i + 1 < text.size() ? static_cast<unsigned char>(text[i + 1]) : 0;
+    if (c == 0xc2 && next >= 0x80 && next <= 0x9f) {  // U+0080..U+009F: C1 controls
+      visible(c);
+      visible(next);
+      ++i;
+    } else if ((c < 0x20 && !(keep_newlines && (c == '\n' || c == '\t'))) || c == 0x7f) {
+      visible(c);
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
+
 void Log(LogLevel level, std::string_view message) {
   if (static_cast<int>(level) > CurrentLevel().load()) {
     return;
@@ -50,7 +75,7 @@ void Log(LogLevel level, std::string_view message) {
   std::string line = "tpufleet: ";
   line += kLevelNames[static_cast<int>(level)];
   line += ": ";
-  line += Redact(message);
+  line += TerminalText(Redact(message));
   line += '\n';
   // One write(2) so concurrent lines do not interleave.
   [[maybe_unused]] ssize_t n = ::write(STDERR_FILENO, line.data(), line.size());

@@ -21,7 +21,8 @@ bool ParseLogLevel(std::string_view text, LogLevel* level);
 void SetLogLevel(LogLevel level);
 LogLevel GetLogLevel();
 
-/// Writes "tpufleet: <level>: <message>\n" to stderr if `level` is enabled.
+/// Writes "tpufleet: <level>: <message>\n" to stderr if `level` is enabled; the message
+/// through Redact and TerminalText.
 void Log(LogLevel level, std::string_view message);
 
 /// `text` with secrets replaced by "[REDACTED]": bearer tokens, Google access tokens
@@ -29,5 +30,11 @@ void Log(LogLevel level, std::string_view message);
 /// fields named like a credential (access_token, refresh_token, client_secret,
 /// assertion, password, private_key, token).
 std::string Redact(std::string_view text);
+
+/// `text` as a terminal shows it as text: every control byte (C0 but '\n' and '\t' when
+/// `keep_newlines`, DEL, and C1 in its UTF-8 form) becomes a visible "\x1b". For what the
+/// cloud, a worker or a file said before it reaches a person's terminal, where an escape
+/// sequence could rewrite the screen, the title or the clipboard (issue 10).
+std::string TerminalText(std::string_view text, bool keep_newlines = true);
 
 }  // namespace tpufleet

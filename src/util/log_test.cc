@@ -93,6 +93,16 @@ TEST_F(LogToStderr, RedactsEveryLine) {
   EXPECT_EQ(Captured(), "tpufleet: debug: GET /v2/nodes Authorization: Bearer [REDACTED]\n");
 }
 
+// Issue 10: log lines carry what the API or a worker said (a retry's error, an
+// emulator request's path); an escape sequence there reached the terminal raw.
+TEST_F(LogToStderr, Issue10ShowsTerminalControlsAsText) {
+  SetLogLevel(LogLevel::kDebug);
+  Log(LogLevel::kWarn, "GET nodes: 503 \x1b]52;c;cm0gLXJmIH4K\x07\x1b[2J; retry\nnext\xc2\x9b");
+  EXPECT_EQ(Captured(),
+            "tpufleet: warning: GET nodes: 503 \\x1b]52;c;cm0gLXJmIH4K\\x07\\x1b[2J; retry\n"
+            "next\\xc2\\x9b\n");
+}
+
 TEST(Redact, BearerAndBasicCredentials) {
   EXPECT_EQ(Redact("Authorization: Bearer ya29.a0AfH6SMB_x-y~z+/="),
             "Authorization: Bearer [REDACTED]");

@@ -4,15 +4,18 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <pwd.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/file.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -161,6 +164,31 @@ Status ValidateStateDir(const std::string& dir) {
   return Status::Ok();
 }
 
+Status CheckStateDirOwner(const std::string& dir) {
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) != 0) {
+    return errno == ENOENT ? Status::Ok() : FailedPreconditionError(Errno(dir));
+  }
+  if (!S_ISDIR(st.st_mode)) {
+    return FailedPreconditionError("worker hosts: the state dir " + dir + " is not a directory");
+  }
+  if (st.st_uid != ::geteuid()) {
+    const passwd* pw = ::getpwuid(st.st_uid);
+    return FailedPreconditionError(
+        "worker hosts: the state dir " + dir + " belongs to " +
+        (pw != nullptr ? std::string(pw->pw_name) + " " : std::string()) + "(uid " +
+        std::to_string(st.st_uid) + "), not to uid " + std::to_string(::geteuid()) +
+        ", who runs the emulator; someone else made it, so it is not used");
+  }
+  if ((st.st_mode & 022) != 0) {
+    char mode[8];
+    std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+    return FailedPreconditionError("worker hosts: the state dir " + dir + " has mode " + mode +
+                                   ": its group or others may write it");
+  }
+  return Status::Ok();
+}
+
 Status CheckMachineSupport() {
   if (::geteuid() != 0 && !HasCapabilities()) {
     return FailedPreconditionError(kNeedRoot);
@@ -254,7 +282,7 @@ void KillStaleInits(const std::string& state_dir) {
 
 Result<int> LockStateDir(const std::string& state_dir) {
   std::string path = state_dir + "/hosts.lock";
-  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd < 0) {
     return FailedPreconditionError(Errno(path));
   }

@@ -36,6 +36,12 @@ Status ValidateNodeSpec(const NodeHostSpec& spec);
 /// worker mounts over.
 Status ValidateStateDir(const std::string& dir);
 
+/// OK when `dir` does not exist, or is a directory (or a link to one) that this
+/// process's user owns and that neither its group nor others may write. Root makes
+/// mounts, disks and files under it, so a directory someone else made (or may write)
+/// is refused, naming its owner or mode (FailedPrecondition), never adopted.
+Status CheckStateDirOwner(const std::string& dir);
+
 /// OK when this machine can host workers: root or CAP_SYS_ADMIN + CAP_NET_ADMIN, the
 /// programs installed, and namespaces allowed (tried once). FailedPrecondition saying
 /// what to do otherwise.

@@ -14,15 +14,19 @@
 // share (namespaces, mounts, sockets). Needs root. Prints a Markdown table.
 // Cleanup: everything is destroyed at the end; if the bench is killed its workers die
 // with it (their death signal) and `--clean` removes the bridge and the disks.
+// The state dir is a fresh /tmp/tpufleet-hosts-bench.XXXXXX unless --state names one,
+// which must be root's and unwritable by others.
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <set>
 #include <thread>
 
+#include "emulator/hosts/host_checks.h"
 #include "emulator/hosts/namespace_hosts.h"
 #include "emulator/hosts/subprocess.h"
 #include "util/clock.h"
@@ -220,7 +224,9 @@ int Run(const std::vector<int>& sizes, const std::string& state) {
 int main(int argc, char** argv) {
   using namespace tpufleet;
   std::vector<int> sizes = {16, 64, 256};
-  std::string state = "/tmp/tpufleet-hosts-bench";
+  // No fixed default under /tmp: another user could make it first (issue 10); a fresh
+  // private directory is made below unless --state names one.
+  std::string state;
   bool clean = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -246,6 +252,23 @@ int main(int argc, char** argv) {
   if (::geteuid() != 0) {
     std::fprintf(stderr, "emulator_hosts_bench: needs root (worker hosts are namespaces)\n");
     return 77;
+  }
+  if (state.empty()) {
+    if (clean) {
+      std::fprintf(stderr, "--clean needs --state=DIR\n");
+      return 2;
+    }
+    char tmpl[] = "/tmp/tpufleet-hosts-bench.XXXXXX";
+    if (::mkdtemp(tmpl) == nullptr) {
+      std::perror("mkdtemp");
+      return 1;
+    }
+    state = tmpl;
+  }
+  // Root makes keys, disks and mounts under it: it must be root's, unwritable by others.
+  if (Status s = emulator::hosts::CheckStateDirOwner(state); !s.ok()) {
+    std::fprintf(stderr, "%s\n", s.ToString().c_str());
+    return 1;
   }
   if (clean) {
     std::error_code ec;

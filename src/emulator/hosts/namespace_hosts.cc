@@ -17,7 +17,9 @@
 #include "emulator/hosts/host_network.h"
 #include "emulator/hosts/init_spawner.h"
 #include "emulator/hosts/subprocess.h"
+#include "emulator/hosts/worker_disk.h"
 #include "emulator/hosts/worker_document.h"
+#include "emulator/hosts/worker_setup.h"
 #include "util/file.h"
 #include "util/log.h"
 #include "util/strings.h"
@@ -39,8 +41,12 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string LogTail(const std::string& path, size_t lines) {
-  Result<std::string> text = ReadFile(path);
+// The worker program's stderr, on its disk.
+constexpr const char* kWorkerLog = "worker.log";
+
+// The last `lines` lines of the worker's log, on the worker's disk (worker_disk.h).
+std::string LogTail(const std::string& disk, size_t lines) {
+  Result<std::string> text = hosts::ReadDiskFile(disk, kWorkerLog, hosts::kMaxDiskRead, true);
   if (!text.ok()) {
     return "";
   }
@@ -167,6 +173,7 @@ Status NamespaceHosts::CleanStale(const std::string& state_dir) {
   std::error_code ec;
   if (fs::is_directory(dir, ec)) {
     dir = fs::canonical(dir, ec).string();
+    TPUFLEET_TRY(hosts::CheckStateDirOwner(dir));
     TPUFLEET_ASSIGN_OR_RETURN(int fd, hosts::LockStateDir(dir));
     hosts::KillStaleInits(dir);
     ::close(fd);
@@ -182,6 +189,7 @@ Result<std::unique_ptr<NamespaceHosts>> NamespaceHosts::Create(const NamespaceHo
     dir.pop_back();
   }
   TPUFLEET_TRY(hosts::ValidateStateDir(dir));
+  TPUFLEET_TRY(hosts::CheckStateDirOwner(dir));
   TPUFLEET_TRY(CheckSupport());
   if (::access(options.worker_binary.c_str(), X_OK) != 0 || options.worker_binary[0] != '/') {
     return FailedPreconditionError(
@@ -196,6 +204,7 @@ Result<std::unique_ptr<NamespaceHosts>> NamespaceHosts::Create(const NamespaceHo
   ::chmod(dir.c_str(), 0700);
   dir = fs::canonical(dir, ec).string();
   TPUFLEET_TRY(hosts::ValidateStateDir(dir));  // again, with symlinks resolved
+  TPUFLEET_TRY(hosts::CheckStateDirOwner(dir));
   options.state_dir = dir;
   TPUFLEET_ASSIGN_OR_RETURN(int lock_fd, hosts::LockStateDir(dir));
   hosts::KillStaleInits(dir);
@@ -291,8 +300,8 @@ Status NamespaceHosts::WriteDocuments(Node& node) {
   }
   for (size_t i = 0; i < node.workers.size(); ++i) {
     in.index = static_cast<int>(i);
-    TPUFLEET_TRY(WriteFileAtomic(node.workers[i].dir + "/meta/metadata.json",
-                                 hosts::BuildWorkerDocument(in), 0600));
+    TPUFLEET_TRY(hosts::WriteDiskFile(node.workers[i].dir, "meta", hosts::kDocumentName,
+                                      hosts::BuildWorkerDocument(in)));
   }
   return Status::Ok();
 }
@@ -314,7 +323,7 @@ Status NamespaceHosts::WaitApplied(Node& node) {
       if (w.pid < 0) {
         continue;
       }
-      Result<std::string> applied = ReadFile(w.dir + "/meta/applied");
+      Result<std::string> applied = hosts::ReadDiskFile(w.dir, "meta/applied");
       long long v = 0;
       if (applied.ok() && ParseInt(Trim(*applied), &v) && v >= node.version) {
         continue;
@@ -322,7 +331,7 @@ Status NamespaceHosts::WaitApplied(Node& node) {
       if (Reaped(w.pid)) {
         w.pid = -1;
         return UnavailableError("worker " + std::to_string(i) + " of " + node.spec.name +
-                                " is down: " + LogTail(w.dir + "/worker.log", 3));
+                                " is down: " + LogTail(w.dir, 3));
       }
       late.push_back(std::to_string(i));
     }
@@ -393,12 +402,13 @@ Status NamespaceHosts::BootWorkers(Node& node) {
   for (size_t i = 0; i < n; ++i) {
     Worker& w = node.workers[i];
     std::error_code ec;
-    fs::create_directories(w.dir + "/meta", ec);
+    fs::create_directories(w.dir, ec);
     if (ec) {
-      return InternalError(w.dir + "/meta: " + ec.message());
+      return InternalError(w.dir + ": " + ec.message());
     }
-    ::chmod((w.dir + "/meta").c_str(), 0700);
-    ::unlink((w.dir + "/meta/applied").c_str());
+    // The worker is down: its disk is the machine's to repair (worker_disk.h).
+    TPUFLEET_TRY(hosts::RepairDiskDir(w.dir, "meta"));
+    ::unlink((w.dir + "/meta/applied").c_str());  // meta is a real directory now
   }
   TPUFLEET_TRY(WriteDocuments(node));
 
@@ -415,12 +425,7 @@ Status NamespaceHosts::BootWorkers(Node& node) {
     status_w[i] = UniqueFd(p[1]);
     go_r[i] = UniqueFd(q[0]);
     go_w[i] = UniqueFd(q[1]);
-    std::string log = node.workers[i].dir + "/worker.log";
-    logs[i] =
-        UniqueFd(::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0600));
-    if (logs[i].get() < 0) {
-      return InternalError(Errno(log));
-    }
+    TPUFLEET_ASSIGN_OR_RETURN(logs[i], hosts::CreateDiskLog(node.workers[i].dir, kWorkerLog));
     requests[i].binary = options_.worker_binary;
     requests[i].argv = {kWorkerProgram, "--disk=" + node.workers[i].dir,
                         "--state=" + options_.state_dir};
@@ -508,7 +513,7 @@ Status NamespaceHosts::BootWorkers(Node& node) {
         continue;
       }
       std::string why = StartsWith(line, "ERROR ") ? line.substr(6) : "its init exited";
-      std::string tail = LogTail(w.dir + "/worker.log", 3);
+      std::string tail = LogTail(w.dir, 3);
       return UnavailableError("worker " + std::to_string(i) + " of " + node.spec.name +
                               " failed to boot: " + why + (tail.empty() ? "" : " [" + tail + "]"));
     }

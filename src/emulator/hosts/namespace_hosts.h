@@ -76,7 +76,8 @@ inline constexpr std::chrono::seconds kApplyTimeout{20};
 struct NamespaceHostsOptions {
   /// Absolute directory for the workers' disks (<state_dir>/nodes/...); created if
   /// missing. Must not be under /etc, /usr, /opt, /run, /proc, /sys or /dev, nor be a
-  /// parent of the directories a worker mounts over.
+  /// parent of the directories a worker mounts over. Must be this process's user's and
+  /// unwritable by its group and others (hosts::CheckStateDirOwner).
   std::string state_dir;
   /// The tpufleet-emulator-worker program (DefaultWorkerBinary() next to the emulator).
   std::string worker_binary;
@@ -121,7 +122,8 @@ class NamespaceHosts final : public WorkerHosts {
   /// Kills the inits of workers under `state_dir` (found in /proc: PID 1 of their
   /// namespace, running tpufleet-emulator-worker with --disk under state_dir) and
   /// deletes the bridges and veths of every slot no live emulator holds.
-  /// FailedPrecondition when a live emulator holds `state_dir`.
+  /// FailedPrecondition when a live emulator holds `state_dir`, or when it is someone
+  /// else's (hosts::CheckStateDirOwner).
   static Status CleanStale(const std::string& state_dir);
 
   /// tpufleet-emulator-worker in the directory of the running program.

@@ -451,7 +451,11 @@ void Worker::Run() {
     std::vector<pollfd> fds = {
         {kLifelineFd, POLLIN, 0}, {signal_fd_, POLLIN, 0}, {listen_fd_, POLLIN, 0}};
     for (auto& c : conns_) {
-      short events = POLLIN;
+      // A client whose unserved input already exceeds a request head (pipelined behind
+      // a parked long-poll or an unread answer) is not read: the kernel's buffers push
+      // back on it, instead of this process (PID 1, root, on the machine's memory)
+      // keeping all it sends (issue 10). POLLRDHUP still says when it gives up.
+      short events = c->in.size() > kMaxRequestHead ? POLLRDHUP : POLLIN;
       if (!c->out.empty()) {
         events |= POLLOUT;
       }
@@ -499,6 +503,13 @@ void Worker::Run() {
       c.last_active = Mono::now();
       if ((rev & POLLOUT) != 0) {
         Flush(c);
+      }
+      if ((rev & (POLLRDHUP | POLLHUP | POLLERR)) != 0 && c.in.size() > kMaxRequestHead) {
+        // Not read (see the poll events): the client hung up, or failed, while behind.
+        c.parked = false;
+        c.out.clear();
+        c.close_after_write = true;
+        continue;
       }
       if ((rev & (POLLIN | POLLHUP | POLLERR)) != 0) {
         char buf[4096];

@@ -88,6 +88,22 @@ bool IsRealDir(const std::string& path) {
   return ::lstat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
 }
 
+// A directory on the worker's disk, which its root could change while it last ran: a
+// link (say, to the machine's /root or /etc) or file there is removed first, so no
+// mount below ever binds or overlays a directory of the machine's (issue 10).
+// The worker is not running yet: nothing races this.
+Status DiskDir(const std::string& path, mode_t mode) {
+  struct stat st;
+  if (::lstat(path.c_str(), &st) == 0 && !S_ISDIR(st.st_mode) && ::unlink(path.c_str()) != 0) {
+    return InternalError(Errno("unlink " + path));
+  }
+  TPUFLEET_TRY(MkDir(path, mode));
+  if (!IsRealDir(path)) {
+    return InternalError(path + " is not a directory");
+  }
+  return Status::Ok();
+}
+
 Status WriteIfChanged(const std::string& path, const std::string& content, int mode) {
   Result<std::string> have = ReadFile(path);
   if (have.ok() && *have == content) {
@@ -213,8 +229,8 @@ Status SetUpMounts(const std::string& disk, const std::string& state) {
   TPUFLEET_TRY(MkDir("/run/sshd", 0755));
   TPUFLEET_TRY(MkDir("/run/lock", 01777));
   TPUFLEET_TRY(MkDir("/run/user", 0755));
-  TPUFLEET_TRY(MkDir(d + "/upper", 0755));
-  TPUFLEET_TRY(MkDir(d + "/work", 0755));
+  TPUFLEET_TRY(DiskDir(d + "/upper", 0755));
+  TPUFLEET_TRY(DiskDir(d + "/work", 0755));
   for (const char* name : {"etc", "usr", "opt", "var"}) {
     std::string dir = std::string("/") + name;
     if (!IsRealDir(dir)) {
@@ -227,7 +243,7 @@ Status SetUpMounts(const std::string& disk, const std::string& state) {
       Say(dir + " holds the emulator's state dir: it stays the machine's, read-only here");
       if (dir == "/var" && IsRealDir("/var/tmp")) {
         // Lock and temporary files at least stay on the worker.
-        TPUFLEET_TRY(MkDir(d + "/var-tmp", 01777));
+        TPUFLEET_TRY(DiskDir(d + "/var-tmp", 01777));
         TPUFLEET_TRY(Mount(d + "/var-tmp", "/var/tmp", nullptr, MS_BIND));
         own.push_back("/var/tmp");
       }
@@ -235,8 +251,8 @@ Status SetUpMounts(const std::string& disk, const std::string& state) {
     }
     std::string upper = d + "/upper/" + name;
     std::string work = d + "/work/" + name;
-    TPUFLEET_TRY(MkDir(upper, 0755));
-    TPUFLEET_TRY(MkDir(work, 0755));
+    TPUFLEET_TRY(DiskDir(upper, 0755));
+    TPUFLEET_TRY(DiskDir(work, 0755));
     Status s = Mount("overlay", dir, "overlay", 0,
                      "lowerdir=" + dir + ",upperdir=" + upper + ",workdir=" + work);
     if (s.ok()) {
@@ -268,7 +284,7 @@ Status SetUpMounts(const std::string& disk, const std::string& state) {
   };
   for (const Bind& b : {Bind{"home", 0755}, Bind{"root", 0700}, Bind{"tmp", 01777}}) {
     std::string src = d + "/" + b.name;
-    TPUFLEET_TRY(MkDir(src, b.mode));
+    TPUFLEET_TRY(DiskDir(src, b.mode));
     TPUFLEET_TRY(Mount(src, std::string("/") + b.name, nullptr, MS_BIND));
     own.push_back(std::string("/") + b.name);
   }
