@@ -25,6 +25,19 @@ using cli_testing::Tpufleet;
 using cli_testing::TpufleetJson;
 using nlohmann::json;
 
+// ---- Issue 10: an error's words are shown as text.
+
+// An error message carries words from elsewhere (a path, the API's message, a worker's):
+// an escape sequence in them (here OSC 52, which writes the terminal's clipboard) must
+// reach the terminal as visible text, not as a control.
+TEST(Issue10, AnErrorPrintsNoTerminalControls) {
+  Output o = Tpufleet({"validate", "/nonexistent/\x1b]52;c;ZXZpbA==\x07.yaml"});
+  EXPECT_EQ(o.code, 1);
+  EXPECT_FALSE(Contains(o.err, "\x1b]52")) << o.err;
+  EXPECT_FALSE(Contains(o.err, "\x07")) << o.err;
+  EXPECT_TRUE(Contains(o.err, "\\x1b]52;c;ZXZpbA==\\x07.yaml")) << o.err;
+}
+
 // ---- Help and usage errors.
 
 TEST(Help, NoArgumentsPrintsHelpOnStderrAndExits2) {

@@ -4,6 +4,7 @@
 
 #include "cli/command.h"
 #include "util/file.h"
+#include "util/log.h"
 #include "util/strings.h"
 
 namespace tpufleet::cli {
@@ -203,8 +204,10 @@ Result<const Catalog*> Invocation::LoadCatalog() {
   return &*catalog_;
 }
 
+// The message may carry the API's or a worker's words: shown as text, never as
+// terminal controls.
 ExitStatus Fail(Invocation& inv, const Status& status) {
-  inv.err << "tpufleet: error: " << status.message() << "\n";
+  inv.err << "tpufleet: error: " << TerminalText(status.message()) << "\n";
   return ExitStatus::kFailure;
 }
 

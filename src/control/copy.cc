@@ -1,7 +1,6 @@
 #include "control/copy.h"
 
 #include <fcntl.h>
-#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -19,6 +18,7 @@
 #include "control/exec.h"
 #include "control/tar_guard.h"
 #include "util/file.h"
+#include "util/secret.h"
 #include "util/strings.h"
 #include "util/subprocess.h"
 #include "util/unique_fd.h"
@@ -143,29 +143,6 @@ Result<std::string> Sha256OfFile(const std::string& path) {
     return InternalError("sha256sum " + path + ": " + r.output);
   }
   return r.output.substr(0, 64);
-}
-
-// `bytes` from the kernel's CSPRNG as lowercase hex; Internal when it has none to give.
-Result<std::string> RandomHex(size_t bytes) {
-  std::string raw(bytes, '\0');
-  size_t got = 0;
-  while (got < bytes) {
-    ssize_t n = ::getrandom(raw.data() + got, bytes - got, 0);
-    if (n < 0 && errno == EINTR) {
-      continue;
-    }
-    if (n <= 0) {
-      return InternalError(std::string("getrandom: ") + std::strerror(errno));
-    }
-    got += static_cast<size_t>(n);
-  }
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string hex;
-  for (unsigned char c : raw) {
-    hex += kHex[c >> 4];
-    hex += kHex[c & 15];
-  }
-  return hex;
 }
 
 // Relays `src` to `all` through the chain; returns which of them have it, and adds what

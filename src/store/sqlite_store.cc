@@ -8,11 +8,12 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
-#include <cstdio>
 #include <cstring>
 #include <iterator>
 
 #include <nlohmann/json.hpp>
+
+#include "util/file.h"
 
 namespace tpufleet {
 namespace {
@@ -172,18 +173,7 @@ Status CheckDatabaseFile(const std::string& path, const struct stat* st) {
   if (!S_ISREG(st->st_mode)) {
     return FailedPreconditionError("state store: " + path + " is not a regular file");
   }
-  if (st->st_uid != ::geteuid()) {
-    return FailedPreconditionError("state store: " + path + " belongs to uid " +
-                                   std::to_string(st->st_uid) + ", not to uid " +
-                                   std::to_string(::geteuid()) + ", who runs tpufleet");
-  }
-  if ((st->st_mode & 022) != 0) {
-    char mode[8];
-    std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st->st_mode & 07777));
-    return FailedPreconditionError("state store: " + path + " has mode " + mode +
-                                   ": its group or others may write it");
-  }
-  return Status::Ok();
+  return CheckOwnedByMe("state store: " + path, *st, S_IWGRP | S_IWOTH);
 }
 
 }  // namespace

@@ -2,7 +2,6 @@
 
 #include <fcntl.h>
 #include <pwd.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -11,6 +10,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "util/secret.h"
 #include "util/strings.h"
 #include "util/unique_fd.h"
 
@@ -36,17 +36,6 @@ const char* KindOf(mode_t mode) {
     return "a socket";
   }
   return "not a regular file";
-}
-
-// 16 hex digits from the kernel's random source.
-Result<std::string> RandomSuffix() {
-  uint64_t bits = 0;
-  if (::getrandom(&bits, sizeof bits, 0) != static_cast<ssize_t>(sizeof bits)) {
-    return ErrnoStatus("getrandom", errno);
-  }
-  char hex[17];
-  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(bits));
-  return std::string(hex);
 }
 
 // fsync of the directory holding `path`, so a rename into it survives a crash.
@@ -127,7 +116,7 @@ Status WriteFileAtomic(const std::string& path, const std::string& data, int mod
   std::string tmp;
   UniqueFd fd;
   for (int attempt = 0; attempt < kTempNameAttempts && fd.get() < 0; ++attempt) {
-    TPUFLEET_ASSIGN_OR_RETURN(std::string suffix, RandomSuffix());
+    TPUFLEET_ASSIGN_OR_RETURN(std::string suffix, RandomHex(8));
     tmp = path + ".tmp-" + suffix;
     // O_EXCL|O_NOFOLLOW: a name someone planted (a symlink, a file) is never opened.
     fd = UniqueFd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));

@@ -25,6 +25,18 @@ Result<std::string> RandomBytes(size_t n) {
   return out;
 }
 
+Result<std::string> RandomHex(size_t n) {
+  TPUFLEET_ASSIGN_OR_RETURN(std::string raw, RandomBytes(n));
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string hex;
+  hex.reserve(2 * n);
+  for (unsigned char c : raw) {
+    hex += kHex[c >> 4];
+    hex += kHex[c & 15];
+  }
+  return hex;
+}
+
 Result<std::string> NewSecretToken(std::string_view prefix) {
   TPUFLEET_ASSIGN_OR_RETURN(std::string bytes, RandomBytes(kSecretBytes));
   return std::string(prefix) + Base64UrlEncode(bytes);

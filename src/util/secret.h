@@ -20,6 +20,10 @@ inline constexpr size_t kSecretBytes = 32;
 /// `n` bytes from the kernel's CSPRNG. Internal when the kernel refuses.
 Result<std::string> RandomBytes(size_t n);
 
+/// `n` bytes from the kernel's CSPRNG as 2n lowercase hex digits (names of temporary
+/// files, per-copy keys). Internal when the kernel refuses.
+Result<std::string> RandomHex(size_t n);
+
 /// A fresh secret fit for an HTTP header and a file: `prefix` then kSecretBytes
 /// random bytes in base64url (43 characters).
 Result<std::string> NewSecretToken(std::string_view prefix);

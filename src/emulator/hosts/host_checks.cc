@@ -4,7 +4,6 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
-#include <pwd.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/file.h>
@@ -172,21 +171,7 @@ Status CheckStateDirOwner(const std::string& dir) {
   if (!S_ISDIR(st.st_mode)) {
     return FailedPreconditionError("worker hosts: the state dir " + dir + " is not a directory");
   }
-  if (st.st_uid != ::geteuid()) {
-    const passwd* pw = ::getpwuid(st.st_uid);
-    return FailedPreconditionError(
-        "worker hosts: the state dir " + dir + " belongs to " +
-        (pw != nullptr ? std::string(pw->pw_name) + " " : std::string()) + "(uid " +
-        std::to_string(st.st_uid) + "), not to uid " + std::to_string(::geteuid()) +
-        ", who runs the emulator; someone else made it, so it is not used");
-  }
-  if ((st.st_mode & 022) != 0) {
-    char mode[8];
-    std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
-    return FailedPreconditionError("worker hosts: the state dir " + dir + " has mode " + mode +
-                                   ": its group or others may write it");
-  }
-  return Status::Ok();
+  return CheckOwnedByMe("worker hosts: the state dir " + dir, st, S_IWGRP | S_IWOTH);
 }
 
 Status CheckMachineSupport() {

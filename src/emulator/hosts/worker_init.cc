@@ -23,6 +23,7 @@
 #include "emulator/hosts/worker_document.h"
 #include "emulator/hosts/worker_setup.h"
 #include "util/file.h"
+#include "util/secret.h"
 #include "util/strings.h"
 
 namespace tpufleet::emulator::hosts {
@@ -62,6 +63,15 @@ int g_status_fd = kStatusFd;
   ::_exit(1);
 }
 
+// The seed of the metadata server's tokens: a boot without one must not go on.
+std::string TokenSeed() {
+  Result<std::string> seed = RandomHex(8);
+  if (!seed.ok()) {
+    FailBoot(seed.status().ToString());
+  }
+  return std::move(seed).value();
+}
+
 void CheckBoot(const Status& s) {
   if (!s.ok()) {
     FailBoot(s.message());
@@ -89,7 +99,7 @@ struct Conn {
 class Worker {
  public:
   Worker(std::string disk, std::string state)
-      : disk_(std::move(disk)), state_(std::move(state)), server_(RandomHex(8)) {}
+      : disk_(std::move(disk)), state_(std::move(state)), server_(TokenSeed()) {}
 
   [[noreturn]] void Run();
 

@@ -456,20 +456,4 @@ bool Port22Listening() {
   return false;
 }
 
-std::string RandomHex(size_t bytes) {
-  std::string raw(bytes, '\0');
-  int fd = ::open("/dev/urandom", O_RDONLY | O_CLOEXEC);
-  if (fd >= 0) {
-    [[maybe_unused]] ssize_t n = ::read(fd, raw.data(), raw.size());
-    ::close(fd);
-  }
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  for (unsigned char c : raw) {
-    out += kHex[c >> 4];
-    out += kHex[c & 15];
-  }
-  return out;
-}
-
 }  // namespace tpufleet::emulator::hosts

@@ -77,7 +77,4 @@ Result<pid_t> StartSshd(const std::string& sshd_path);
 /// True once something in this network namespace listens on TCP port 22.
 bool Port22Listening();
 
-/// `bytes` random bytes from /dev/urandom, as hex.
-std::string RandomHex(size_t bytes);
-
 }  // namespace tpufleet::emulator::hosts
