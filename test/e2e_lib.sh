@@ -33,7 +33,8 @@ tf() {
 }
 
 # curl with the owner's token of the emulator in $TPUFLEET_EMULATOR_DIR: it answers
-# nothing without it (issue 10). Read at each call, since each start makes a new one.
+# nothing without it (issue 10). Read at each call, since each start makes a new one;
+# the header comes from a file descriptor, so the token is in no process's argv.
 ecurl() {
-  curl -H "Authorization: Bearer $(cat "$TPUFLEET_EMULATOR_DIR/token")" "$@"
+  curl -H @<(printf 'Authorization: Bearer %s\n' "$(<"$TPUFLEET_EMULATOR_DIR/token")") "$@"
 }

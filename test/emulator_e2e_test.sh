@@ -32,6 +32,10 @@ api=${ep}v2/projects/e2e/locations/us-central2-b
 tokfile=$TPUFLEET_EMULATOR_DIR/token
 grep -qF "export CLOUDSDK_API_ENDPOINT_OVERRIDES_TPU=$ep CLOUDSDK_AUTH_ACCESS_TOKEN_FILE=$tokfile" \
   "$tmp/start.txt" || fail "no gcloud exports in: $(cat "$tmp/start.txt")"
+check "the curl line start prints works as printed"
+curl_line=$(sed -n 's/^  curl  *//p' "$tmp/start.txt")
+[[ $curl_line == *"curl -K - "* ]] || fail "no curl line in: $(cat "$tmp/start.txt")"
+bash -c "$curl_line -sf" | grep -q '"nodes"' || fail "the printed curl line does not answer: $curl_line"
 
 check "the token is a fresh secret in a 0600 file of a 0700 state dir, never in status --json"
 [[ $(stat -c %a "$tokfile") == 600 && $(stat -c %a "$TPUFLEET_EMULATOR_DIR") == 700 ]] ||

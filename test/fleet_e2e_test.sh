@@ -562,7 +562,7 @@ check "status shows handmade READY in fleet imported" imported_status
 # ---------------------------------------------------------------------------------
 note "6b. a node with fleet late's label but no record (issue 10)"
 make_stray() {
-  curl -sf --max-time 20 -X POST "$ep$(zone_api $zc)/nodes?nodeId=stray" \
+  ecurl -sf --max-time 20 -X POST "$ep$(zone_api $zc)/nodes?nodeId=stray" \
     -H 'Content-Type: application/json' \
     -d '{"acceleratorType": "v4-8", "runtimeVersion": "tpu-ubuntu2204-base",
          "labels": {"tpufleet-fleet": "late"}}' >/dev/null || return 1
@@ -587,7 +587,7 @@ stray_in_up() {
 }
 check "up of fleet late reports stray as untracked and leaves it alone" stray_in_up
 delete_stray() {
-  curl -sf --max-time 20 -X DELETE "$ep$(zone_api $zc)/nodes/stray" >/dev/null || return 1
+  ecurl -sf --max-time 20 -X DELETE "$ep$(zone_api $zc)/nodes/stray" >/dev/null || return 1
   wait_for 30 eval '[[ -z $(cloud_nodes $zc | grep " stray ") ]]'
 }
 check "stray deleted through the API" delete_stray

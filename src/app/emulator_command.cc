@@ -114,8 +114,9 @@ void PrintEndpointHelp(std::ostream& out, const Daemon& d, const std::string& di
       << " (every call needs it: Authorization: Bearer <its content>)\n"
       << "  gcloud            export CLOUDSDK_API_ENDPOINT_OVERRIDES_TPU=" << d.endpoint
       << " CLOUDSDK_AUTH_ACCESS_TOKEN_FILE=" << token << "\n"
-      << "  curl              curl -H \"Authorization: Bearer $(cat " << token << ")\" "
-      << d.endpoint << "emulator/v1/status\n"
+      // printf is the shell's own: the token never stands in a process's argv.
+      << "  curl              printf 'header \"Authorization: Bearer %s\"\\n' \"$(cat "
+      << token << ")\" | curl -K - " << d.endpoint << "emulator/v1/status\n"
       << "  state and log     " << dir << "\n"
       << "Stop it with: tpufleet emulator stop\n";
 }
