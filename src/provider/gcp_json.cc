@@ -63,6 +63,8 @@ Capacity CapacityOf(const Json& scheduling) {
 
 }  // namespace
 
+std::string JsonString(const Json& j, const char* key) { return Str(j, key); }
+
 std::string LocationName(std::string_view project, std::string_view zone) {
   return "projects/" + std::string(project) + "/locations/" + std::string(zone);
 }

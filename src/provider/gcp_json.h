@@ -21,6 +21,10 @@
 
 namespace tpufleet {
 
+/// The string member `key` of `j`; "" when `j` is not an object, or the member is
+/// missing or not a string. Unlike json::value() it never throws, whatever the API sent.
+std::string JsonString(const nlohmann::json& j, const char* key);
+
 /// "projects/{project}/locations/{zone}".
 std::string LocationName(std::string_view project, std::string_view zone);
 
