@@ -1,15 +1,17 @@
 # Entry points for people and CI. Every target installs what it needs first
 # (scripts/setup-deps.sh: Debian packages, idempotent) and builds with CMake + Ninja.
 #
-#   make demo    build, then run the demo (scripts/demo.sh)
-#   make test    build, then run every test (unit, end-to-end, include rules)
-#   make fuzz    build the fleet-spec fuzzer with clang and run it for FUZZ_SECONDS
-#   make bench   build, then run the benchmarks in bench/ and print the results
-#   make format  clang-format every source file in place
+#   make demo      build, then run the demo (scripts/demo.sh)
+#   make test      build, then run every test (unit, end-to-end, fidelity, include rules)
+#   make fuzz      build the libFuzzer targets (clang, in FUZZ_BUILD) and run each for
+#                  FUZZ_SECONDS (fuzz/run.sh); everything they write stays in FUZZ_BUILD
+#   make bench     build, then run the benchmarks in bench/ and print the results
+#   make format    clang-format every source file in place
 
 BUILD ?= build
 FUZZ_BUILD ?= build-fuzz
 FUZZ_SECONDS ?= 60
+FUZZERS ?= spec api credentials
 JOBS ?= $(shell nproc)
 # Warnings are errors in CI (CI=true), as in STYLE.md rule 15.
 WERROR := $(if $(CI),ON,OFF)
@@ -31,10 +33,8 @@ demo: build
 
 fuzz: deps
 	@CXX=clang++ cmake -S . -B $(FUZZ_BUILD) -G Ninja -DTPUFLEET_FUZZ=ON >/dev/null
-	@ninja -C $(FUZZ_BUILD) spec_fuzzer
-	@mkdir -p fuzz/corpus-run
-	@$(FUZZ_BUILD)/fuzz/spec_fuzzer -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 -dict=fuzz/spec.dict \
-	  fuzz/corpus-run fuzz/corpus
+	@ninja -C $(FUZZ_BUILD) fuzzers
+	@./fuzz/run.sh $(FUZZ_BUILD) $(FUZZ_SECONDS) $(FUZZERS)
 
 bench: build
 	@./bench/run.sh $(BUILD)/src/app/tpufleet
