@@ -126,12 +126,14 @@ Result<FetchedToken> ReadTokenReply(const Result<HttpResponse>& reply, std::stri
   }
   FetchedToken out;
   out.token = body["access_token"].get<std::string>();
-  // Google always says; an hour is what it gives when it does.
-  long long expires_in = 3599;
+  out.lifetime = kDefaultTokenLifetime;
   if (body.contains("expires_in") && body["expires_in"].is_number()) {
-    expires_in = body["expires_in"].get<long long>();
+    // As a double, which holds any JSON number without overflow; NaN fails `> 0`.
+    double given = body["expires_in"].get<double>();
+    double most = static_cast<double>(kMaxTokenLifetime.count());
+    out.lifetime =
+        std::chrono::seconds(given > 0 ? static_cast<long long>(std::min(given, most)) : 0);
   }
-  out.lifetime = std::chrono::seconds(std::max(expires_in, 0LL));
   return out;
 }
 

@@ -51,6 +51,13 @@ inline constexpr std::chrono::seconds kServiceAccountJwtLifetime{3600};
 /// A cached token is replaced this long before it expires, so a request that starts
 /// with it does not meet its end in flight (google-auth-library uses the same 5 min).
 inline constexpr std::chrono::seconds kTokenRefreshMargin{300};
+/// The lifetime of a token whose answer gives none: Google's tokens last an hour.
+inline constexpr std::chrono::seconds kDefaultTokenLifetime{3599};
+/// The longest an answer's expires_in is believed: Google's longest tokens (a service
+/// account's, extended by an organization policy) last 12 hours. A larger, negative or
+/// fractional value is brought into [0, this], so a broken or hostile endpoint can
+/// neither overflow the clock arithmetic nor make a token live for ever.
+inline constexpr std::chrono::seconds kMaxTokenLifetime{12 * 3600};
 /// How long the metadata-server probe may take: off GCE nothing answers at
 /// 169.254.169.254, and the CLI must not hang on that.
 inline constexpr std::chrono::milliseconds kMetadataProbeTimeout{500};

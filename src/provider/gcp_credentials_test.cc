@@ -326,6 +326,41 @@ TEST_F(CredentialsTest, MissingNamedFilesAreInvalidArgument) {
   EXPECT_EQ(Find().status().code(), StatusCode::kInvalidArgument);
 }
 
+// credentials_fuzzer: a token endpoint's expires_in was trusted whole. A huge integer
+// overflowed the clock arithmetic (signed overflow, so the token was refetched on every
+// call or kept for ever, by chance), and a huge float was cast to an integer (undefined
+// behaviour). A lifetime is now between 0 and kMaxTokenLifetime (12 h).
+TEST(Issue10, TokenLifetimeFromTheEndpointIsBounded) {
+  struct Case {
+    const char* expires_in;
+    bool kept_a_minute;  // false: a lifetime of 0, so every call fetches
+  };
+  for (Case c : {Case{"9223372036854775807", true}, Case{"18446744073709551615", true},
+                 Case{"1e300", true}, Case{"3.9e10", true}, Case{"1.7976931348623157e308", true},
+                 Case{"-9223372036854775808", false}, Case{"-1e300", false}, Case{"0.5", false}}) {
+    SCOPED_TRACE(c.expires_in);
+    ScriptedHttpClient http;
+    FakeClock clock;
+    std::unique_ptr<TokenSource> source =
+        CredentialsFromJson(R"({"type": "authorized_user", "client_id": "c",)"
+                            R"( "client_secret": "s", "refresh_token": "r"})",
+                            "adc.json", http, clock)
+            .value();
+    http.Push(HttpResponse{
+        200,
+        {},
+        std::string(R"({"access_token": "ya29.first", "expires_in": )") + c.expires_in + "}"});
+    for (const char* next : {"ya29.second", "ya29.third"}) {
+      http.Push(ScriptedHttpClient::Json(200, {{"access_token", next}, {"expires_in", 3599}}));
+    }
+    EXPECT_EQ(source->AccessToken().value(), "ya29.first");
+    clock.Advance(std::chrono::minutes(1));
+    EXPECT_EQ(source->AccessToken().value(), c.kept_a_minute ? "ya29.first" : "ya29.second");
+    clock.Advance(std::chrono::hours(24));  // never kept this long
+    EXPECT_EQ(source->AccessToken().value(), c.kept_a_minute ? "ya29.second" : "ya29.third");
+  }
+}
+
 TEST_F(CredentialsTest, TokenEndpointTroubleIsUnavailable) {
   options_.key_file = Write("sa.json", ServiceAccountJson().dump());
   std::unique_ptr<TokenSource> source = MustFind();

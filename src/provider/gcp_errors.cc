@@ -6,6 +6,7 @@
 #include <string>
 #include <utility>
 
+#include "provider/gcp_json.h"
 #include "util/log.h"
 #include "util/strings.h"
 
@@ -89,9 +90,8 @@ std::string ErrorInfoReason(const Json& details) {
     return "";
   }
   for (const Json& d : details) {
-    if (d.is_object() &&
-        d.value("@type", std::string()) == "type.googleapis.com/google.rpc.ErrorInfo") {
-      return d.value("reason", std::string());
+    if (JsonString(d, "@type") == "type.googleapis.com/google.rpc.ErrorInfo") {
+      return JsonString(d, "reason");
     }
   }
   return "";
@@ -174,13 +174,12 @@ Status ClassifyHttpError(int http_status, std::string_view body) {
   Json j = Json::parse(body, nullptr, false);
   if (j.is_object() && j.contains("error") && j["error"].is_object()) {
     const Json& e = j["error"];
-    int code = RpcCodeOfName(e.value("status", std::string()));
+    int code = RpcCodeOfName(JsonString(e, "status"));
     if (code < 0) {
       code = RpcCodeOfHttp(http_status);
     }
     Json details = e.contains("details") ? e["details"] : Json::array();
-    Status s =
-        ClassifyRpcStatus(code, e.value("message", std::string()), details, RpcOrigin::kHttpAnswer);
+    Status s = ClassifyRpcStatus(code, JsonString(e, "message"), details, RpcOrigin::kHttpAnswer);
     // A 5xx is worth a retry whatever its envelope says.
     if (http_status == 500 || http_status == 502 || http_status == 503 || http_status == 504) {
       return s.code() == StatusCode::kTimeout ? s : UnavailableError(s.message());
@@ -204,8 +203,7 @@ Status ClassifyOperationError(const Json& error) {
     code = error["code"].get<int>();
   }
   Json details = error.contains("details") ? error["details"] : Json::array();
-  return ClassifyRpcStatus(code, error.value("message", std::string()), details,
-                           RpcOrigin::kOperation);
+  return ClassifyRpcStatus(code, JsonString(error, "message"), details, RpcOrigin::kOperation);
 }
 
 }  // namespace tpufleet

@@ -130,5 +130,23 @@ TEST(GcpErrors, OperationErrors) {
   EXPECT_NE(ClassifyOperationError({{"code", 8}}).message(), "");
 }
 
+// api_fuzzer: an envelope whose fields had the wrong JSON types threw out of
+// json::value() and ended the process (std::terminate) instead of being classified.
+TEST(Issue10, EnvelopeFieldsOfTheWrongTypeAreClassifiedNotThrown) {
+  const std::string envelope = R"({"error": {"code": "404", "status": 5, "message": ["gone"],)"
+                               R"( "details": [{"@type": 7, "reason": "RATE_LIMIT_EXCEEDED"}]}})";
+  Status s = ClassifyHttpError(404, envelope);
+  EXPECT_EQ(s.code(), StatusCode::kNotFound);  // from the HTTP code: the status name is unusable
+  EXPECT_FALSE(s.message().empty());
+  Status quota = ClassifyHttpError(
+      429,
+      R"({"error": {"status": "RESOURCE_EXHAUSTED", "message": "Quota exceeded",)"
+      R"( "details": [{"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": {}}]}})");
+  EXPECT_EQ(quota, FailedPreconditionError("Quota exceeded"));
+  Status op = ClassifyOperationError({{"code", 8}, {"message", {{"text", "no capacity"}}}});
+  EXPECT_EQ(op.code(), StatusCode::kResourceExhausted);
+  EXPECT_FALSE(op.message().empty());
+}
+
 }  // namespace
 }  // namespace tpufleet

@@ -74,6 +74,8 @@ Status CheckWorkerCount(const Json& array, const char* field, const std::string&
 
 }  // namespace
 
+std::string JsonString(const Json& j, const char* key) { return Str(j, key); }
+
 std::string LocationName(std::string_view project, std::string_view zone) {
   return "projects/" + std::string(project) + "/locations/" + std::string(zone);
 }

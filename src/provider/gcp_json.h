@@ -35,6 +35,10 @@ inline constexpr size_t kMaxWorkersPerNode = 8192;
 /// emulator's limit is generous and still a count tpufleet can track.
 inline constexpr size_t kMaxQueuedResourceNodes = 1024;
 
+/// The string member `key` of `j`; "" when `j` is not an object, or the member is
+/// missing or not a string. Unlike json::value() it never throws, whatever the API sent.
+std::string JsonString(const nlohmann::json& j, const char* key);
+
 /// "projects/{project}/locations/{zone}".
 std::string LocationName(std::string_view project, std::string_view zone);
 

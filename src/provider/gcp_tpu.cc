@@ -174,7 +174,15 @@ Result<std::vector<Json>> GcpTpuProvider::ListAll(const std::string& path, const
       call.query.emplace_back("pageToken", token);
     }
     TPUFLEET_ASSIGN_OR_RETURN(Json page, api_.Call(call));
-    if (page.contains(field) && page[field].is_array()) {
+    // A page that cannot be read whole would leave the list short, and nodes missing
+    // from it look deleted: the list fails instead.
+    if (!page.is_object() || (page.contains(field) && !page[field].is_array()) ||
+        (page.contains("nextPageToken") && !page["nextPageToken"].is_string())) {
+      return InternalError("the TPU API answered the list at " + path +
+                           " with a page that is not a JSON object with an array of " + field +
+                           " and a string nextPageToken");
+    }
+    if (page.contains(field)) {
       if (page[field].size() > kMaxListItems - items.size()) {
         return InternalError("the TPU API listed more than " + std::to_string(kMaxListItems) +
                              " " + field + " at " + path + "; tpufleet stops there");
@@ -188,7 +196,7 @@ Result<std::vector<Json>> GcpTpuProvider::ListAll(const std::string& path, const
         !page["unreachable"].empty()) {
       return UnavailableError("the TPU API could not reach " + page["unreachable"].dump());
     }
-    std::string next = page.value("nextPageToken", std::string());
+    std::string next = JsonString(page, "nextPageToken");
     if (next.empty()) {
       return items;
     }

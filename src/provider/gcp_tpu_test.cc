@@ -237,6 +237,29 @@ TEST_F(GcpTpuTest, ListingAZoneTheApiCannotReachIsAnError) {
   EXPECT_EQ(provider_->ListNodes({kZone}).status().code(), StatusCode::kInternal);
 }
 
+// api_fuzzer: a list answered with HTTP 200 and a body that is JSON but not an object
+// ("0", "[]"), or with a nextPageToken that is not a string, threw out of
+// json::value() and ended the process instead of failing the list. A `nodes` that is
+// not an array read as no nodes at all.
+TEST(Issue10, ListPagesThatAreNotObjectsFailTheList) {
+  FakeTokenSource tokens;
+  ScriptedHttpClient http;
+  FakeClock clock;
+  GcpTpuOptions options;
+  options.project = "p";
+  options.endpoint = "http://tpu.test/";
+  GcpTpuProvider provider(options, tokens, http, clock);
+  for (const char* body : {"0", "[]", "\"nodes\"", "null", R"({"nodes": [], "nextPageToken": 5})",
+                           R"({"nodes": [], "nextPageToken": {"t": "x"}})", R"({"nodes": 5})"}) {
+    http.Push(HttpResponse{200, {}, body});
+    Result<std::vector<CloudNode>> nodes = provider.ListNodes({kZone});
+    ASSERT_FALSE(nodes.ok()) << body;
+    EXPECT_EQ(nodes.status().code(), StatusCode::kInternal) << body;
+    EXPECT_NE(nodes.status().message().find("us-central2-b"), std::string::npos)
+        << nodes.status().ToString();
+  }
+}
+
 TEST_F(GcpTpuTest, ZonesAreListedConcurrentlyAndMergedInZoneOrder) {
   std::vector<std::string> zones = {"z-a", "z-b", "z-c", "z-d"};
   std::atomic<int> in_flight{0};
