@@ -636,6 +636,7 @@ bool FanoutEngine::DriveTask(Task& t) {
         return false;
       }
       bool moved = false;
+      bool window_shut = false;  // the write waited for the worker's window to open
       // stdin is the job's header, then (unless no_input) the payload; t.sent counts both.
       const std::string& header = job.spec.stdin_header;
       const Payload* in = job.spec.hosts[t.host].no_input ? nullptr : job.payload.get();
@@ -648,7 +649,9 @@ bool FanoutEngine::DriveTask(Task& t) {
         if (n > 0) {
           t.sent += static_cast<size_t>(n);
           moved = true;
-        } else if (n != LIBSSH2_ERROR_EAGAIN) {
+        } else if (n == LIBSSH2_ERROR_EAGAIN) {
+          window_shut = libssh2_channel_window_write(t.channel) == 0;
+        } else {
           return conn_error("sending input");
         }
       }
@@ -662,7 +665,11 @@ bool FanoutEngine::DriveTask(Task& t) {
         }
       }
       static thread_local char buf[kFanoutIoChunk];
+      unsigned long waiting_before = 0;  // unread bytes libssh2 holds after the stdout reads
       for (int stream : {0, SSH_EXTENDED_DATA_STDERR}) {
+        if (stream != 0) {
+          libssh2_channel_window_read_ex(t.channel, &waiting_before, nullptr);
+        }
         while (!job.sink->Backlogged()) {
           ssize_t n = libssh2_channel_read_ex(t.channel, stream, buf, sizeof buf);
           if (n > 0) {
@@ -682,6 +689,18 @@ bool FanoutEngine::DriveTask(Task& t) {
       }
       if (libssh2_channel_eof(t.channel)) {
         t.state = Task::kClosing;
+        return true;
+      }
+      // libssh2 reads ahead: each read above drains the socket into its own buffers, so
+      // a window adjustment that came after the write, or stdout data that came after
+      // the stdout reads, now waits where poll cannot see it, and the worker, waiting
+      // for us, sends nothing more. Each case is one more pass, then poll is right again.
+      unsigned long waiting_after = 0;
+      libssh2_channel_window_read_ex(t.channel, &waiting_after, nullptr);
+      if (window_shut && libssh2_channel_window_write(t.channel) > 0) {
+        return true;
+      }
+      if (waiting_after > waiting_before) {
         return true;
       }
       return moved;
