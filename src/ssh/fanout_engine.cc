@@ -138,6 +138,8 @@ struct FanoutEngine::Task {
   bool eof_sent = false;
   bool held = false;  // its sink was Backlogged(): not read or polled until it is not
   Clock::MonoTime deadline = Clock::MonoTime::max();
+  // While input is pending and its sink keeps up: when it has taken none for too long.
+  Clock::MonoTime input_deadline = Clock::MonoTime::max();
   HostResult result;
 };
 
@@ -397,7 +399,7 @@ int FanoutEngine::MillisUntilWake() const {
       wake = std::min(wake, conn->next_keepalive);
     }
     if (conn->task) {
-      wake = std::min(wake, conn->task->deadline);
+      wake = std::min({wake, conn->task->deadline, conn->task->input_deadline});
       if (conn->task->held && !conn->task->job->sink->Backlogged()) {
         return 0;  // its sink caught up: Step resumes it now
       }
@@ -484,6 +486,13 @@ void FanoutEngine::CheckDeadlines() {
                "the worker's sshd started no command within " +
                    FormatDuration(duration_cast<std::chrono::seconds>(
                        c->task->job->spec.connect_timeout)));
+      continue;
+    }
+    if (c->task && now_ >= c->task->input_deadline) {
+      CancelTask(*c->task, HostOutcome::kTimeout,
+                 "the worker took none of its input for " +
+                     FormatDuration(duration_cast<std::chrono::seconds>(
+                         c->task->job->spec.input_stall_timeout)));
       continue;
     }
     if (c->task && now_ >= c->task->deadline) {
@@ -633,6 +642,7 @@ bool FanoutEngine::DriveTask(Task& t) {
     case Task::kRun: {
       if (job.sink->Backlogged()) {
         t.held = true;
+        t.input_deadline = Clock::MonoTime::max();  // our side is behind, not the worker
         return false;
       }
       bool moved = false;
@@ -641,6 +651,10 @@ bool FanoutEngine::DriveTask(Task& t) {
       const std::string& header = job.spec.stdin_header;
       const Payload* in = job.spec.hosts[t.host].no_input ? nullptr : job.payload.get();
       const size_t total = header.size() + (in ? in->size : 0);
+      const auto stall = job.spec.input_stall_timeout;
+      if (t.sent < total && stall.count() > 0 && t.input_deadline == Clock::MonoTime::max()) {
+        t.input_deadline = now_ + stall;
+      }
       if (t.sent < total) {
         const char* from = t.sent < header.size() ? header.data() + t.sent
                                                   : in->data + (t.sent - header.size());
@@ -649,6 +663,8 @@ bool FanoutEngine::DriveTask(Task& t) {
         if (n > 0) {
           t.sent += static_cast<size_t>(n);
           moved = true;
+          t.input_deadline = t.sent < total && stall.count() > 0 ? now_ + stall
+                                                                 : Clock::MonoTime::max();
         } else if (n == LIBSSH2_ERROR_EAGAIN) {
           window_shut = libssh2_channel_window_write(t.channel) == 0;
         } else {

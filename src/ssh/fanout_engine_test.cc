@@ -438,5 +438,33 @@ TEST(Issue10, StdoutTakenInByTheStderrReadStillReachesTheSink) {
   EXPECT_EQ(sink.out[0], "the-end\n");
 }
 
+// A worker whose command takes none of its input (its sshd starved or frozen: the kernel
+// still acknowledges, so TCP reports nothing) ends as a timeout once input_stall_timeout
+// passes, where cp set no command timeout and waited forever.
+TEST(Issue10, AWorkerThatTakesNoInputTimesOut) {
+  if (!TestSshd::Installed()) {
+    GTEST_SKIP() << TestSshd::kSkipReason;
+  }
+  auto sshd = TestSshd::Start();
+  ASSERT_TRUE(sshd.ok()) << sshd.status().ToString();
+  std::string path = (*sshd)->dir() + "/payload";
+  ASSERT_TRUE(WriteFileAtomic(path, std::string(8u << 20, 'x'), 0600).ok());
+  FanoutJob job = OneHostJob(**sshd, "exec sleep 5");  // ends by itself after the test
+  job.stdin_path = path;
+  job.command_timeout = std::chrono::seconds(0);  // as cp runs it
+  job.input_stall_timeout = std::chrono::seconds(1);
+  RealClock clock;
+  RecordingSink sink;
+  LocalFanout fanout(clock);
+  auto start = std::chrono::steady_clock::now();
+  ASSERT_TRUE(fanout.Run(job, sink).ok());
+  auto took = std::chrono::steady_clock::now() - start;
+  ASSERT_EQ(sink.results.count(0), 1u);
+  EXPECT_EQ(sink.results[0].outcome, HostOutcome::kTimeout) << sink.results[0].message;
+  EXPECT_NE(sink.results[0].message.find("took none of its input for 1s"), std::string::npos)
+      << sink.results[0].message;
+  EXPECT_LT(took, std::chrono::seconds(5)) << "it waited for the command to end";
+}
+
 }  // namespace
 }  // namespace tpufleet
