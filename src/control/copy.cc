@@ -287,6 +287,7 @@ Result<CopyReport> Upload(World& world, const CopyRequest& request, const Remote
       FanoutJob job = JobFor(world, direct);
       job.stdin_path = src.send_path;
       job.connect_timeout = request.connect_timeout;
+      job.input_stall_timeout = kFanoutInputStallTimeout;  // the receiver reads at once
       char mode[8];
       std::snprintf(mode, sizeof mode, "%o", src.mode);
       job.command = src.directory ? Script(kReceiveDir, {dest.path})

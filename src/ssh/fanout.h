@@ -32,6 +32,10 @@ inline constexpr size_t kDefaultFanoutParallel = 1024;
 /// reported unreachable, as OpenSSH's ConnectTimeout does (pdsh and ClusterShell wait
 /// 10 s too); key exchange and login then get kFanoutLoginTimeout (fanout_engine.h).
 inline constexpr std::chrono::seconds kFanoutConnectTimeout{10};
+/// For a command that reads its input as it comes (cp's receiver): a worker that takes
+/// none of it for this long has stalled (its sshd frozen or starved). Its kernel still
+/// acknowledges, so neither TCP nor a keepalive notices; without a bound it waits forever.
+inline constexpr std::chrono::seconds kFanoutInputStallTimeout{120};
 
 struct FanoutHost {
   std::string name;      // "pod/w3": how messages name it
@@ -54,6 +58,10 @@ struct FanoutJob {
   size_t max_parallel = kDefaultFanoutParallel;
   std::chrono::milliseconds connect_timeout = kFanoutConnectTimeout;
   std::chrono::milliseconds command_timeout{0};  // 0 = no limit
+  // A host that takes none of its pending input for this long ends as kTimeout (time
+  // its sink is Backlogged does not count); 0 = no limit. Callers whose commands read
+  // their input at once use kFanoutInputStallTimeout.
+  std::chrono::milliseconds input_stall_timeout{0};
   bool fail_fast = false;  // the first host that fails cancels the others
   // The command watches its stdin to know when to stop (control's stoppable wrapper):
   // no EOF is sent; closing the connection (a cancel) is the order to stop.
@@ -67,7 +75,7 @@ enum class HostOutcome {
   kUnreachable,      // TCP connect or the SSH handshake failed, or the connection broke
   kAuthFailed,       // the server refused the fleet key for this login
   kHostKeyMismatch,  // the server's key is not the one pinned for it
-  kTimeout,          // connect_timeout or command_timeout passed
+  kTimeout,          // connect_timeout, command_timeout or input_stall_timeout passed
   kCancelled,        // fail_fast (another host failed) or the caller cancelled
 };
 

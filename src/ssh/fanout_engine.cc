@@ -138,6 +138,8 @@ struct FanoutEngine::Task {
   bool eof_sent = false;
   bool held = false;  // its sink was Backlogged(): not read or polled until it is not
   Clock::MonoTime deadline = Clock::MonoTime::max();
+  // While input is pending and its sink keeps up: when it has taken none for too long.
+  Clock::MonoTime input_deadline = Clock::MonoTime::max();
   HostResult result;
 };
 
@@ -397,7 +399,7 @@ int FanoutEngine::MillisUntilWake() const {
       wake = std::min(wake, conn->next_keepalive);
     }
     if (conn->task) {
-      wake = std::min(wake, conn->task->deadline);
+      wake = std::min({wake, conn->task->deadline, conn->task->input_deadline});
       if (conn->task->held && !conn->task->job->sink->Backlogged()) {
         return 0;  // its sink caught up: Step resumes it now
       }
@@ -484,6 +486,13 @@ void FanoutEngine::CheckDeadlines() {
                "the worker's sshd started no command within " +
                    FormatDuration(duration_cast<std::chrono::seconds>(
                        c->task->job->spec.connect_timeout)));
+      continue;
+    }
+    if (c->task && now_ >= c->task->input_deadline) {
+      CancelTask(*c->task, HostOutcome::kTimeout,
+                 "the worker took none of its input for " +
+                     FormatDuration(duration_cast<std::chrono::seconds>(
+                         c->task->job->spec.input_stall_timeout)));
       continue;
     }
     if (c->task && now_ >= c->task->deadline) {
@@ -633,13 +642,19 @@ bool FanoutEngine::DriveTask(Task& t) {
     case Task::kRun: {
       if (job.sink->Backlogged()) {
         t.held = true;
+        t.input_deadline = Clock::MonoTime::max();  // our side is behind, not the worker
         return false;
       }
       bool moved = false;
+      bool window_shut = false;  // the write waited for the worker's window to open
       // stdin is the job's header, then (unless no_input) the payload; t.sent counts both.
       const std::string& header = job.spec.stdin_header;
       const Payload* in = job.spec.hosts[t.host].no_input ? nullptr : job.payload.get();
       const size_t total = header.size() + (in ? in->size : 0);
+      const auto stall = job.spec.input_stall_timeout;
+      if (t.sent < total && stall.count() > 0 && t.input_deadline == Clock::MonoTime::max()) {
+        t.input_deadline = now_ + stall;
+      }
       if (t.sent < total) {
         const char* from = t.sent < header.size() ? header.data() + t.sent
                                                   : in->data + (t.sent - header.size());
@@ -648,7 +663,11 @@ bool FanoutEngine::DriveTask(Task& t) {
         if (n > 0) {
           t.sent += static_cast<size_t>(n);
           moved = true;
-        } else if (n != LIBSSH2_ERROR_EAGAIN) {
+          t.input_deadline = t.sent < total && stall.count() > 0 ? now_ + stall
+                                                                 : Clock::MonoTime::max();
+        } else if (n == LIBSSH2_ERROR_EAGAIN) {
+          window_shut = libssh2_channel_window_write(t.channel) == 0;
+        } else {
           return conn_error("sending input");
         }
       }
@@ -662,7 +681,11 @@ bool FanoutEngine::DriveTask(Task& t) {
         }
       }
       static thread_local char buf[kFanoutIoChunk];
+      unsigned long waiting_before = 0;  // unread bytes libssh2 holds after the stdout reads
       for (int stream : {0, SSH_EXTENDED_DATA_STDERR}) {
+        if (stream != 0) {
+          libssh2_channel_window_read_ex(t.channel, &waiting_before, nullptr);
+        }
         while (!job.sink->Backlogged()) {
           ssize_t n = libssh2_channel_read_ex(t.channel, stream, buf, sizeof buf);
           if (n > 0) {
@@ -682,6 +705,18 @@ bool FanoutEngine::DriveTask(Task& t) {
       }
       if (libssh2_channel_eof(t.channel)) {
         t.state = Task::kClosing;
+        return true;
+      }
+      // libssh2 reads ahead: each read above drains the socket into its own buffers, so
+      // a window adjustment that came after the write, or stdout data that came after
+      // the stdout reads, now waits where poll cannot see it, and the worker, waiting
+      // for us, sends nothing more. Each case is one more pass, then poll is right again.
+      unsigned long waiting_after = 0;
+      libssh2_channel_window_read_ex(t.channel, &waiting_after, nullptr);
+      if (window_shut && libssh2_channel_window_write(t.channel) > 0) {
+        return true;
+      }
+      if (waiting_after > waiting_before) {
         return true;
       }
       return moved;

@@ -18,6 +18,11 @@
 // (about 2 MiB) beyond what was read, and the command blocks on its output. The job
 // resumes on the first Step after the sink has caught up.
 //
+// libssh2 reads ahead: every channel call drains the socket into its buffers. A pass
+// over a host whose later call took in what an earlier one waited for (a window
+// adjustment after a write found the window shut, stdout data after the stdout reads)
+// makes one more pass before the host waits on poll again, or it would wait forever.
+//
 // Cancelling a host (Cancel, fail_fast, command_timeout) closes its connection: sshd
 // then closes the command's stdin, which control's stoppable wrapper takes as the
 // order to kill the command's process group.

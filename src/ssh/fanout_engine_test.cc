@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <map>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "ssh/testing/loopback.h"
@@ -320,6 +321,149 @@ TEST_F(Issue5, AKeptConnectionThatStopsAnsweringIsRetriedOnAFreshOne) {
   EXPECT_EQ(second.out[0], "2\n");
   EXPECT_GE(took, std::chrono::seconds(1));
   EXPECT_LT(took, std::chrono::seconds(10));
+}
+
+// The engine's thread loses the CPU between two libssh2 calls of one pass (a loaded
+// machine): what the worker sends meanwhile is taken from the socket by the later call,
+// into libssh2's buffers, where poll cannot see it. This sink makes that gap
+// deterministic. It counts the engine's Backlogged() calls from the command's first
+// stderr output: it says yes to the three that hold the host back (the stderr loop's,
+// the check after the reads, the next pass's), and no from then on, while the host
+// resumes: LocalFanout's MillisUntilWake asks (4), Step (5), DriveTask before writing
+// (6), after it and before the stdout reads (7), and before the stderr read (8). On call
+// `stall_on` it sleeps.
+class StallingSink : public RecordingSink {
+ public:
+  /// Calls that hold the host back, as above.
+  static constexpr int kBehindCalls = 3;
+  /// How long the stall lasts: well past what the worker sends after its sleep.
+  static constexpr milliseconds kStall{1500};
+  /// The call after the resumed host's write, before its stdout reads.
+  static constexpr int kAfterTheWrite = 7;
+  /// The call between its stdout reads and its stderr read.
+  static constexpr int kBetweenTheReads = 8;
+
+  explicit StallingSink(int stall_on) : stall_on_(stall_on) {}
+  void OnOutput(size_t host, OutputStream stream, std::string_view data) override {
+    RecordingSink::OnOutput(host, stream, data);
+    if (stream == OutputStream::kStderr) {
+      counting_ = true;
+    }
+  }
+  bool Backlogged() override {
+    if (!counting_) {
+      return false;
+    }
+    ++calls_;
+    if (calls_ <= kBehindCalls) {
+      return true;
+    }
+    if (calls_ == stall_on_) {
+      std::this_thread::sleep_for(kStall);
+    }
+    return false;
+  }
+
+ private:
+  int stall_on_;
+  bool counting_ = false;
+  int calls_ = 0;
+};
+
+// A job of one host on `server`, with a command timeout that ends a hang.
+FanoutJob OneHostJob(const TestSshd& server, std::string command) {
+  FanoutJob job;
+  job.hosts.resize(1);
+  job.hosts[0].name = "w0";
+  job.hosts[0].address = "127.0.0.1";
+  job.hosts[0].port = server.port();
+  job.hosts[0].user = server.user();
+  job.hosts[0].host_key = server.host_key();
+  job.command = std::move(command);
+  job.key_path = server.client_key().private_key_path;
+  job.connect_timeout = std::chrono::seconds(20);  // a loaded CI machine
+  job.command_timeout = std::chrono::seconds(30);  // without the mend it hangs
+  return job;
+}
+
+// The upload of check 12 of copy_e2e_test.sh that hung: its write found the worker's
+// window full, and the window adjustment then arrived while the engine was between that
+// write and its reads, which took it in; poll waited for the socket, which had nothing.
+// The upload of check 12 of copy_e2e_test.sh that hung on a loaded machine: its write
+// found the worker's window full, and the window adjustment then arrived while the engine
+// was between that write and its reads, which took it in; poll then waited for a socket
+// that had nothing more to say. (TEST, not TEST_F: the suite Issue10 has plain TESTs.)
+TEST(Issue10, AWindowAdjustmentTakenInByAReadStillResumesTheUpload) {
+  if (!TestSshd::Installed()) {
+    GTEST_SKIP() << TestSshd::kSkipReason;
+  }
+  auto sshd = TestSshd::Start();
+  ASSERT_TRUE(sshd.ok()) << sshd.status().ToString();
+  TestSshd& server = **sshd;
+  // Twice the worker's 2 MiB window: the first half fills it while the command sleeps.
+  std::string data(4u << 20, 'x');
+  std::string path = server.dir() + "/payload";
+  ASSERT_TRUE(WriteFileAtomic(path, data, 0600).ok());
+  // The stderr line comes once the window is full; the command reads (and sshd sends
+  // its window adjustment) during the sink's stall.
+  FanoutJob job = OneHostJob(server, "sleep 1; echo held >&2; sleep 1; exec wc -c");
+  job.stdin_path = path;
+  RealClock clock;
+  StallingSink sink(StallingSink::kAfterTheWrite);
+  LocalFanout fanout(clock);
+  ASSERT_TRUE(fanout.Run(job, sink).ok());
+  ASSERT_EQ(sink.results.count(0), 1u);
+  EXPECT_TRUE(sink.results[0].ok())
+      << HostOutcomeName(sink.results[0].outcome) << ": " << sink.results[0].message;
+  EXPECT_EQ(sink.out[0], std::to_string(data.size()) + "\n");
+}
+
+// The download that hung (`cp cp-2:/tmp/big.bin ./logs`): the end of the command's
+// output came after the stdout reads, the stderr read took it in with the channel's EOF
+// and close, and the worker had nothing more to send.
+TEST(Issue10, StdoutTakenInByTheStderrReadStillReachesTheSink) {
+  if (!TestSshd::Installed()) {
+    GTEST_SKIP() << TestSshd::kSkipReason;
+  }
+  auto sshd = TestSshd::Start();
+  ASSERT_TRUE(sshd.ok()) << sshd.status().ToString();
+  FanoutJob job = OneHostJob(**sshd, "echo held >&2; sleep 1; echo the-end");
+  RealClock clock;
+  StallingSink sink(StallingSink::kBetweenTheReads);
+  LocalFanout fanout(clock);
+  ASSERT_TRUE(fanout.Run(job, sink).ok());
+  ASSERT_EQ(sink.results.count(0), 1u);
+  EXPECT_TRUE(sink.results[0].ok())
+      << HostOutcomeName(sink.results[0].outcome) << ": " << sink.results[0].message;
+  EXPECT_EQ(sink.out[0], "the-end\n");
+}
+
+// A worker whose command takes none of its input (its sshd starved or frozen: the kernel
+// still acknowledges, so TCP reports nothing) ends as a timeout once input_stall_timeout
+// passes, where cp set no command timeout and waited forever.
+TEST(Issue10, AWorkerThatTakesNoInputTimesOut) {
+  if (!TestSshd::Installed()) {
+    GTEST_SKIP() << TestSshd::kSkipReason;
+  }
+  auto sshd = TestSshd::Start();
+  ASSERT_TRUE(sshd.ok()) << sshd.status().ToString();
+  std::string path = (*sshd)->dir() + "/payload";
+  ASSERT_TRUE(WriteFileAtomic(path, std::string(8u << 20, 'x'), 0600).ok());
+  FanoutJob job = OneHostJob(**sshd, "exec sleep 5");  // ends by itself after the test
+  job.stdin_path = path;
+  job.command_timeout = std::chrono::seconds(0);  // as cp runs it
+  job.input_stall_timeout = std::chrono::seconds(1);
+  RealClock clock;
+  RecordingSink sink;
+  LocalFanout fanout(clock);
+  auto start = std::chrono::steady_clock::now();
+  ASSERT_TRUE(fanout.Run(job, sink).ok());
+  auto took = std::chrono::steady_clock::now() - start;
+  ASSERT_EQ(sink.results.count(0), 1u);
+  EXPECT_EQ(sink.results[0].outcome, HostOutcome::kTimeout) << sink.results[0].message;
+  EXPECT_NE(sink.results[0].message.find("took none of its input for 1s"), std::string::npos)
+      << sink.results[0].message;
+  EXPECT_LT(took, std::chrono::seconds(5)) << "it waited for the command to end";
 }
 
 }  // namespace

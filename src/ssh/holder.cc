@@ -83,6 +83,7 @@ json JobToJson(const FanoutJob& job) {
           {"max_parallel", job.max_parallel},
           {"connect_timeout_ms", job.connect_timeout.count()},
           {"command_timeout_ms", job.command_timeout.count()},
+          {"input_stall_timeout_ms", job.input_stall_timeout.count()},
           {"fail_fast", job.fail_fast},
           {"hold_stdin", job.hold_stdin}};
 }
@@ -108,6 +109,7 @@ Result<FanoutJob> JobFromJson(const json& j) {
     job.max_parallel = j.at("max_parallel");
     job.connect_timeout = milliseconds(j.at("connect_timeout_ms").get<int64_t>());
     job.command_timeout = milliseconds(j.at("command_timeout_ms").get<int64_t>());
+    job.input_stall_timeout = milliseconds(j.value("input_stall_timeout_ms", int64_t{0}));
     job.fail_fast = j.at("fail_fast");
     job.hold_stdin = j.at("hold_stdin");
     return job;

@@ -143,6 +143,20 @@ TEST_F(HolderTest, AClientThatGoesAwayCancelsItsJob) {
   EXPECT_NE(status->find("\"connections\":0"), std::string::npos) << *status;
 }
 
+// cp's bound on a worker that takes none of its input (fanout_engine_test's
+// AWorkerThatTakesNoInputTimesOut) crosses to the holder with the job.
+TEST_F(HolderTest, Issue10TheInputStallBoundReachesTheHolder) {
+  HolderFanout fanout(socket_, [this] { return StartHolder(); }, clock_);
+  std::string path = sshd_->dir() + "/payload";
+  ASSERT_TRUE(WriteFileAtomic(path, std::string(8u << 20, 'x'), 0600).ok());
+  auto job = Job("exec sleep 5", 1);  // ends by itself after the test
+  job.stdin_path = path;
+  job.input_stall_timeout = std::chrono::seconds(1);
+  Collect sink;
+  ASSERT_TRUE(fanout.Run(job, sink).ok());
+  EXPECT_EQ(sink.results[0].outcome, HostOutcome::kTimeout) << sink.results[0].message;
+}
+
 TEST_F(HolderTest, WithoutAHolderTheJobRunsInThisProcess) {
   HolderFanout fanout(socket_, [] { return UnavailableError("cannot start"); }, clock_);
   Collect sink;
