@@ -24,6 +24,11 @@ checks=0
 check() { checks=$((checks + 1)); echo "check: $*"; }
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
+# The emulator's links on this machine: those that appear while it runs are its own
+# (another emulator, in another slot, may run beside this test).
+emulator_links() { ip -o link show | grep -o ' tpf[0-9a-z]*' | tr -d ' ' | sort -u; }
+emulator_links >"$tmp/links.before"
+
 check "emulator start prints the endpoint, the token file and the gcloud exports"
 "$bin" emulator start >"$tmp/start.txt"
 ep=$(grep -o 'http://127.0.0.1:[0-9]*/' "$tmp/start.txt" | head -1)
@@ -68,6 +73,7 @@ for _ in $(seq 1 200); do
   grep -q '"state": *"READY"' "$tmp/node.json" && break
   sleep 0.1
 done
+emulator_links | comm -23 - "$tmp/links.before" >"$tmp/links.ours"
 grep -q '"state": *"READY"' "$tmp/node.json" || fail "node not READY: $(cat "$tmp/node.json")"
 mapfile -t addrs < <(grep -o '"ipAddress": *"[0-9.]*"' "$tmp/node.json" | cut -d'"' -f4)
 [[ ${#addrs[@]} -eq 4 ]] || fail "expected 4 network endpoints, got ${#addrs[@]}"
@@ -233,7 +239,9 @@ rm -rf "$shared"
 check "emulator stop leaves no namespace, veth, sshd, worker process or state dir"
 "$bin" emulator stop >/dev/null
 [[ -z $(ip netns list) ]] || fail "namespaces left: $(ip netns list)"
-! ip -o link show | grep -q ' tpf' || fail "links left: $(ip -o link show | grep ' tpf')"
+[[ -s $tmp/links.ours ]] || fail "the emulator's links were never seen"
+left=$(emulator_links | comm -12 - "$tmp/links.ours")
+[[ -z $left ]] || fail "links left: $left"
 ! pgrep -f "$tmp" >/dev/null || fail "processes left: $(pgrep -af "$tmp")"
 [[ ! -e $TPUFLEET_EMULATOR_DIR ]] || fail "state dir left"
 echo "PASS: $checks checks"
