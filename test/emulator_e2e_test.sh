@@ -26,7 +26,7 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 
 # The emulator's links on this machine: those that appear while it runs are its own
 # (another emulator, in another slot, may run beside this test).
-emulator_links() { ip -o link show | grep -o ' tpf[0-9a-z]*' | tr -d ' ' | sort -u; }
+emulator_links() { ip -o link show | { grep -o ' tpf[0-9a-z]*' || true; } | tr -d ' ' | sort -u; }
 emulator_links >"$tmp/links.before"
 
 check "emulator start prints the endpoint, the token file and the gcloud exports"
