@@ -1,10 +1,11 @@
 // `tpufleet cp SOURCE... DEST`: files and directories to every worker, and back.
 #include <chrono>
-#include <nlohmann/json.hpp>
 #include <ostream>
 
+#include "api/workers.h"
 #include "cli/command.h"
 #include "cli/fleet_world.h"
+#include "cli/json_reports.h"
 #include "control/copy.h"
 
 namespace tpufleet::cli {
@@ -36,24 +37,12 @@ ExitStatus RunCopy(Invocation& inv) {
   double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   size_t relayed = 0, failed = 0;
-  nlohmann::json list = nlohmann::json::array();
   for (const auto& w : report->workers) {
     relayed += w.ok && w.how == "relay";
     failed += !w.ok;
-    nlohmann::json j = {{"worker", w.worker.name}, {"ok", w.ok}, {"via", w.how}};
-    if (!w.ok) {
-      j["message"] = w.message;
-    }
-    list.push_back(j);
   }
   if (inv.json) {
-    inv.out << nlohmann::json{{"workers", list},
-                              {"bytes", report->bytes},
-                              {"seconds", seconds},
-                              {"security_events", report->security_events},
-                              {"ok", report->ok()}}
-                   .dump(2)
-            << "\n";
+    inv.out << api::ToJson(ToApi(*report, seconds)) << "\n";
   } else {
     size_t n = report->workers.size();
     double b = static_cast<double>(report->bytes);

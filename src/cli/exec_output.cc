@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
-#include <nlohmann/json.hpp>
 
+#include "api/workers.h"
 #include "util/strings.h"
 
 namespace tpufleet::cli {
@@ -204,43 +204,32 @@ void ExecOutput::PrintGroups() {
 }
 
 void ExecOutput::PrintJson(size_t failed) {
-  nlohmann::json list = nlohmann::json::array();
-  bool truncated = false;
+  api::ExecReport report;
   for (size_t i = 0; i < state_.size(); ++i) {
     Worker& w = state_[i];
     const HostResult& r = w.result;
-    bool cut = w.dropped[0] + w.dropped[1] > 0;
-    truncated = truncated || cut;
-    nlohmann::json j = {{"worker", workers_[i].name},
-                        {"node", workers_[i].node},
-                        {"index", workers_[i].worker},
-                        {"outcome", std::string(HostOutcomeName(r.outcome))},
-                        {"ok", r.ok()},
-                        {"stdout", std::move(w.stream[0])},
-                        {"stderr", std::move(w.stream[1])},
-                        {"truncated", cut}};
-    if (cut) {
-      j["dropped_bytes"] = {{"stdout", w.dropped[0]}, {"stderr", w.dropped[1]}};
-    }
+    api::ExecWorker j;
+    j.worker = workers_[i].name;
+    j.node = workers_[i].node;
+    j.index = workers_[i].worker;
+    j.outcome = std::string(HostOutcomeName(r.outcome));
+    j.ok = r.ok();
+    j.stdout_text = std::move(w.stream[0]);
+    j.stderr_text = std::move(w.stream[1]);
+    j.truncated = w.dropped[0] + w.dropped[1] > 0;
+    j.dropped_stdout = w.dropped[0];
+    j.dropped_stderr = w.dropped[1];
     if (r.outcome == HostOutcome::kExited) {
-      j["exit_code"] = r.exit_code;
+      j.exit_code = r.exit_code;
     }
-    if (!r.signal.empty()) {
-      j["signal"] = r.signal;
-    }
-    if (!r.message.empty()) {
-      j["message"] = r.message;
-    }
-    list.push_back(std::move(j));
+    j.signal = r.signal;
+    j.message = r.message;
+    report.truncated = report.truncated || j.truncated;
+    report.workers.push_back(std::move(j));
   }
-  // Workers print bytes, not always UTF-8 (or a cut split a character): such bytes
-  // become U+FFFD rather than an exception.
-  out_ << nlohmann::json{{"workers", std::move(list)},
-                         {"ok", failed == 0},
-                         {"failed", failed},
-                         {"truncated", truncated}}
-              .dump(2, ' ', false, nlohmann::json::error_handler_t::replace)
-       << "\n";
+  report.ok = failed == 0;
+  report.failed = failed;
+  out_ << api::ToJson(std::move(report)) << "\n";
 }
 
 // One line on stderr naming the workers --group or --json did not keep all of.

@@ -2,10 +2,10 @@
 #include <istream>
 #include <ostream>
 
-#include <nlohmann/json.hpp>
-
+#include "api/fleet.h"
 #include "cli/command.h"
 #include "cli/fleet_world.h"
+#include "cli/json_reports.h"
 #include "cli/progress_view.h"
 #include "cli/table.h"
 #include "control/down.h"
@@ -17,8 +17,6 @@
 namespace tpufleet::cli {
 namespace {
 
-using nlohmann::json;
-
 WorldFactory& Factory() {
   static WorldFactory factory;
   return factory;
@@ -29,18 +27,6 @@ ProgressView::Mode ModeFor(const Invocation& inv) {
     return ProgressView::Mode::kQuiet;
   }
   return inv.terminal.out_is_terminal ? ProgressView::Mode::kLive : ProgressView::Mode::kLines;
-}
-
-json OutcomesJson(const std::vector<NodeOutcome>& outcomes) {
-  json out = json::array();
-  for (const NodeOutcome& o : outcomes) {
-    json j = {{"node", o.node}, {"ok", o.status.ok()}, {"changed", o.changed}};
-    if (!o.status.ok()) {
-      j["error"] = {{"code", StatusCodeName(o.status.code())}, {"message", o.status.message()}};
-    }
-    out.push_back(std::move(j));
-  }
-  return out;
 }
 
 // Prints the failures after a run; returns whether all succeeded.
@@ -55,38 +41,6 @@ bool ReportOutcomes(Invocation& inv, const std::vector<NodeOutcome>& outcomes) {
     }
   }
   return all_ok;
-}
-
-json LeftoversJson(const std::vector<LeftoverOutcome>& outcomes) {
-  json out = json::array();
-  for (const LeftoverOutcome& o : outcomes) {
-    json j = {{"node", o.leftover.name}, {"zone", o.leftover.zone},
-              {"fleet", o.leftover.fleet}, {"deleted", o.status.ok()}};
-    if (!o.status.ok()) {
-      j["error"] = {{"code", StatusCodeName(o.status.code())}, {"message", o.status.message()}};
-    }
-    out.push_back(std::move(j));
-  }
-  return out;
-}
-
-json UntrackedJson(const std::vector<UntrackedNode>& nodes) {
-  json out = json::array();
-  for (const UntrackedNode& u : nodes) {
-    out.push_back({{"node", u.name}, {"zone", u.zone}, {"fleet", u.fleet},
-                   {"project", u.project}, {"state", u.state},
-                   {"duplicates_zone", u.recorded_zone}});
-  }
-  return out;
-}
-
-json LeftoverRecordsJson(const std::vector<LeftoverRecord>& leftovers) {
-  json out = json::array();
-  for (const LeftoverRecord& x : leftovers) {
-    out.push_back({{"node", x.name}, {"zone", x.zone}, {"fleet", x.fleet},
-                   {"queued", x.queued}, {"reason", x.reason}, {"last_error", x.last_error}});
-  }
-  return out;
 }
 
 // Names come from the cloud: TerminalText, as for every such text printed for people.
@@ -123,24 +77,9 @@ bool ReportLeftovers(Invocation& inv, const std::vector<LeftoverOutcome>& tried,
 
 ExitStatus PrintPlan(Invocation& inv, const UpPlan& plan) {
   const std::vector<NodePlan>& plans = plan.nodes;
-  double total = 0;
-  for (const NodePlan& p : plans) {
-    total += p.usd_per_hour;
-  }
+  api::UpPlan wire = ToApi(plan);
   if (inv.json) {
-    json nodes = json::array();
-    for (const NodePlan& p : plans) {
-      nodes.push_back({{"node", p.node}, {"action", PlanActionName(p.action)},
-                       {"zones", p.zones}, {"state", p.state}, {"detail", p.detail},
-                       {"type", p.spec->type}, {"capacity", CapacityName(p.spec->capacity)},
-                       {"usd_per_hour", p.usd_per_hour}});
-    }
-    inv.out << json{{"nodes", nodes},
-                    {"usd_per_hour", total},
-                    {"leftovers", LeftoverRecordsJson(plan.leftovers)},
-                    {"untracked", UntrackedJson(plan.untracked)}}
-                   .dump(2)
-            << "\n";
+    inv.out << api::ToJson(wire) << "\n";
     return ExitStatus::kOk;
   }
   TextTable t({"NODE", "ACTION", "ZONE", "TYPE", "CAPACITY", "USD/HOUR", "NOTE"});
@@ -162,6 +101,7 @@ ExitStatus PrintPlan(Invocation& inv, const UpPlan& plan) {
   for (const UntrackedNode& u : plan.untracked) {
     inv.out << TerminalText(UntrackedMessage(u)) << "\n";
   }
+  double total = wire.usd_per_hour;
   inv.out << "\nThe fleet costs " << (total > 0 ? FormatUsd(total) : "-")
           << " per hour at list prices (spot: at most). Nothing was changed (--dry-run).\n";
   return ExitStatus::kOk;
@@ -219,15 +159,7 @@ ExitStatus RunUp(Invocation& inv) {
   bool all_ok = ReportOutcomes(inv, report->nodes);
   all_ok = ReportLeftovers(inv, report->leftovers, report->untracked) && all_ok;
   if (inv.json) {
-    inv.out << json{{"fleet", spec->name},
-                    {"nodes", OutcomesJson(report->nodes)},
-                    {"not_in_spec", report->not_in_spec},
-                    {"leftovers_tried", LeftoversJson(report->leftovers)},
-                    {"leftovers", LeftoverRecordsJson(report->leftovers_left)},
-                    {"untracked", UntrackedJson(report->untracked)},
-                    {"ssh_config", world.paths.ssh_dir + "/config"}}
-                   .dump(2)
-            << "\n";
+    inv.out << api::ToJson(ToApi(*report, spec->name, world.paths.ssh_dir + "/config")) << "\n";
   } else {
     size_t changed = 0;
     size_t ready = 0;
@@ -272,41 +204,7 @@ ExitStatus RunStatus(Invocation& inv) {
   }
   bool show_workers = !inv.args.positional.empty() || inv.args.Has("workers");
   if (inv.json) {
-    json nodes = json::array();
-    for (const NodeView& v : views->nodes) {
-      const NodeRecord& r = v.record;
-      json workers = json::array();
-      for (const WorkerRecord& w : r.workers) {
-        workers.push_back({{"index", w.index}, {"address", w.address}, {"hostname", w.hostname},
-                           {"setup_done", w.setup_done}});
-      }
-      json j = {{"node", r.name},          {"fleet", r.fleet},   {"provider", r.provider},
-                {"project", r.project},    {"zone", r.zone},     {"type", r.type},
-                {"capacity", r.capacity},  {"state", r.state},   {"health", r.health},
-                {"workers", workers},      {"age_seconds", v.age.count()}};
-      j["labels"] = r.labels;  // what target selectors (team=a) match
-      j["cost_usd"] = v.cost_usd ? json(*v.cost_usd) : json(nullptr);
-      j["cost_is_upper_bound"] = v.cost_is_upper_bound;
-      if (!v.refresh_error.empty()) {
-        j["refresh_error"] = v.refresh_error;
-      }
-      nodes.push_back(std::move(j));
-    }
-    json leftovers = json::array();
-    for (const LeftoverView& v : views->leftovers) {
-      const LeftoverRecord& x = v.record;
-      leftovers.push_back({{"node", x.name}, {"fleet", x.fleet}, {"zone", x.zone},
-                           {"queued", x.queued}, {"type", x.type}, {"capacity", x.capacity},
-                           {"reason", x.reason}, {"last_error", x.last_error},
-                           {"age_seconds", v.age.count()},
-                           {"cost_usd", v.cost_usd ? json(*v.cost_usd) : json(nullptr)},
-                           {"cost_is_upper_bound", v.cost_is_upper_bound}});
-    }
-    inv.out << json{{"nodes", nodes},
-                    {"leftovers", leftovers},
-                    {"untracked", UntrackedJson(views->untracked)}}
-                   .dump(2)
-            << "\n";
+    inv.out << api::ToJson(ToApi(*views)) << "\n";
     return ExitStatus::kOk;
   }
   if (views->nodes.empty() && views->leftovers.empty() && views->untracked.empty()) {
@@ -406,7 +304,7 @@ ExitStatus RunDown(Invocation& inv) {
     return Fail(inv, leftovers.status());
   }
   if (targets.empty() && leftovers->empty()) {
-    inv.out << (inv.json ? "{\"nodes\": []}\n" : "No nodes to delete.\n");
+    inv.out << (inv.json ? api::ToJson(api::DownReport{}) + "\n" : "No nodes to delete.\n");
     return ExitStatus::kOk;
   }
   // Leftovers are deleted without asking: nobody wants them, and they bill.
@@ -436,10 +334,7 @@ ExitStatus RunDown(Invocation& inv) {
   bool all_ok = ReportOutcomes(inv, report.nodes);
   all_ok = ReportLeftovers(inv, report.leftovers, {}) && all_ok;
   if (inv.json) {
-    inv.out << json{{"nodes", OutcomesJson(report.nodes)},
-                    {"leftovers_tried", LeftoversJson(report.leftovers)}}
-                   .dump(2)
-            << "\n";
+    inv.out << api::ToJson(ToApi(report)) << "\n";
   }
   return all_ok ? ExitStatus::kOk : ExitStatus::kFailure;
 }
@@ -474,7 +369,7 @@ ExitStatus RunImport(Invocation& inv) {
   }
   bool all_ok = ReportOutcomes(inv, *outcomes);
   if (inv.json) {
-    inv.out << json{{"nodes", OutcomesJson(*outcomes)}}.dump(2) << "\n";
+    inv.out << api::ToJson(api::ImportReport{ToApi(*outcomes)}) << "\n";
   } else if (outcomes->empty()) {
     inv.out << "No nodes found in " << *zones << ".\n";
   }

@@ -10,8 +10,7 @@
 #include <ostream>
 #include <variant>
 
-#include <nlohmann/json.hpp>
-
+#include "api/workers.h"
 #include "cli/command.h"
 #include "cli/fleet_world.h"
 #include "control/port_forward.h"
@@ -175,11 +174,7 @@ ExitStatus RunForward(Invocation& inv) {
   std::string url = "http://127.0.0.1:" + std::to_string(*local) + "/";
   if (inv.json) {
     // One line: a script reads it as soon as the forward works.
-    inv.out << nlohmann::json{{"url", url},
-                              {"local_port", *local},
-                              {"remote_port", *remote},
-                              {"worker", l.target.name}}
-                   .dump()
+    inv.out << api::ToJson(api::ForwardStarted{url, *local, *remote, l.target.name})
             << std::endl;
   } else {
     inv.out << "Forwarding " << url << " -> " << l.target.name << ":" << *remote

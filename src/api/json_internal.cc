@@ -1,0 +1,13 @@
+#include "api/json_internal.h"
+
+namespace tpufleet::api::internal {
+
+std::string Dump(const nlohmann::json& j, int indent) {
+  return j.dump(indent, ' ', /*ensure_ascii=*/false, nlohmann::json::error_handler_t::replace);
+}
+
+nlohmann::json ErrorJson(const Error& error) {
+  return {{"code", error.code}, {"message", error.message}};
+}
+
+}  // namespace tpufleet::api::internal

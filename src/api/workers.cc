@@ -1,0 +1,69 @@
+#include "api/workers.h"
+
+#include "api/json_internal.h"
+
+namespace tpufleet::api {
+namespace {
+
+using internal::Dump;
+using nlohmann::json;
+
+constexpr int kIndent = 2;    // documents are indented by two spaces
+constexpr int kOneLine = -1;  // nlohmann's "no newlines"
+
+}  // namespace
+
+std::string ToJson(ExecReport report) {
+  json list = json::array();
+  for (ExecWorker& w : report.workers) {
+    json j = {{"worker", w.worker},          {"node", w.node},
+              {"index", w.index},            {"outcome", w.outcome},
+              {"ok", w.ok},                  {"stdout", std::move(w.stdout_text)},
+              {"stderr", std::move(w.stderr_text)}, {"truncated", w.truncated}};
+    if (w.truncated) {
+      j["dropped_bytes"] = {{"stdout", w.dropped_stdout}, {"stderr", w.dropped_stderr}};
+    }
+    if (w.exit_code) {
+      j["exit_code"] = *w.exit_code;
+    }
+    if (!w.signal.empty()) {
+      j["signal"] = w.signal;
+    }
+    if (!w.message.empty()) {
+      j["message"] = w.message;
+    }
+    list.push_back(std::move(j));
+  }
+  return Dump({{"workers", std::move(list)},
+               {"ok", report.ok},
+               {"failed", report.failed},
+               {"truncated", report.truncated}},
+              kIndent);
+}
+
+std::string ToJson(const CopyReport& report) {
+  json list = json::array();
+  for (const CopyWorker& w : report.workers) {
+    json j = {{"worker", w.worker}, {"ok", w.ok}, {"via", w.via}};
+    if (!w.ok) {
+      j["message"] = w.message;
+    }
+    list.push_back(std::move(j));
+  }
+  return Dump({{"workers", std::move(list)},
+               {"bytes", report.bytes},
+               {"seconds", report.seconds},
+               {"security_events", report.security_events},
+               {"ok", report.ok}},
+              kIndent);
+}
+
+std::string ToJson(const ForwardStarted& forward) {
+  return Dump({{"url", forward.url},
+               {"local_port", forward.local_port},
+               {"remote_port", forward.remote_port},
+               {"worker", forward.worker}},
+              kOneLine);
+}
+
+}  // namespace tpufleet::api

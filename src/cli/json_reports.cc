@@ -1,0 +1,124 @@
+#include "cli/json_reports.h"
+
+namespace tpufleet::cli {
+namespace {
+
+std::vector<api::LeftoverOutcome> LeftoversTried(const std::vector<LeftoverOutcome>& tried) {
+  std::vector<api::LeftoverOutcome> out;
+  for (const LeftoverOutcome& o : tried) {
+    out.push_back({o.leftover.name, o.leftover.zone, o.leftover.fleet, api::ErrorOf(o.status)});
+  }
+  return out;
+}
+
+std::vector<api::Leftover> Leftovers(const std::vector<LeftoverRecord>& leftovers) {
+  std::vector<api::Leftover> out;
+  for (const LeftoverRecord& x : leftovers) {
+    out.push_back({x.name, x.zone, x.fleet, x.queued, x.reason, x.last_error});
+  }
+  return out;
+}
+
+std::vector<api::UntrackedNode> Untracked(const std::vector<UntrackedNode>& nodes) {
+  std::vector<api::UntrackedNode> out;
+  for (const UntrackedNode& u : nodes) {
+    out.push_back({u.name, u.zone, u.fleet, u.project, u.state, u.recorded_zone});
+  }
+  return out;
+}
+
+api::NodeStatus NodeStatusOf(const NodeView& v) {
+  const NodeRecord& r = v.record;
+  api::NodeStatus n;
+  n.node = r.name;
+  n.fleet = r.fleet;
+  n.provider = r.provider;
+  n.project = r.project;
+  n.zone = r.zone;
+  n.type = r.type;
+  n.capacity = r.capacity;
+  n.state = r.state;
+  n.health = r.health;
+  for (const WorkerRecord& w : r.workers) {
+    n.workers.push_back({w.index, w.address, w.hostname, w.setup_done});
+  }
+  n.age_seconds = v.age.count();
+  n.labels = r.labels;
+  n.cost_usd = v.cost_usd;
+  n.cost_is_upper_bound = v.cost_is_upper_bound;
+  n.refresh_error = v.refresh_error;
+  return n;
+}
+
+api::LeftoverStatus LeftoverStatusOf(const LeftoverView& v) {
+  const LeftoverRecord& x = v.record;
+  return {x.name,      x.fleet,       x.zone,       x.queued,   x.type,
+          x.capacity,  x.reason,      x.last_error, v.age.count(), v.cost_usd,
+          v.cost_is_upper_bound};
+}
+
+}  // namespace
+
+std::vector<api::NodeOutcome> ToApi(const std::vector<NodeOutcome>& outcomes) {
+  std::vector<api::NodeOutcome> out;
+  for (const NodeOutcome& o : outcomes) {
+    out.push_back({o.node, o.changed, api::ErrorOf(o.status)});
+  }
+  return out;
+}
+
+api::UpPlan ToApi(const UpPlan& plan) {
+  api::UpPlan out;
+  for (const NodePlan& p : plan.nodes) {
+    out.nodes.push_back({p.node, std::string(PlanActionName(p.action)), p.zones, p.state,
+                         p.detail, p.spec->type, std::string(CapacityName(p.spec->capacity)),
+                         p.usd_per_hour});
+    out.usd_per_hour += p.usd_per_hour;
+  }
+  out.leftovers = Leftovers(plan.leftovers);
+  out.untracked = Untracked(plan.untracked);
+  return out;
+}
+
+api::UpReport ToApi(const UpReport& report, const std::string& fleet,
+                    const std::string& ssh_config) {
+  api::UpReport out;
+  out.fleet = fleet;
+  out.nodes = ToApi(report.nodes);
+  out.not_in_spec = report.not_in_spec;
+  out.leftovers_tried = LeftoversTried(report.leftovers);
+  out.leftovers = Leftovers(report.leftovers_left);
+  out.untracked = Untracked(report.untracked);
+  out.ssh_config = ssh_config;
+  return out;
+}
+
+api::DownReport ToApi(const DownReport& report) {
+  return {ToApi(report.nodes), LeftoversTried(report.leftovers)};
+}
+
+api::StatusReport ToApi(const FleetStatusReport& report) {
+  api::StatusReport out;
+  for (const NodeView& v : report.nodes) {
+    out.nodes.push_back(NodeStatusOf(v));
+  }
+  for (const LeftoverView& v : report.leftovers) {
+    out.leftovers.push_back(LeftoverStatusOf(v));
+  }
+  out.untracked = Untracked(report.untracked);
+  return out;
+}
+
+api::CopyReport ToApi(const CopyReport& report, double seconds) {
+  api::CopyReport out;
+  for (const CopyOutcome& w : report.workers) {
+    out.workers.push_back({w.worker.name, w.ok, w.how, w.message});
+  }
+  out.bytes = report.bytes;
+  out.seconds = seconds;
+  out.security_events = report.security_events;
+  out.ok = report.ok();
+  return out;
+}
+
+}  // namespace tpufleet::cli
