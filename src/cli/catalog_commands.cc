@@ -3,7 +3,9 @@
 #include <nlohmann/json.hpp>
 #include <ostream>
 
+#include "api/catalog.h"
 #include "cli/command.h"
+#include "cli/json_reports.h"
 #include "cli/table.h"
 #include "core/cost.h"
 #include "util/strings.h"
@@ -57,55 +59,6 @@ std::string HostRamText(const Family& f) {
     }
   }
   return Join(parts, "/") + " GiB";
-}
-
-json FamilyJson(const Catalog& catalog, const Family& f) {
-  json j = {{"family", f.name},
-            {"generation", f.generation},
-            {"api_type", f.api_type},
-            {"suffix_counts", f.suffix == SuffixUnit::kChips ? "chips" : "tensor_cores"},
-            {"sizes", f.sizes},
-            {"hbm_gib_per_chip", f.hbm_gib_per_chip},
-            {"runtime_versions", f.runtime_versions},
-            {"zones", f.zones},
-            {"source", f.source}};
-  j["types"] = json::array();
-  for (int n : f.sizes) {
-    j["types"].push_back(f.name + "-" + std::to_string(n));
-  }
-  const RegionPrice* p = catalog.PriceFor(f);
-  j["price_per_chip_hour"] = p ? json(p->on_demand) : json(nullptr);
-  j["price_region"] = p ? json(p->region) : json(nullptr);
-  auto range = catalog.SpotDiscountRange(f);
-  j["spot_discount_min"] = range ? json(range->first) : json(nullptr);
-  j["spot_discount_max"] = range ? json(range->second) : json(nullptr);
-  return j;
-}
-
-json TypeJson(const Catalog& catalog, const AcceleratorType& t) {
-  const Family& f = *t.family;
-  json j = FamilyJson(catalog, f);
-  j.erase("types");
-  j.erase("sizes");
-  j["type"] = t.name;
-  j["chips"] = t.chips;
-  j["workers"] = t.workers;
-  j["chips_per_worker"] = t.chips_per_worker;
-  j["tensor_cores"] = t.tensor_cores;
-  j["topology"] = t.topology.empty() ? json(nullptr) : json(t.topology);
-  j["hbm_gib_total"] = t.hbm_gib_total();
-  j["host_machine_type"] = t.host ? json(t.host->machine_type) : json(nullptr);
-  j["host_vcpus_per_worker"] = t.host ? json(t.host->vcpus) : json(nullptr);
-  j["host_ram_gib_per_worker"] = t.host ? json(t.host->ram_gib) : json(nullptr);
-  j["host_ram_gib_total"] = t.host ? json(*t.host_ram_gib_total()) : json(nullptr);
-  j["default_runtime_version"] = f.runtime_versions.front();
-  if (const RegionPrice* p = catalog.PriceFor(f)) {
-    j["usd_per_hour"] = p->on_demand * t.chips;
-    auto range = catalog.SpotDiscountRange(f);
-    j["spot_usd_per_hour_min"] = range ? json(p->on_demand * t.chips * (1 - range->second)) : json(nullptr);
-    j["spot_usd_per_hour_max"] = range ? json(p->on_demand * t.chips * (1 - range->first)) : json(nullptr);
-  }
-  return j;
 }
 
 void PrintType(std::ostream& out, const Catalog& catalog, const AcceleratorType& t) {
@@ -162,18 +115,14 @@ ExitStatus RunCatalog(Invocation& inv) {
       return UsageError(inv, t.status().message());
     }
     if (inv.json) {
-      inv.out << TypeJson(cat, *t).dump(2) << "\n";
+      inv.out << api::ToJson(ToApi(cat, *t)) << "\n";
     } else {
       PrintType(inv.out, cat, *t);
     }
     return ExitStatus::kOk;
   }
   if (inv.json) {
-    json all = json::array();
-    for (const Family& f : cat.families()) {
-      all.push_back(FamilyJson(cat, f));
-    }
-    inv.out << all.dump(2) << "\n";
+    inv.out << api::ToJson(ToApi(cat)) << "\n";
     return ExitStatus::kOk;
   }
   TextTable table({"FAMILY", "GENERATION", "SIZES", "HBM/CHIP", "HOST RAM/WORKER",
@@ -237,19 +186,17 @@ ExitStatus RunEstimate(Invocation& inv) {
     return Fail(inv, NotFoundError("the catalog has no spot price for " + t->family->name));
   }
   if (inv.json) {
-    json j = {{"type", t->name},
-              {"count", static_cast<int>(*count)},
-              {"hours", *hours},
-              {"chips", t->chips * static_cast<int>(*count)},
-              {"region", e->price->region},
-              {"price_per_chip_hour", e->price->on_demand},
-              {"usd_per_hour", e->usd_per_hour},
-              {"on_demand_usd", e->on_demand_usd}};
-    if (spot) {
-      j["spot_min_usd"] = *e->spot_min_usd;
-      j["spot_max_usd"] = *e->spot_max_usd;
-    }
-    inv.out << j.dump(2) << "\n";
+    api::Estimate j{t->name,
+                    static_cast<int>(*count),
+                    *hours,
+                    t->chips * static_cast<int>(*count),
+                    e->price->region,
+                    e->price->on_demand,
+                    e->usd_per_hour,
+                    e->on_demand_usd,
+                    spot ? e->spot_min_usd : std::nullopt,
+                    spot ? e->spot_max_usd : std::nullopt};
+    inv.out << api::ToJson(j) << "\n";
     return ExitStatus::kOk;
   }
   int n = static_cast<int>(*count);

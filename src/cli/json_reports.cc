@@ -57,6 +57,27 @@ api::LeftoverStatus LeftoverStatusOf(const LeftoverView& v) {
           v.cost_is_upper_bound};
 }
 
+api::FamilyFacts FactsOf(const Catalog& catalog, const Family& f) {
+  api::FamilyFacts facts;
+  facts.family = f.name;
+  facts.generation = f.generation;
+  facts.api_type = f.api_type;
+  facts.suffix_counts = f.suffix == SuffixUnit::kChips ? "chips" : "tensor_cores";
+  facts.hbm_gib_per_chip = f.hbm_gib_per_chip;
+  facts.runtime_versions = f.runtime_versions;
+  facts.zones = f.zones;
+  facts.source = f.source;
+  if (const RegionPrice* p = catalog.PriceFor(f)) {
+    facts.price_per_chip_hour = p->on_demand;
+    facts.price_region = p->region;
+  }
+  if (auto range = catalog.SpotDiscountRange(f)) {
+    facts.spot_discount_min = range->first;
+    facts.spot_discount_max = range->second;
+  }
+  return facts;
+}
+
 }  // namespace
 
 std::vector<api::NodeOutcome> ToApi(const std::vector<NodeOutcome>& outcomes) {
@@ -118,6 +139,49 @@ api::CopyReport ToApi(const CopyReport& report, double seconds) {
   out.seconds = seconds;
   out.security_events = report.security_events;
   out.ok = report.ok();
+  return out;
+}
+
+std::vector<api::CatalogFamily> ToApi(const Catalog& catalog) {
+  std::vector<api::CatalogFamily> out;
+  for (const Family& f : catalog.families()) {
+    api::CatalogFamily family{FactsOf(catalog, f), f.sizes, {}};
+    for (int n : f.sizes) {
+      family.types.push_back(f.name + "-" + std::to_string(n));
+    }
+    out.push_back(std::move(family));
+  }
+  return out;
+}
+
+api::CatalogType ToApi(const Catalog& catalog, const AcceleratorType& t) {
+  const Family& f = *t.family;
+  api::CatalogType out;
+  out.facts = FactsOf(catalog, f);
+  out.type = t.name;
+  out.chips = t.chips;
+  out.workers = t.workers;
+  out.chips_per_worker = t.chips_per_worker;
+  out.tensor_cores = t.tensor_cores;
+  if (!t.topology.empty()) {
+    out.topology = t.topology;
+  }
+  out.hbm_gib_total = t.hbm_gib_total();
+  if (t.host) {
+    out.host_machine_type = t.host->machine_type;
+    out.host_vcpus_per_worker = t.host->vcpus;
+    out.host_ram_gib_per_worker = t.host->ram_gib;
+    out.host_ram_gib_total = t.host_ram_gib_total();
+  }
+  out.default_runtime_version = f.runtime_versions.front();
+  if (const RegionPrice* p = catalog.PriceFor(f)) {
+    api::TypePrice price{p->on_demand * t.chips, std::nullopt, std::nullopt};
+    if (auto range = catalog.SpotDiscountRange(f)) {
+      price.spot_usd_per_hour_min = p->on_demand * t.chips * (1 - range->second);
+      price.spot_usd_per_hour_max = p->on_demand * t.chips * (1 - range->first);
+    }
+    out.price = price;
+  }
   return out;
 }
 

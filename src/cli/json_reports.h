@@ -1,4 +1,5 @@
-// control's reports as the api's wire types, for the commands' --json output.
+// control's reports (and core's catalog) as the api's wire types, for the commands'
+// --json output.
 //
 // control keeps its own report types (a Status per node, records as stored, pointers
 // into the spec); api/ holds what a program reads (api/fleet.h, api/workers.h). These
@@ -11,12 +12,14 @@
 #include <string>
 #include <vector>
 
+#include "api/catalog.h"
 #include "api/fleet.h"
 #include "api/workers.h"
 #include "control/copy.h"
 #include "control/down.h"
 #include "control/fleet_status.h"
 #include "control/up.h"
+#include "core/catalog.h"
 
 namespace tpufleet::cli {
 
@@ -29,5 +32,10 @@ api::DownReport ToApi(const DownReport& report);
 api::StatusReport ToApi(const FleetStatusReport& report);
 /// `seconds`: how long the copy took, as the CLI measured it.
 api::CopyReport ToApi(const CopyReport& report, double seconds);
+
+/// `catalog`: every family of the catalog, with its reference price.
+std::vector<api::CatalogFamily> ToApi(const Catalog& catalog);
+/// `catalog TYPE`.
+api::CatalogType ToApi(const Catalog& catalog, const AcceleratorType& type);
 
 }  // namespace tpufleet::cli

@@ -1,8 +1,7 @@
 // validate: checks a fleet spec and shows what `up` would ask the cloud for.
 #include <ostream>
 
-#include <nlohmann/json.hpp>
-
+#include "api/catalog.h"
 #include "cli/command.h"
 #include "cli/table.h"
 #include "core/cost.h"
@@ -12,8 +11,6 @@
 
 namespace tpufleet::cli {
 namespace {
-
-using nlohmann::json;
 
 // What one node entry costs per hour on demand, and where that price comes from.
 struct NodeCost {
@@ -144,27 +141,31 @@ std::vector<std::vector<std::string>> NodeRows(const FleetSpec& spec, const Node
   return rows;
 }
 
-json NodeJson(const NodeSpec& node, const NodeCost& cost) {
+api::ValidatedNode ValidatedNodeOf(const NodeSpec& node, const NodeCost& cost) {
   bool tpu = !node.type.empty();
-  json j = {{"name", node.name},
-            {"names", node.names},
-            {"type", tpu ? json(node.type) : json(nullptr)},
-            {"count", node.count},
-            {"chips", tpu ? json(node.chips) : json(nullptr)},
-            {"workers", node.workers},
-            {"capacity", tpu ? json(CapacityName(node.capacity)) : json(nullptr)},
-            {"queued", node.queued.has_value()},
-            {"queued_valid_until_seconds", node.queued && node.queued->valid_until
-                                               ? json(node.queued->valid_until->count())
-                                               : json(nullptr)},
-            {"zones", node.zones},
-            {"runtime_version", tpu ? json(node.runtime_version) : json(nullptr)},
-            {"usd_per_hour", cost.usd_per_hour ? json(*cost.usd_per_hour) : json(nullptr)},
-            {"price_region", cost.region.empty() ? json(nullptr) : json(cost.region)}};
-  if (!tpu) {
-    j["hosts"] = node.hosts;
+  api::ValidatedNode n;
+  n.name = node.name;
+  n.names = node.names;
+  n.count = node.count;
+  n.workers = node.workers;
+  n.queued = node.queued.has_value();
+  if (node.queued && node.queued->valid_until) {
+    n.queued_valid_until_seconds = node.queued->valid_until->count();
   }
-  return j;
+  n.zones = node.zones;
+  n.usd_per_hour = cost.usd_per_hour;
+  if (!cost.region.empty()) {
+    n.price_region = cost.region;
+  }
+  if (tpu) {
+    n.type = node.type;
+    n.chips = node.chips;
+    n.capacity = std::string(CapacityName(node.capacity));
+    n.runtime_version = node.runtime_version;
+  } else {
+    n.hosts = node.hosts;
+  }
+  return n;
 }
 
 }  // namespace
@@ -197,18 +198,19 @@ ExitStatus RunValidate(Invocation& inv) {
   }
 
   if (inv.json) {
-    json nodes = json::array();
-    for (size_t i = 0; i < spec->nodes.size(); ++i) {
-      nodes.push_back(NodeJson(spec->nodes[i], costs[i]));
+    api::ValidateReport report;
+    report.fleet = spec->name;
+    report.provider = std::string(ProviderName(spec->provider));
+    if (!spec->project.empty()) {
+      report.project = spec->project;
     }
-    json j = {{"fleet", spec->name},
-              {"provider", ProviderName(spec->provider)},
-              {"project", spec->project.empty() ? json(nullptr) : json(spec->project)},
-              {"nodes", nodes},
-              {"usd_per_hour", per_hour},
-              {"usd_per_day", per_day},
-              {"warnings", warnings}};
-    inv.out << j.dump(2) << "\n";
+    for (size_t i = 0; i < spec->nodes.size(); ++i) {
+      report.nodes.push_back(ValidatedNodeOf(spec->nodes[i], costs[i]));
+    }
+    report.usd_per_hour = per_hour;
+    report.usd_per_day = per_day;
+    report.warnings = warnings;
+    inv.out << api::ToJson(report) << "\n";
     return ExitStatus::kOk;
   }
 

@@ -1,0 +1,117 @@
+#include "api/catalog.h"
+
+#include "api/json_internal.h"
+
+namespace tpufleet::api {
+namespace {
+
+using internal::Dump;
+using internal::OrNull;
+using nlohmann::json;
+
+constexpr int kIndent = 2;  // documents are indented by two spaces
+
+json FactsJson(const FamilyFacts& f) {
+  return {{"family", f.family},
+          {"generation", f.generation},
+          {"api_type", f.api_type},
+          {"suffix_counts", f.suffix_counts},
+          {"hbm_gib_per_chip", f.hbm_gib_per_chip},
+          {"runtime_versions", f.runtime_versions},
+          {"zones", f.zones},
+          {"source", f.source},
+          {"price_per_chip_hour", OrNull(f.price_per_chip_hour)},
+          {"price_region", OrNull(f.price_region)},
+          {"spot_discount_min", OrNull(f.spot_discount_min)},
+          {"spot_discount_max", OrNull(f.spot_discount_max)}};
+}
+
+json NodeJson(const ValidatedNode& n) {
+  json j = {{"name", n.name},
+            {"names", n.names},
+            {"type", OrNull(n.type)},
+            {"count", n.count},
+            {"chips", OrNull(n.chips)},
+            {"workers", n.workers},
+            {"capacity", OrNull(n.capacity)},
+            {"queued", n.queued},
+            {"queued_valid_until_seconds", OrNull(n.queued_valid_until_seconds)},
+            {"zones", n.zones},
+            {"runtime_version", OrNull(n.runtime_version)},
+            {"usd_per_hour", OrNull(n.usd_per_hour)},
+            {"price_region", OrNull(n.price_region)}};
+  if (n.hosts) {
+    j["hosts"] = *n.hosts;
+  }
+  return j;
+}
+
+}  // namespace
+
+std::string ToJson(const std::vector<CatalogFamily>& families) {
+  json all = json::array();
+  for (const CatalogFamily& f : families) {
+    json j = FactsJson(f.facts);
+    j["sizes"] = f.sizes;
+    j["types"] = f.types;
+    all.push_back(std::move(j));
+  }
+  return Dump(all, kIndent);
+}
+
+std::string ToJson(const CatalogType& t) {
+  json j = FactsJson(t.facts);
+  j["type"] = t.type;
+  j["chips"] = t.chips;
+  j["workers"] = t.workers;
+  j["chips_per_worker"] = t.chips_per_worker;
+  j["tensor_cores"] = t.tensor_cores;
+  j["topology"] = OrNull(t.topology);
+  j["hbm_gib_total"] = t.hbm_gib_total;
+  j["host_machine_type"] = OrNull(t.host_machine_type);
+  j["host_vcpus_per_worker"] = OrNull(t.host_vcpus_per_worker);
+  j["host_ram_gib_per_worker"] = OrNull(t.host_ram_gib_per_worker);
+  j["host_ram_gib_total"] = OrNull(t.host_ram_gib_total);
+  j["default_runtime_version"] = t.default_runtime_version;
+  if (t.price) {
+    j["usd_per_hour"] = t.price->usd_per_hour;
+    j["spot_usd_per_hour_min"] = OrNull(t.price->spot_usd_per_hour_min);
+    j["spot_usd_per_hour_max"] = OrNull(t.price->spot_usd_per_hour_max);
+  }
+  return Dump(j, kIndent);
+}
+
+std::string ToJson(const Estimate& e) {
+  json j = {{"type", e.type},
+            {"count", e.count},
+            {"hours", e.hours},
+            {"chips", e.chips},
+            {"region", e.region},
+            {"price_per_chip_hour", e.price_per_chip_hour},
+            {"usd_per_hour", e.usd_per_hour},
+            {"on_demand_usd", e.on_demand_usd}};
+  if (e.spot_min_usd) {
+    j["spot_min_usd"] = *e.spot_min_usd;
+  }
+  if (e.spot_max_usd) {
+    j["spot_max_usd"] = *e.spot_max_usd;
+  }
+  return Dump(j, kIndent);
+}
+
+std::string ToJson(const ValidateReport& report) {
+  json nodes = json::array();
+  for (const ValidatedNode& n : report.nodes) {
+    nodes.push_back(NodeJson(n));
+  }
+  return Dump({{"fleet", report.fleet},
+               {"provider", report.provider},
+               {"project", OrNull(report.project)},
+               {"nodes", nodes},
+               {"usd_per_hour", report.usd_per_hour},
+               {"usd_per_day", report.usd_per_day},
+               {"warnings", report.warnings}},
+              kIndent);
+}
+
+}  // namespace tpufleet::api
