@@ -147,4 +147,13 @@ std::string ToJson(const StatusReport& report) {
               kIndent);
 }
 
+std::string ToJson(const std::vector<Event>& events) {
+  json out = json::array();
+  for (const Event& e : events) {
+    out.push_back({{"id", e.id}, {"time", e.time}, {"fleet", e.fleet}, {"node", e.node},
+                   {"kind", e.kind}, {"detail", e.detail}});
+  }
+  return Dump(out, kIndent);
+}
+
 }  // namespace tpufleet::api

@@ -1,5 +1,5 @@
 // The wire types of the fleet commands' --json output (`up`, `up --dry-run`, `status`,
-// `down`, `import`), and their JSON.
+// `down`, `import`) and of the fleet's event log, and their JSON.
 //
 // These are plain values, what a program reading the JSON sees, field for field: no
 // control or store type appears here, so the CLI today, and the server and dashboard
@@ -166,11 +166,25 @@ struct StatusReport {
   std::vector<UntrackedNode> untracked;
 };
 
+/// One entry of a fleet's event log (what the store keeps: create requested, ready,
+/// stockout, preempted, deleted…): {"id", "time", "fleet", "node", "kind", "detail"}.
+/// No command prints the log yet; the server and dashboard will.
+struct Event {
+  int64_t id = 0;      // increasing
+  std::string time;    // RFC 3339, UTC: "2026-01-01T00:00:00Z"
+  std::string fleet;
+  std::string node;
+  std::string kind;    // "create-requested", "ready", "stockout", "preempted", …
+  std::string detail;  // free text or key=value pairs: "zone=us-central2-b type=v4-32"
+};
+
 // The JSON documents, indented by two spaces, without a final newline.
 std::string ToJson(const UpPlan& plan);
 std::string ToJson(const UpReport& report);
 std::string ToJson(const DownReport& report);
 std::string ToJson(const ImportReport& report);
 std::string ToJson(const StatusReport& report);
+/// A list of events, oldest first.
+std::string ToJson(const std::vector<Event>& events);
 
 }  // namespace tpufleet::api

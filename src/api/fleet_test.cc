@@ -104,6 +104,15 @@ TEST(ApiJson, StatusReport) {
   ExpectGolden("src/api/testdata/status_report.json", ToJson(report) + "\n");
 }
 
+TEST(ApiJson, Events) {
+  std::vector<Event> events = {
+      {1, "2026-01-01T00:00:00Z", "lab", "trainer", "create-requested", "zone=us-central2-b"},
+      {2, "2026-01-01T00:00:05Z", "lab", "trainer", "stockout",
+       "zone=us-central2-b type=v4-32"},
+      {3, "2026-01-01T00:04:10Z", "lab", "trainer", "ready", ""}};
+  ExpectGolden("src/api/testdata/events.json", ToJson(events) + "\n");
+}
+
 TEST(ApiJson, ErrorOfNamesTheCode) {
   EXPECT_FALSE(ErrorOf(Status::Ok()));
   std::optional<Error> e = ErrorOf(NotFoundError("no node named 'x'"));
