@@ -1,8 +1,8 @@
-// The --json of `up`, `up --dry-run`, `status` and `down`, run in-process through the
-// real command path (Main, the command's handler, control, the store) over a fake world
-// (control/testing/test_world.h: a fake cloud, fake SSH, a fake clock, SQLite in a temp
-// dir), compared byte for byte with golden files in src/cli/testdata/. No root, no
-// network, no ssh process.
+// The --json of `up`, `up --dry-run`, `status`, `down`, `import` and `exec`, run
+// in-process through the real command path (Main, the command's handler, control, the
+// store) over a fake world (control/testing/test_world.h: a fake cloud, fake SSH, a fake
+// clock, SQLite in a temp dir), compared byte for byte with golden files in
+// src/cli/testdata/. No root, no network, no ssh process.
 //
 // What varies between runs is normalized before the comparison: the temp dir's path
 // becomes <dir>. Times come from the fake clock, so they do not vary.
@@ -72,9 +72,10 @@ class JsonGolden : public ::testing::Test {
 
   std::string Path(const std::string& name) { return t_.dir.path() + "/" + name; }
 
-  // Runs `tpufleet ARGV --json --catalog <overlay>`; the exit status must be `code`.
+  // Runs `tpufleet COMMAND --json --catalog <overlay> ARGS` (before any `--`, which
+  // begins exec's command); the exit status must be `code`.
   std::string Json(std::vector<std::string> argv, int code = 0) {
-    argv.insert(argv.end(), {"--json", "--catalog", Path("catalog.yaml")});
+    argv.insert(argv.begin() + 1, {"--json", "--catalog", Path("catalog.yaml")});
     Output o = Tpufleet(argv);
     EXPECT_EQ(o.code, code) << Join(argv, " ") << "\n" << o.err;
     return Replaced(o.out, t_.dir.path(), "<dir>");
@@ -162,6 +163,44 @@ TEST_F(JsonGolden, Down) {
   ASSERT_EQ(Tpufleet({"up", Path("fleet.yaml"), "--catalog", Path("catalog.yaml")}).code, 0);
   ASSERT_EQ(t_.store->PutLeftover(Leftover("old", kZoneA)), Status::Ok());
   ExpectGolden("src/cli/testdata/down.json", Json({"down", "--all", "--yes"}));
+}
+
+// Nodes made with gcloud adopted into fleet `imported`: both found in zone b.
+TEST_F(JsonGolden, Import) {
+  for (const char* name : {"notebook", "sweep"}) {
+    CreateNodeRequest r;
+    r.zone = kZoneB;
+    r.node_id = name;
+    r.type = "v4-8";
+    t_.cloud.AddNode(r);
+  }
+  ExpectGolden("src/cli/testdata/import.json",
+               Json({"import", "--project", kProject, "--zones", kZoneB}));
+}
+
+// exec on the two workers of pod: one prints its name and exits 0, one is unreachable.
+TEST_F(JsonGolden, Exec) {
+  NodeRecord pod;
+  pod.fleet = "lab";
+  pod.name = "pod";
+  pod.provider = "gcp-tpu";
+  pod.state = "READY";
+  pod.login = "tester";
+  pod.workers = {{0, "198.18.0.2", "", testing::kAliceKey, true},
+                 {1, "198.18.0.3", "", testing::kAliceKey, true}};
+  ASSERT_EQ(t_.store->PutNode(pod), Status::Ok());
+  t_.fanout.respond = [](const FanoutHost& host, size_t index, FanoutSink& sink) {
+    HostResult r;
+    if (host.name == "pod/w1") {
+      r.outcome = HostOutcome::kUnreachable;
+      r.message = "connect: No route to host";
+      return r;
+    }
+    sink.OnOutput(index, OutputStream::kStdout, host.name + "\n");
+    sink.OnOutput(index, OutputStream::kStderr, "a warning\n");
+    return r;
+  };
+  ExpectGolden("src/cli/testdata/exec.json", Json({"exec", "pod", "--", "hostname"}, 1));
 }
 
 // Issue 11: `down --json` with nothing to delete printed {"nodes": []}, without the
