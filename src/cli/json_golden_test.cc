@@ -91,6 +91,22 @@ class JsonGolden : public ::testing::Test {
     t_.cloud.AddNode(stray);
   }
 
+  // A READY node of fleet lab on gcp-tpu, created now, logging in as tester, with
+  // `workers` workers at 198.18.0.2 and up (their hostnames empty).
+  NodeRecord Node(const std::string& name, int workers) {
+    NodeRecord r;
+    r.fleet = "lab";
+    r.name = name;
+    r.provider = "gcp-tpu";
+    r.state = "READY";
+    r.login = "tester";
+    r.created_at = t_.clock.Now();
+    for (int i = 0; i < workers; ++i) {
+      r.workers.push_back({i, "198.18.0." + std::to_string(i + 2), "", testing::kAliceKey, true});
+    }
+    return r;
+  }
+
   // A leftover of fleet lab recorded an hour ago, whose delete failed once.
   LeftoverRecord Leftover(const std::string& name, const std::string& zone) {
     LeftoverRecord x;
@@ -131,25 +147,20 @@ TEST_F(JsonGolden, UpDryRun) {
 // From local state: a spot pod with two workers and labels, created 90 minutes ago; an
 // ssh-hosts machine (no price); a leftover.
 TEST_F(JsonGolden, Status) {
-  NodeRecord pod;
-  pod.fleet = "lab";
-  pod.name = "pod";
-  pod.provider = "gcp-tpu";
+  NodeRecord pod = Node("pod", 2);
   pod.project = kProject;
   pod.zone = kZoneB;
   pod.type = "v4-16";
   pod.capacity = "spot";
-  pod.state = "READY";
   pod.health = "HEALTHY";
   pod.labels = {{"team", "a"}};
   pod.created_at = t_.clock.Now() - std::chrono::minutes(90);
-  pod.workers = {{0, "198.18.0.2", "t1v-n-pod-w-0", testing::kAliceKey, true},
-                 {1, "198.18.0.3", "t1v-n-pod-w-1", testing::kAliceKey, false}};
-  NodeRecord lab;
-  lab.fleet = "lab";
-  lab.name = "lab1";
+  pod.workers[0].hostname = "t1v-n-pod-w-0";
+  pod.workers[1].hostname = "t1v-n-pod-w-1";
+  pod.workers[1].setup_done = false;
+  NodeRecord lab = Node("lab1", 0);
   lab.provider = "ssh-hosts";
-  lab.state = "READY";
+  lab.login = "";
   lab.created_at = t_.clock.Now() - std::chrono::hours(24);
   lab.workers = {{0, "10.1.2.3", "", "", true}};
   ASSERT_EQ(t_.store->PutNode(pod), Status::Ok());
@@ -180,15 +191,7 @@ TEST_F(JsonGolden, Import) {
 
 // exec on the two workers of pod: one prints its name and exits 0, one is unreachable.
 TEST_F(JsonGolden, Exec) {
-  NodeRecord pod;
-  pod.fleet = "lab";
-  pod.name = "pod";
-  pod.provider = "gcp-tpu";
-  pod.state = "READY";
-  pod.login = "tester";
-  pod.workers = {{0, "198.18.0.2", "", testing::kAliceKey, true},
-                 {1, "198.18.0.3", "", testing::kAliceKey, true}};
-  ASSERT_EQ(t_.store->PutNode(pod), Status::Ok());
+  ASSERT_EQ(t_.store->PutNode(Node("pod", 2)), Status::Ok());
   t_.fanout.respond = [](const FanoutHost& host, size_t index, FanoutSink& sink) {
     HostResult r;
     if (host.name == "pod/w1") {
@@ -214,12 +217,9 @@ TEST_F(JsonGolden, Issue11DownWithNothingToDeleteWritesTheWholeDocument) {
 // need not be UTF-8; `status --json` threw nlohmann's type_error on them, uncaught, and
 // the process aborted. The document must come out, each bad byte as U+FFFD.
 TEST_F(JsonGolden, Issue11StatusOfBytesThatAreNotUtf8IsStillADocument) {
-  NodeRecord r;
-  r.fleet = "lab";
-  r.name = "pod";
-  r.provider = "gcp-tpu";
+  NodeRecord r = Node("pod", 1);
   r.state = "READY\xff";
-  r.workers = {{0, "198.18.0.2", "t1v-\xc3", testing::kAliceKey, true}};
+  r.workers[0].hostname = "t1v-\xc3";
   ASSERT_EQ(t_.store->PutNode(r), Status::Ok());
   std::string out;
   EXPECT_NO_THROW(out = Json({"status"}));
