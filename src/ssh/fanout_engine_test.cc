@@ -178,17 +178,14 @@ TEST_F(FanoutEngineTest, FailFastCancelsTheOthers) {
   auto job = Job({Host("w0"), Host("w1"), Host("w2")}, "cat >/dev/null");
   job.fail_fast = true;
   job.hold_stdin = true;
-  FanoutEngine engine(clock_);
+  EventLoop loop(clock_);
+  FanoutEngine engine(loop);
   RecordingSink sink;
   job.hosts[0].port = ClosedLoopbackPort();
   auto id = engine.Start(job, sink);
   ASSERT_TRUE(id.ok());
-  std::vector<pollfd> fds;
   while (!engine.Finished(*id)) {
-    fds.clear();
-    engine.AddPollFds(fds);
-    ::poll(fds.data(), fds.size(), 200);
-    engine.Step(fds);
+    loop.RunOnce(milliseconds(200));
   }
   EXPECT_EQ(sink.results[0].outcome, HostOutcome::kUnreachable);
   for (size_t i : {1u, 2u}) {
@@ -198,17 +195,14 @@ TEST_F(FanoutEngineTest, FailFastCancelsTheOthers) {
 }
 
 TEST_F(FanoutEngineTest, ASecondJobReusesTheConnection) {
-  FanoutEngine engine(clock_);
+  EventLoop loop(clock_);
+  FanoutEngine engine(loop);
   for (int round = 0; round < 2; ++round) {
     RecordingSink sink;
     auto id = engine.Start(Job({Host("w0")}, "echo " + std::to_string(round)), sink);
     ASSERT_TRUE(id.ok());
-    std::vector<pollfd> fds;
     while (!engine.Finished(*id)) {
-      fds.clear();
-      engine.AddPollFds(fds);
-      ::poll(fds.data(), fds.size(), 200);
-      engine.Step(fds);
+      loop.RunOnce(milliseconds(200));
     }
     EXPECT_TRUE(sink.results[0].ok()) << sink.results[0].message;
     EXPECT_EQ(engine.open_connections(), 1u);
@@ -225,7 +219,8 @@ TEST_F(FanoutEngineTest, ASecondJobReusesTheConnection) {
 }
 
 TEST_F(FanoutEngineTest, MissingKeyOrPinIsAnErrorBeforeAnyConnection) {
-  FanoutEngine engine(clock_);
+  EventLoop loop(clock_);
+  FanoutEngine engine(loop);
   RecordingSink sink;
   FanoutHost h = Host("w0");
   h.host_key = "";
@@ -274,17 +269,14 @@ std::vector<pid_t> DescendantsOf(pid_t parent) {
 }
 
 TEST_F(Issue5, AKeptConnectionThatStopsAnsweringIsRetriedOnAFreshOne) {
-  FanoutEngine engine(clock_);
+  EventLoop loop(clock_);
+  FanoutEngine engine(loop);
   auto run = [&](const FanoutJob& job, RecordingSink& sink) {
     auto id = engine.Start(job, sink);
     ASSERT_TRUE(id.ok()) << id.status().ToString();
     auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-    std::vector<pollfd> fds;
     while (!engine.Finished(*id) && std::chrono::steady_clock::now() < give_up) {
-      fds.clear();
-      engine.AddPollFds(fds);
-      ::poll(fds.data(), fds.size(), 200);
-      engine.Step(fds);
+      loop.RunOnce(milliseconds(200));
     }
     EXPECT_TRUE(engine.Finished(*id)) << "the job still waits after 30 s";
     engine.Cancel(*id);
@@ -329,7 +321,7 @@ TEST_F(Issue5, AKeptConnectionThatStopsAnsweringIsRetriedOnAFreshOne) {
 // deterministic. It counts the engine's Backlogged() calls from the command's first
 // stderr output: it says yes to the three that hold the host back (the stderr loop's,
 // the check after the reads, the next pass's), and no from then on, while the host
-// resumes: LocalFanout's MillisUntilWake asks (4), Step (5), DriveTask before writing
+// resumes: the engine's BeforePoll asks (4), its timer (5), DriveTask before writing
 // (6), after it and before the stdout reads (7), and before the stderr read (8). On call
 // `stall_on` it sleeps.
 class StallingSink : public RecordingSink {
