@@ -16,8 +16,10 @@
 #include <vector>
 
 #include "ssh/testing/loopback.h"
+#include "ssh/testing/temp_dir.h"
 #include "ssh/testing/test_sshd.h"
 #include "util/file.h"
+#include "util/testing/fake_clock.h"
 
 namespace tpufleet {
 namespace {
@@ -456,6 +458,47 @@ TEST(Issue10, AWorkerThatTakesNoInputTimesOut) {
   EXPECT_NE(sink.results[0].message.find("took none of its input for 1s"), std::string::npos)
       << sink.results[0].message;
   EXPECT_LT(took, std::chrono::seconds(5)) << "it waited for the command to end";
+}
+
+// The engine's deadlines are timers of the loop it runs on, read against the loop's
+// clock: with a FakeClock, a server that never greets times out when the test moves
+// time ten seconds on, and not a moment before; nothing really waits.
+TEST(FanoutEngineLoop, DeadlinesAreTimersOnTheLoopsClock) {
+  TempDir tmp;
+  std::string key = tmp.path() + "/id_ed25519";
+  ASSERT_TRUE(WriteFileAtomic(key, "never used: no server gets this far", 0600).ok());
+  ASSERT_TRUE(WriteFileAtomic(key + ".pub", "ssh-ed25519 AAAA", 0600).ok());
+  LoopbackSocket silent(/*listen=*/true);  // accepts into its backlog, never says a word
+  ASSERT_NE(silent.port, 0);
+  FanoutJob job;
+  job.hosts.resize(1);
+  job.hosts[0].name = "hung";
+  job.hosts[0].address = "127.0.0.1";
+  job.hosts[0].port = silent.port;
+  job.hosts[0].user = "me";
+  job.hosts[0].host_key =
+      "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGw6SazH8E4wAHaauG7OB3VjXkbuu9GiwOP564ZWS2Ju";
+  job.command = "true";
+  job.key_path = key;
+  job.connect_timeout = std::chrono::seconds(10);
+
+  FakeClock clock;
+  EventLoop loop(clock);
+  FanoutEngine engine(loop);
+  RecordingSink sink;
+  auto id = engine.Start(job, sink);
+  ASSERT_TRUE(id.ok()) << id.status().ToString();
+  for (int i = 0; i < 20; ++i) {  // the TCP connect completes; the banner never comes
+    loop.RunOnce(milliseconds(0));
+  }
+  clock.Advance(std::chrono::seconds(9));
+  loop.RunOnce(milliseconds(0));
+  EXPECT_FALSE(engine.Finished(*id));
+  clock.Advance(std::chrono::seconds(1));
+  loop.RunOnce(milliseconds(0));
+  ASSERT_TRUE(engine.Finished(*id));
+  EXPECT_EQ(sink.results[0].outcome, HostOutcome::kTimeout);
+  EXPECT_EQ(sink.results[0].message, "no SSH login within 10s");
 }
 
 }  // namespace
