@@ -1,7 +1,8 @@
 // FanoutEngine: the libssh2 fan-out engine. Every connection is a non-blocking socket
 // this engine owns, and every step of every host (TCP connect, key exchange, host-key
 // check, public-key login, channel, exec, streaming both ways, exit status) is driven
-// from one poll loop in one thread, with one "now" per step (STYLE.md rule 9).
+// from one poll loop (an EventLoop) in one thread, with one "now" per turn (STYLE.md
+// rule 9).
 //
 // A connection carries one command at a time. Connections outlive jobs: a later job to
 // the same (address, port, login, host key, key file) takes an idle authenticated one
@@ -16,7 +17,7 @@
 // While a job's sink is Backlogged(), its channels are not read (nor their sockets
 // polled): libssh2 then adjusts no window, so a worker's sshd sends at most its window
 // (about 2 MiB) beyond what was read, and the command blocks on its output. The job
-// resumes on the first Step after the sink has caught up.
+// resumes on the first turn of the loop after the sink has caught up.
 //
 // libssh2 reads ahead: every channel call drains the socket into its buffers. A pass
 // over a host whose later call took in what an earlier one waited for (a window
