@@ -18,6 +18,7 @@
 #include "ssh/holder_protocol.h"
 #include "util/event_loop.h"
 #include "util/file.h"
+#include "util/strings.h"
 #include "util/unique_fd.h"
 
 namespace tpufleet {
@@ -171,6 +172,7 @@ struct Client {
 
   UniqueFd fd;
   EventLoop::Id watch = 0;
+  EventLoop::Id request_timer = 0;  // until the request is all there
   std::string in;        // the request, until it is all there
   std::string out;
   size_t out_sent = 0;   // bytes at the front of `out` already sent
@@ -219,6 +221,7 @@ class Server {
     }
     for (auto& c : clients_) {
       loop_.Remove(c->watch);
+      loop_.Remove(c->request_timer);
     }
   }
   Server(const Server&) = delete;
@@ -249,6 +252,15 @@ class Server {
       Client* raw = c.get();
       c->watch = loop_.Watch(c->fd.get(), POLLIN | POLLOUT,
                              [this, raw](short revents, Clock::MonoTime) { Read(*raw, revents); });
+      c->request_timer = loop_.After(kHolderRequestTimeout, [raw](Clock::MonoTime) {
+        raw->request_timer = 0;
+        if (!raw->has_job && !raw->closing) {
+          raw->Frame(HolderFrame::kError, 0,
+                     EncodeHolderError(TimeoutError("holder request: none within " +
+                                                    FormatDuration(kHolderRequestTimeout))));
+          raw->closing = true;
+        }
+      });
       clients_.push_back(std::move(c));
     }
   }
@@ -273,6 +285,7 @@ class Server {
     }
     c.in.clear();
     c.closing = true;
+    loop_.Remove(c.request_timer);
     if (!request.ok()) {
       c.Frame(HolderFrame::kError, 0, EncodeHolderError(request.status()));
       return;
@@ -332,6 +345,7 @@ class Server {
       bool done = !c->has_job && (c->gone || (c->closing && c->backlog() == 0));
       if (done) {
         loop_.Remove(c->watch);
+        loop_.Remove(c->request_timer);
       }
       return done;
     });

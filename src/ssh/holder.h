@@ -46,6 +46,10 @@ inline constexpr size_t kHolderClientBacklogBytes = 1024 * 1024;
 /// A new holder has this long to answer on its socket before the CLI runs the job in
 /// its own process instead (the holder starts in a few milliseconds).
 inline constexpr std::chrono::seconds kHolderStartTimeout{3};
+/// A client sends its whole request right after the greeting; one that has not within
+/// this long (a stalled or confused process) is answered with a Timeout error and its
+/// socket closed, so it cannot keep the holder from ending when idle.
+inline constexpr std::chrono::seconds kHolderRequestTimeout{10};
 
 /// Runs the holder on `socket_path` until idle or told to stop. FailedPrecondition when
 /// another holder already answers there.

@@ -23,6 +23,7 @@
 #include "ssh/testing/test_sshd.h"
 #include "util/file.h"
 #include "util/testing/as_nobody.h"
+#include "util/testing/fake_clock.h"
 
 namespace tpufleet {
 namespace {
@@ -412,6 +413,36 @@ std::vector<std::pair<int, std::string>> RawRequest(const std::string& path,
   return frames;
 }
 
+// A holder served on a thread of the test, stopped and joined however the test ends.
+class ServedHolder {
+ public:
+  ServedHolder(const std::string& path, Clock& clock) : path_(path) {
+    thread_ = std::thread([this, &clock] { served_ = ServeHolder(path_, clock); });
+    Status answered = UnavailableError("never answered");
+    for (int i = 0; i < 300 && !answered.ok(); ++i) {  // its thread may still be starting
+      answered = HolderStatus(path_).status();
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    answering_ = answered.ok();
+  }
+  ~ServedHolder() { (void)Stop(); }
+  bool answering() const { return answering_; }
+  // Stops it; its ServeHolder's status.
+  Status Stop() {
+    if (thread_.joinable()) {
+      (void)StopHolder(path_);
+      thread_.join();
+    }
+    return served_;
+  }
+
+ private:
+  const std::string path_;
+  std::thread thread_;
+  Status served_;
+  bool answering_ = false;
+};
+
 // A holder crashed (an uncaught nlohmann::json::type_error) on a request whose "op" was
 // not a string, and would have on a job field of the wrong type or a number too large
 // for its field: every client's jobs died with it. Now each such request is answered
@@ -421,14 +452,8 @@ TEST(Issue11, AMalformedHolderRequestIsAnsweredWithAnErrorAndTheHolderLives) {
   TempDir tmp;
   std::string path = tmp.path() + "/holder.sock";
   RealClock clock;
-  Status served;
-  std::thread server([&] { served = ServeHolder(path, clock); });
-  Status answered = UnavailableError("never answered");
-  for (int i = 0; i < 300 && !answered.ok(); ++i) {  // its thread may still be starting
-    answered = HolderStatus(path).status();
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  ASSERT_TRUE(answered.ok()) << answered.ToString();
+  ServedHolder holder(path, clock);
+  ASSERT_TRUE(holder.answering());
 
   const std::string host =
       R"({"name":"w0","address":"127.0.0.1","port":22,"user":"me","host_key":"ssh-ed25519 AAAA",)"
@@ -481,9 +506,29 @@ TEST(Issue11, AMalformedHolderRequestIsAnsweredWithAnErrorAndTheHolderLives) {
 
   Result<std::string> status = HolderStatus(path);  // still there
   EXPECT_TRUE(status.ok()) << status.status().ToString();
-  EXPECT_TRUE(StopHolder(path).ok());
-  server.join();
+  Status served = holder.Stop();
   EXPECT_TRUE(served.ok()) << served.ToString();
+}
+
+// A client that sent half a request (or none) and then nothing held its socket, and kept
+// the holder from ever ending as idle. Now it is told after kHolderRequestTimeout, on
+// the holder's clock, and its socket closed.
+TEST(Issue11, AClientThatNeverFinishesItsRequestIsToldAndLetGo) {
+  TempDir tmp;
+  std::string path = tmp.path() + "/holder.sock";
+  FakeClock clock;
+  ServedHolder holder(path, clock);
+  ASSERT_TRUE(holder.answering());
+  std::thread later([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    clock.Advance(kHolderRequestTimeout);
+  });
+  auto frames = RawRequest(path, R"({"op")", /*length=*/100);  // 5 of 100 bytes
+  later.join();
+  ASSERT_EQ(frames.size(), 1u) << "the holder kept waiting for the rest";
+  EXPECT_EQ(frames[0].first, 5) << "not an error frame";
+  auto e = nlohmann::json::parse(frames[0].second, nullptr, false);
+  EXPECT_EQ(e["code"], static_cast<int>(StatusCode::kTimeout)) << frames[0].second;
 }
 
 }  // namespace
