@@ -15,7 +15,7 @@ BUILD ?= build
 SANITIZE_BUILD ?= build-sanitize
 FUZZ_BUILD ?= build-fuzz
 FUZZ_SECONDS ?= 60
-FUZZERS ?= spec api credentials
+FUZZERS ?= spec api credentials holder
 JOBS ?= $(shell nproc)
 # What the sanitizer runtimes do on a report: stop with a stack, never carry on.
 SANITIZER_ENV := ASAN_OPTIONS=halt_on_error=1:detect_leaks=1 \

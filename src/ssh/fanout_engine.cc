@@ -8,6 +8,7 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -106,11 +107,16 @@ Result<sockaddr_storage> Resolve(const FanoutHost& host, socklen_t* len) {
 
 }  // namespace
 
-FanoutEngine::FanoutEngine(Clock& clock) : clock_(clock), now_(clock.MonotonicNow()) {
+FanoutEngine::FanoutEngine(EventLoop& loop) : loop_(loop), now_(loop.Now()) {
   InitLibssh2Once();
+  before_poll_ = loop_.BeforePoll([this](Clock::MonoTime) { BeforePoll(); });
+  turn_end_ = loop_.AtTurnEnd([this](Clock::MonoTime now) { OnTurnEnd(now); });
 }
 
 FanoutEngine::~FanoutEngine() {
+  for (EventLoop::Id id : {before_poll_, turn_end_, timer_}) {
+    loop_.Remove(id);
+  }
   for (auto& [id, conn] : conns_) {
     if (conn->task && conn->task->channel) {
       libssh2_channel_free(conn->task->channel);
@@ -167,7 +173,7 @@ Result<FanoutEngine::JobId> FanoutEngine::Start(const FanoutJob& spec, FanoutSin
   JobId id = job->id;
   Job& ref = *job;
   jobs_.emplace(id, std::move(job));
-  now_ = clock_.MonotonicNow();
+  now_ = loop_.Now();
   Admit(ref);
   Reap();
   return id;
@@ -180,7 +186,7 @@ void FanoutEngine::Cancel(JobId id) {
   if (it == jobs_.end()) {
     return;
   }
-  now_ = clock_.MonotonicNow();
+  now_ = loop_.Now();
   for (auto& t : it->second->tasks) {
     if (t.state != Task::kDone) {
       CancelTask(t, HostOutcome::kCancelled, "cancelled");
@@ -250,7 +256,11 @@ FanoutEngine::Conn* FanoutEngine::ConnFor(const Job& job, const FanoutHost& host
        errno != EINPROGRESS)) {
     raw->state = Conn::kFailed;
     raw->error = std::string("connect: ") + std::strerror(errno);
+    return raw;
   }
+  raw->loop = &loop_;  // polled for what BeforePoll says
+  raw->watch = loop_.Watch(raw->fd.get(), 0,
+                           [this, raw](short, Clock::MonoTime now) { OnReady(*raw, now); });
   return raw;
 }
 
@@ -291,27 +301,20 @@ void FanoutEngine::CloseConn(Conn& conn) {
   conn.state = Conn::kFailed;
 }
 
-void FanoutEngine::AddPollFds(std::vector<pollfd>& fds) {
-  poll_offset_ = fds.size();
-  polled_.clear();
+void FanoutEngine::BeforePoll() {
   for (auto& [id, conn] : conns_) {
     Conn& c = *conn;
-    if (c.state == Conn::kFailed || c.fd.get() < 0 || c.unread || (c.task && c.task->held)) {
-      continue;
-    }
     short events = POLLIN;
-    if (c.state == Conn::kConnecting) {
+    if (c.state == Conn::kFailed || c.fd.get() < 0 || c.unread || (c.task && c.task->held)) {
+      events = 0;
+    } else if (c.state == Conn::kConnecting) {
       events = POLLOUT;
     } else if (c.session &&
                (libssh2_session_block_directions(c.session) & LIBSSH2_SESSION_BLOCK_OUTBOUND)) {
       events |= POLLOUT;
     }
-    fds.push_back(pollfd{c.fd.get(), events, 0});
-    polled_.push_back(&c);
+    loop_.SetEvents(c.watch, events);
   }
-}
-
-int FanoutEngine::MillisUntilWake() const {
   Clock::MonoTime wake = Clock::MonoTime::max();
   for (const auto& [id, conn] : conns_) {
     if (conn->state == Conn::kConnecting || conn->state == Conn::kHandshake ||
@@ -324,54 +327,54 @@ int FanoutEngine::MillisUntilWake() const {
     if (conn->task) {
       wake = std::min({wake, conn->task->deadline, conn->task->input_deadline});
       if (conn->task->held && !conn->task->job->sink->Backlogged()) {
-        return 0;  // its sink caught up: Step resumes it now
+        wake = Clock::MonoTime::min();  // its sink caught up: OnTimer resumes it at once
+        break;
       }
     }
   }
-  if (wake == Clock::MonoTime::max()) {
-    return -1;
-  }
-  auto now = clock_.MonotonicNow();
-  if (wake <= now) {
-    return 0;
-  }
-  return static_cast<int>(
-      std::min<int64_t>(duration_cast<milliseconds>(wake - now).count() + 1, 60'000));
+  loop_.Remove(timer_);
+  timer_ = wake == Clock::MonoTime::max()
+               ? 0
+               : loop_.At(wake, [this](Clock::MonoTime now) { OnTimer(now); });
 }
 
-void FanoutEngine::Step(const std::vector<pollfd>& fds) {
-  now_ = clock_.MonotonicNow();
-  std::vector<Conn*> ready;
-  for (size_t i = 0; i < polled_.size() && poll_offset_ + i < fds.size(); ++i) {
-    if (fds[poll_offset_ + i].revents != 0) {
-      ready.push_back(polled_[i]);
+void FanoutEngine::OnReady(Conn& c, Clock::MonoTime now) {
+  now_ = now;
+  if (c.state == Conn::kReady && !c.task) {
+    // Idle: only a dead peer (EOF, reset) is worth acting on now; other bytes wait
+    // for the next channel call to read them.
+    char b;
+    ssize_t n = ::recv(c.fd.get(), &b, 1, MSG_PEEK | MSG_DONTWAIT);
+    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)) {
+      c.state = Conn::kFailed;
+    } else {
+      c.unread = true;
     }
+    return;
   }
-  polled_.clear();
+  DriveConn(c);
+}
+
+void FanoutEngine::OnTimer(Clock::MonoTime now) {
+  now_ = now;
+  timer_ = 0;
+  std::vector<Conn*> resumed;
   for (auto& [id, conn] : conns_) {
     // Held back while their sink was behind: it has caught up (libssh2 may hold data
     // already read from the socket, so they are driven whether or not it is readable).
     if (conn->task && conn->task->held && !conn->task->job->sink->Backlogged()) {
       conn->task->held = false;
-      ready.push_back(conn.get());
+      resumed.push_back(conn.get());
     }
   }
-  for (Conn* c : ready) {
-    if (c->state == Conn::kReady && !c->task) {
-      // Idle: only a dead peer (EOF, reset) is worth acting on now; other bytes wait
-      // for the next channel call to read them.
-      char b;
-      ssize_t n = ::recv(c->fd.get(), &b, 1, MSG_PEEK | MSG_DONTWAIT);
-      if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)) {
-        c->state = Conn::kFailed;
-      } else {
-        c->unread = true;
-      }
-      continue;
-    }
+  for (Conn* c : resumed) {
     DriveConn(*c);
   }
   CheckDeadlines();
+}
+
+void FanoutEngine::OnTurnEnd(Clock::MonoTime now) {
+  now_ = now;
   for (auto& [id, job] : jobs_) {
     if (job->sink->Cancelled()) {
       for (auto& t : job->tasks) {
@@ -534,7 +537,7 @@ void FanoutEngine::Reap() {
 }
 
 size_t FanoutEngine::CloseIdle(milliseconds idle) {
-  now_ = clock_.MonotonicNow();
+  now_ = loop_.Now();
   for (auto it = conns_.begin(); it != conns_.end();) {
     const Conn& c = *it->second;
     bool close = !c.task && (c.state == Conn::kFailed || now_ - c.idle_since >= idle);
@@ -544,18 +547,13 @@ size_t FanoutEngine::CloseIdle(milliseconds idle) {
 }
 
 Status LocalFanout::Run(const FanoutJob& job, FanoutSink& sink) {
-  FanoutEngine engine(clock_);
+  EventLoop loop(clock_);
+  FanoutEngine engine(loop);
   TPUFLEET_ASSIGN_OR_RETURN(auto id, engine.Start(job, sink));
-  std::vector<pollfd> fds;
   // Cancellation (Ctrl-C) is polled: a signal interrupts poll, and a long wait is capped.
-  constexpr int kCancelPollMs = 200;
+  constexpr std::chrono::milliseconds kCancelPoll{200};
   while (!engine.Finished(id)) {
-    fds.clear();
-    engine.AddPollFds(fds);
-    int wait = engine.MillisUntilWake();
-    wait = wait < 0 ? kCancelPollMs : std::min(wait, kCancelPollMs);
-    ::poll(fds.data(), fds.size(), wait);
-    engine.Step(fds);
+    loop.RunOnce(kCancelPoll);
   }
   return Status::Ok();
 }

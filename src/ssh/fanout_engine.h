@@ -1,7 +1,8 @@
 // FanoutEngine: the libssh2 fan-out engine. Every connection is a non-blocking socket
 // this engine owns, and every step of every host (TCP connect, key exchange, host-key
 // check, public-key login, channel, exec, streaming both ways, exit status) is driven
-// from one poll loop in one thread, with one "now" per step (STYLE.md rule 9).
+// from one poll loop (an EventLoop) in one thread, with one "now" per turn (STYLE.md
+// rule 9).
 //
 // A connection carries one command at a time. Connections outlive jobs: a later job to
 // the same (address, port, login, host key, key file) takes an idle authenticated one
@@ -16,7 +17,7 @@
 // While a job's sink is Backlogged(), its channels are not read (nor their sockets
 // polled): libssh2 then adjusts no window, so a worker's sshd sends at most its window
 // (about 2 MiB) beyond what was read, and the command blocks on its output. The job
-// resumes on the first Step after the sink has caught up.
+// resumes on the first turn of the loop after the sink has caught up.
 //
 // libssh2 reads ahead: every channel call drains the socket into its buffers. A pass
 // over a host whose later call took in what an earlier one waited for (a window
@@ -27,22 +28,21 @@
 // then closes the command's stdin, which control's stoppable wrapper takes as the
 // order to kill the command's process group.
 //
-// The engine does not block and does not own the loop, so the holder can poll its own
-// sockets beside it:
+// The engine does not block and does not own its loop: it runs on the EventLoop
+// (util/event_loop.h) it is given, beside whatever else the loop's owner watches (the
+// holder's sockets). Each connection's socket is one watch; one timer wakes the loop for
+// the earliest deadline or keepalive; the loop's per-turn now is the engine's. In a turn
+// the engine drives the ready connections (in their callbacks), then the hosts held for
+// their sink that may go on and the deadlines (its timer), then cancels the jobs whose
+// sink says so, admits queued hosts and forgets what finished (a turn-end hook).
 //
-//   std::vector<pollfd> fds;  engine.AddPollFds(fds);
-//   ::poll(fds.data(), fds.size(), engine.MillisUntilWake());
-//   engine.Step(fds);
-//
-// LocalFanout wraps that loop for a single job in this process.
+// LocalFanout runs a loop of its own for a single job in this process.
 //
 // Security: the server's key must equal the pinned key byte for byte (no TOFU, no
 // known_hosts file); the login uses only the fleet key, read once per job.
 //
 // Thread-safety: none; one thread owns an engine and everything it calls back.
 #pragma once
-
-#include <poll.h>
 
 #include <chrono>
 #include <cstdint>
@@ -53,6 +53,7 @@
 
 #include "ssh/fanout.h"
 #include "util/clock.h"
+#include "util/event_loop.h"
 #include "util/status.h"
 
 namespace tpufleet {
@@ -76,7 +77,8 @@ class FanoutEngine {
  public:
   using JobId = uint64_t;
 
-  explicit FanoutEngine(Clock& clock);
+  /// REQUIRES: `loop` outlives the engine; the engine runs on the loop's thread.
+  explicit FanoutEngine(EventLoop& loop);
   ~FanoutEngine();
   FanoutEngine(const FanoutEngine&) = delete;
   FanoutEngine& operator=(const FanoutEngine&) = delete;
@@ -88,15 +90,6 @@ class FanoutEngine {
   void Cancel(JobId id);
   /// True once every host of the job has had OnResult; the job is then forgotten.
   bool Finished(JobId id) const;
-
-  /// Appends the descriptors the engine waits on.
-  void AddPollFds(std::vector<pollfd>& fds);
-  /// How long poll may sleep before a deadline or keepalive is due (-1: no deadline);
-  /// 0 when a host held back for its sink (FanoutSink::Backlogged) may go on.
-  int MillisUntilWake() const;
-  /// Drives every connection whose descriptor in `fds` is ready or whose deadline
-  /// passed. `fds` is what AddPollFds filled (plus the caller's own, which are ignored).
-  void Step(const std::vector<pollfd>& fds);
 
   /// Closes connections that have had no channel for `idle`; returns how many remain.
   size_t CloseIdle(std::chrono::milliseconds idle);
@@ -119,14 +112,20 @@ class FanoutEngine {
   void CloseConn(Conn& conn);
   void CheckDeadlines();
   void Reap();
+  // The loop's calls, in the order of a turn (see the top of this file).
+  void OnReady(Conn& conn, Clock::MonoTime now);
+  void OnTimer(Clock::MonoTime now);
+  void OnTurnEnd(Clock::MonoTime now);
+  void BeforePoll();
 
-  Clock& clock_;
+  EventLoop& loop_;
   Clock::MonoTime now_;
+  EventLoop::Id before_poll_ = 0;
+  EventLoop::Id turn_end_ = 0;
+  EventLoop::Id timer_ = 0;  // armed by BeforePoll for the earliest deadline
   JobId next_id_ = 1;
   std::map<JobId, std::unique_ptr<Job>> jobs_;
   std::multimap<std::string, std::unique_ptr<Conn>> conns_;  // by host identity
-  std::vector<Conn*> polled_;  // which connection each fd AddPollFds added belongs to
-  size_t poll_offset_ = 0;     // where the engine's fds start in the caller's vector
 };
 
 /// Runs one job in this process with a FanoutEngine of its own: every connection is

@@ -1,5 +1,5 @@
 // The fan-out engine's private parts, shared by its two source files: fanout_engine.cc
-// (connections: connect, handshake, login, keepalive, the poll loop) and fanout_task.cc
+// (connections: connect, handshake, login, keepalive, the turns of the loop) and fanout_task.cc
 // (a command's channel on a connection: open, exec, stdin, output, exit). Include only
 // from those.
 //
@@ -87,6 +87,8 @@ struct FanoutEngine::Conn {
   std::shared_ptr<Key> key;
   PinnedKey pinned;
   UniqueFd fd;
+  EventLoop* loop = nullptr;  // where fd is watched (as `watch`), once it is open
+  EventLoop::Id watch = 0;
   LIBSSH2_SESSION* session = nullptr;
   State state = kConnecting;
   std::chrono::milliseconds connect_timeout{};
@@ -99,6 +101,9 @@ struct FanoutEngine::Conn {
   Task* task = nullptr;
 
   ~Conn() {
+    if (loop) {
+      loop->Remove(watch);  // before the descriptor closes and its number is reused
+    }
     fd.Reset();  // first, so freeing the session cannot wait on the peer
     if (session) {
       libssh2_session_free(session);

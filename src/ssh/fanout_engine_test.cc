@@ -16,8 +16,10 @@
 #include <vector>
 
 #include "ssh/testing/loopback.h"
+#include "ssh/testing/temp_dir.h"
 #include "ssh/testing/test_sshd.h"
 #include "util/file.h"
+#include "util/testing/fake_clock.h"
 
 namespace tpufleet {
 namespace {
@@ -178,17 +180,14 @@ TEST_F(FanoutEngineTest, FailFastCancelsTheOthers) {
   auto job = Job({Host("w0"), Host("w1"), Host("w2")}, "cat >/dev/null");
   job.fail_fast = true;
   job.hold_stdin = true;
-  FanoutEngine engine(clock_);
+  EventLoop loop(clock_);
+  FanoutEngine engine(loop);
   RecordingSink sink;
   job.hosts[0].port = ClosedLoopbackPort();
   auto id = engine.Start(job, sink);
   ASSERT_TRUE(id.ok());
-  std::vector<pollfd> fds;
   while (!engine.Finished(*id)) {
-    fds.clear();
-    engine.AddPollFds(fds);
-    ::poll(fds.data(), fds.size(), 200);
-    engine.Step(fds);
+    loop.RunOnce(milliseconds(200));
   }
   EXPECT_EQ(sink.results[0].outcome, HostOutcome::kUnreachable);
   for (size_t i : {1u, 2u}) {
@@ -198,17 +197,14 @@ TEST_F(FanoutEngineTest, FailFastCancelsTheOthers) {
 }
 
 TEST_F(FanoutEngineTest, ASecondJobReusesTheConnection) {
-  FanoutEngine engine(clock_);
+  EventLoop loop(clock_);
+  FanoutEngine engine(loop);
   for (int round = 0; round < 2; ++round) {
     RecordingSink sink;
     auto id = engine.Start(Job({Host("w0")}, "echo " + std::to_string(round)), sink);
     ASSERT_TRUE(id.ok());
-    std::vector<pollfd> fds;
     while (!engine.Finished(*id)) {
-      fds.clear();
-      engine.AddPollFds(fds);
-      ::poll(fds.data(), fds.size(), 200);
-      engine.Step(fds);
+      loop.RunOnce(milliseconds(200));
     }
     EXPECT_TRUE(sink.results[0].ok()) << sink.results[0].message;
     EXPECT_EQ(engine.open_connections(), 1u);
@@ -225,7 +221,8 @@ TEST_F(FanoutEngineTest, ASecondJobReusesTheConnection) {
 }
 
 TEST_F(FanoutEngineTest, MissingKeyOrPinIsAnErrorBeforeAnyConnection) {
-  FanoutEngine engine(clock_);
+  EventLoop loop(clock_);
+  FanoutEngine engine(loop);
   RecordingSink sink;
   FanoutHost h = Host("w0");
   h.host_key = "";
@@ -274,17 +271,14 @@ std::vector<pid_t> DescendantsOf(pid_t parent) {
 }
 
 TEST_F(Issue5, AKeptConnectionThatStopsAnsweringIsRetriedOnAFreshOne) {
-  FanoutEngine engine(clock_);
+  EventLoop loop(clock_);
+  FanoutEngine engine(loop);
   auto run = [&](const FanoutJob& job, RecordingSink& sink) {
     auto id = engine.Start(job, sink);
     ASSERT_TRUE(id.ok()) << id.status().ToString();
     auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-    std::vector<pollfd> fds;
     while (!engine.Finished(*id) && std::chrono::steady_clock::now() < give_up) {
-      fds.clear();
-      engine.AddPollFds(fds);
-      ::poll(fds.data(), fds.size(), 200);
-      engine.Step(fds);
+      loop.RunOnce(milliseconds(200));
     }
     EXPECT_TRUE(engine.Finished(*id)) << "the job still waits after 30 s";
     engine.Cancel(*id);
@@ -329,7 +323,7 @@ TEST_F(Issue5, AKeptConnectionThatStopsAnsweringIsRetriedOnAFreshOne) {
 // deterministic. It counts the engine's Backlogged() calls from the command's first
 // stderr output: it says yes to the three that hold the host back (the stderr loop's,
 // the check after the reads, the next pass's), and no from then on, while the host
-// resumes: LocalFanout's MillisUntilWake asks (4), Step (5), DriveTask before writing
+// resumes: the engine's BeforePoll asks (4), its timer (5), DriveTask before writing
 // (6), after it and before the stdout reads (7), and before the stderr read (8). On call
 // `stall_on` it sleeps.
 class StallingSink : public RecordingSink {
@@ -464,6 +458,47 @@ TEST(Issue10, AWorkerThatTakesNoInputTimesOut) {
   EXPECT_NE(sink.results[0].message.find("took none of its input for 1s"), std::string::npos)
       << sink.results[0].message;
   EXPECT_LT(took, std::chrono::seconds(5)) << "it waited for the command to end";
+}
+
+// The engine's deadlines are timers of the loop it runs on, read against the loop's
+// clock: with a FakeClock, a server that never greets times out when the test moves
+// time ten seconds on, and not a moment before; nothing really waits.
+TEST(FanoutEngineLoop, DeadlinesAreTimersOnTheLoopsClock) {
+  TempDir tmp;
+  std::string key = tmp.path() + "/id_ed25519";
+  ASSERT_TRUE(WriteFileAtomic(key, "never used: no server gets this far", 0600).ok());
+  ASSERT_TRUE(WriteFileAtomic(key + ".pub", "ssh-ed25519 AAAA", 0600).ok());
+  LoopbackSocket silent(/*listen=*/true);  // accepts into its backlog, never says a word
+  ASSERT_NE(silent.port, 0);
+  FanoutJob job;
+  job.hosts.resize(1);
+  job.hosts[0].name = "hung";
+  job.hosts[0].address = "127.0.0.1";
+  job.hosts[0].port = silent.port;
+  job.hosts[0].user = "me";
+  job.hosts[0].host_key =
+      "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGw6SazH8E4wAHaauG7OB3VjXkbuu9GiwOP564ZWS2Ju";
+  job.command = "true";
+  job.key_path = key;
+  job.connect_timeout = std::chrono::seconds(10);
+
+  FakeClock clock;
+  EventLoop loop(clock);
+  FanoutEngine engine(loop);
+  RecordingSink sink;
+  auto id = engine.Start(job, sink);
+  ASSERT_TRUE(id.ok()) << id.status().ToString();
+  for (int i = 0; i < 20; ++i) {  // the TCP connect completes; the banner never comes
+    loop.RunOnce(milliseconds(0));
+  }
+  clock.Advance(std::chrono::seconds(9));
+  loop.RunOnce(milliseconds(0));
+  EXPECT_FALSE(engine.Finished(*id));
+  clock.Advance(std::chrono::seconds(1));
+  loop.RunOnce(milliseconds(0));
+  ASSERT_TRUE(engine.Finished(*id));
+  EXPECT_EQ(sink.results[0].outcome, HostOutcome::kTimeout);
+  EXPECT_EQ(sink.results[0].message, "no SSH login within 10s");
 }
 
 }  // namespace

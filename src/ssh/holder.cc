@@ -13,134 +13,29 @@
 #include <cstring>
 #include <list>
 #include <memory>
-#include <nlohmann/json.hpp>
 
 #include "ssh/fanout_engine.h"
+#include "ssh/holder_protocol.h"
+#include "util/event_loop.h"
 #include "util/file.h"
+#include "util/strings.h"
 #include "util/unique_fd.h"
 
 namespace tpufleet {
 
 namespace {
 
-using nlohmann::json;
 using std::chrono::milliseconds;
 
-constexpr char kGreeting[] = "TPUFLEET-HOLDER 1\n";
-/// A request larger than this is not a job description (16k hosts fit easily).
-constexpr uint32_t kMaxRequestBytes = 64u << 20;
 /// How often the holder looks whether its socket file is still its own, and whether it
 /// has been idle long enough to end.
 constexpr milliseconds kHolderTick{1000};
-/// A frame carries one read of a channel (kFanoutIoChunk) or a result: a longer one
-/// did not come from a holder, and the client does not buffer toward it.
-constexpr uint32_t kMaxFrameBytes = 16u << 20;
 /// How often a waiting client polls its sink's Cancelled() (Ctrl-C).
 constexpr int kClientPollMs = 200;
-
-enum FrameType : uint8_t {
-  kStdoutFrame = 1,
-  kStderrFrame = 2,
-  kResultFrame = 3,
-  kDoneFrame = 4,
-  kErrorFrame = 5,
-  kStatusFrame = 6,
-};
-
-void PutU32(std::string& out, uint32_t v) {
-  for (int shift = 24; shift >= 0; shift -= 8) {
-    out.push_back(static_cast<char>((v >> shift) & 0xff));
-  }
-}
-
-uint32_t GetU32(const char* p) {
-  uint32_t v = 0;
-  for (int i = 0; i < 4; ++i) {
-    v = (v << 8) | static_cast<unsigned char>(p[i]);
-  }
-  return v;
-}
-
-void AppendFrame(std::string& out, FrameType type, size_t host, std::string_view payload) {
-  out.push_back(static_cast<char>(type));
-  PutU32(out, static_cast<uint32_t>(host));
-  PutU32(out, static_cast<uint32_t>(payload.size()));
-  out.append(payload);
-}
-
-json JobToJson(const FanoutJob& job) {
-  json hosts = json::array();
-  for (const auto& h : job.hosts) {
-    hosts.push_back({{"name", h.name}, {"address", h.address}, {"port", h.port},
-                     {"user", h.user}, {"host_key", h.host_key}, {"command", h.command},
-                     {"no_input", h.no_input}});
-  }
-  return {{"hosts", hosts},
-          {"command", job.command},
-          {"key_path", job.key_path},
-          {"stdin_path", job.stdin_path},
-          {"stdin_header", job.stdin_header},
-          {"max_parallel", job.max_parallel},
-          {"connect_timeout_ms", job.connect_timeout.count()},
-          {"command_timeout_ms", job.command_timeout.count()},
-          {"input_stall_timeout_ms", job.input_stall_timeout.count()},
-          {"fail_fast", job.fail_fast},
-          {"hold_stdin", job.hold_stdin}};
-}
-
-Result<FanoutJob> JobFromJson(const json& j) {
-  try {
-    FanoutJob job;
-    for (const auto& h : j.at("hosts")) {
-      FanoutHost host;
-      host.name = h.at("name");
-      host.address = h.at("address");
-      host.port = h.at("port");
-      host.user = h.at("user");
-      host.host_key = h.at("host_key");
-      host.command = h.at("command");
-      host.no_input = h.at("no_input");
-      job.hosts.push_back(host);
-    }
-    job.command = j.at("command");
-    job.key_path = j.at("key_path");
-    job.stdin_path = j.at("stdin_path");
-    job.stdin_header = j.at("stdin_header");
-    job.max_parallel = j.at("max_parallel");
-    job.connect_timeout = milliseconds(j.at("connect_timeout_ms").get<int64_t>());
-    job.command_timeout = milliseconds(j.at("command_timeout_ms").get<int64_t>());
-    job.input_stall_timeout = milliseconds(j.value("input_stall_timeout_ms", int64_t{0}));
-    job.fail_fast = j.at("fail_fast");
-    job.hold_stdin = j.at("hold_stdin");
-    return job;
-  } catch (const json::exception& e) {
-    return InvalidArgumentError(std::string("holder request: ") + e.what());
-  }
-}
-
-void AppendError(std::string& out, const Status& status) {
-  json e = {{"code", static_cast<int>(status.code())}, {"message", status.message()}};
-  AppendFrame(out, kErrorFrame, 0, e.dump());
-}
-
-json ResultToJson(const HostResult& r) {
-  return {{"outcome", static_cast<int>(r.outcome)},
-          {"exit_code", r.exit_code},
-          {"signal", r.signal},
-          {"message", r.message}};
-}
-
-HostResult ResultFromJson(const json& j) {
-  HostResult r;
-  if (!j.is_object()) {
-    return HostResult{HostOutcome::kUnreachable, 0, "", "the holder sent a malformed result"};
-  }
-  r.outcome = static_cast<HostOutcome>(j.value("outcome", 0));
-  r.exit_code = j.value("exit_code", 0);
-  r.signal = j.value("signal", "");
-  r.message = j.value("message", "");
-  return r;
-}
+/// Connections the listening socket queues before the holder accepts them.
+constexpr int kListenBacklog = 64;
+/// Bytes read from a client's socket per call.
+constexpr size_t kClientReadChunk = 64 * 1024;
 
 Result<sockaddr_un> UnixAddress(const std::string& path) {
   sockaddr_un addr{};
@@ -181,7 +76,7 @@ Status WriteAll(int fd, std::string_view data) {
 Status ReadGreeting(int fd) {
   std::string line;
   char c;
-  while (line.size() < 64) {
+  while (line.size() < kHolderMaxGreetingBytes) {
     pollfd p{fd, POLLIN, 0};
     if (::poll(&p, 1, static_cast<int>(milliseconds(kHolderStartTimeout).count())) <= 0) {
       return TimeoutError("the connection holder did not greet");
@@ -194,7 +89,7 @@ Status ReadGreeting(int fd) {
       break;
     }
   }
-  if (line != kGreeting) {
+  if (line != kHolderGreeting) {
     return FailedPreconditionError("a connection holder of another version answers");
   }
   return Status::Ok();
@@ -239,33 +134,15 @@ Status CheckHolderPeer(const std::string& path, int fd) {
 }
 
 // Sends one request and returns the connected socket, greeted.
-Result<UniqueFd> Request(const std::string& path, const json& request) {
+Result<UniqueFd> Request(const std::string& path, HolderRequest::Op op,
+                         const FanoutJob* job = nullptr) {
+  TPUFLEET_ASSIGN_OR_RETURN(std::string request, EncodeHolderRequest(op, job));
   TPUFLEET_TRY(CheckHolderSocket(path));
   TPUFLEET_ASSIGN_OR_RETURN(UniqueFd fd, ConnectUnix(path));
   TPUFLEET_TRY(CheckHolderPeer(path, fd.get()));
   TPUFLEET_TRY(ReadGreeting(fd.get()));
-  std::string body = request.dump();
-  std::string frame;
-  PutU32(frame, static_cast<uint32_t>(body.size()));
-  frame += body;
-  TPUFLEET_TRY(WriteAll(fd.get(), frame));
+  TPUFLEET_TRY(WriteAll(fd.get(), request));
   return fd;
-}
-
-// Calls `on_frame` for each whole frame at the front of `buf` and removes it.
-template <typename F>
-void TakeFrames(std::string& buf, F on_frame) {
-  size_t pos = 0;
-  while (buf.size() - pos >= 9) {
-    uint32_t len = GetU32(buf.data() + pos + 5);
-    if (buf.size() - pos - 9 < len) {
-      break;
-    }
-    on_frame(static_cast<FrameType>(buf[pos]), GetU32(buf.data() + pos + 1),
-             std::string_view(buf).substr(pos + 9, len));
-    pos += 9 + len;
-  }
-  buf.erase(0, pos);
 }
 
 // ---- the server ----
@@ -288,13 +165,15 @@ struct Client {
   explicit Client(size_t& peak) : peak_backlog(peak) {}
   size_t backlog() const { return out.size() - out_sent; }
   // Appends a frame and notes the largest backlog yet, for the status request.
-  void Frame(FrameType type, size_t host, std::string_view payload) {
-    AppendFrame(out, type, host, payload);
+  void Frame(HolderFrame type, size_t host, std::string_view payload) {
+    AppendHolderFrame(out, type, host, payload);
     peak_backlog = std::max(peak_backlog, backlog());
   }
 
   UniqueFd fd;
-  std::string in;
+  EventLoop::Id watch = 0;
+  EventLoop::Id request_timer = 0;  // until the request is all there
+  std::string in;        // the request, until it is all there
   std::string out;
   size_t out_sent = 0;   // bytes at the front of `out` already sent
   size_t& peak_backlog;  // the holder's, over all clients
@@ -306,10 +185,11 @@ struct Client {
 };
 
 void ClientSink::OnOutput(size_t host, OutputStream stream, std::string_view data) {
-  client_.Frame(stream == OutputStream::kStdout ? kStdoutFrame : kStderrFrame, host, data);
+  client_.Frame(stream == OutputStream::kStdout ? HolderFrame::kStdout : HolderFrame::kStderr,
+                host, data);
 }
 void ClientSink::OnResult(size_t host, const HostResult& result) {
-  client_.Frame(kResultFrame, host, ResultToJson(result).dump());
+  client_.Frame(HolderFrame::kResult, host, EncodeHostResult(result));
 }
 bool ClientSink::Cancelled() { return client_.gone; }
 bool ClientSink::Backlogged() { return client_.backlog() >= kHolderClientBacklogBytes; }
@@ -320,114 +200,127 @@ bool SameUser(int fd) {
   return ::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0 && cred.uid == ::geteuid();
 }
 
-}  // namespace
-
-Status ServeHolder(const std::string& socket_path, Clock& clock) {
-  if (ConnectUnix(socket_path).ok()) {
-    return FailedPreconditionError("a connection holder already runs at " + socket_path);
+// The holder's part of the loop: its listening socket, its clients, its tick. In a turn
+// the clients' requests are read (and jobs started) in their callbacks, the engine
+// drives its connections, and then (AfterEngine) what the engine produced is sent.
+class Server {
+ public:
+  Server(EventLoop& loop, int listener, std::string path, const struct stat& mine)
+      : loop_(loop), engine_(loop), path_(std::move(path)), mine_(mine),
+        last_busy_(loop.Now()) {
+    ids_ = {loop_.Watch(listener, POLLIN, [this, listener](short, Clock::MonoTime) {
+              Accept(listener);
+            }),
+            // After the engine's own turn-end hook, which was added before.
+            loop_.AtTurnEnd([this](Clock::MonoTime now) { AfterEngine(now); }),
+            loop_.Every(kHolderTick, [this](Clock::MonoTime now) { Tick(now); })};
   }
-  TPUFLEET_ASSIGN_OR_RETURN(sockaddr_un addr, UnixAddress(socket_path));
-  ::unlink(socket_path.c_str());  // a dead holder's socket
-  UniqueFd listener(::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
-  mode_t old_mask = ::umask(077);  // the socket file is the owner's alone
-  bool bound = listener.get() >= 0 &&
-               ::bind(listener.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof addr) == 0;
-  ::umask(old_mask);
-  if (!bound || ::listen(listener.get(), 64) != 0) {
-    return UnavailableError("cannot listen on " + socket_path + ": " + std::strerror(errno));
+  ~Server() {
+    for (EventLoop::Id id : ids_) {
+      loop_.Remove(id);
+    }
+    for (auto& c : clients_) {
+      loop_.Remove(c->watch);
+      loop_.Remove(c->request_timer);
+    }
   }
-  struct stat mine{};
-  ::stat(socket_path.c_str(), &mine);
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
 
-  FanoutEngine engine(clock);
-  std::list<std::unique_ptr<Client>> clients;
-  size_t peak_backlog = 0;
-  auto last_busy = clock.MonotonicNow();
-  auto next_tick = last_busy + kHolderTick;
-  bool stop = false;
-  std::vector<pollfd> fds;
-  while (!stop) {
-    fds.clear();
-    fds.push_back({listener.get(), POLLIN, 0});
-    for (auto& c : clients) {
-      fds.push_back(
-          {c->fd.get(), static_cast<short>(POLLIN | (c->backlog() == 0 ? 0 : POLLOUT)), 0});
+  // Every client's job ends as cancelled (its connections close).
+  void CancelJobs() {
+    for (auto& c : clients_) {
+      if (c->has_job) {
+        engine_.Cancel(c->job);
+      }
     }
-    engine.AddPollFds(fds);
-    int wait = engine.MillisUntilWake();
-    int tick = static_cast<int>(milliseconds(kHolderTick).count());
-    ::poll(fds.data(), fds.size(), wait < 0 ? tick : std::min(wait, tick));
+  }
 
-    if (fds[0].revents & POLLIN) {
-      for (;;) {
-        UniqueFd fd(::accept4(listener.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC));
-        if (fd.get() < 0) {
-          break;
+ private:
+  void Accept(int listener) {
+    for (;;) {
+      UniqueFd fd(::accept4(listener, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC));
+      if (fd.get() < 0) {
+        break;
+      }
+      if (!SameUser(fd.get())) {
+        continue;  // closed by UniqueFd
+      }
+      auto c = std::make_unique<Client>(peak_backlog_);
+      c->fd = std::move(fd);
+      c->out = kHolderGreeting;
+      Client* raw = c.get();
+      c->watch = loop_.Watch(c->fd.get(), POLLIN | POLLOUT,
+                             [this, raw](short revents, Clock::MonoTime) { Read(*raw, revents); });
+      c->request_timer = loop_.After(kHolderRequestTimeout, [raw](Clock::MonoTime) {
+        raw->request_timer = 0;
+        if (!raw->has_job && !raw->closing) {
+          raw->Frame(HolderFrame::kError, 0,
+                     EncodeHolderError(TimeoutError("holder request: none within " +
+                                                    FormatDuration(kHolderRequestTimeout))));
+          raw->closing = true;
         }
-        if (!SameUser(fd.get())) {
-          continue;  // closed by UniqueFd
+      });
+      clients_.push_back(std::move(c));
+    }
+  }
+
+  void Read(Client& c, short revents) {
+    if (!(revents & (POLLIN | POLLHUP | POLLERR))) {
+      return;
+    }
+    char buf[kClientReadChunk];
+    ssize_t n = ::read(c.fd.get(), buf, sizeof buf);
+    if (n <= 0 && !(n < 0 && (errno == EAGAIN || errno == EINTR))) {
+      c.gone = true;
+      return;
+    }
+    if (n <= 0 || c.has_job || c.closing) {
+      return;  // one request per socket: what follows it is not read into memory
+    }
+    c.in.append(buf, static_cast<size_t>(n));
+    Result<std::optional<HolderRequest>> request = TakeHolderRequest(c.in);
+    if (request.ok() && !request->has_value()) {
+      return;  // not all there yet
+    }
+    c.in.clear();
+    c.closing = true;
+    loop_.Remove(c.request_timer);
+    if (!request.ok()) {
+      c.Frame(HolderFrame::kError, 0, EncodeHolderError(request.status()));
+      return;
+    }
+    switch ((*request)->op) {
+      case HolderRequest::Op::kStop:
+        loop_.Stop();
+        break;
+      case HolderRequest::Op::kStatus:
+        c.Frame(HolderFrame::kStatus, 0,
+                EncodeHolderStats({::getpid(), engine_.open_connections(), engine_.busy(),
+                                   peak_backlog_}));
+        break;
+      case HolderRequest::Op::kRun: {
+        Result<FanoutEngine::JobId> id = engine_.Start((*request)->job, c.sink);
+        if (id.ok()) {
+          c.has_job = true;
+          c.job = *id;
+          c.closing = false;
+        } else {
+          c.Frame(HolderFrame::kError, 0, EncodeHolderError(id.status()));
         }
-        auto c = std::make_unique<Client>(peak_backlog);
-        c->fd = std::move(fd);
-        c->out = kGreeting;
-        clients.push_back(std::move(c));
+        break;
       }
     }
-    size_t i = 1;
-    for (auto& c : clients) {
-      short revents = i < fds.size() && fds[i].fd == c->fd.get() ? fds[i].revents : 0;
-      ++i;
-      if (revents & (POLLIN | POLLHUP | POLLERR)) {
-        char buf[64 * 1024];
-        ssize_t n = ::read(c->fd.get(), buf, sizeof buf);
-        if (n <= 0 && !(n < 0 && (errno == EAGAIN || errno == EINTR))) {
-          c->gone = true;
-        } else if (n > 0) {
-          c->in.append(buf, static_cast<size_t>(n));
-        }
-      }
-      if (!c->has_job && !c->closing && c->in.size() >= 4) {
-        uint32_t len = GetU32(c->in.data());
-        if (len > kMaxRequestBytes) {
-          AppendError(c->out, InvalidArgumentError("holder request too large"));
-          c->closing = true;
-        } else if (c->in.size() >= 4 + len) {
-          json request = json::parse(c->in.substr(4, len), nullptr, false);
-          std::string op = request.is_object() ? request.value("op", "") : "";
-          c->closing = true;
-          if (op == "stop") {
-            stop = true;
-          } else if (op == "status") {
-            json st = {{"pid", ::getpid()},
-                       {"connections", engine.open_connections()},
-                       {"busy", engine.busy()},
-                       {"peak_backlog_bytes", peak_backlog}};
-            AppendFrame(c->out, kStatusFrame, 0, st.dump());
-          } else if (op == "run" && request.contains("job")) {
-            Result<FanoutJob> job = JobFromJson(request["job"]);
-            Result<FanoutEngine::JobId> id =
-                job.ok() ? engine.Start(*job, c->sink) : Result<FanoutEngine::JobId>(job.status());
-            if (id.ok()) {
-              c->has_job = true;
-              c->job = *id;
-              c->closing = false;
-            } else {
-              AppendError(c->out, id.status());
-            }
-          } else {
-            AppendError(c->out, InvalidArgumentError("unknown holder request"));
-          }
-        }
-      }
-    }
-    engine.Step(fds);
-    for (auto& c : clients) {
+  }
+
+  void AfterEngine(Clock::MonoTime now) {
+    for (auto& c : clients_) {
       if (c->has_job && c->gone) {
-        engine.Cancel(c->job);
+        engine_.Cancel(c->job);
       }
-      if (c->has_job && engine.Finished(c->job)) {
+      if (c->has_job && engine_.Finished(c->job)) {
         c->has_job = false;
-        AppendFrame(c->out, kDoneFrame, 0, "");
+        c->Frame(HolderFrame::kDone, 0, "");
         c->closing = true;
       }
       while (c->backlog() > 0 && !c->gone) {
@@ -445,39 +338,74 @@ Status ServeHolder(const std::string& socket_path, Clock& clock) {
         c->out.erase(0, c->out_sent);
         c->out_sent = 0;
       }
+      // A gone client is not polled (its hang-up would end every poll at once).
+      loop_.SetEvents(c->watch, c->gone ? 0 : POLLIN | (c->backlog() == 0 ? 0 : POLLOUT));
     }
-    clients.remove_if([](const std::unique_ptr<Client>& c) {
-      return !c->has_job && (c->gone || (c->closing && c->backlog() == 0));
-    });
-
-    auto now = clock.MonotonicNow();
-    if (engine.busy() || !clients.empty()) {
-      last_busy = now;
-    }
-    if (now >= next_tick) {
-      next_tick = now + kHolderTick;
-      struct stat st{};
-      bool still_mine = ::stat(socket_path.c_str(), &st) == 0 && st.st_ino == mine.st_ino &&
-                        st.st_dev == mine.st_dev;
-      if (!still_mine || now - last_busy >= kHolderIdleExit) {
-        stop = true;
+    clients_.remove_if([this](const std::unique_ptr<Client>& c) {
+      bool done = !c->has_job && (c->gone || (c->closing && c->backlog() == 0));
+      if (done) {
+        loop_.Remove(c->watch);
+        loop_.Remove(c->request_timer);
       }
+      return done;
+    });
+    if (engine_.busy() || !clients_.empty()) {
+      last_busy_ = now;
     }
   }
-  for (auto& c : clients) {
-    if (c->has_job) {
-      engine.Cancel(c->job);
+
+  void Tick(Clock::MonoTime now) {
+    struct stat st {};
+    bool still_mine = ::stat(path_.c_str(), &st) == 0 && st.st_ino == mine_.st_ino &&
+                      st.st_dev == mine_.st_dev;
+    bool idle = !engine_.busy() && clients_.empty() && now - last_busy_ >= kHolderIdleExit;
+    if (!still_mine || idle) {
+      loop_.Stop();
     }
   }
+
+  EventLoop& loop_;
+  FanoutEngine engine_;
+  const std::string path_;
+  const struct stat mine_;
+  std::list<std::unique_ptr<Client>> clients_;
+  size_t peak_backlog_ = 0;  // the most output held for one client since the start
+  Clock::MonoTime last_busy_;
+  std::vector<EventLoop::Id> ids_;
+};
+
+}  // namespace
+
+Status ServeHolder(const std::string& socket_path, Clock& clock) {
+  if (ConnectUnix(socket_path).ok()) {
+    return FailedPreconditionError("a connection holder already runs at " + socket_path);
+  }
+  TPUFLEET_ASSIGN_OR_RETURN(sockaddr_un addr, UnixAddress(socket_path));
+  ::unlink(socket_path.c_str());  // a dead holder's socket
+  UniqueFd listener(::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+  mode_t old_mask = ::umask(077);  // the socket file is the owner's alone
+  bool bound = listener.get() >= 0 &&
+               ::bind(listener.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof addr) == 0;
+  ::umask(old_mask);
+  if (!bound || ::listen(listener.get(), kListenBacklog) != 0) {
+    return UnavailableError("cannot listen on " + socket_path + ": " + std::strerror(errno));
+  }
+  struct stat mine{};
+  ::stat(socket_path.c_str(), &mine);
+
+  EventLoop loop(clock);
+  Server server(loop, listener.get(), socket_path, mine);
+  loop.Run();
+  server.CancelJobs();
   struct stat st{};
   if (::stat(socket_path.c_str(), &st) == 0 && st.st_ino == mine.st_ino) {
     ::unlink(socket_path.c_str());
   }
-  return Status::Ok();
+  return Status::Ok();  // the clients' sockets close as the server goes
 }
 
 Result<std::string> HolderStatus(const std::string& socket_path) {
-  TPUFLEET_ASSIGN_OR_RETURN(UniqueFd fd, Request(socket_path, json{{"op", "status"}}));
+  TPUFLEET_ASSIGN_OR_RETURN(UniqueFd fd, Request(socket_path, HolderRequest::Op::kStatus));
   std::string buf;
   std::string status;
   char chunk[4096];
@@ -485,8 +413,8 @@ Result<std::string> HolderStatus(const std::string& socket_path) {
   while ((n = ::read(fd.get(), chunk, sizeof chunk)) > 0) {
     buf.append(chunk, static_cast<size_t>(n));
   }
-  TakeFrames(buf, [&](FrameType type, uint32_t, std::string_view payload) {
-    if (type == kStatusFrame) {
+  (void)TakeHolderFrames(buf, [&](HolderFrame type, uint32_t, std::string_view payload) {
+    if (type == HolderFrame::kStatus) {
       status = payload;
     }
   });
@@ -497,7 +425,7 @@ Result<std::string> HolderStatus(const std::string& socket_path) {
 }
 
 Status StopHolder(const std::string& socket_path) {
-  TPUFLEET_ASSIGN_OR_RETURN(UniqueFd fd, Request(socket_path, json{{"op", "stop"}}));
+  TPUFLEET_ASSIGN_OR_RETURN(UniqueFd fd, Request(socket_path, HolderRequest::Op::kStop));
   char c;
   while (::read(fd.get(), &c, 1) > 0) {  // the holder closes the socket as it ends
   }
@@ -515,14 +443,13 @@ Status HolderFanout::Run(const FanoutJob& original, FanoutSink& sink) {
       }
     }
   }
-  json request = {{"op", "run"}, {"job", JobToJson(job)}};
-  Result<UniqueFd> fd = Request(socket_path_, request);
+  Result<UniqueFd> fd = Request(socket_path_, HolderRequest::Op::kRun, &job);
   if (!fd.ok() && fd.status().code() == StatusCode::kUnavailable && start_holder_ &&
       start_holder_().ok()) {
     auto deadline = clock_.MonotonicNow() + kHolderStartTimeout;
     do {
       clock_.SleepFor(milliseconds(5));
-      fd = Request(socket_path_, request);
+      fd = Request(socket_path_, HolderRequest::Op::kRun, &job);
     } while (!fd.ok() && fd.status().code() == StatusCode::kUnavailable &&
              clock_.MonotonicNow() < deadline);
   }
@@ -530,7 +457,8 @@ Status HolderFanout::Run(const FanoutJob& original, FanoutSink& sink) {
     return fd.status();  // a socket or listener not ours: said out loud, never used
   }
   if (!fd.ok()) {
-    return LocalFanout(clock_).Run(job, sink);  // no holder: connect from here, cold
+    // No holder, or a job JSON cannot carry: connect from here, cold.
+    return LocalFanout(clock_).Run(job, sink);
   }
   std::vector<bool> reported(job.hosts.size(), false);
   auto finish_rest = [&](HostOutcome outcome, const std::string& message) {
@@ -563,37 +491,36 @@ Status HolderFanout::Run(const FanoutJob& original, FanoutSink& sink) {
       return Status::Ok();
     }
     buf.append(chunk, static_cast<size_t>(n));
-    TakeFrames(buf, [&](FrameType type, uint32_t host, std::string_view payload) {
-      if (host >= reported.size() && (type == kStdoutFrame || type == kStderrFrame ||
-                                      type == kResultFrame)) {
+    Status framed = TakeHolderFrames(buf, [&](HolderFrame type, uint32_t host,
+                                              std::string_view payload) {
+      bool per_host = type == HolderFrame::kStdout || type == HolderFrame::kStderr ||
+                      type == HolderFrame::kResult;
+      if (per_host && host >= reported.size()) {
         return;
       }
       switch (type) {
-        case kStdoutFrame:
-        case kStderrFrame:
-          sink.OnOutput(host, type == kStdoutFrame ? OutputStream::kStdout : OutputStream::kStderr,
+        case HolderFrame::kStdout:
+        case HolderFrame::kStderr:
+          sink.OnOutput(host,
+                        type == HolderFrame::kStdout ? OutputStream::kStdout
+                                                     : OutputStream::kStderr,
                         payload);
           break;
-        case kResultFrame:
+        case HolderFrame::kResult:
           reported[host] = true;
-          sink.OnResult(host, ResultFromJson(json::parse(payload, nullptr, false)));
+          sink.OnResult(host, DecodeHostResult(payload));
           break;
-        case kErrorFrame: {
-          json e = json::parse(payload, nullptr, false);
-          int code = e.is_object() ? e.value("code", 0) : 0;
-          std::string message = e.is_object() ? e.value("message", "") : "";
-          error = code == 0 ? InternalError("the connection holder refused the job")
-                            : Status(static_cast<StatusCode>(code), message);
+        case HolderFrame::kError:
+          error = DecodeHolderError(payload);
           done = true;
           break;
-        }
         default:
-          done = type == kDoneFrame || done;
+          done = type == HolderFrame::kDone || done;
       }
     });
-    if (!done && buf.size() >= 9 && GetU32(buf.data() + 5) > kMaxFrameBytes) {
+    if (!done && !framed.ok()) {
       fd->Reset();
-      finish_rest(HostOutcome::kUnreachable, "the connection holder sent a malformed frame");
+      finish_rest(HostOutcome::kUnreachable, framed.message());
       return Status::Ok();
     }
   }

@@ -5,15 +5,10 @@
 // state directory; it ends itself after kHolderIdleExit without a job, or at once when
 // its socket file is removed or replaced.
 //
-// Protocol, version 1 (a socket carries one request):
-//   holder -> client  "TPUFLEET-HOLDER 1\n"
-//   client -> holder  u32 length (big-endian) + a JSON object:
-//                     {"op": "run", "job": {FanoutJob fields}} | {"op": "status"} | {"op": "stop"}
-//   holder -> client  frames: u8 type, u32 host, u32 length (big-endian), payload
-//                     1 stdout bytes, 2 stderr bytes, 3 result (JSON: outcome, exit_code,
-//                     signal, message), 4 job finished, 5 error (the job could not start:
-//                     message), 6 status (JSON: pid, connections, busy,
-//                     peak_backlog_bytes)
+// The protocol (holder_protocol.h, specified in docs/holder-protocol.md): a socket
+// carries one request (run a job, status, stop) and the holder's frames in answer.
+// A request that is not one of the spec is answered with an error frame and its socket
+// closed; the holder goes on serving the others.
 // A client that reads slowly holds its job: above kHolderClientBacklogBytes unsent, the
 // holder stops reading the job's SSH channels until the client has caught up.
 // A client that goes away cancels its job (its workers' connections close, which
@@ -22,6 +17,9 @@
 // socket's directory must be the client's and not writable by others, the socket file
 // the client's, and the listening process (SO_PEERCRED) the client's effective user.
 // Otherwise the request is PermissionDenied, naming who is there.
+//
+// The holder is one EventLoop (util/event_loop.h) in one thread: its listening socket,
+// its clients and the fan-out engine's connections are watches of that loop.
 //
 // Thread-safety: ServeHolder owns its thread; a HolderFanout runs one job at a time.
 #pragma once
@@ -36,7 +34,6 @@
 
 namespace tpufleet {
 
-inline constexpr int kHolderProtocolVersion = 1;
 /// The holder exits after this long without a job, closing its connections: warm
 /// enough for an interactive session of commands, not a forgotten daemon.
 inline constexpr std::chrono::minutes kHolderIdleExit{15};
@@ -49,6 +46,10 @@ inline constexpr size_t kHolderClientBacklogBytes = 1024 * 1024;
 /// A new holder has this long to answer on its socket before the CLI runs the job in
 /// its own process instead (the holder starts in a few milliseconds).
 inline constexpr std::chrono::seconds kHolderStartTimeout{3};
+/// A client sends its whole request right after the greeting; one that has not within
+/// this long (a stalled or confused process) is answered with a Timeout error and its
+/// socket closed, so it cannot keep the holder from ending when idle.
+inline constexpr std::chrono::seconds kHolderRequestTimeout{10};
 
 /// Runs the holder on `socket_path` until idle or told to stop. FailedPrecondition when
 /// another holder already answers there.

@@ -11,14 +11,19 @@
 
 #include <cstring>
 #include <map>
+#include <optional>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "ssh/fanout_engine.h"
 #include "ssh/testing/temp_dir.h"
 #include "ssh/testing/test_sshd.h"
+#include "util/file.h"
 #include "util/testing/as_nobody.h"
+#include "util/testing/fake_clock.h"
 
 namespace tpufleet {
 namespace {
@@ -347,6 +352,183 @@ TEST(Issue10, AHolderSocketInADirectoryOfAnotherUserIsRefused) {
   EXPECT_NE(s.message().find(dir + " belongs to nobody"), std::string::npos) << s.message();
   EXPECT_FALSE(forged.Received()) << "the job reached a holder of nobody's";
   EXPECT_EQ(StopHolder(path).code(), StatusCode::kPermissionDenied);
+}
+
+// ---- Issue 11: a malformed request ----
+
+// A client of the holder's own user that sends `request` (the u32 length is computed
+// unless `length` says otherwise) and reads until the holder closes the socket. Returns
+// the frames after the greeting as (type, payload), or an empty list when the holder
+// never answered (it died).
+std::vector<std::pair<int, std::string>> RawRequest(const std::string& path,
+                                                    const std::string& request,
+                                                    std::optional<uint32_t> length = {}) {
+  std::vector<std::pair<int, std::string>> frames;
+  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::strncpy(addr.sun_path, path.c_str(), sizeof addr.sun_path - 1);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    ::close(fd);
+    return frames;
+  }
+  uint32_t n = length.value_or(static_cast<uint32_t>(request.size()));
+  std::string bytes = {static_cast<char>(n >> 24), static_cast<char>(n >> 16),
+                       static_cast<char>(n >> 8), static_cast<char>(n)};
+  bytes += request;
+  (void)!::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+  std::string in;
+  char buf[4096];
+  for (;;) {
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, 10000) != 1) {
+      break;  // the holder neither answered nor closed: a hang
+    }
+    ssize_t got = ::read(fd, buf, sizeof buf);
+    if (got <= 0) {
+      break;
+    }
+    in.append(buf, static_cast<size_t>(got));
+  }
+  ::close(fd);
+  size_t pos = in.find('\n');
+  if (pos == std::string::npos) {
+    return frames;
+  }
+  for (++pos; in.size() - pos >= 9;) {
+    auto u32 = [&](size_t at) {
+      uint32_t v = 0;
+      for (int i = 0; i < 4; ++i) {
+        v = (v << 8) | static_cast<unsigned char>(in[at + i]);
+      }
+      return v;
+    };
+    uint32_t len = u32(pos + 5);
+    if (in.size() - pos - 9 < len) {
+      break;
+    }
+    frames.emplace_back(static_cast<unsigned char>(in[pos]), in.substr(pos + 9, len));
+    pos += 9 + len;
+  }
+  return frames;
+}
+
+// A holder served on a thread of the test, stopped and joined however the test ends.
+class ServedHolder {
+ public:
+  ServedHolder(const std::string& path, Clock& clock) : path_(path) {
+    thread_ = std::thread([this, &clock] { served_ = ServeHolder(path_, clock); });
+    Status answered = UnavailableError("never answered");
+    for (int i = 0; i < 300 && !answered.ok(); ++i) {  // its thread may still be starting
+      answered = HolderStatus(path_).status();
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    answering_ = answered.ok();
+  }
+  ~ServedHolder() { (void)Stop(); }
+  bool answering() const { return answering_; }
+  // Stops it; its ServeHolder's status.
+  Status Stop() {
+    if (thread_.joinable()) {
+      (void)StopHolder(path_);
+      thread_.join();
+    }
+    return served_;
+  }
+
+ private:
+  const std::string path_;
+  std::thread thread_;
+  Status served_;
+  bool answering_ = false;
+};
+
+// A holder crashed (an uncaught nlohmann::json::type_error) on a request whose "op" was
+// not a string, and would have on a job field of the wrong type or a number too large
+// for its field: every client's jobs died with it. Now each such request is answered
+// with one error frame (InvalidArgument, saying what is wrong) and its socket closed,
+// and the holder goes on serving.
+TEST(Issue11, AMalformedHolderRequestIsAnsweredWithAnErrorAndTheHolderLives) {
+  TempDir tmp;
+  std::string path = tmp.path() + "/holder.sock";
+  RealClock clock;
+  ServedHolder holder(path, clock);
+  ASSERT_TRUE(holder.answering());
+
+  const std::string host =
+      R"({"name":"w0","address":"127.0.0.1","port":22,"user":"me","host_key":"ssh-ed25519 AAAA",)"
+      R"("command":"","no_input":false})";
+  auto job = [&](const std::string& hosts, const std::string& timeout) {
+    return R"({"op":"run","job":{"hosts":)" + hosts +
+           R"(,"command":"true","key_path":"/nonexistent","stdin_path":"","stdin_header":"",)"
+           R"("max_parallel":1,"connect_timeout_ms":)" + timeout +
+           R"(,"command_timeout_ms":0,"fail_fast":false,"hold_stdin":false}})";
+  };
+  std::string port_string = host;
+  port_string.replace(port_string.find("22"), 2, "\"22\"");
+  std::string port_huge = host;
+  port_huge.replace(port_huge.find("22"), 2, "1e300");
+  std::string port_zero = host;
+  port_zero.replace(port_zero.find("22"), 2, "0");
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {R"({"op":1})", "\"op\""},
+      {R"({"op":null})", "\"op\""},
+      {R"({"op":["run"]})", "\"op\""},
+      {R"([1,2,3])", "JSON object"},
+      {"not json", "JSON"},
+      {std::string(100000, '['), "JSON"},
+      {R"({"op":"run"})", "\"job\""},
+      {R"({"op":"run","job":[]})", "\"job\""},
+      {R"({"op":"dance"})", "dance"},
+      {job(R"("w0")", "1000"), "hosts"},
+      {job("[" + port_string + "]", "1000"), "port"},
+      {job("[" + port_huge + "]", "1000"), "port"},
+      {job("[" + port_zero + "]", "1000"), "port"},
+      {job("[" + host + "]", R"("soon")"), "connect_timeout_ms"},
+      {job("[" + host + "]", "1e300"), "connect_timeout_ms"},
+      {job("[" + host + "]", "-5"), "connect_timeout_ms"},
+      {job("[" + host + "]", "9223372036854775807"), "connect_timeout_ms"},
+  };
+  for (const auto& [request, names] : bad) {
+    auto frames = RawRequest(path, request);
+    ASSERT_EQ(frames.size(), 1u) << "no single answer to " << request.substr(0, 80);
+    EXPECT_EQ(frames[0].first, 5) << "not an error frame";
+    auto e = nlohmann::json::parse(frames[0].second, nullptr, false);
+    ASSERT_TRUE(e.is_object()) << frames[0].second;
+    EXPECT_EQ(e["code"], static_cast<int>(StatusCode::kInvalidArgument)) << frames[0].second;
+    EXPECT_NE(e["message"].get<std::string>().find(names), std::string::npos)
+        << request.substr(0, 80) << " -> " << frames[0].second;
+  }
+  // A length beyond the bound is refused before anything is read.
+  auto frames = RawRequest(path, "{}", 0xffffffffu);
+  ASSERT_EQ(frames.size(), 1u);
+  EXPECT_NE(frames[0].second.find("too large"), std::string::npos) << frames[0].second;
+
+  Result<std::string> status = HolderStatus(path);  // still there
+  EXPECT_TRUE(status.ok()) << status.status().ToString();
+  Status served = holder.Stop();
+  EXPECT_TRUE(served.ok()) << served.ToString();
+}
+
+// A client that sent half a request (or none) and then nothing held its socket, and kept
+// the holder from ever ending as idle. Now it is told after kHolderRequestTimeout, on
+// the holder's clock, and its socket closed.
+TEST(Issue11, AClientThatNeverFinishesItsRequestIsToldAndLetGo) {
+  TempDir tmp;
+  std::string path = tmp.path() + "/holder.sock";
+  FakeClock clock;
+  ServedHolder holder(path, clock);
+  ASSERT_TRUE(holder.answering());
+  std::thread later([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    clock.Advance(kHolderRequestTimeout);
+  });
+  auto frames = RawRequest(path, R"({"op")", /*length=*/100);  // 5 of 100 bytes
+  later.join();
+  ASSERT_EQ(frames.size(), 1u) << "the holder kept waiting for the rest";
+  EXPECT_EQ(frames[0].first, 5) << "not an error frame";
+  auto e = nlohmann::json::parse(frames[0].second, nullptr, false);
+  EXPECT_EQ(e["code"], static_cast<int>(StatusCode::kTimeout)) << frames[0].second;
 }
 
 }  // namespace
