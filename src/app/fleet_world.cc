@@ -9,13 +9,9 @@
 #include <cstring>
 #include <map>
 #include <mutex>
-#include <random>
 
-#include "app/emulator_locator.h"
 #include "app/holder_command.h"
 #include "core/fleet_spec.h"
-#include "provider/gcp_credentials.h"
-#include "provider/gcp_tpu.h"
 #include "provider/ssh_hosts.h"
 #include "ssh/fanout_engine.h"
 #include "ssh/holder.h"
@@ -28,21 +24,6 @@
 
 namespace tpufleet::app {
 namespace {
-
-// The running emulator's own secret (STATE/token), read once and checked: the emulator
-// takes nothing else from tpufleet, and a user's Google credentials must never be sent
-// to a local port.
-class EmulatorToken final : public TokenSource {
- public:
-  EmulatorToken(std::string token, std::string file)
-      : token_(std::move(token)), file_(std::move(file)) {}
-  Result<std::string> AccessToken() override { return token_; }
-  std::string Describe() const override { return "the emulator's token (" + file_ + ")"; }
-
- private:
-  const std::string token_;
-  const std::string file_;
-};
 
 std::string Env(const std::map<std::string, std::string>& env, const std::string& key) {
   auto it = env.find(key);
@@ -63,81 +44,49 @@ NodeSpec SpecOfRecord(const NodeRecord& r) {
   return n;
 }
 
+// A command's providers: the pool's (shared for the App's life, held here while the
+// world lives) and the ssh-hosts ones, which hold only addresses from the spec or the
+// record and go with the world.
 class AppProviders final : public ProviderSource {
  public:
-  AppProviders(std::map<std::string, std::string> env, HttpClient& http, Clock& clock)
-      : env_(std::move(env)), http_(http), clock_(clock) {}
+  AppProviders(const std::map<std::string, std::string>& env, ProviderPool& pool)
+      : env_(env), pool_(pool) {}
 
   Result<CloudProvider*> ForFleet(const FleetSpec& fleet) override {
     if (fleet.provider == Provider::kSshHosts) {
-      std::lock_guard<std::mutex> l(mu_);
-      auto p = std::make_unique<SshHostsProvider>(fleet.nodes);
-      CloudProvider* raw = p.get();
-      owned_.push_back(std::move(p));
-      return raw;
+      return SshHosts(fleet.nodes);
     }
-    return Gcp(std::string(ProviderName(fleet.provider)), fleet.project);
+    return Pooled(std::string(ProviderName(fleet.provider)), fleet.project);
   }
 
   Result<CloudProvider*> ForRecord(const NodeRecord& r) override {
     if (r.provider == ProviderName(Provider::kSshHosts)) {
-      std::lock_guard<std::mutex> l(mu_);
-      auto p = std::make_unique<SshHostsProvider>(std::vector<NodeSpec>{SpecOfRecord(r)});
-      CloudProvider* raw = p.get();
-      owned_.push_back(std::move(p));
-      return raw;
+      return SshHosts({SpecOfRecord(r)});
     }
-    return Gcp(r.provider, r.project);
+    return Pooled(r.provider, r.project);
   }
 
  private:
-  Result<CloudProvider*> Gcp(const std::string& provider, const std::string& project) {
+  CloudProvider* SshHosts(std::vector<NodeSpec> nodes) {
     std::lock_guard<std::mutex> l(mu_);
-    std::string key = provider + "/" + project;
-    if (auto it = gcp_.find(key); it != gcp_.end()) {
-      return it->second.get();
-    }
-    EnvLookup env = [this](const std::string& name) -> std::optional<std::string> {
-      std::string v = Env(env_, name);
-      return v.empty() ? std::nullopt : std::optional<std::string>(v);
-    };
-    GcpTpuOptions options;
-    options.project = project;
-    options.seed = std::random_device{}();
-    std::unique_ptr<TokenSource> tokens;
-    if (provider == ProviderName(Provider::kEmulator)) {
-      std::string dir = EmulatorStateDir(std::nullopt, env_);
-      std::optional<EmulatorDaemon> daemon = RunningEmulator(dir);
-      if (!daemon) {
-        return FailedPreconditionError("the fleet's provider is the emulator, and no emulator "
-                                       "runs from " + dir + "; start it with `tpufleet "
-                                       "emulator start`");
-      }
-      options.endpoint = daemon->endpoint;
-      TPUFLEET_ASSIGN_OR_RETURN(std::string token, ReadEmulatorToken(daemon->token_file, env_));
-      tokens = std::make_unique<EmulatorToken>(std::move(token), daemon->token_file);
-    } else {
-      TPUFLEET_ASSIGN_OR_RETURN(options.endpoint, ResolveTpuEndpoint(env));
-    }
-    if (!tokens) {
-      CredentialOptions co;
-      co.env = env;
-      TPUFLEET_ASSIGN_OR_RETURN(tokens, FindGcpCredentials(co, http_, clock_));
-    }
-    auto p = std::make_unique<GcpTpuProvider>(options, *tokens, http_, clock_);
+    ssh_hosts_.push_back(std::make_unique<SshHostsProvider>(std::move(nodes)));
+    return ssh_hosts_.back().get();
+  }
+
+  Result<CloudProvider*> Pooled(const std::string& provider, const std::string& project) {
+    TPUFLEET_ASSIGN_OR_RETURN(std::shared_ptr<CloudProvider> p,
+                              pool_.Get(provider, project, env_));
+    std::lock_guard<std::mutex> l(mu_);
     CloudProvider* raw = p.get();
-    token_sources_.push_back(std::move(tokens));
-    gcp_[key] = std::move(p);
+    held_[raw] = std::move(p);
     return raw;
   }
 
   const std::map<std::string, std::string> env_;
-  HttpClient& http_;
-  Clock& clock_;
+  ProviderPool& pool_;
   std::mutex mu_;
-  std::vector<std::unique_ptr<TokenSource>> token_sources_;
-  std::map<std::string, std::unique_ptr<CloudProvider>> gcp_;
-  std::vector<std::unique_ptr<CloudProvider>> owned_;
+  std::map<CloudProvider*, std::shared_ptr<CloudProvider>> held_;  // guarded by mu_
+  std::vector<std::unique_ptr<CloudProvider>> ssh_hosts_;         // guarded by mu_
 };
 
 // exec's fan-out: through the connection holder (warm), or with TPUFLEET_HOLDER=off
@@ -155,14 +104,15 @@ std::unique_ptr<Fanout> MakeFanout(const std::map<std::string, std::string>& env
 class AppWorld final : public cli::WorldHandle {
  public:
   AppWorld(const std::map<std::string, std::string>& env, std::unique_ptr<SqliteStore> store,
-           UniqueFd lock, const std::string& state_dir, const ControlPaths& paths)
+           UniqueFd lock, const std::string& state_dir, const ControlPaths& paths,
+           Clock& clock, ProviderPool& pool)
       : store_(std::move(store)),
         lock_(std::move(lock)),
-        providers_(env, http_, clock_),
+        providers_(env, pool),
         ssh_(state_dir + "/ssh/config"),
-        fanout_(MakeFanout(env, clock_)),
+        fanout_(MakeFanout(env, clock)),
         world_{*store_,
-               clock_,
+               clock,
                providers_,
                ssh_,
                *fanout_,
@@ -172,8 +122,6 @@ class AppWorld final : public cli::WorldHandle {
   World& world() override { return world_; }
 
  private:
-  RealClock clock_;
-  CurlHttpClient http_;
   std::unique_ptr<SqliteStore> store_;
   UniqueFd lock_;  // held while the world lives, for commands that change the fleet
   AppProviders providers_;
@@ -239,7 +187,16 @@ std::string FleetStateDir(const std::map<std::string, std::string>& env) {
   return base + "/tpufleet";
 }
 
-Result<std::unique_ptr<cli::WorldHandle>> OpenFleetWorld(cli::Invocation& inv, bool exclusive) {
+FleetWorlds::FleetWorlds() : pool_(http_, clock_) {}
+
+FleetWorlds::FleetWorlds(ProviderMaker make) : pool_(std::move(make)) {}
+
+cli::WorldFactory FleetWorlds::Factory() {
+  return [this](cli::Invocation& inv, bool exclusive) { return Open(inv, exclusive); };
+}
+
+Result<std::unique_ptr<cli::WorldHandle>> FleetWorlds::Open(cli::Invocation& inv,
+                                                            bool exclusive) {
   std::string dir = FleetStateDir(inv.env);
   TPUFLEET_TRY(MakeStateDir(dir));
   TPUFLEET_ASSIGN_OR_RETURN(ControlPaths paths, PathsFor(inv.env, dir));
@@ -250,7 +207,8 @@ Result<std::unique_ptr<cli::WorldHandle>> OpenFleetWorld(cli::Invocation& inv, b
   TPUFLEET_ASSIGN_OR_RETURN(std::unique_ptr<SqliteStore> store,
                             SqliteStore::Open(dir + "/state.db"));
   return std::unique_ptr<cli::WorldHandle>(
-      std::make_unique<AppWorld>(inv.env, std::move(store), std::move(lock), dir, paths));
+      std::make_unique<AppWorld>(inv.env, std::move(store), std::move(lock), dir, paths,
+                                 clock_, pool_));
 }
 
 }  // namespace tpufleet::app

@@ -57,7 +57,7 @@ TEST(Help, HelpListsEveryCommand) {
     for (const char* name : {"catalog", "estimate", "plan", "validate", "help"}) {
       EXPECT_TRUE(HasTableRow(o.out, std::string("  ") + name)) << name << "\n" << o.out;
     }
-    for (const Command& c : Commands()) {
+    for (const Command& c : CliCommands()) {
       EXPECT_TRUE(
           Contains(o.out, "  " + c.name + std::string(12 - c.name.size(), ' ') + c.summary + "\n"))
           << c.name;
@@ -65,9 +65,36 @@ TEST(Help, HelpListsEveryCommand) {
   }
 }
 
+// Rows belong to the App that main builds, not to the process: a second App in the
+// same process (a test's, or the server's for another user) sees only its own.
+TEST(Issue11, EachAppRunsItsOwnCommandRows) {
+  App with_extra{CliCommands(), nullptr};
+  with_extra.commands.push_back({"hello", "Say hello", "", "", {}, false,
+                                 [](Invocation& inv) {
+                                   inv.out << "hello\n";
+                                   return ExitStatus::kOk;
+                                 }});
+  Output ran = cli_testing::Tpufleet(with_extra, {"hello"});
+  EXPECT_EQ(ran.code, 0) << ran.err;
+  EXPECT_EQ(ran.out, "hello\n");
+  EXPECT_TRUE(HasTableRow(cli_testing::Tpufleet(with_extra, {"help"}).out, "  hello"));
+
+  Output other = Tpufleet({"hello"});
+  EXPECT_EQ(other.code, 2);
+  EXPECT_TRUE(Contains(other.err, "unknown command 'hello'")) << other.err;
+  EXPECT_FALSE(HasTableRow(Tpufleet({"help"}).out, "  hello"));
+}
+
+// An App without a world factory (the emulator's) says so instead of crashing.
+TEST(Issue11, AnAppWithNoWorldFactorySaysSo) {
+  Output o = Tpufleet({"status"});
+  EXPECT_EQ(o.code, 1);
+  EXPECT_TRUE(Contains(o.err, "no world factory")) << o.err;
+}
+
 TEST(Help, EveryCommandHasHelp) {
-  ASSERT_GE(Commands().size(), 4u);
-  for (const Command& c : Commands()) {
+  ASSERT_GE(CliCommands().size(), 4u);
+  for (const Command& c : CliCommands()) {
     for (const std::vector<std::string>& argv : std::vector<std::vector<std::string>>{
              {c.name, "--help"}, {c.name, "-h"}, {"help", c.name}}) {
       Output o = Tpufleet(argv);
