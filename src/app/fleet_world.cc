@@ -73,19 +73,27 @@ class AppProviders final : public ProviderSource {
     return ssh_hosts_.back().get();
   }
 
+  // Asks the pool once per (name, project) in a world: a command sees one provider
+  // for its whole run, even when the emulator restarts meanwhile.
   Result<CloudProvider*> Pooled(const std::string& provider, const std::string& project) {
+    std::string key = provider + "/" + project;
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      if (auto it = held_.find(key); it != held_.end()) {
+        return it->second.get();
+      }
+    }
     TPUFLEET_ASSIGN_OR_RETURN(std::shared_ptr<CloudProvider> p,
                               pool_.Get(provider, project, env_));
     std::lock_guard<std::mutex> l(mu_);
-    CloudProvider* raw = p.get();
-    held_[raw] = std::move(p);
-    return raw;
+    return held_.try_emplace(key, std::move(p)).first->second.get();
   }
 
   const std::map<std::string, std::string> env_;
   ProviderPool& pool_;
   std::mutex mu_;
-  std::map<CloudProvider*, std::shared_ptr<CloudProvider>> held_;  // guarded by mu_
+  // By name "/" project; guarded by mu_.
+  std::map<std::string, std::shared_ptr<CloudProvider>> held_;
   std::vector<std::unique_ptr<CloudProvider>> ssh_hosts_;         // guarded by mu_
 };
 
@@ -106,13 +114,14 @@ class AppWorld final : public cli::WorldHandle {
   AppWorld(const std::map<std::string, std::string>& env, std::unique_ptr<SqliteStore> store,
            UniqueFd lock, const std::string& state_dir, const ControlPaths& paths,
            Clock& clock, ProviderPool& pool)
-      : store_(std::move(store)),
+      : clock_(clock),
+        store_(std::move(store)),
         lock_(std::move(lock)),
         providers_(env, pool),
         ssh_(state_dir + "/ssh/config"),
-        fanout_(MakeFanout(env, clock)),
+        fanout_(MakeFanout(env, clock_)),
         world_{*store_,
-               clock,
+               clock_,
                providers_,
                ssh_,
                *fanout_,
@@ -122,6 +131,7 @@ class AppWorld final : public cli::WorldHandle {
   World& world() override { return world_; }
 
  private:
+  Clock& clock_;  // the App's
   std::unique_ptr<SqliteStore> store_;
   UniqueFd lock_;  // held while the world lives, for commands that change the fleet
   AppProviders providers_;
