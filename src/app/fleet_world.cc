@@ -20,6 +20,7 @@
 #include "util/clock.h"
 #include "util/file.h"
 #include "util/http_client.h"
+#include "util/strings.h"
 #include "util/unique_fd.h"
 
 namespace tpufleet::app {
@@ -44,9 +45,21 @@ NodeSpec SpecOfRecord(const NodeRecord& r) {
   return n;
 }
 
+// What an ssh-hosts provider is built from (names, login, port, addresses): equal keys,
+// equal providers.
+std::string SshHostsKey(const std::vector<NodeSpec>& nodes) {
+  std::string key;
+  for (const NodeSpec& n : nodes) {
+    key += n.name + "\n" + n.ssh_user + "\n" + std::to_string(n.port) + "\n" +
+           Join(n.hosts, "\n") + "\n\n";
+  }
+  return key;
+}
+
 // A command's providers: the pool's (shared for the App's life, held here while the
 // world lives) and the ssh-hosts ones, which hold only addresses from the spec or the
-// record and go with the world.
+// record and go with the world. Both are built once per key, so a world that lives
+// long (a reconciler's) does not grow either.
 class AppProviders final : public ProviderSource {
  public:
   AppProviders(const std::map<std::string, std::string>& env, ProviderPool& pool)
@@ -68,9 +81,13 @@ class AppProviders final : public ProviderSource {
 
  private:
   CloudProvider* SshHosts(std::vector<NodeSpec> nodes) {
+    std::string key = SshHostsKey(nodes);
     std::lock_guard<std::mutex> l(mu_);
-    ssh_hosts_.push_back(std::make_unique<SshHostsProvider>(std::move(nodes)));
-    return ssh_hosts_.back().get();
+    std::unique_ptr<CloudProvider>& p = ssh_hosts_[key];
+    if (!p) {
+      p = std::make_unique<SshHostsProvider>(std::move(nodes));
+    }
+    return p.get();
   }
 
   // Asks the pool once per (name, project) in a world: a command sees one provider
@@ -94,7 +111,8 @@ class AppProviders final : public ProviderSource {
   std::mutex mu_;
   // By name "/" project; guarded by mu_.
   std::map<std::string, std::shared_ptr<CloudProvider>> held_;
-  std::vector<std::unique_ptr<CloudProvider>> ssh_hosts_;         // guarded by mu_
+  // By SshHostsKey; guarded by mu_.
+  std::map<std::string, std::unique_ptr<CloudProvider>> ssh_hosts_;
 };
 
 // exec's fan-out: through the connection holder (warm), or with TPUFLEET_HOLDER=off

@@ -107,12 +107,19 @@ TEST_F(Issue11, OneAppOpeningManyWorldsBuildsOneProviderPerNameAndProject) {
     EXPECT_EQ(*by_fleet, lab) << "open " << i;
     EXPECT_EQ(*by_record, lab) << "open " << i;
     EXPECT_EQ(*by_other, other) << "open " << i;
-    // ssh-hosts providers hold the record's addresses and go with the world.
+    // ssh-hosts providers hold the record's addresses and go with the world; asked
+    // again for the same machines, the world answers with the same one.
     NodeRecord lab_server = Record("ssh-hosts", "");
     WorkerRecord w;
     w.address = "127.0.0.1";
     lab_server.workers.push_back(w);
-    ASSERT_TRUE(providers.ForRecord(lab_server).ok());
+    Result<CloudProvider*> server = providers.ForRecord(lab_server);
+    ASSERT_TRUE(server.ok());
+    for (int again = 0; again < 3; ++again) {
+      EXPECT_EQ(*providers.ForRecord(lab_server), *server);
+    }
+    lab_server.workers[0].address = "127.0.0.2";
+    EXPECT_NE(*providers.ForRecord(lab_server), *server);
   }
   EXPECT_NE(lab, other);
   EXPECT_EQ(made_, 2);  // one per (name, project), whatever the number of worlds
