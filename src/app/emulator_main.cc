@@ -5,11 +5,13 @@
 
 #include "app/emulator_command.h"
 #include "app/run_cli.h"
+#include "cli/app.h"
 
 int main(int argc, char** argv) {
-  tpufleet::cli::AddCommands(
-      {tpufleet::app::EmulatorCommandRow(tpufleet::app::RunEmulatorHere)});
+  // No world factory: the emulator keeps no fleet.
+  tpufleet::cli::App app{tpufleet::cli::CliCommands(), nullptr};
+  app.commands.push_back(tpufleet::app::EmulatorCommandRow(tpufleet::app::RunEmulatorHere));
   std::vector<std::string> args = {"emulator"};
   args.insert(args.end(), argv + 1, argv + argc);
-  return tpufleet::app::RunCli(args);
+  return tpufleet::app::RunCli(app, args);
 }

@@ -9,13 +9,9 @@
 #include <cstring>
 #include <map>
 #include <mutex>
-#include <random>
 
-#include "app/emulator_locator.h"
 #include "app/holder_command.h"
 #include "core/fleet_spec.h"
-#include "provider/gcp_credentials.h"
-#include "provider/gcp_tpu.h"
 #include "provider/ssh_hosts.h"
 #include "ssh/fanout_engine.h"
 #include "ssh/holder.h"
@@ -24,25 +20,11 @@
 #include "util/clock.h"
 #include "util/file.h"
 #include "util/http_client.h"
+#include "util/strings.h"
 #include "util/unique_fd.h"
 
 namespace tpufleet::app {
 namespace {
-
-// The running emulator's own secret (STATE/token), read once and checked: the emulator
-// takes nothing else from tpufleet, and a user's Google credentials must never be sent
-// to a local port.
-class EmulatorToken final : public TokenSource {
- public:
-  EmulatorToken(std::string token, std::string file)
-      : token_(std::move(token)), file_(std::move(file)) {}
-  Result<std::string> AccessToken() override { return token_; }
-  std::string Describe() const override { return "the emulator's token (" + file_ + ")"; }
-
- private:
-  const std::string token_;
-  const std::string file_;
-};
 
 std::string Env(const std::map<std::string, std::string>& env, const std::string& key) {
   auto it = env.find(key);
@@ -63,81 +45,74 @@ NodeSpec SpecOfRecord(const NodeRecord& r) {
   return n;
 }
 
+// What an ssh-hosts provider is built from (names, login, port, addresses): equal keys,
+// equal providers.
+std::string SshHostsKey(const std::vector<NodeSpec>& nodes) {
+  std::string key;
+  for (const NodeSpec& n : nodes) {
+    key += n.name + "\n" + n.ssh_user + "\n" + std::to_string(n.port) + "\n" +
+           Join(n.hosts, "\n") + "\n\n";
+  }
+  return key;
+}
+
+// A command's providers: the pool's (shared for the App's life, held here while the
+// world lives) and the ssh-hosts ones, which hold only addresses from the spec or the
+// record and go with the world. Both are built once per key, so a world that lives
+// long (a reconciler's) does not grow either.
 class AppProviders final : public ProviderSource {
  public:
-  AppProviders(std::map<std::string, std::string> env, HttpClient& http, Clock& clock)
-      : env_(std::move(env)), http_(http), clock_(clock) {}
+  AppProviders(const std::map<std::string, std::string>& env, ProviderPool& pool)
+      : env_(env), pool_(pool) {}
 
   Result<CloudProvider*> ForFleet(const FleetSpec& fleet) override {
     if (fleet.provider == Provider::kSshHosts) {
-      std::lock_guard<std::mutex> l(mu_);
-      auto p = std::make_unique<SshHostsProvider>(fleet.nodes);
-      CloudProvider* raw = p.get();
-      owned_.push_back(std::move(p));
-      return raw;
+      return SshHosts(fleet.nodes);
     }
-    return Gcp(std::string(ProviderName(fleet.provider)), fleet.project);
+    return Pooled(std::string(ProviderName(fleet.provider)), fleet.project);
   }
 
   Result<CloudProvider*> ForRecord(const NodeRecord& r) override {
     if (r.provider == ProviderName(Provider::kSshHosts)) {
-      std::lock_guard<std::mutex> l(mu_);
-      auto p = std::make_unique<SshHostsProvider>(std::vector<NodeSpec>{SpecOfRecord(r)});
-      CloudProvider* raw = p.get();
-      owned_.push_back(std::move(p));
-      return raw;
+      return SshHosts({SpecOfRecord(r)});
     }
-    return Gcp(r.provider, r.project);
+    return Pooled(r.provider, r.project);
   }
 
  private:
-  Result<CloudProvider*> Gcp(const std::string& provider, const std::string& project) {
+  CloudProvider* SshHosts(std::vector<NodeSpec> nodes) {
+    std::string key = SshHostsKey(nodes);
     std::lock_guard<std::mutex> l(mu_);
+    std::unique_ptr<CloudProvider>& p = ssh_hosts_[key];
+    if (!p) {
+      p = std::make_unique<SshHostsProvider>(std::move(nodes));
+    }
+    return p.get();
+  }
+
+  // Asks the pool once per (name, project) in a world: a command sees one provider
+  // for its whole run, even when the emulator restarts meanwhile.
+  Result<CloudProvider*> Pooled(const std::string& provider, const std::string& project) {
     std::string key = provider + "/" + project;
-    if (auto it = gcp_.find(key); it != gcp_.end()) {
-      return it->second.get();
-    }
-    EnvLookup env = [this](const std::string& name) -> std::optional<std::string> {
-      std::string v = Env(env_, name);
-      return v.empty() ? std::nullopt : std::optional<std::string>(v);
-    };
-    GcpTpuOptions options;
-    options.project = project;
-    options.seed = std::random_device{}();
-    std::unique_ptr<TokenSource> tokens;
-    if (provider == ProviderName(Provider::kEmulator)) {
-      std::string dir = EmulatorStateDir(std::nullopt, env_);
-      std::optional<EmulatorDaemon> daemon = RunningEmulator(dir);
-      if (!daemon) {
-        return FailedPreconditionError("the fleet's provider is the emulator, and no emulator "
-                                       "runs from " + dir + "; start it with `tpufleet "
-                                       "emulator start`");
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      if (auto it = held_.find(key); it != held_.end()) {
+        return it->second.get();
       }
-      options.endpoint = daemon->endpoint;
-      TPUFLEET_ASSIGN_OR_RETURN(std::string token, ReadEmulatorToken(daemon->token_file, env_));
-      tokens = std::make_unique<EmulatorToken>(std::move(token), daemon->token_file);
-    } else {
-      TPUFLEET_ASSIGN_OR_RETURN(options.endpoint, ResolveTpuEndpoint(env));
     }
-    if (!tokens) {
-      CredentialOptions co;
-      co.env = env;
-      TPUFLEET_ASSIGN_OR_RETURN(tokens, FindGcpCredentials(co, http_, clock_));
-    }
-    auto p = std::make_unique<GcpTpuProvider>(options, *tokens, http_, clock_);
-    CloudProvider* raw = p.get();
-    token_sources_.push_back(std::move(tokens));
-    gcp_[key] = std::move(p);
-    return raw;
+    TPUFLEET_ASSIGN_OR_RETURN(std::shared_ptr<CloudProvider> p,
+                              pool_.Get(provider, project, env_));
+    std::lock_guard<std::mutex> l(mu_);
+    return held_.try_emplace(key, std::move(p)).first->second.get();
   }
 
   const std::map<std::string, std::string> env_;
-  HttpClient& http_;
-  Clock& clock_;
+  ProviderPool& pool_;
   std::mutex mu_;
-  std::vector<std::unique_ptr<TokenSource>> token_sources_;
-  std::map<std::string, std::unique_ptr<CloudProvider>> gcp_;
-  std::vector<std::unique_ptr<CloudProvider>> owned_;
+  // By name "/" project; guarded by mu_.
+  std::map<std::string, std::shared_ptr<CloudProvider>> held_;
+  // By SshHostsKey; guarded by mu_.
+  std::map<std::string, std::unique_ptr<CloudProvider>> ssh_hosts_;
 };
 
 // exec's fan-out: through the connection holder (warm), or with TPUFLEET_HOLDER=off
@@ -155,10 +130,12 @@ std::unique_ptr<Fanout> MakeFanout(const std::map<std::string, std::string>& env
 class AppWorld final : public cli::WorldHandle {
  public:
   AppWorld(const std::map<std::string, std::string>& env, std::unique_ptr<SqliteStore> store,
-           UniqueFd lock, const std::string& state_dir, const ControlPaths& paths)
-      : store_(std::move(store)),
+           UniqueFd lock, const std::string& state_dir, const ControlPaths& paths,
+           Clock& clock, ProviderPool& pool)
+      : clock_(clock),
+        store_(std::move(store)),
         lock_(std::move(lock)),
-        providers_(env, http_, clock_),
+        providers_(env, pool),
         ssh_(state_dir + "/ssh/config"),
         fanout_(MakeFanout(env, clock_)),
         world_{*store_,
@@ -172,8 +149,7 @@ class AppWorld final : public cli::WorldHandle {
   World& world() override { return world_; }
 
  private:
-  RealClock clock_;
-  CurlHttpClient http_;
+  Clock& clock_;  // the App's
   std::unique_ptr<SqliteStore> store_;
   UniqueFd lock_;  // held while the world lives, for commands that change the fleet
   AppProviders providers_;
@@ -239,7 +215,16 @@ std::string FleetStateDir(const std::map<std::string, std::string>& env) {
   return base + "/tpufleet";
 }
 
-Result<std::unique_ptr<cli::WorldHandle>> OpenFleetWorld(cli::Invocation& inv, bool exclusive) {
+FleetWorlds::FleetWorlds() : pool_(http_, clock_) {}
+
+FleetWorlds::FleetWorlds(ProviderMaker make) : pool_(std::move(make)) {}
+
+cli::WorldFactory FleetWorlds::Factory() {
+  return [this](cli::Invocation& inv, bool exclusive) { return Open(inv, exclusive); };
+}
+
+Result<std::unique_ptr<cli::WorldHandle>> FleetWorlds::Open(cli::Invocation& inv,
+                                                            bool exclusive) {
   std::string dir = FleetStateDir(inv.env);
   TPUFLEET_TRY(MakeStateDir(dir));
   TPUFLEET_ASSIGN_OR_RETURN(ControlPaths paths, PathsFor(inv.env, dir));
@@ -250,7 +235,8 @@ Result<std::unique_ptr<cli::WorldHandle>> OpenFleetWorld(cli::Invocation& inv, b
   TPUFLEET_ASSIGN_OR_RETURN(std::unique_ptr<SqliteStore> store,
                             SqliteStore::Open(dir + "/state.db"));
   return std::unique_ptr<cli::WorldHandle>(
-      std::make_unique<AppWorld>(inv.env, std::move(store), std::move(lock), dir, paths));
+      std::make_unique<AppWorld>(inv.env, std::move(store), std::move(lock), dir, paths,
+                                 clock_, pool_));
 }
 
 }  // namespace tpufleet::app

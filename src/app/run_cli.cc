@@ -5,13 +5,12 @@
 #include <iostream>
 #include <map>
 
-#include "cli/command.h"
 
 extern char** environ;
 
 namespace tpufleet::app {
 
-int RunCli(const std::vector<std::string>& args) {
+int RunCli(const cli::App& app, const std::vector<std::string>& args) {
   std::ios::sync_with_stdio(false);
   std::map<std::string, std::string> env;
   for (char** e = environ; *e != nullptr; ++e) {
@@ -23,7 +22,7 @@ int RunCli(const std::vector<std::string>& args) {
   }
   cli::Terminal terminal{isatty(STDOUT_FILENO) == 1,
                          isatty(STDIN_FILENO) == 1 ? &std::cin : nullptr};
-  cli::ExitStatus status = cli::Main(args, std::cout, std::cerr, env, terminal);
+  cli::ExitStatus status = cli::Main(app, args, std::cout, std::cerr, env, terminal);
   std::cout.flush();
   return static_cast<int>(status);
 }

@@ -6,10 +6,12 @@
 #include "app/fleet_world.h"
 #include "app/holder_command.h"
 #include "app/run_cli.h"
+#include "cli/app.h"
 
 int main(int argc, char** argv) {
-  tpufleet::cli::SetWorldFactory(tpufleet::app::OpenFleetWorld);
-  tpufleet::cli::AddCommands({tpufleet::app::EmulatorCommandRow(tpufleet::app::ExecEmulator),
-                              tpufleet::app::HolderCommandRow()});
-  return tpufleet::app::RunCli(std::vector<std::string>(argv + 1, argv + argc));
+  tpufleet::app::FleetWorlds worlds;
+  tpufleet::cli::App app{tpufleet::cli::CliCommands(), worlds.Factory()};
+  app.commands.push_back(tpufleet::app::EmulatorCommandRow(tpufleet::app::ExecEmulator));
+  app.commands.push_back(tpufleet::app::HolderCommandRow());
+  return tpufleet::app::RunCli(app, std::vector<std::string>(argv + 1, argv + argc));
 }

@@ -1,8 +1,8 @@
 // The CLI's command table and what a command handler gets.
 //
-// Every subcommand is one row of the table (command_table.cc; src/app adds rows with
-// AddCommands): its name, a one-line summary,
-// its usage, its flags, and a handler. `tpufleet help` prints the table; an unknown
+// Every subcommand is one row of its App's table (cli/app.h: the CLI's own rows from
+// command_table.cc, and the rows main adds): its name, a one-line summary, its usage,
+// its flags, and a handler. `tpufleet help` prints the table; an unknown
 // command or flag gets a "did you mean"; `--help` after any command prints its usage.
 // Handlers write to the Invocation's streams (never to std::cout directly) so tests can
 // run them in-process.
@@ -23,6 +23,8 @@
 #include "util/status.h"
 
 namespace tpufleet::cli {
+
+struct App;  // cli/app.h
 
 /// Process exit codes (STYLE rule 10).
 enum class ExitStatus { kOk = 0, kFailure = 1, kUsage = 2, kInterrupted = 130 };
@@ -51,12 +53,14 @@ struct Terminal {
   std::istream* in = nullptr;    // stdin when it is a terminal (for questions), else null
 };
 
-/// Where a command runs: its streams, parsed arguments, and the global options.
+/// Where a command runs: its App, streams, parsed arguments, and the global options.
 struct Invocation {
-  Invocation(std::ostream& o, std::ostream& e, Args a, std::map<std::string, std::string> environment,
-             Terminal t = {})
-      : out(o), err(e), args(std::move(a)), env(std::move(environment)), terminal(t) {}
+  Invocation(const App& a, std::ostream& o, std::ostream& e, Args parsed,
+             std::map<std::string, std::string> environment, Terminal t = {})
+      : app(a), out(o), err(e), args(std::move(parsed)), env(std::move(environment)),
+        terminal(t) {}
 
+  const App& app;  // its commands and world factory, built in main (cli/app.h)
   std::ostream& out;
   std::ostream& err;
   Args args;
@@ -85,17 +89,6 @@ struct Command {
   bool prints_data = true;  // accepts --json
   ExitStatus (*run)(Invocation& inv);
 };
-
-/// The whole table, in the order `help` lists it.
-const std::vector<Command>& Commands();
-
-/// Appends rows to the table. For src/app, which adds the commands whose handlers
-/// need real implementations the CLI may not include (the emulator). Call before Main.
-void AddCommands(std::vector<Command> commands);
-
-/// Runs the CLI on argv[1..] (no program name). `env` holds the variables it may read.
-ExitStatus Main(const std::vector<std::string>& argv, std::ostream& out, std::ostream& err,
-                const std::map<std::string, std::string>& env, Terminal terminal = {});
 
 // Helpers for handlers: print "tpufleet: error: …" and return the matching status.
 ExitStatus Fail(Invocation& inv, const Status& status);

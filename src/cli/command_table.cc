@@ -1,12 +1,10 @@
 // The table of subcommands: what `tpufleet help` lists, in this order.
-#include "cli/command.h"
+#include "cli/app.h"
 
 namespace tpufleet::cli {
 
-namespace {
-
-std::vector<Command>& Table() {
-  static std::vector<Command> table = {
+std::vector<Command> CliCommands() {
+  std::vector<Command> table = {
       {"catalog", "Show the accelerator families, or what one type is and costs", "[TYPE]",
        "Without TYPE: one line per family (sizes, HBM per chip, host RAM, price, zones).\n"
        "With TYPE (e.g. v4-32, v5litepod-16, v6e-256): chips, worker VMs, chips per worker,\n"
@@ -153,16 +151,6 @@ std::vector<Command>& Table() {
        {}, true, RunForward},
   };
   return table;
-}
-
-}  // namespace
-
-const std::vector<Command>& Commands() { return Table(); }
-
-void AddCommands(std::vector<Command> commands) {
-  for (Command& c : commands) {
-    Table().push_back(std::move(c));
-  }
 }
 
 }  // namespace tpufleet::cli

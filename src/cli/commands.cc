@@ -2,7 +2,7 @@
 #include <cmath>
 #include <ostream>
 
-#include "cli/command.h"
+#include "cli/app.h"
 #include "util/file.h"
 #include "util/log.h"
 #include "util/strings.h"
@@ -37,10 +37,10 @@ void PrintFlags(std::ostream& out, const std::vector<FlagSpec>& flags) {
   }
 }
 
-void PrintTopHelp(std::ostream& out) {
+void PrintTopHelp(const App& app, std::ostream& out) {
   out << "tpufleet: bring up, reach and pay for fleets of Cloud TPU VMs.\n\n"
          "Usage: tpufleet COMMAND [ARGS] [--json] [--catalog FILE]\n\nCommands:\n";
-  for (const Command& c : Commands()) {
+  for (const Command& c : app.commands) {
     out << "  " << c.name << std::string(c.name.size() < 12 ? 12 - c.name.size() : 1, ' ')
         << c.summary << "\n";
   }
@@ -65,8 +65,8 @@ void PrintCommandHelp(std::ostream& out, const Command& c) {
   PrintFlags(out, globals);
 }
 
-const Command* FindCommand(std::string_view name) {
-  for (const Command& c : Commands()) {
+const Command* FindCommand(const App& app, std::string_view name) {
+  for (const Command& c : app.commands) {
     if (c.name == name) {
       return &c;
     }
@@ -74,9 +74,9 @@ const Command* FindCommand(std::string_view name) {
   return nullptr;
 }
 
-std::vector<std::string> CommandNames() {
+std::vector<std::string> CommandNames(const App& app) {
   std::vector<std::string> names;
-  for (const Command& c : Commands()) {
+  for (const Command& c : app.commands) {
     names.push_back(c.name);
   }
   names.push_back("help");
@@ -85,7 +85,8 @@ std::vector<std::string> CommandNames() {
 
 // Splits argv into the command's name and its Args. Flags before the command's name
 // can only be global ones; after it, the command's own flags are known too.
-Status ParseArgs(const std::vector<std::string>& argv, std::string* name, Args* args) {
+Status ParseArgs(const App& app, const std::vector<std::string>& argv, std::string* name,
+                 Args* args) {
   bool flags_done = false;
   for (size_t i = 0; i < argv.size(); ++i) {
     const std::string& a = argv[i];
@@ -115,7 +116,7 @@ Status ParseArgs(const std::vector<std::string>& argv, std::string* name, Args* 
       value = flag.substr(eq + 1);
       flag.resize(eq);
     }
-    const Command* cmd = FindCommand(*name);
+    const Command* cmd = FindCommand(app, *name);
     const FlagSpec* spec = FindFlag(GlobalFlags(), flag);
     if (spec == nullptr && cmd != nullptr) {
       spec = FindFlag(cmd->flags, flag);
@@ -248,31 +249,32 @@ std::optional<double> NumberFlag(Invocation& inv, std::string_view flag, double 
   return v;
 }
 
-ExitStatus Main(const std::vector<std::string>& argv, std::ostream& out, std::ostream& err,
-                const std::map<std::string, std::string>& env, Terminal terminal) {
+ExitStatus Main(const App& app, const std::vector<std::string>& argv, std::ostream& out,
+                std::ostream& err, const std::map<std::string, std::string>& env,
+                Terminal terminal) {
   std::string name;
   Args args;
-  Status parsed = ParseArgs(argv, &name, &args);
-  Invocation inv(out, err, std::move(args), env, terminal);
+  Status parsed = ParseArgs(app, argv, &name, &args);
+  Invocation inv(app, out, err, std::move(args), env, terminal);
   if (!parsed.ok()) {
     return UsageError(inv, parsed.message() + "\nRun 'tpufleet " +
                                (name.empty() ? "help" : name + " --help") + "' for usage.");
   }
   if (name.empty() || name == "help") {
     if (name == "help" && !inv.args.positional.empty()) {
-      if (const Command* c = FindCommand(inv.args.positional[0])) {
+      if (const Command* c = FindCommand(app, inv.args.positional[0])) {
         PrintCommandHelp(out, *c);
         return ExitStatus::kOk;
       }
       return UsageError(inv, "unknown command '" + inv.args.positional[0] + "'" +
-                                 DidYouMean(inv.args.positional[0], CommandNames()));
+                                 DidYouMean(inv.args.positional[0], CommandNames(app)));
     }
-    PrintTopHelp(name.empty() && !inv.args.Has("help") ? err : out);
+    PrintTopHelp(app, name.empty() && !inv.args.Has("help") ? err : out);
     return name.empty() && !inv.args.Has("help") ? ExitStatus::kUsage : ExitStatus::kOk;
   }
-  const Command* cmd = FindCommand(name);
+  const Command* cmd = FindCommand(app, name);
   if (cmd == nullptr) {
-    return UsageError(inv, "unknown command '" + name + "'" + DidYouMean(name, CommandNames()) +
+    return UsageError(inv, "unknown command '" + name + "'" + DidYouMean(name, CommandNames(app)) +
                                "\nRun 'tpufleet help' for the list of commands.");
   }
   if (inv.args.Has("help")) {

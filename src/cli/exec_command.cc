@@ -14,7 +14,11 @@ namespace tpufleet::cli {
 
 namespace {
 
+// The one piece of process-wide state the CLI keeps, and why: a signal handler takes no
+// argument, so what it sets cannot live in the App; a lock-free atomic is safe to store
+// from a handler. Only InterruptFlag below sets it up and resets it.
 std::atomic<bool> g_interrupted{false};
+static_assert(std::atomic<bool>::is_always_lock_free, "set from a signal handler");
 
 void OnInterrupt(int) { g_interrupted = true; }
 

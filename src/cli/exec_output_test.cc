@@ -435,11 +435,6 @@ class ExecCommandTest : public ::testing::Test {
   void SetUp() override {
     Put("pod", 4);
     Put("eval", 1);
-    opened_ = 0;
-    SetWorldFactory([this](Invocation&, bool) -> Result<std::unique_ptr<WorldHandle>> {
-      ++opened_;
-      return std::unique_ptr<WorldHandle>(std::make_unique<cli_testing::LentWorld>(t_.world));
-    });
     // Each worker prints its hostname, as `hostname` would: "pod/w2" -> "pod-host-2".
     t_.fanout.respond = [](const FanoutHost& host, size_t index, FanoutSink& sink) {
       std::string node = host.name.substr(0, host.name.find('/'));
@@ -448,8 +443,6 @@ class ExecCommandTest : public ::testing::Test {
       return HostResult{};
     };
   }
-  void TearDown() override { SetWorldFactory(nullptr); }
-
   void Put(const std::string& name, int workers) {
     NodeRecord r;
     r.fleet = "lab";
@@ -467,7 +460,7 @@ class ExecCommandTest : public ::testing::Test {
 
   // Expects exit 2 (usage), `message` on stderr, and no job.
   void Usage(const std::vector<std::string>& argv, const std::string& message) {
-    Output o = Tpufleet(argv);
+    Output o = Tpufleet(app_, argv);
     EXPECT_EQ(o.code, 2) << Join(argv, " ") << "\n" << o.err;
     EXPECT_TRUE(Contains(o.err, message)) << Join(argv, " ") << "\n" << o.err;
     EXPECT_TRUE(t_.fanout.jobs.empty()) << Join(argv, " ");
@@ -476,6 +469,7 @@ class ExecCommandTest : public ::testing::Test {
   testing::TestWorld t_;
   int nodes_ = 0;
   int opened_ = 0;
+  App app_ = cli_testing::AppLending(t_.world, &opened_);
 };
 
 TEST_F(ExecCommandTest, UsageErrorsExit2BeforeTheWorldIsOpened) {
@@ -495,11 +489,11 @@ TEST_F(ExecCommandTest, UsageErrorsExit2BeforeTheWorldIsOpened) {
 }
 
 TEST_F(ExecCommandTest, TargetErrorsExit1WithTheReasonAndRunNothing) {
-  Output unknown = Tpufleet({"exec", "podd", "--", "hostname"});
+  Output unknown = Tpufleet(app_, {"exec", "podd", "--", "hostname"});
   EXPECT_EQ(unknown.code, 1);
   EXPECT_TRUE(Contains(unknown.err, "no node 'podd' in tpufleet's state; did you mean 'pod'?"))
       << unknown.err;
-  Output range = Tpufleet({"exec", "pod:9", "--", "hostname"});
+  Output range = Tpufleet(app_, {"exec", "pod:9", "--", "hostname"});
   EXPECT_EQ(range.code, 1);
   EXPECT_TRUE(Contains(range.err, "'pod:9'")) << range.err;
   EXPECT_TRUE(t_.fanout.jobs.empty());
@@ -507,7 +501,7 @@ TEST_F(ExecCommandTest, TargetErrorsExit1WithTheReasonAndRunNothing) {
 }
 
 TEST_F(ExecCommandTest, EveryWorkerExitingZeroIsExit0WithPrefixedLines) {
-  Output o = Tpufleet({"exec", "all", "--", "hostname"});
+  Output o = Tpufleet(app_, {"exec", "all", "--", "hostname"});
   EXPECT_EQ(o.code, 0) << o.err;
   EXPECT_EQ(o.out,
             "[eval/w0] eval-host-0\n"
@@ -534,7 +528,7 @@ TEST_F(ExecCommandTest, OneFailedWorkerIsExit1AndNamedInTheSummary) {
     }
     return r;
   };
-  Output o = Tpufleet({"exec", "pod", "--", "false"});
+  Output o = Tpufleet(app_, {"exec", "pod", "--", "false"});
   EXPECT_EQ(o.code, 1);
   EXPECT_EQ(o.err, "tpufleet: 1 of 4 workers failed:\n  pod/w2: exit 3\n");
 }
@@ -546,7 +540,7 @@ TEST_F(ExecCommandTest, TheWordsAfterDashDashReachTheJobQuotedOnce) {
                                     "--timeout", "x",      "--",  "-n"};
   std::vector<std::string> argv = {"exec", "pod:1-2", "eval:0", "--"};
   argv.insert(argv.end(), words.begin(), words.end());
-  Output o = Tpufleet(argv);
+  Output o = Tpufleet(app_, argv);
   EXPECT_EQ(o.code, 0) << o.err;
   ASSERT_EQ(t_.fanout.jobs.size(), 1u);
   const FanoutJob& job = t_.fanout.jobs[0];
@@ -562,7 +556,8 @@ TEST_F(ExecCommandTest, TheWordsAfterDashDashReachTheJobQuotedOnce) {
 }
 
 TEST_F(ExecCommandTest, FlagsReachTheJob) {
-  Output o = Tpufleet({"exec", "pod", "--fail-fast", "--timeout", "2m", "--connect-timeout", "5s",
+  Output o = Tpufleet(app_, {"exec", "pod", "--fail-fast", "--timeout", "2m", "--connect-timeout",
+                             "5s",
                        "--fanout", "3", "--", "true"});
   EXPECT_EQ(o.code, 0) << o.err;
   ASSERT_EQ(t_.fanout.jobs.size(), 1u);
@@ -578,7 +573,7 @@ TEST_F(ExecCommandTest, GroupFoldsTheSameOutput) {
     sink.OnOutput(index, OutputStream::kStdout, "same\n");
     return HostResult{};
   };
-  Output o = Tpufleet({"exec", "all", "--group", "--", "echo", "same"});
+  Output o = Tpufleet(app_, {"exec", "all", "--group", "--", "echo", "same"});
   EXPECT_EQ(o.code, 0) << o.err;
   std::string title = "eval/w0, pod/w[0-3] (5)";
   std::string rule(title.size(), '-');
@@ -595,7 +590,7 @@ TEST_F(ExecCommandTest, JsonPrintsOneDocument) {
     }
     return r;
   };
-  Output o = Tpufleet({"exec", "pod", "--json", "--", "hostname"});
+  Output o = Tpufleet(app_, {"exec", "pod", "--json", "--", "hostname"});
   EXPECT_EQ(o.code, 1);
   nlohmann::json j = nlohmann::json::parse(o.out, nullptr, false);
   ASSERT_FALSE(j.is_discarded()) << o.out;

@@ -3,6 +3,7 @@
 #include <ostream>
 
 #include "api/fleet.h"
+#include "cli/app.h"
 #include "cli/command.h"
 #include "cli/fleet_world.h"
 #include "cli/json_reports.h"
@@ -16,11 +17,6 @@
 
 namespace tpufleet::cli {
 namespace {
-
-WorldFactory& Factory() {
-  static WorldFactory factory;
-  return factory;
-}
 
 ProgressView::Mode ModeFor(const Invocation& inv) {
   if (inv.json) {
@@ -109,13 +105,11 @@ ExitStatus PrintPlan(Invocation& inv, const UpPlan& plan) {
 
 }  // namespace
 
-void SetWorldFactory(WorldFactory factory) { Factory() = std::move(factory); }
-
 Result<std::unique_ptr<WorldHandle>> OpenWorld(Invocation& inv, bool exclusive) {
-  if (!Factory()) {
+  if (!inv.app.open_world) {
     return InternalError("this build of tpufleet has no fleet state (no world factory)");
   }
-  return Factory()(inv, exclusive);
+  return inv.app.open_world(inv, exclusive);
 }
 
 ExitStatus RunUp(Invocation& inv) {

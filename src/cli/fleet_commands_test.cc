@@ -21,39 +21,36 @@ using cli_testing::Tpufleet;
 
 class FleetCommandsTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    opened_ = 0;
-    SetWorldFactory([](Invocation&, bool) -> Result<std::unique_ptr<WorldHandle>> {
-      ++opened_;
-      return FailedPreconditionError("test world: not available");
-    });
-  }
-  void TearDown() override { SetWorldFactory(nullptr); }
-
-  static inline int opened_ = 0;  // how often a command reached for the world
+  int opened_ = 0;  // how often a command reached for the world
+  App app_{CliCommands(), [this](Invocation&, bool) -> Result<std::unique_ptr<WorldHandle>> {
+             ++opened_;
+             return FailedPreconditionError("test world: not available");
+           }};
 };
 
 TEST_F(FleetCommandsTest, BadSpecStopsUpBeforeAnyStateOrApiCall) {
-  Output o = Tpufleet({"up", std::string(TPUFLEET_SOURCE_DIR) + "/examples/broken/wrong-type.yaml"});
+  Output o =
+      Tpufleet(app_, {"up", std::string(TPUFLEET_SOURCE_DIR) + "/examples/broken/wrong-type.yaml"});
   EXPECT_EQ(o.code, 1);
   EXPECT_TRUE(Contains(o.err, "wrong-type.yaml:")) << o.err;
   EXPECT_EQ(opened_, 0);
 }
 
 TEST_F(FleetCommandsTest, UsageErrorsExit2AndTouchNothing) {
-  EXPECT_EQ(Tpufleet({"up"}).code, 2);
-  EXPECT_EQ(Tpufleet({"up", "a.yaml", "--timeout", "soon"}).code, 2);
-  EXPECT_EQ(Tpufleet({"down"}).code, 2);
-  EXPECT_EQ(Tpufleet({"down", "trainer", "--all"}).code, 2);
-  EXPECT_EQ(Tpufleet({"import", "--zones", "us-central2-b"}).code, 2);
-  Output bad_fleet = Tpufleet({"import", "--project", "p", "--zones", "z", "--fleet", "Bad Name"});
+  EXPECT_EQ(Tpufleet(app_, {"up"}).code, 2);
+  EXPECT_EQ(Tpufleet(app_, {"up", "a.yaml", "--timeout", "soon"}).code, 2);
+  EXPECT_EQ(Tpufleet(app_, {"down"}).code, 2);
+  EXPECT_EQ(Tpufleet(app_, {"down", "trainer", "--all"}).code, 2);
+  EXPECT_EQ(Tpufleet(app_, {"import", "--zones", "us-central2-b"}).code, 2);
+  Output bad_fleet =
+      Tpufleet(app_, {"import", "--project", "p", "--zones", "z", "--fleet", "Bad Name"});
   EXPECT_EQ(bad_fleet.code, 2);
   EXPECT_TRUE(Contains(bad_fleet.err, "--fleet")) << bad_fleet.err;
   EXPECT_EQ(opened_, 0);
 }
 
 TEST_F(FleetCommandsTest, WorldErrorsAreReportedOnce) {
-  Output o = Tpufleet({"status"});
+  Output o = Tpufleet(app_, {"status"});
   EXPECT_EQ(o.code, 1);
   EXPECT_TRUE(Contains(o.err, "test world: not available")) << o.err;
   EXPECT_EQ(opened_, 1);
@@ -88,17 +85,14 @@ TEST(Issue10, StatusPrintsNoTerminalControlsFromTheCloud) {
   r.workers.push_back({0, "198.18.0.2", "t1v\xc2\x9b" "31mw-0\x08\x08", testing::kAliceKey, true});
   ASSERT_EQ(t.store->PutNode(r), Status::Ok());
   int opened = 0;
-  cli_testing::LendWorld(t.world, &opened);
-  Output o = Tpufleet({"status", "--workers"});
-  SetWorldFactory(nullptr);
+  App app = cli_testing::AppLending(t.world, &opened);
+  Output o = Tpufleet(app, {"status", "--workers"});
   EXPECT_EQ(o.code, 0) << o.err;
   EXPECT_FALSE(HasTerminalControls(o.out)) << o.out;
   EXPECT_TRUE(Contains(o.out, "READY\\x1b]52;c;cm0gLXJmIH4K\\x07")) << o.out;
   EXPECT_TRUE(Contains(o.out, "t1v\\xc2\\x9b31mw-0\\x08\\x08")) << o.out;
   // --json is for programs: its strings keep what the cloud said, escaped by JSON.
-  cli_testing::LendWorld(t.world, &opened);
-  Output j = Tpufleet({"status", "--json"});
-  SetWorldFactory(nullptr);
+  Output j = Tpufleet(app, {"status", "--json"});
   EXPECT_EQ(j.out.find('\x1b'), std::string::npos) << j.out;
   EXPECT_TRUE(Contains(j.out, "READY\\u001b]52")) << j.out;
 }

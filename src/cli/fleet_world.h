@@ -1,9 +1,9 @@
 // The seam between the fleet commands (up, status, down, import) and the real world.
 //
 // The CLI may not build real providers, stores or SSH runners (only src/app does), so
-// app registers a factory here before Main; tests register one that builds fakes.
+// each main puts a factory in its App (cli/app.h); tests put one that lends fakes.
 //
-// Thread-safety: set the factory once, before Main.
+// Thread-safety: a factory may be called from several threads at once.
 #pragma once
 
 #include <functional>
@@ -26,7 +26,7 @@ class WorldHandle {
 using WorldFactory =
     std::function<Result<std::unique_ptr<WorldHandle>>(Invocation& inv, bool exclusive)>;
 
-void SetWorldFactory(WorldFactory factory);
+/// Opens a world through the factory of `inv`'s App; Internal when it has none.
 Result<std::unique_ptr<WorldHandle>> OpenWorld(Invocation& inv, bool exclusive);
 
 }  // namespace tpufleet::cli

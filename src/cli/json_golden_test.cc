@@ -66,9 +66,7 @@ class JsonGolden : public ::testing::Test {
   void SetUp() override {
     ASSERT_EQ(WriteFileAtomic(Path("fleet.yaml"), kSpec), Status::Ok());
     ASSERT_EQ(WriteFileAtomic(Path("catalog.yaml"), kCatalogOverlay), Status::Ok());
-    cli_testing::LendWorld(t_.world, &opened_);
   }
-  void TearDown() override { SetWorldFactory(nullptr); }
 
   std::string Path(const std::string& name) { return t_.dir.path() + "/" + name; }
 
@@ -76,7 +74,7 @@ class JsonGolden : public ::testing::Test {
   // begins exec's command); the exit status must be `code`.
   std::string Json(std::vector<std::string> argv, int code = 0) {
     argv.insert(argv.begin() + 1, {"--json", "--catalog", Path("catalog.yaml")});
-    Output o = Tpufleet(argv);
+    Output o = Tpufleet(app_, argv);
     EXPECT_EQ(o.code, code) << Join(argv, " ") << "\n" << o.err;
     return Replaced(o.out, t_.dir.path(), "<dir>");
   }
@@ -125,6 +123,7 @@ class JsonGolden : public ::testing::Test {
 
   testing::TestWorld t_;
   int opened_ = 0;
+  App app_ = cli_testing::AppLending(t_.world, &opened_);
 };
 
 // Zone b is stocked out: trainer fails over to zone a, eval (zone b only) fails. A
@@ -171,7 +170,7 @@ TEST_F(JsonGolden, Status) {
 
 // Both nodes up, then down: each deleted, the leftover first.
 TEST_F(JsonGolden, Down) {
-  ASSERT_EQ(Tpufleet({"up", Path("fleet.yaml"), "--catalog", Path("catalog.yaml")}).code, 0);
+  ASSERT_EQ(Tpufleet(app_, {"up", Path("fleet.yaml"), "--catalog", Path("catalog.yaml")}).code, 0);
   ASSERT_EQ(t_.store->PutLeftover(Leftover("old", kZoneA)), Status::Ok());
   ExpectGolden("src/cli/testdata/down.json", Json({"down", "--all", "--yes"}));
 }

@@ -35,9 +35,7 @@ class SshCommandsTest : public ::testing::Test {
       ASSERT_EQ(t_.store->PutNode(r), Status::Ok());
     }
     ASSERT_EQ(SyncSshFiles(t_.world), Status::Ok());
-    cli_testing::LendWorld(t_.world, &opened_);
   }
-  void TearDown() override { SetWorldFactory(nullptr); }
 
   NodeRecord& Put(const std::string& name, int workers) {
     NodeRecord r;
@@ -58,7 +56,7 @@ class SshCommandsTest : public ::testing::Test {
 
   // Expects exit 2 (usage) and `message` on stderr.
   void Usage(const std::vector<std::string>& argv, const std::string& message) {
-    Output o = Tpufleet(argv);
+    Output o = Tpufleet(app_, argv);
     EXPECT_EQ(o.code, 2) << Join(argv, " ") << "\n" << o.err;
     EXPECT_TRUE(Contains(o.err, message)) << Join(argv, " ") << "\n" << o.err;
   }
@@ -66,6 +64,7 @@ class SshCommandsTest : public ::testing::Test {
   testing::TestWorld t_;
   std::vector<NodeRecord> records_;
   int opened_ = 0;  // how often a command reached for the world
+  App app_ = cli_testing::AppLending(t_.world, &opened_);
 };
 
 TEST_F(SshCommandsTest, SshNeedsOneWorkerAndTheCommandAfterDashDash) {
@@ -83,17 +82,17 @@ TEST_F(SshCommandsTest, SshNeedsOneWorkerAndTheCommandAfterDashDash) {
 }
 
 TEST_F(SshCommandsTest, TargetsTheStateCannotServeAreFailures) {
-  Output unknown = Tpufleet({"ssh", "podd"});
+  Output unknown = Tpufleet(app_, {"ssh", "podd"});
   EXPECT_EQ(unknown.code, 1);
   EXPECT_TRUE(Contains(unknown.err, "no node 'podd' in tpufleet's state; did you mean 'pod'?"))
       << unknown.err;
-  Output creating = Tpufleet({"forward", "new", "8888"});
+  Output creating = Tpufleet(app_, {"forward", "new", "8888"});
   EXPECT_EQ(creating.code, 1);
   EXPECT_TRUE(Contains(creating.err, "node 'new' has no workers yet (state CREATING)"))
       << creating.err;
 
   ASSERT_EQ(::unlink((t_.world.paths.ssh_dir + "/config").c_str()), 0);
-  Output no_config = Tpufleet({"ssh", "pod:1"});
+  Output no_config = Tpufleet(app_, {"ssh", "pod:1"});
   EXPECT_EQ(no_config.code, 1);
   EXPECT_TRUE(Contains(no_config.err, "`tpufleet up` writes it")) << no_config.err;
 }
@@ -122,7 +121,7 @@ TEST_F(SshCommandsTest, ForwardToALocalPortInUseSaysSo) {
   ASSERT_EQ(::getsockname(busy.get(), reinterpret_cast<sockaddr*>(&a), &len), 0);
   std::string port = std::to_string(ntohs(a.sin_port));
 
-  Output o = Tpufleet({"forward", "pod", "8888:" + port});
+  Output o = Tpufleet(app_, {"forward", "pod", "8888:" + port});
 
   EXPECT_EQ(o.code, 1);
   EXPECT_TRUE(Contains(o.err, "127.0.0.1:" + port + " is in use; pick another local port"))
@@ -130,20 +129,21 @@ TEST_F(SshCommandsTest, ForwardToALocalPortInUseSaysSo) {
 }
 
 TEST_F(SshCommandsTest, StatusJsonShowsTheLabelsSelectorsMatch) {
-  nlohmann::json j = cli_testing::TpufleetJson({"status"});
+  nlohmann::json j = cli_testing::TpufleetJson(app_, {"status"});
   ASSERT_EQ(j["nodes"].size(), 3u) << j.dump();
   EXPECT_EQ(j["nodes"][0]["labels"], (nlohmann::json{{"team", "a"}})) << j.dump();
 }
 
 TEST_F(SshCommandsTest, BothAreInTheHelp) {
-  Output help = Tpufleet({"help"});
+  Output help = Tpufleet(app_, {"help"});
   EXPECT_TRUE(Contains(help.out, "  ssh ")) << help.out;
   EXPECT_TRUE(Contains(help.out, "  forward ")) << help.out;
-  Output forward = Tpufleet({"forward", "--help"});
+  Output forward = Tpufleet(app_, {"forward", "--help"});
   EXPECT_EQ(forward.code, 0);
   EXPECT_TRUE(Contains(forward.out, "Usage: tpufleet forward NODE[:N] PORT[:LOCAL]"))
       << forward.out;
-  EXPECT_TRUE(Contains(Tpufleet({"help", "ssh"}).out, "Usage: tpufleet ssh NODE[:N] [-- COMMAND"));
+  EXPECT_TRUE(
+      Contains(Tpufleet(app_, {"help", "ssh"}).out, "Usage: tpufleet ssh NODE[:N] [-- COMMAND"));
   EXPECT_EQ(opened_, 0);
 }
 

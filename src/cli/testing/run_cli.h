@@ -9,7 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "cli/command.h"
+#include "cli/app.h"
 #include "util/strings.h"
 
 namespace tpufleet::cli::cli_testing {
@@ -25,27 +25,40 @@ struct Output {
   std::string err;
 };
 
-inline Output Tpufleet(const std::vector<std::string>& argv,
+// Runs the CLI with `app` (its commands and world factory).
+inline Output Tpufleet(const App& app, const std::vector<std::string>& argv,
                        std::map<std::string, std::string> env = {{"HOME", kNoHome}}) {
   std::ostringstream out;
   std::ostringstream err;
   Output o;
-  o.code = static_cast<int>(Main(argv, out, err, env));
+  o.code = static_cast<int>(Main(app, argv, out, err, env));
   o.out = out.str();
   o.err = err.str();
   return o;
 }
 
+// Runs the CLI with an App of its own commands and no world: what a command that
+// needs no fleet state sees.
+inline Output Tpufleet(const std::vector<std::string>& argv,
+                       std::map<std::string, std::string> env = {{"HOME", kNoHome}}) {
+  return Tpufleet(App{CliCommands(), nullptr}, argv, std::move(env));
+}
+
 // Runs a command that must succeed with JSON on stdout, and parses it.
-inline nlohmann::json TpufleetJson(std::vector<std::string> argv,
+inline nlohmann::json TpufleetJson(const App& app, std::vector<std::string> argv,
                                    std::map<std::string, std::string> env = {{"HOME", kNoHome}}) {
   argv.push_back("--json");
-  Output o = Tpufleet(argv, env);
+  Output o = Tpufleet(app, argv, env);
   EXPECT_EQ(o.code, 0) << Join(argv, " ") << "\n" << o.err;
   EXPECT_EQ(o.err, "");
   nlohmann::json j = nlohmann::json::parse(o.out, nullptr, /*allow_exceptions=*/false);
   EXPECT_FALSE(j.is_discarded()) << o.out;
   return j;
+}
+
+inline nlohmann::json TpufleetJson(std::vector<std::string> argv,
+                                   std::map<std::string, std::string> env = {{"HOME", kNoHome}}) {
+  return TpufleetJson(App{CliCommands(), nullptr}, std::move(argv), std::move(env));
 }
 
 // The text after `label` on the line of `out` that starts with "  label ", trimmed.

@@ -1,0 +1,37 @@
+// App: what one tpufleet process carries for its life, built in main and lent to every
+// command through its Invocation: the command rows and the world factory. There is no
+// process-wide table or factory: a test builds its own App, and a process that runs
+// for weeks (the reconciler, the server) builds one and runs many commands on it.
+//
+// Thread-safety: build it before the first command and leave it unchanged; commands
+// read it, and the factory must be safe to call from several threads at once.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "cli/command.h"
+#include "cli/fleet_world.h"
+
+namespace tpufleet::cli {
+
+struct App {
+  /// Every subcommand, in the order `help` lists them: CliCommands() and the rows main
+  /// adds (the emulator's, the holder's).
+  std::vector<Command> commands;
+  /// Opens the fleet's world for a command (see fleet_world.h); null in a build that
+  /// has no fleet state, whose fleet commands then fail with that message.
+  WorldFactory open_world;
+};
+
+/// The CLI's own rows (catalog … forward), in help order; command_table.cc.
+std::vector<Command> CliCommands();
+
+/// Runs the CLI on argv[1..] (no program name) with `app`'s commands. `env` holds the
+/// variables it may read.
+ExitStatus Main(const App& app, const std::vector<std::string>& argv, std::ostream& out,
+                std::ostream& err, const std::map<std::string, std::string>& env,
+                Terminal terminal = {});
+
+}  // namespace tpufleet::cli
