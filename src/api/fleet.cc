@@ -101,7 +101,8 @@ std::string ToJson(const UpPlan& plan) {
   json nodes = json::array();
   for (const PlannedNode& p : plan.nodes) {
     nodes.push_back({{"node", p.node}, {"action", p.action}, {"zones", p.zones},
-                     {"state", p.state}, {"detail", p.detail}, {"type", p.type},
+                     {"state", p.state}, {"detail", p.detail},
+                     {"setup_reruns", p.setup_reruns}, {"type", p.type},
                      {"capacity", p.capacity}, {"usd_per_hour", p.usd_per_hour}});
   }
   return Dump({{"nodes", nodes},

@@ -70,14 +70,15 @@ struct UntrackedNode {
   std::string duplicates_zone;  // a record of the same name is in this zone ("" when none)
 };
 
-/// One node of `up --dry-run`: {"node", "action", "zones", "state", "detail", "type",
-/// "capacity", "usd_per_hour"}.
+/// One node of `up --dry-run`: {"node", "action", "zones", "state", "detail",
+/// "setup_reruns", "type", "capacity", "usd_per_hour"}.
 struct PlannedNode {
   std::string node;
   std::string action;              // "keep", "create", "recreate", "wait", "foreign", …
   std::vector<std::string> zones;  // where it is, or the zones to try in order
   std::string state;               // the cloud's state when it exists
   std::string detail;              // why, for the refusals and recreate
+  int setup_reruns = 0;            // workers whose setup runs again (it changed, or unknown)
   std::string type;                // "v4-32"; "" for ssh-hosts
   std::string capacity;            // "on-demand", "spot", "reserved"
   double usd_per_hour = 0;         // list price (0 when unknown)

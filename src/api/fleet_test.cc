@@ -34,10 +34,10 @@ std::vector<UntrackedNode> Untracked() {
 
 TEST(ApiJson, UpPlan) {
   UpPlan plan;
-  plan.nodes = {{"trainer", "create", {"us-central2-b", "us-central2-a"}, "", "", "v4-32",
-                 "spot", 6.44},
-                {"eval", "keep", {"us-central2-b"}, "READY", "", "v4-8", "on-demand", 12.88},
-                {"lab1", "keep", {}, "", "", "", "on-demand", 0}};
+  plan.nodes = {{"trainer", "create", {"us-central2-b", "us-central2-a"}, "", "", 0,
+                 "v4-32", "spot", 6.44},
+                {"eval", "keep", {"us-central2-b"}, "READY", "", 4, "v4-8", "on-demand", 12.88},
+                {"lab1", "keep", {}, "", "", 0, "", "on-demand", 0}};
   plan.usd_per_hour = 19.32;
   plan.leftovers = Leftovers();
   plan.untracked = Untracked();

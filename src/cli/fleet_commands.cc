@@ -88,7 +88,7 @@ ExitStatus PrintPlan(Invocation& inv, const UpPlan& plan) {
     t.AddRow({p.node, std::string(PlanActionName(p.action)), zones,
               p.spec->type.empty() ? "-" : p.spec->type, std::string(CapacityName(p.spec->capacity)),
               p.usd_per_hour > 0 ? (spot ? "<= " : "") + FormatUsd(p.usd_per_hour) : "-",
-              p.detail.empty() ? p.state : p.detail});
+              p.detail.empty() ? p.state.Name() : p.detail});
   }
   t.Print(inv.out);
   for (const LeftoverRecord& x : plan.leftovers) {
@@ -214,7 +214,7 @@ ExitStatus RunStatus(Invocation& inv) {
                                   : "-";
     t.AddRow({r.name, r.fleet, r.provider, r.zone.empty() ? "-" : r.zone,
               r.type.empty() ? "-" : r.type, r.capacity.empty() ? "-" : r.capacity,
-              r.state.empty() ? "-" : r.state, r.health.empty() ? "-" : r.health,
+              r.state == NodeState::kNone ? "-" : r.state.Name(), r.health.empty() ? "-" : r.health,
               std::to_string(r.workers.size()), FormatDuration(v.age), cost});
     if (!v.refresh_error.empty()) {
       errors.push_back(r.name + ": could not refresh: " + v.refresh_error);

@@ -22,7 +22,7 @@ std::vector<api::Leftover> Leftovers(const std::vector<LeftoverRecord>& leftover
 std::vector<api::UntrackedNode> Untracked(const std::vector<UntrackedNode>& nodes) {
   std::vector<api::UntrackedNode> out;
   for (const UntrackedNode& u : nodes) {
-    out.push_back({u.name, u.zone, u.fleet, u.project, u.state, u.recorded_zone});
+    out.push_back({u.name, u.zone, u.fleet, u.project, u.state.Name(), u.recorded_zone});
   }
   return out;
 }
@@ -37,7 +37,7 @@ api::NodeStatus NodeStatusOf(const NodeView& v) {
   n.zone = r.zone;
   n.type = r.type;
   n.capacity = r.capacity;
-  n.state = r.state;
+  n.state = r.state.Name();
   n.health = r.health;
   for (const WorkerRecord& w : r.workers) {
     n.workers.push_back({w.index, w.address, w.hostname, w.setup_done});
@@ -91,8 +91,8 @@ std::vector<api::NodeOutcome> ToApi(const std::vector<NodeOutcome>& outcomes) {
 api::UpPlan ToApi(const UpPlan& plan) {
   api::UpPlan out;
   for (const NodePlan& p : plan.nodes) {
-    out.nodes.push_back({p.node, std::string(PlanActionName(p.action)), p.zones, p.state,
-                         p.detail, p.spec->type, std::string(CapacityName(p.spec->capacity)),
+    out.nodes.push_back({p.node, std::string(PlanActionName(p.action)), p.zones,
+                         p.state.Name(), p.detail, p.setup_reruns, p.spec->type, std::string(CapacityName(p.spec->capacity)),
                          p.usd_per_hour});
     out.usd_per_hour += p.usd_per_hour;
   }

@@ -18,11 +18,7 @@
 namespace tpufleet {
 namespace {
 
-using up_internal::IsGone;
-using up_internal::IsInFlight;
 using up_internal::RecentStockouts;
-using up_internal::SpecDigest;
-using up_internal::WithoutLeftovers;
 
 constexpr int kPreemptedRetries = 3;
 
@@ -108,9 +104,10 @@ class NodeUp {
     TPUFLEET_TRY(SyncSsh());
     // Every worker the same VM that accepted us and ran setup before: nothing to wait
     // for, and a second `up` of a large fleet stays a few API reads.
+    // A worker that ran another version of the setup script runs the spec's again.
     bool all_done = !rec_.workers.empty() &&
-                    std::all_of(rec_.workers.begin(), rec_.workers.end(),
-                                [](const WorkerRecord& w) { return w.setup_done; });
+                    std::none_of(rec_.workers.begin(), rec_.workers.end(),
+                                 [&](const WorkerRecord& w) { return NeedsSetup(w, spec_.setup); });
     if (all_done && !changed_) {
       return Status::Ok();
     }
@@ -168,7 +165,7 @@ class NodeUp {
 
   // A node that exists already (and is ours): make sure the store knows it.
   Status Adopt() {
-    if (rec_.zone != zone_ || rec_.state.empty()) {
+    if (rec_.zone != zone_ || rec_.state == NodeState::kNone) {
       rec_.zone = zone_;
       rec_.state = plan_.state;
       TPUFLEET_TRY(Save());
@@ -181,10 +178,10 @@ class NodeUp {
     if (zone_.empty()) {
       zone_ = plan_.zones.front();
     }
-    std::string state = gone_state_.empty() ? plan_.state : gone_state_;
-    Report(NodePhase::kDeleting, zone_, "was " + state);
+    NodeState state = gone_state_ == NodeState::kNone ? plan_.state : gone_state_;
+    Report(NodePhase::kDeleting, zone_, "was " + state.Name());
     if (rec_.state != state) {  // else `status --refresh` logged it already
-      TPUFLEET_TRY(Event("preempted", "zone=" + zone_ + " state=" + state));
+      TPUFLEET_TRY(Event("preempted", "zone=" + zone_ + " state=" + state.Name()));
     }
     Result<CloudOperation> op = spec_.queued
                                     ? provider_.DeleteQueuedResource(zone_, plan_.node, true)
@@ -195,7 +192,7 @@ class NodeUp {
       return op.status();
     }
     changed_ = true;
-    rec_.state = "DELETED";  // nothing in flight here: a create elsewhere supersedes nothing
+    rec_.state = NodeState::kDeleted;  // nothing in flight here: a create elsewhere supersedes nothing
     return Status::Ok();
   }
 
@@ -225,7 +222,7 @@ class NodeUp {
       TPUFLEET_TRY(Event("stockout", "type=" + spec_.type + " zone=" + zone));
       Report(NodePhase::kStockout, zone, last.message());
     }
-    rec_.state = "STOCKOUT";
+    rec_.state = NodeState::kStockout;
     TPUFLEET_TRY(Save());
     return ResourceExhaustedError("no capacity for " + spec_.type + " in any of its zones (" +
                                   Join(zones, ", ") + "); the last said: " + last.message() +
@@ -257,13 +254,13 @@ class NodeUp {
     // Record where and with which request id before asking: a kill after this line is
     // resolved by the next up looking in this zone first and, if nothing is there yet,
     // asking again with this id (resume).
-    bool resume = resume_ && IsInFlight(rec_.state) && rec_.zone == zone &&
+    bool resume = resume_ && rec_.state.IsInFlight() && rec_.zone == zone &&
                   !rec_.request_id.empty();
     resume_ = false;
     // A create in flight elsewhere is superseded by this one: whatever it makes there
     // is unwanted, so it is remembered, in the same step, until it is found gone.
     std::optional<LeftoverRecord> superseded;
-    if (IsInFlight(rec_.state) && !rec_.zone.empty() && rec_.zone != zone) {
+    if (rec_.state.IsInFlight() && !rec_.zone.empty() && rec_.zone != zone) {
       superseded = LeftoverIn(rec_.zone, !rec_.queued_resource.empty(), "superseded");
     }
     FillFromSpec();
@@ -272,7 +269,7 @@ class NodeUp {
       rec_.created_at = world_.clock.Now();
     }
     rec_.zone = zone;
-    rec_.state = "REQUESTED";
+    rec_.state = NodeState::kRequested;
     rec_.workers.clear();
     rec_.queued_resource = spec_.queued ? "projects/" + fleet_.project + "/locations/" + zone +
                                               "/queuedResources/" + plan_.node
@@ -348,33 +345,33 @@ class NodeUp {
              "it left a node behind that could not be deleted (" + deleted.message() +
                  "); the next up or down deletes it");
     }
-    rec_.state = "STOCKOUT";  // this zone's create is over: nothing in flight here
+    rec_.state = NodeState::kStockout;  // this zone's create is over: nothing in flight here
     return Status::Ok();
   }
 
   Status WaitQueued(const std::string& zone) {
-    std::string last_state;
+    NodeState last_state;
     while (true) {
       TPUFLEET_ASSIGN_OR_RETURN(CloudQueuedResource qr,
                                 provider_.GetQueuedResource(zone, plan_.node));
-      if (qr.state == "ACTIVE") {
+      if (qr.state == NodeState::kActive) {
         return Status::Ok();
       }
-      if (qr.state == "FAILED") {
+      if (qr.state == NodeState::kFailed) {
         return qr.failure.ok() ? FailedPreconditionError("queued resource " + qr.cloud_name +
                                                          " failed")
                                : qr.failure;
       }
       if (qr.state != last_state) {
         last_state = qr.state;
-        Report(NodePhase::kQueued, zone, qr.state);
-        if (rec_.state != "QUEUED") {
-          rec_.state = "QUEUED";
+        Report(NodePhase::kQueued, zone, qr.state.Name());
+        if (rec_.state != NodeState::kQueued) {
+          rec_.state = NodeState::kQueued;
           TPUFLEET_TRY(Save());
         }
       }
       if (!poller_.Pause()) {
-        return TimeoutError("queued resource " + plan_.node + " still " + qr.state +
+        return TimeoutError("queued resource " + plan_.node + " still " + qr.state.Name() +
                             " after the timeout; it keeps waiting in the cloud, and the next "
                             "`up` picks it up");
       }
@@ -384,42 +381,43 @@ class NodeUp {
   Status WaitReady() {
     Report(NodePhase::kBooting, zone_);
     CloudNode node;
-    std::string last_state;
+    NodeState last_state;
     while (true) {
       Result<CloudNode> got = provider_.GetNode(zone_, plan_.node);
       if (got.ok()) {
         node = std::move(*got);
-        if (node.state == "READY") {
+        if (node.state.IsUsable()) {
           break;
         }
-        if (IsGone(node.state)) {
+        if (node.state.IsGone()) {
           preempted_ = true;
           gone_state_ = node.state;
         }
-        if (IsGone(node.state) || node.state == "STOPPED" || node.state == "UNREACHABLE") {
-          return FailedPreconditionError("node " + plan_.node + " is " + node.state +
+        if (node.state.IsHalted()) {
+          return FailedPreconditionError("node " + plan_.node + " is " + node.state.Name() +
                                          (node.health.empty() ? "" : " (" + node.health + ")"));
         }
         if (node.state != last_state) {
           last_state = node.state;
-          Report(NodePhase::kBooting, zone_, node.state);
+          Report(NodePhase::kBooting, zone_, node.state.Name());
         }
       } else if (got.status().code() != StatusCode::kNotFound) {
         return got.status();
-      } else if (action_ == PlanAction::kWait || !last_state.empty()) {
+      } else if (action_ == PlanAction::kWait || last_state != NodeState::kNone) {
         // It was there and is gone: a create that failed (one a killed `up` started, say)
         // or a delete by someone else. Make it anew rather than wait for nothing.
         vanished_ = true;
-        rec_.state = "NOT_FOUND";  // its create is over: the next one supersedes nothing
+        rec_.state = NodeState::kNotFound;  // its create is over: the next one supersedes nothing
         return UnavailableError("node " + plan_.node + " vanished while coming up");
       }
       if (!poller_.Pause()) {
         return TimeoutError("node " + plan_.node + " not READY in time (last state " +
-                            (last_state.empty() ? "not found" : last_state) + ")");
+                            (last_state == NodeState::kNone ? "not found" : last_state.Name()) +
+                            ")");
       }
     }
     TPUFLEET_ASSIGN_OR_RETURN(std::vector<WorkerIdentity> ids, WaitIdentities(node));
-    bool was_ready = rec_.state == "READY";
+    bool was_ready = rec_.state.IsUsable();
     rec_.state = node.state;
     rec_.health = node.health;
     rec_.cloud_name = node.cloud_name;
@@ -463,7 +461,8 @@ class NodeUp {
     }
   }
 
-  // A worker keeps its setup flag only while it is the same VM (same host key).
+  // A worker keeps its setup flag (and the version of setup it ran) only while it is the
+  // same VM (same host key).
   std::vector<WorkerRecord> MergeWorkers(const CloudNode& node,
                                          const std::vector<WorkerIdentity>& ids) const {
     std::vector<WorkerRecord> out;
@@ -477,6 +476,7 @@ class NodeUp {
       for (const WorkerRecord& old : rec_.workers) {
         if (old.index == w.index && old.host_key == w.host_key) {
           w.setup_done = old.setup_done;
+          w.setup_digest = old.setup_digest;
         }
       }
       out.push_back(std::move(w));
@@ -544,11 +544,11 @@ class NodeUp {
                    last.message().substr(0, last.message().find('\n')));
         // A spot node can be preempted while we wait for it; then waiting is pointless.
         if (Result<CloudNode> n = provider_.GetNode(zone_, plan_.node);
-            n.ok() && IsGone(n->state)) {
+            n.ok() && n->state.IsGone()) {
           std::lock_guard<std::mutex> l(gone_mu_);  // workers' threads race here
           preempted_ = true;
           gone_state_ = n->state;
-          return FailedPreconditionError("node " + plan_.node + " was " + n->state +
+          return FailedPreconditionError("node " + plan_.node + " was " + n->state.Name() +
                                          " while coming up");
         }
       } while (poller.Pause());
@@ -562,11 +562,14 @@ class NodeUp {
       // Nothing to run: the login that WaitForSsh made is all a worker needs.
       for (WorkerRecord& w : rec_.workers) {
         w.setup_done = true;
+        w.setup_digest = SetupDigest(spec_.setup);
       }
       return Save();
     }
+    // Workers that never ran it, and those that ran another version (the spec's setup
+    // was edited since): the spec's runs there now.
     size_t pending = std::count_if(rec_.workers.begin(), rec_.workers.end(),
-                                   [](const WorkerRecord& w) { return !w.setup_done; });
+                                   [&](const WorkerRecord& w) { return NeedsSetup(w, spec_.setup); });
     if (pending == 0) {
       return Status::Ok();
     }
@@ -574,7 +577,7 @@ class NodeUp {
     Report(NodePhase::kSetup, zone_, std::to_string(pending) + " workers");
     std::mutex mu;
     return ForEachWorker([&](const WorkerRecord& w) -> Status {
-      if (w.setup_done) {
+      if (!NeedsSetup(w, spec_.setup)) {
         return Status::Ok();
       }
       // The script reaches bash on stdin; its own commands read /dev/null instead, so
@@ -592,6 +595,7 @@ class NodeUp {
       for (WorkerRecord& mine : rec_.workers) {
         if (mine.index == w.index) {
           mine.setup_done = true;
+          mine.setup_digest = SetupDigest(spec_.setup);
         }
       }
       return world_.store.Transaction([&]() -> Status {
@@ -624,7 +628,7 @@ class NodeUp {
   PlanAction action_ = plan_.action;
   bool preempted_ = false;  // the node was preempted while Bring waited for it
   bool vanished_ = false;   // the node disappeared while Bring waited for it
-  std::string gone_state_;  // its state then: PREEMPTED or TERMINATED
+  NodeState gone_state_;    // its state then: PREEMPTED or TERMINATED
   std::mutex gone_mu_;      // guards the two above while workers are waited for
   NodeRecord rec_;
   std::string zone_;

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "control/testing/test_world.h"
+#include "control/testing/up_specs.h"
 #include "core/zone_choice.h"
 #include "ssh/fleet_key.h"
 #include "ssh/os.h"
@@ -24,23 +25,8 @@ using testing::kZoneA;
 using testing::kZoneB;
 using testing::TestWorld;
 
-// Fleet "lab": a spot v4-32 (4 workers) named trainer, zone b before zone a, and `more`
-// appended (more fields of trainer, or more nodes).
-std::string Trainer(const std::string& more = "") {
-  return std::string("fleet: lab\nproject: ") + kProject +
-         "\nnodes:\n"
-         "  - name: trainer\n"
-         "    type: v4-32\n"
-         "    zones: [us-central2-b, us-central2-a]\n"
-         "    capacity: spot\n" +
-         more;
-}
-
-// A v4-8 node entry (one worker) for Trainer(): `name`, in zones b then a.
-std::string SmallNode(const std::string& name, const std::string& more = "") {
-  return "  - name: " + name + "\n    type: v4-8\n    zones: [us-central2-b, us-central2-a]\n" +
-         more;
-}
+using testing::SmallNode;
+using testing::Trainer;
 
 std::string FleetPublicKey(TestWorld& t) {
   return EnsureFleetKey(t.world.paths.ssh_dir).value().public_key;
@@ -65,7 +51,7 @@ TEST(Up, StockoutInFirstZoneCreatesInTheNext) {
   EXPECT_FALSE(t.cloud.Node(kZoneB, "trainer"));
   std::optional<CloudNode> node = t.cloud.Node(kZoneA, "trainer");
   ASSERT_TRUE(node);
-  EXPECT_EQ(node->state, "READY");
+  EXPECT_EQ(node->state, NodeState::kReady);
   EXPECT_EQ(node->capacity, Capacity::kSpot);
   EXPECT_EQ(node->labels.at("tpufleet-fleet"), "lab");
   EXPECT_EQ(t.cloud.creates(), 2);
@@ -81,7 +67,7 @@ TEST(Up, StockoutInFirstZoneCreatesInTheNext) {
   NodeRecord rec = t.Record("trainer");
   EXPECT_EQ(rec.fleet, "lab");
   EXPECT_EQ(rec.zone, kZoneA);
-  EXPECT_EQ(rec.state, "READY");
+  EXPECT_EQ(rec.state, NodeState::kReady);
   EXPECT_EQ(rec.capacity, "spot");
   EXPECT_EQ(rec.type, "v4-32");
   EXPECT_EQ(rec.login, "tester");
@@ -233,7 +219,7 @@ TEST(Up, StockoutEverywhereSaysSoAndTheNextUpTriesAgain) {
   EXPECT_TRUE(Contains(msg, "us-central2-b, us-central2-a")) << msg;
   EXPECT_TRUE(Contains(msg, "There is no more capacity")) << msg;
   EXPECT_EQ(t.Events("stockout").size(), 2u);
-  EXPECT_EQ(t.Record("trainer").state, "STOCKOUT");
+  EXPECT_EQ(t.Record("trainer").state, NodeState::kStockout);
   EXPECT_TRUE(t.cloud.AllNodes().empty());
 
   t.cloud.SetStockout(kZoneA, false);
@@ -246,7 +232,7 @@ TEST(Up, CreateThatNeverReachedTheCloudIsMadeByTheNextUp) {
   FleetSpec spec = t.Spec(Trainer());
   t.cloud.FailNext("CreateNode", UnavailableError("connection refused"));
   EXPECT_EQ(t.Up(spec).nodes[0].status.code(), StatusCode::kUnavailable);
-  EXPECT_EQ(t.Record("trainer").state, "REQUESTED");
+  EXPECT_EQ(t.Record("trainer").state, NodeState::kRequested);
 
   EXPECT_EQ(t.Up(spec).nodes[0].status, Status::Ok());
   EXPECT_EQ(t.cloud.creates(), 2);
@@ -273,7 +259,7 @@ TEST(Up, WorkerThatNeverAcceptsSshFailsTheNode) {
 void ExpectMadeAgainWhenPreemptedAt(const std::string& method, int ssh_refusals) {
   TestWorld t;
   t.ssh.RefuseFirst(ssh_refusals);
-  t.cloud.SetStateOnNext(method, kZoneB, "trainer", "PREEMPTED");
+  t.cloud.SetStateOnNext(method, kZoneB, "trainer", NodeState::kPreempted);
 
   UpReport r = t.Up(t.Spec(Trainer()));
 
@@ -281,8 +267,8 @@ void ExpectMadeAgainWhenPreemptedAt(const std::string& method, int ssh_refusals)
   EXPECT_EQ(t.cloud.creates(), 2);
   EXPECT_EQ(t.cloud.CallCount("DeleteNode"), 1);
   ASSERT_EQ(t.cloud.AllNodes().size(), 1u);
-  EXPECT_EQ(t.cloud.AllNodes()[0].state, "READY");
-  EXPECT_EQ(t.Record("trainer").state, "READY");
+  EXPECT_EQ(t.cloud.AllNodes()[0].state, NodeState::kReady);
+  EXPECT_EQ(t.Record("trainer").state, NodeState::kReady);
   EXPECT_EQ(t.Events("preempted", "trainer").size(), 1u);
 }
 
@@ -335,7 +321,7 @@ TEST(Up, SetupRunsOncePerWorkerAndAgainOnARecreatedNode) {
   EXPECT_EQ(t.cloud.creates(), 1);
   EXPECT_EQ(t.ssh.RunsWith(setup), 8);
   NodeRecord rec = t.Record("trainer");
-  EXPECT_EQ(rec.state, "READY");
+  EXPECT_EQ(rec.state, NodeState::kReady);
   EXPECT_NE(rec.workers[0].host_key, old_key);
   EXPECT_TRUE(Contains(t.KnownHosts(), rec.workers[0].host_key));
   EXPECT_FALSE(Contains(t.KnownHosts(), old_key)) << "the old VM's key is unpinned";
@@ -405,60 +391,6 @@ TEST(Up, RefusedCreateLeavesNoRecordBehind) {
   EXPECT_TRUE(t.Records().empty()) << "status must not show a node the API refused";
 }
 
-TEST(Up, ASpecThatNowDiffersIsReportedNotRemade) {
-  TestWorld t;
-  ASSERT_EQ(t.Up(t.Spec(Trainer())).nodes[0].status, Status::Ok());
-  t.cloud.ClearCalls();
-
-  std::string changed = Trainer();
-  changed.replace(changed.find("capacity: spot"), 14, "capacity: on-demand");
-  UpReport r = t.Up(t.Spec(changed));
-
-  EXPECT_EQ(r.nodes[0].status.code(), StatusCode::kFailedPrecondition);
-  EXPECT_NE(r.nodes[0].status.message().find("tpufleet down trainer"), std::string::npos)
-      << r.nodes[0].status.message();
-  EXPECT_EQ(t.cloud.creates() + t.cloud.deletes(), 0);
-  EXPECT_EQ(t.Records()[0].capacity, "spot");
-}
-
-TEST(Up, RefusesANodeItDidNotMake) {
-  TestWorld t;
-  CreateNodeRequest outside;
-  outside.zone = kZoneB;
-  outside.node_id = "trainer";
-  outside.type = "v4-32";
-  outside.labels = {{"team", "other"}};
-  t.cloud.AddNode(outside);
-  t.cloud.ClearCalls();
-
-  UpReport r = t.Up(t.Spec(Trainer()));
-
-  EXPECT_EQ(r.nodes[0].status.code(), StatusCode::kAlreadyExists);
-  EXPECT_TRUE(Contains(r.nodes[0].status.message(), "tpufleet import"))
-      << r.nodes[0].status.message();
-  EXPECT_EQ(t.cloud.mutating_calls(), 0);
-  EXPECT_TRUE(t.cloud.Node(kZoneB, "trainer"));
-}
-
-TEST(Up, RefusesANodeNameAnotherFleetHas) {
-  // Node names are SSH aliases: a second "trainer" would break every SSH file.
-  TestWorld t;
-  ASSERT_EQ(t.Up(t.Spec(Trainer())).nodes[0].status, Status::Ok());
-  t.cloud.ClearCalls();
-  FleetSpec other = t.Spec(std::string("fleet: lab2\nproject: ") + kProject +
-                           "\nnodes:\n  - name: trainer\n    type: v4-8\n"
-                           "    zones: [us-central2-a]\n");
-
-  UpReport r = t.Up(other);
-
-  EXPECT_EQ(r.nodes[0].status.code(), StatusCode::kAlreadyExists);
-  EXPECT_TRUE(Contains(r.nodes[0].status.message(), "fleet lab already has a node named trainer"))
-      << r.nodes[0].status.message();
-  EXPECT_EQ(t.cloud.mutating_calls(), 0);
-  EXPECT_EQ(t.Records().size(), 1u);
-  EXPECT_TRUE(Contains(t.SshConfig(), "Host trainer-w3\n"));
-}
-
 TEST(Up, CreateWhoseAnswerWasLostIsAdoptedNotRepeated) {
   TestWorld t;
   FleetSpec spec = t.Spec(Trainer());
@@ -474,7 +406,7 @@ TEST(Up, CreateWhoseAnswerWasLostIsAdoptedNotRepeated) {
   EXPECT_EQ(second.nodes[0].status, Status::Ok());
   EXPECT_EQ(t.cloud.creates(), 1);
   EXPECT_EQ(t.cloud.AllNodes().size(), 1u);
-  EXPECT_EQ(t.Record("trainer").state, "READY");
+  EXPECT_EQ(t.Record("trainer").state, NodeState::kReady);
   EXPECT_EQ(t.Record("trainer").workers.size(), 4u);
 }
 
@@ -492,14 +424,14 @@ TEST(Up, QueuedNodeWaitsForCapacity) {
   EXPECT_EQ(t.cloud.CallCount("GetQueuedResource"), 4);
   std::optional<CloudQueuedResource> qr = t.cloud.Queued(kZoneB, "trainer");
   ASSERT_TRUE(qr);
-  EXPECT_EQ(qr->state, "ACTIVE");
+  EXPECT_EQ(qr->state, NodeState::kActive);
   bool saw_waiting = false;
   for (const NodeProgress& p : t.progress.all()) {
     saw_waiting |= p.phase == NodePhase::kQueued && p.detail == "WAITING_FOR_RESOURCES";
   }
   EXPECT_TRUE(saw_waiting);
   NodeRecord rec = t.Record("trainer");
-  EXPECT_EQ(rec.state, "READY");
+  EXPECT_EQ(rec.state, NodeState::kReady);
   EXPECT_EQ(rec.queued_resource,
             "projects/lab-project/locations/us-central2-b/queuedResources/trainer");
   EXPECT_EQ(rec.workers.size(), 4u);
@@ -526,7 +458,7 @@ FleetSpec UpThatTimesOutInTheQueue(TestWorld& t, const UpOptions& quick) {
   EXPECT_EQ(first.nodes[0].status.code(), StatusCode::kTimeout);
   EXPECT_TRUE(Contains(first.nodes[0].status.message(), "WAITING_FOR_RESOURCES"))
       << first.nodes[0].status.message();
-  EXPECT_EQ(t.Record("trainer").state, "QUEUED");
+  EXPECT_EQ(t.Record("trainer").state, NodeState::kQueued);
   return spec;
 }
 
@@ -541,7 +473,7 @@ TEST(Up, NextUpPicksUpAQueuedResourceStillWaiting) {
   UpReport second = t.Up(spec, quick);
   EXPECT_EQ(second.nodes[0].status, Status::Ok());
   EXPECT_EQ(t.cloud.creates(), 1);
-  EXPECT_EQ(t.Record("trainer").state, "READY");
+  EXPECT_EQ(t.Record("trainer").state, NodeState::kReady);
 }
 
 TEST(Up, NextUpReportsAQueuedResourceThatFailedWhileWaiting) {
@@ -583,7 +515,7 @@ TEST(Up, PreemptedQueuedNodeIsRemadeThroughANewQueuedResource) {
   EXPECT_EQ(r.nodes[0].status, Status::Ok());
   EXPECT_EQ(t.cloud.CallCount("DeleteQueuedResource"), 1);
   EXPECT_EQ(t.cloud.creates(), 1);
-  EXPECT_EQ(t.cloud.Node(kZoneB, "trainer")->state, "READY");
+  EXPECT_EQ(t.cloud.Node(kZoneB, "trainer")->state, NodeState::kReady);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -637,63 +569,6 @@ TEST(Up, TheRecordCarriesTheSpecsLabelsAlsoForAKeptNode) {
   UpReport none = t.Up(t.Spec(Trainer()));
   EXPECT_EQ(none.nodes[0].status, Status::Ok());
   EXPECT_TRUE(t.Record("trainer").labels.empty());
-}
-
-// ---------------------------------------------------------------------------------------
-// PlanUp (--dry-run).
-
-TEST(PlanUp, SaysWhatUpWouldDoAndChangesNothing) {
-  TestWorld t;
-  FleetSpec spec = t.Spec(std::string("fleet: lab\nproject: ") + kProject + "\nnodes:\n" +
-                          SmallNode("kept") + SmallNode("preempted") + SmallNode("booting") +
-                          SmallNode("foreign") + SmallNode("fresh") +
-                          SmallNode("spot", "    capacity: spot\n"));
-  auto add = [&](const std::string& id, const std::string& zone, bool ours) {
-    CreateNodeRequest r;
-    r.zone = zone;
-    r.node_id = id;
-    r.type = "v4-8";
-    if (ours) {
-      r.labels = {{"tpufleet-fleet", "lab"}};
-    }
-    t.cloud.AddNode(r);
-  };
-  add("kept", kZoneA, true);
-  add("preempted", kZoneB, true);
-  t.cloud.Preempt(kZoneB, "preempted");
-  add("booting", kZoneB, true);
-  t.cloud.SetState(kZoneB, "booting", "CREATING");
-  add("foreign", kZoneB, false);
-  ASSERT_EQ(t.store->AddEvent({0, t.clock.Now(), "lab", "x", "stockout",
-                               "type=v4-8 zone=us-central2-b"}),
-            Status::Ok());
-  t.cloud.ClearCalls();
-
-  Result<UpPlan> plan = PlanUp(spec, t.catalog, t.world);
-
-  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
-  ASSERT_EQ(plan->nodes.size(), 6u);
-  const std::vector<NodePlan>& p = plan->nodes;
-  EXPECT_EQ(p[0].node, "kept");
-  EXPECT_EQ(PlanActionName(p[0].action), "keep");
-  EXPECT_EQ(p[0].zones, std::vector<std::string>{kZoneA});
-  EXPECT_EQ(p[0].state, "READY");
-  EXPECT_EQ(PlanActionName(p[1].action), "recreate");
-  EXPECT_TRUE(Contains(p[1].detail, "PREEMPTED")) << p[1].detail;
-  EXPECT_EQ(PlanActionName(p[2].action), "wait");
-  EXPECT_EQ(p[2].state, "CREATING");
-  EXPECT_EQ(PlanActionName(p[3].action), "refuse");
-  EXPECT_TRUE(Contains(p[3].detail, "tpufleet import")) << p[3].detail;
-  EXPECT_EQ(PlanActionName(p[4].action), "create");
-  EXPECT_EQ(p[4].zones, (std::vector<std::string>{kZoneA, kZoneB})) << "b stocked out";
-  EXPECT_EQ(p[4].spec, &spec.nodes[4]);
-  // v4-8 on demand: 4 chips at the catalog's 3.22 USD per chip-hour in us-central2.
-  EXPECT_NEAR(p[4].usd_per_hour, 4 * 3.22, 1e-9);
-  EXPECT_GT(p[5].usd_per_hour, 0);
-  EXPECT_LT(p[5].usd_per_hour, p[4].usd_per_hour) << "spot is cheaper";
-
-  EXPECT_EQ(t.cloud.mutating_calls(), 0);
-  EXPECT_TRUE(t.Records().empty()) << "a dry run writes nothing";
 }
 
 }  // namespace

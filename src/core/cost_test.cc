@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "core/testing/builtin_catalog.h"
 #include "util/testing/status_printer.h"
 
 namespace tpufleet {
@@ -15,14 +16,7 @@ namespace {
 // Money compared to a tenth of a cent; every expected figure below is worked by hand.
 constexpr double kCent = 1e-3;
 
-const Catalog& Builtin() {
-  static const Catalog* catalog = [] {
-    Result<Catalog> c = ParseCatalog(BuiltinCatalogYaml(), "built-in catalog");
-    EXPECT_TRUE(c.ok()) << c.status().ToString();
-    return new Catalog(c.ok() ? std::move(c).value() : Catalog());
-  }();
-  return *catalog;
-}
+const Catalog& Builtin() { return testing::BuiltinCatalog(); }
 
 AcceleratorType Type(const Catalog& catalog, std::string_view name) {
   Result<AcceleratorType> t = catalog.Lookup(name);
@@ -105,6 +99,28 @@ TEST(EstimateCost, NoSpotPriceMeansNoSpotRange) {
   EXPECT_NEAR(e->on_demand_usd, 16, kCent);  // 4 chips x $2 x 2 h
   EXPECT_FALSE(e->spot_min_usd.has_value());
   EXPECT_FALSE(e->spot_max_usd.has_value());
+}
+
+// ---- PriceNode: what up (per hour) and status (so far) charge a node.
+
+TEST(PriceNode, OnDemandIsTheListPriceForTheHours) {
+  std::optional<NodePrice> p = PriceNode(Builtin(), "v4-32", "us-central2-b", false, 10);
+  ASSERT_TRUE(p.has_value());
+  EXPECT_NEAR(p->usd, 515.20, kCent);  // 16 chips x $3.22 x 10 h
+  EXPECT_FALSE(p->upper_bound);
+}
+
+TEST(PriceNode, SpotIsTheTopOfTheSpotRange) {
+  std::optional<NodePrice> p = PriceNode(Builtin(), "v6e-8", "", true, 24);
+  ASSERT_TRUE(p.has_value());
+  EXPECT_NEAR(p->usd, 233.28, kCent);  // as EstimateCost's spot_max_usd
+  EXPECT_TRUE(p->upper_bound);
+}
+
+TEST(PriceNode, UnknownTypeOrRegionOrNoTypeHasNoPrice) {
+  EXPECT_FALSE(PriceNode(Builtin(), "", "", false, 1).has_value());  // ssh-hosts
+  EXPECT_FALSE(PriceNode(Builtin(), "v99-8", "", false, 1).has_value());
+  EXPECT_FALSE(PriceNode(Builtin(), "v5litepod-8", "us-south1-a", false, 1).has_value());
 }
 
 // ---- PlanHardware.
