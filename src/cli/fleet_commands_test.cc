@@ -74,11 +74,9 @@ TEST(Issue11, UpDryRunSaysAnEditedSetupRunsAgainOnEveryWorker) {
   ASSERT_EQ(WriteFileAtomic(path, spec("echo two"), 0600), Status::Ok());
 
   int opened = 0;
-  cli_testing::LendWorld(t.world, &opened);
-  Output o = Tpufleet({"up", path, "--dry-run"});
-  cli_testing::LendWorld(t.world, &opened);
-  Output j = Tpufleet({"up", path, "--dry-run", "--json"});
-  SetWorldFactory(nullptr);
+  App app = cli_testing::AppLending(t.world, &opened);
+  Output o = Tpufleet(app, {"up", path, "--dry-run"});
+  Output j = Tpufleet(app, {"up", path, "--dry-run", "--json"});
 
   EXPECT_EQ(o.code, 0) << o.err;
   EXPECT_TRUE(Contains(o.out, "setup changed: rerun on 1 worker")) << o.out;

@@ -96,11 +96,11 @@ class JsonGolden : public ::testing::Test {
     r.fleet = "lab";
     r.name = name;
     r.provider = "gcp-tpu";
-    r.state = "READY";
+    r.state = NodeState::kReady;
     r.login = "tester";
     r.created_at = t_.clock.Now();
     for (int i = 0; i < workers; ++i) {
-      r.workers.push_back({i, "198.18.0." + std::to_string(i + 2), "", testing::kAliceKey, true});
+      r.workers.push_back({i, "198.18.0." + std::to_string(i + 2), "", testing::kAliceKey, true, ""});
     }
     return r;
   }
@@ -161,7 +161,7 @@ TEST_F(JsonGolden, Status) {
   lab.provider = "ssh-hosts";
   lab.login = "";
   lab.created_at = t_.clock.Now() - std::chrono::hours(24);
-  lab.workers = {{0, "10.1.2.3", "", "", true}};
+  lab.workers = {{0, "10.1.2.3", "", "", true, ""}};
   ASSERT_EQ(t_.store->PutNode(pod), Status::Ok());
   ASSERT_EQ(t_.store->PutNode(lab), Status::Ok());
   ASSERT_EQ(t_.store->PutLeftover(Leftover("old", kZoneA)), Status::Ok());
@@ -217,7 +217,7 @@ TEST_F(JsonGolden, Issue11DownWithNothingToDeleteWritesTheWholeDocument) {
 // the process aborted. The document must come out, each bad byte as U+FFFD.
 TEST_F(JsonGolden, Issue11StatusOfBytesThatAreNotUtf8IsStillADocument) {
   NodeRecord r = Node("pod", 1);
-  r.state = "READY\xff";
+  r.state = NodeState::Parse("READY\xff");  // kept as text: unknown
   r.workers[0].hostname = "t1v-\xc3";
   ASSERT_EQ(t_.store->PutNode(r), Status::Ok());
   std::string out;
