@@ -109,9 +109,13 @@ TEST(EstimateCost, NoSpotPriceMeansNoSpotRange) {
 
 // ---- PlanHardware.
 
+// The planner as it was before issue 11 made these the defaults' opposites: replicas
+// may be split over devices, and every fitting size is listed.
 PlanRequest Req(double hbm_gib, double host_ram_gib = 0, int replicas = 1,
                 std::optional<double> max_usd_per_hour = std::nullopt) {
   PlanRequest r;
+  r.shardable = true;
+  r.all_sizes = true;
   r.hbm_gib_per_replica = hbm_gib;
   r.host_ram_gib_per_worker = host_ram_gib;
   r.replicas = replicas;
@@ -190,14 +194,17 @@ TEST(PlanHardware, OptionsAreCheapestFirstAndAllFit) {
   ASSERT_FALSE(plan.options.empty());
   for (size_t i = 0; i < plan.options.size(); ++i) {
     const PlanOption& o = plan.options[i];
-    if (i > 0) {
+    if (i > 0 && o.priced) {
       EXPECT_LE(plan.options[i - 1].usd_per_hour, o.usd_per_hour) << o.type.name;
     }
-    EXPECT_GE(o.type.chips, o.chips_per_replica * req.replicas) << o.type.name;
-    EXPECT_GE(o.chips_per_replica * o.type.family->hbm_gib_per_chip, 40) << o.type.name;
+    if (i > 0 && plan.options[i - 1].priced != o.priced) {
+      EXPECT_FALSE(o.priced) << o.type.name << ": unpriced types come last";
+    }
+    EXPECT_GE(o.type.devices, o.devices_per_replica * req.replicas) << o.type.name;
+    EXPECT_GE(o.devices_per_replica * o.type.family->hbm_gib_per_device(), 40) << o.type.name;
     ASSERT_TRUE(o.type.host.has_value());
     EXPECT_GE(o.type.host->ram_gib, 100) << o.type.name;
-    EXPECT_EQ(o.replicas_that_fit, o.type.chips / o.chips_per_replica) << o.type.name;
+    EXPECT_EQ(o.replicas_that_fit, o.type.devices / o.devices_per_replica) << o.type.name;
   }
   // 40 GiB a replica, 3 replicas; the smallest slice of each family that holds them:
   //   v5p: 1 chip of 95 GiB each, 3 chips -> v5p-8 (4 chips):   4 x 4.20 = 16.80
@@ -232,20 +239,25 @@ TEST(PlanHardware, ReplicasNeedChipsForEveryOne) {
 }
 
 TEST(PlanHardware, ModelTooLargeForEveryFamily) {
-  Plan plan = PlanHardware(Builtin(), Req(1000000));
+  // 2,000,000 GiB: more than tpu7x-16384 holds (16384 devices x 96 GiB).
+  Plan plan = PlanHardware(Builtin(), Req(2000000));
   EXPECT_TRUE(plan.options.empty());
-  ASSERT_EQ(plan.rejected.size(), 6u);
+  ASSERT_EQ(plan.rejected.size(), 7u);
   for (const PlanRejection& r : plan.rejected) {
     EXPECT_EQ(r.reason, "HBM") << r.family;
   }
-  // 1,000,000 / 32 = 31,250 chips; v4-4096 has 2048.
+  // 2,000,000 / 32 = 62,500 devices (one per v4 chip); v4-4096 has 2048.
   EXPECT_EQ(RejectionOf(plan, "v4").detail,
-            "needs 31250 chips of 32 GiB (31250 per replica x 1); the largest slice, v4-4096, "
+            "needs 62500 devices of 32 GiB (62500 per replica x 1); the largest slice, v4-4096, "
             "has 2048");
-  // ceil(1,000,000 / 95) = 10,527.
+  // ceil(2,000,000 / 95) = 21,053.
   EXPECT_EQ(RejectionOf(plan, "v5p").detail,
-            "needs 10527 chips of 95 GiB (10527 per replica x 1); the largest slice, v5p-12288, "
+            "needs 21053 devices of 95 GiB (21053 per replica x 1); the largest slice, v5p-12288, "
             "has 6144");
+  // v3 counts TensorCores: 2,000,000 / 16 = 125,000 devices; v3-2048 has 2048.
+  EXPECT_EQ(RejectionOf(plan, "v3").detail,
+            "needs 125000 devices of 16 GiB (125000 per replica x 1); the largest slice, v3-2048, "
+            "has 2048");
 }
 
 // A huge request overflowed int chip counts (ceil(1e300 / 16) cast to int), after which
@@ -253,28 +265,28 @@ TEST(PlanHardware, ModelTooLargeForEveryFamily) {
 TEST(PlanHardwareRegression, HugeRequestsFitNothing) {
   Plan huge = PlanHardware(Builtin(), Req(1e300));
   EXPECT_TRUE(huge.options.empty()) << Names(huge)[0];
-  EXPECT_EQ(huge.rejected.size(), 6u);
+  EXPECT_EQ(huge.rejected.size(), 7u);
   EXPECT_EQ(RejectionOf(huge, "v4").reason, "HBM");
   // 1e10 GiB / 32 = 312,500,000 chips per replica, x 1,000,000 replicas > 2^31.
   Plan many = PlanHardware(Builtin(), Req(1e10, 0, 1000000));
   EXPECT_TRUE(many.options.empty()) << Names(many)[0];
   EXPECT_EQ(RejectionOf(many, "v4").detail,
-            "needs 312500000000000 chips of 32 GiB (312500000 per replica x 1000000); the "
+            "needs 312500000000000 devices of 32 GiB (312500000 per replica x 1000000); the "
             "largest slice, v4-4096, has 2048");
 }
 
 TEST(PlanHardware, HostRamTooLargeForEveryFamily) {
   Plan plan = PlanHardware(Builtin(), Req(8, 2000));
   EXPECT_TRUE(plan.options.empty());
-  ASSERT_EQ(plan.rejected.size(), 6u);
+  ASSERT_EQ(plan.rejected.size(), 7u);
   for (const PlanRejection& r : plan.rejected) {
     EXPECT_EQ(r.reason, "host RAM") << r.family;
   }
   EXPECT_EQ(RejectionOf(plan, "v6e").detail,
-            "needs 2000 GiB per worker; v6e slices with enough chips have at most 1440 GiB per "
+            "needs 2000 GiB per worker; v6e slices with enough devices have at most 1440 GiB per "
             "worker");
   EXPECT_EQ(RejectionOf(plan, "v5litepod").detail,
-            "needs 2000 GiB per worker; v5litepod slices with enough chips have at most 384 GiB "
+            "needs 2000 GiB per worker; v5litepod slices with enough devices have at most 384 GiB "
             "per worker");
 }
 
@@ -302,15 +314,18 @@ TEST(PlanHardware, CeilingExactlyAtThePriceKeepsTheType) {
   EXPECT_FALSE(Has(plan, "v5litepod-8"));
 }
 
-TEST(PlanHardware, SmallModelsUseOneChipPerReplica) {
+// Issue 11: one device per replica, and a device of a v2, v3 or TPU7x chip is one
+// TensorCore, so such a chip holds two small replicas.
+TEST(PlanHardware, SmallModelsUseOneDevicePerReplica) {
   Plan plan = PlanHardware(Builtin(), Req(0.5));
   ASSERT_FALSE(plan.options.empty());
   // v5litepod-1: 1 chip x $1.20, the cheapest slice there is.
   EXPECT_EQ(plan.options[0].type.name, "v5litepod-1");
   EXPECT_NEAR(plan.options[0].usd_per_hour, 1.20, kCent);
   for (const PlanOption& o : plan.options) {
-    EXPECT_EQ(o.chips_per_replica, 1) << o.type.name;
-    EXPECT_EQ(o.replicas_that_fit, o.type.chips) << o.type.name;
+    EXPECT_EQ(o.devices_per_replica, 1) << o.type.name;
+    EXPECT_EQ(o.replicas_that_fit, o.type.devices) << o.type.name;
+    EXPECT_EQ(o.Layout(), "1 replica per device") << o.type.name;
   }
 }
 

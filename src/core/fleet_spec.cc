@@ -419,12 +419,7 @@ Status ParseTpuNode(const Field& f, const FleetSpec& fleet, const Catalog& catal
     return std::find(fam.zones.begin(), fam.zones.end(), zone) != fam.zones.end();
   };
   auto not_offered = [&](const std::string& zone) {
-    const auto& all = catalog.AllZones();
-    bool known = std::find(all.begin(), all.end(), zone) != all.end();
-    return (known ? "zone " + zone + " does not offer " + fam.name
-                  : "unknown zone " + QuoteForMessage(zone)) +
-           DidYouMean(zone, fam.zones) + "; " + fam.name + " is offered in " +
-           Join(fam.zones, ", ") + " (" + std::string(kCatalogHint) + ")";
+    return catalog.ZoneNotOffered(fam, zone) + " (" + std::string(kCatalogHint) + ")";
   };
   if (auto zones = f.Get("zones")) {
     TPUFLEET_ASSIGN_OR_RETURN(auto items, StringItems(*zones, kMaxWordBytes));
