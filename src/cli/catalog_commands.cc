@@ -387,8 +387,16 @@ ExitStatus RunPlan(Invocation& inv) {
   } else {
     PrintPlanTable(inv.out, plan);
   }
-  inv.out << "\nDevices are what JAX sees: one per TensorCore on v2, v3 and tpu7x, one per chip "
-             "elsewhere. "
+  std::vector<std::string> per_core;
+  for (const Family& f : (*catalog)->families()) {
+    if (f.devices_per_chip > 1) {
+      per_core.push_back(f.name);
+    }
+  }
+  inv.out << "\nDevices are what JAX sees: "
+          << (per_core.empty() ? "one per chip.\n"
+                               : "one per TensorCore on " + Join(per_core, ", ") +
+                                     ", one per chip on the others.\n")
           << (req.shardable ? "A replica may be split over devices (--shardable).\n"
                             : "A replica is not split over devices; --shardable allows it.\n");
   if (plan.larger_sizes_left_out > 0) {

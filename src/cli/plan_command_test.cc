@@ -171,5 +171,108 @@ TEST(Plan, PriceCeiling) {
   EXPECT_EQ(PlanTypes(j), (std::vector<std::string>{"v6e-1", "v5litepod-4"}));
 }
 
+
+// ---- Issue 11: plan in devices as the framework sees them.
+
+// The user's report: GenCast needs 29.8 GiB per replica and cannot shard one, and plan
+// offered v3-8 (4 chips of 32 GiB) as the cheapest fit, but JAX sees a v3-8 as 8 devices
+// of 16 GiB.
+TEST(Issue11, GenCastIsNotOfferedV2OrV3WithoutShardable) {
+  Output o = Tpufleet({"plan", "--hbm-gib", "29.8"});
+  EXPECT_EQ(o.code, 0) << o.err;
+  for (const std::string& line : Split(o.out, '\n')) {
+    EXPECT_FALSE(StartsWith(line, "v3-") || StartsWith(line, "v2-") ||
+                 StartsWith(line, "v5litepod-"))
+        << line;
+  }
+  EXPECT_TRUE(HasTableRow(o.out, "v6e-1"));
+  EXPECT_TRUE(Contains(o.out, "TYPE     CHIPS  DEVICES     WORKERS  LAYOUT ")) << o.out;
+  EXPECT_TRUE(Contains(o.out, "v4-8     4      4 x 32 GiB  1        1 replica per device  4 "))
+      << o.out;
+  EXPECT_TRUE(Contains(o.out,
+                       "\n  v3: HBM: one replica needs 29.8 GiB and a v3 device (one TensorCore; 2 "
+                       "per chip) has 16 GiB, as JAX sees it;"))
+      << o.out;
+  EXPECT_TRUE(Contains(o.out, "A replica is not split over devices; --shardable allows it.\n"))
+      << o.out;
+  json j = TpufleetJson({"plan", "--hbm-gib", "29.8"});
+  for (const json& row : j) {
+    EXPECT_NE(row["family"], "v3") << row["type"];
+    EXPECT_NE(row["family"], "v2") << row["type"];
+    EXPECT_EQ(row["layout"], "1 replica per device") << row["type"];
+    EXPECT_EQ(row["sharded"], false) << row["type"];
+  }
+}
+
+TEST(Issue11, ShardableLaysOneReplicaOverSeveralDevices) {
+  Output o = Tpufleet({"plan", "--hbm-gib", "29.8", "--shardable"});
+  EXPECT_EQ(o.code, 0) << o.err;
+  EXPECT_TRUE(Contains(o.out, "v3-8         4      8 x 16 GiB  1        1 replica on 2 devices "
+                              "(sharded)  4 "))
+      << o.out;
+  json j = TpufleetJson({"plan", "--hbm-gib", "29.8", "--shardable"});
+  bool saw_v3 = false;
+  for (const json& row : j) {
+    if (row["type"] == "v3-8") {
+      saw_v3 = true;
+      EXPECT_EQ(row["devices"], 8);
+      EXPECT_EQ(row["devices_per_chip"], 2);
+      EXPECT_EQ(row["hbm_gib_per_device"].get<double>(), 16);
+      EXPECT_EQ(row["devices_per_replica"], 2);
+      EXPECT_EQ(row["chips_per_replica"], 1);
+      EXPECT_EQ(row["sharded"], true);
+      EXPECT_EQ(row["layout"], "1 replica on 2 devices (sharded)");
+      EXPECT_EQ(row["replicas_that_fit"], 4);
+      EXPECT_NEAR(row["usd_per_hour"].get<double>(), 8.00, kCent);
+    }
+  }
+  EXPECT_TRUE(saw_v3);
+}
+
+// `--replicas 8` listed 33 sizes from v6e-8 to v5p-12288: now the smallest of each family.
+TEST(Issue11, SmallestSliceOfEachFamilyAndTheRestWithAll) {
+  Output o = Tpufleet({"plan", "--hbm-gib", "29.8", "--replicas", "8"});
+  EXPECT_EQ(o.code, 0) << o.err;
+  json j = TpufleetJson({"plan", "--hbm-gib", "29.8", "--replicas", "8"});
+  EXPECT_EQ(PlanTypes(j), (std::vector<std::string>{"v6e-8", "v4-16", "v5p-16", "tpu7x-8"}));
+  EXPECT_TRUE(j[3]["usd_per_hour"].is_null());  // no published TPU7x price: last
+  EXPECT_TRUE(Contains(o.out, "no price\n")) << o.out;
+  EXPECT_FALSE(HasTableRow(o.out, "v5p-12288"));
+  EXPECT_TRUE(Contains(o.out, "The smallest fitting slice of each family; 35 larger sizes fit "
+                              "too (--all lists them).\n"))
+      << o.out;
+  json all = TpufleetJson({"plan", "--hbm-gib", "29.8", "--replicas", "8", "--all"});
+  EXPECT_EQ(all.size(), 4u + 35u);
+  std::vector<std::string> types = PlanTypes(all);
+  EXPECT_TRUE(Lists(types, "v5p-12288"));
+  EXPECT_TRUE(Lists(types, "v6e-256"));
+  Output every = Tpufleet({"plan", "--hbm-gib", "29.8", "--replicas", "8", "--all"});
+  EXPECT_FALSE(Contains(every.out, "--all lists them")) << every.out;
+}
+
+// From fix 6: every numeric flag of the catalog commands is bounded.
+TEST(Issue11, PlanFlagsAreBounded) {
+  struct Case {
+    std::vector<std::string> argv;
+    std::string err;
+  };
+  const Case cases[] = {
+      {{"plan", "--hbm-gib", "1e308"},
+       "tpufleet: --hbm-gib expects a number of at most 10485760, got '1e308'\n"},
+      {{"plan", "--hbm-gib", "8", "--host-ram-gib", "1e308"},
+       "tpufleet: --host-ram-gib expects a number of at most 65536, got '1e308'\n"},
+      {{"plan", "--hbm-gib", "8", "--replicas", "1e7"},
+       "tpufleet: --replicas expects a number of at most 1000000, got '1e7'\n"},
+      {{"plan", "--hbm-gib", "8", "--max-usd-per-hour", "1e308"},
+       "tpufleet: --max-usd-per-hour expects a number of at most 1000000000, got '1e308'\n"},
+  };
+  for (const Case& c : cases) {
+    Output o = Tpufleet(c.argv);
+    EXPECT_EQ(o.code, 2) << c.argv[2];
+    EXPECT_EQ(o.out, "") << c.argv[2];
+    EXPECT_EQ(o.err, c.err);
+  }
+}
+
 }  // namespace
 }  // namespace tpufleet::cli
