@@ -16,14 +16,7 @@ namespace tpufleet {
 namespace {
 
 // The built-in catalog, parsed once.
-const Catalog& Builtin() {
-  static const Catalog* catalog = [] {
-    Result<Catalog> c = ParseCatalog(BuiltinCatalogYaml(), "built-in catalog");
-    EXPECT_TRUE(c.ok()) << c.status().ToString();
-    return new Catalog(c.ok() ? std::move(c).value() : Catalog());
-  }();
-  return *catalog;
-}
+const Catalog& Builtin() { return testing::BuiltinCatalog(); }
 
 AcceleratorType MustLookup(std::string_view name) {
   Result<AcceleratorType> t = Builtin().Lookup(name);

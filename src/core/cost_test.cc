@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "core/testing/catalog_fixtures.h"
+#include "util/strings.h"
 #include "util/testing/status_printer.h"
 
 namespace tpufleet {
@@ -15,14 +17,7 @@ namespace {
 // Money compared to a tenth of a cent; every expected figure below is worked by hand.
 constexpr double kCent = 1e-3;
 
-const Catalog& Builtin() {
-  static const Catalog* catalog = [] {
-    Result<Catalog> c = ParseCatalog(BuiltinCatalogYaml(), "built-in catalog");
-    EXPECT_TRUE(c.ok()) << c.status().ToString();
-    return new Catalog(c.ok() ? std::move(c).value() : Catalog());
-  }();
-  return *catalog;
-}
+const Catalog& Builtin() { return testing::BuiltinCatalog(); }
 
 AcceleratorType Type(const Catalog& catalog, std::string_view name) {
   Result<AcceleratorType> t = catalog.Lookup(name);
@@ -327,6 +322,123 @@ TEST(PlanHardware, SmallModelsUseOneDevicePerReplica) {
     EXPECT_EQ(o.replicas_that_fit, o.type.devices) << o.type.name;
     EXPECT_EQ(o.Layout(), "1 replica per device") << o.type.name;
   }
+}
+
+// ---- Issue 11: plan in devices as JAX sees them.
+
+// GenCast needs 29.8 GiB of accelerator memory per replica and cannot shard one.
+constexpr double kGenCastGib = 29.8;
+
+const PlanOption* Find(const Plan& plan, std::string_view type) {
+  for (const PlanOption& o : plan.options) {
+    if (o.type.name == type) {
+      return &o;
+    }
+  }
+  return nullptr;
+}
+
+PlanRequest Gencast(int replicas = 1) {
+  PlanRequest r;
+  r.hbm_gib_per_replica = kGenCastGib;
+  r.replicas = replicas;
+  return r;
+}
+
+TEST(Issue11, DevicesPerChipAsJaxSeesThem) {
+  struct Want {
+    const char* type;
+    int devices;
+    double gib_per_device;
+  };
+  const Want wants[] = {
+      {"v2-8", 8, 8},      {"v3-8", 8, 16},       {"v4-8", 4, 32},    {"v5p-8", 4, 95},
+      {"v5litepod-8", 8, 16}, {"v6e-8", 8, 32}, {"tpu7x-8", 8, 96},
+  };
+  for (const Want& w : wants) {
+    Result<AcceleratorType> t = Builtin().Lookup(w.type);
+    ASSERT_TRUE(t.ok()) << w.type;
+    EXPECT_EQ(t->devices, w.devices) << w.type;
+    EXPECT_EQ(t->family->hbm_gib_per_device(), w.gib_per_device) << w.type;
+  }
+}
+
+// The user's report: v3-8 was the cheapest fit for 29.8 GiB, but a v3 device has 16 GiB.
+TEST(Issue11, GenCastIsNotOfferedV2OrV3WithoutShardable) {
+  Plan plan = PlanHardware(Builtin(), Gencast());
+  for (const std::string& name : Names(plan)) {
+    EXPECT_FALSE(StartsWith(name, "v2-") || StartsWith(name, "v3-") ||
+                 StartsWith(name, "v5litepod-"))
+        << name;
+  }
+  PlanRejection v3 = RejectionOf(plan, "v3");
+  EXPECT_EQ(v3.reason, "HBM");
+  EXPECT_EQ(v3.detail,
+            "one replica needs 29.8 GiB and a v3 device (one TensorCore; 2 per chip) has 16 GiB, "
+            "as JAX sees it; a replica is not split over devices unless the model shards "
+            "(plan --shardable)");
+  EXPECT_EQ(RejectionOf(plan, "v2").reason, "HBM");
+  EXPECT_EQ(RejectionOf(plan, "v5litepod").reason, "HBM");  // 16 GiB chips
+  // The cheapest fit is one 32 GiB v6e chip; every row is one replica per device.
+  ASSERT_FALSE(plan.options.empty());
+  EXPECT_EQ(plan.options[0].type.name, "v6e-1");
+  for (const PlanOption& o : plan.options) {
+    EXPECT_EQ(o.Layout(), "1 replica per device") << o.type.name;
+    EXPECT_GE(o.type.family->hbm_gib_per_device(), kGenCastGib) << o.type.name;
+  }
+}
+
+TEST(Issue11, ShardableSplitsAReplicaOverDevices) {
+  PlanRequest req = Gencast();
+  req.shardable = true;
+  Plan plan = PlanHardware(Builtin(), req);
+  const PlanOption* v3 = Find(plan, "v3-8");
+  ASSERT_NE(v3, nullptr);
+  EXPECT_EQ(v3->devices_per_replica, 2);
+  EXPECT_EQ(v3->chips_per_replica, 1);
+  EXPECT_EQ(v3->replicas_that_fit, 4);  // 8 devices of 16 GiB, 2 each
+  EXPECT_EQ(v3->Layout(), "1 replica on 2 devices (sharded)");
+  const PlanOption* v2 = Find(plan, "v2-8");
+  EXPECT_EQ(v2, nullptr);  // v2's host RAM is not published
+  const PlanOption* v5e = Find(plan, "v5litepod-4");
+  ASSERT_NE(v5e, nullptr);
+  EXPECT_EQ(v5e->devices_per_replica, 2);
+  EXPECT_EQ(v5e->replicas_that_fit, 2);
+  const PlanOption* v4 = Find(plan, "v4-8");
+  ASSERT_NE(v4, nullptr);
+  EXPECT_EQ(v4->Layout(), "1 replica per device");  // fits one device: never split
+}
+
+// `plan --replicas 8` listed 33 sizes; by default one per family, the smallest.
+TEST(Issue11, SmallestFittingSliceOfEachFamilyByDefault) {
+  Plan plan = PlanHardware(Builtin(), Gencast(8));
+  // v6e-8 (8 x 32 GiB), v4-16 (8 chips), v5p-16 (8 chips), tpu7x-8 (8 x 96 GiB devices).
+  std::vector<std::string> names = Names(plan);
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(names, (std::vector<std::string>{"tpu7x-8", "v4-16", "v5p-16", "v6e-8"}));
+  EXPECT_GT(plan.larger_sizes_left_out, 20);
+  PlanRequest all = Gencast(8);
+  all.all_sizes = true;
+  Plan every = PlanHardware(Builtin(), all);
+  EXPECT_EQ(every.options.size(), plan.options.size() + plan.larger_sizes_left_out);
+  EXPECT_EQ(every.larger_sizes_left_out, 0);
+  EXPECT_NE(Find(every, "v5p-12288"), nullptr);
+  EXPECT_EQ(Find(plan, "v5p-12288"), nullptr);
+}
+
+// TPU7x has no published price: it is offered, after every priced type, not as "$0".
+TEST(Issue11, UnpricedFamilyComesLastAndIsNeverHeldToACeiling) {
+  Plan plan = PlanHardware(Builtin(), Gencast());
+  ASSERT_FALSE(plan.options.empty());
+  EXPECT_EQ(plan.options.back().type.name, "tpu7x-8");
+  EXPECT_FALSE(plan.options.back().priced);
+  PlanRequest capped = Gencast();
+  capped.max_usd_per_hour = 100;
+  Plan under = PlanHardware(Builtin(), capped);
+  EXPECT_EQ(Find(under, "tpu7x-8"), nullptr);
+  PlanRejection r = RejectionOf(under, "tpu7x");
+  EXPECT_EQ(r.reason, "price");
+  EXPECT_NE(r.detail.find("no price for tpu7x"), std::string::npos) << r.detail;
 }
 
 }  // namespace
