@@ -522,6 +522,30 @@ printf 'families:\n  v4:\n    runtime_versions: [tpu-ubuntu2204-base, tpu-vm-v4-
 run validate "$tmp/rt.yaml" --catalog "$tmp/rt-catalog.yaml"
 expect_code 0
 
+check "issue 11: a TRC email's zone (us-central1-f for v3-8) says where v3 is offered now"
+printf 'fleet: trc\nproject: trc-project\nnodes:\n  - name: a\n    type: v3-8\n    zones: [us-central1-f]\n' >"$tmp/trc.yaml"
+run validate "$tmp/trc.yaml"
+expect_code 1
+expect_has err "trc.yaml:6:13: nodes[0].zones[0]: zone us-central1-f no longer offers v3 (older guides and TPU Research Cloud emails still name it); v3 is offered now in us-central1-a, us-central1-b, europe-west4-a"
+
+check "issue 11: TPU7x in an AI zone validates; it has no published price, said so, not counted"
+printf 'fleet: iw\nproject: iw-project\nnodes:\n  - name: a\n    type: tpu7x-8\n    zones: [us-central1-ai1a]\n' >"$tmp/tpu7x.yaml"
+run validate "$tmp/tpu7x.yaml"
+expect_code 0
+expect_has out "cost      unknown: the catalog has no price for tpu7x"
+expect_has out "1 entry has no price and is not counted"
+
+check "issue 11: 500 levels of nesting: the file, the line, and that it is too deep"
+{
+  printf 'fleet: demo\nproject: demo-project\nnodes:\n  - name: a\n    labels:\n'
+  indent="      "
+  for _ in $(seq 500); do printf '%sa:\n' "$indent"; indent="$indent  "; done
+  printf '%sb\n' "$indent"
+} >"$tmp/deep.yaml"
+run validate "$tmp/deep.yaml"
+expect_code 1
+expect_eq err "tpufleet: error: $tmp/deep.yaml:67:129: nesting is too deep: more than 64 levels of mappings and lists (tpufleet's files need about 5)"
+
 # ---- Issue 10: bounded reads, and a state directory that is not ours ----
 
 # run_bounded SECONDS ARGS...: run, killed after SECONDS and held to 2 GB of address
