@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -503,6 +505,22 @@ TEST(Issue11, EstimateInARetiredZoneSaysWhereTheTypeIsNow) {
             "tpufleet: zone us-central1-f no longer offers v3 (older guides and TPU Research "
             "Cloud emails still name it); v3 is offered now in us-central1-a, us-central1-b, "
             "europe-west4-a\n");
+}
+
+// Issue 11: a fleet with a TPU7x entry: its cost is unknown, and the fleet's total says it
+// leaves that entry out instead of reading as the whole cost.
+TEST(Issue11, ValidateSaysAnUnpricedEntryIsNotCounted) {
+  std::string path = ::testing::TempDir() + "/issue11-tpu7x.yaml";
+  {
+    std::ofstream f(path);
+    f << "fleet: iw\nproject: iw-project\nnodes:\n  - name: a\n    type: tpu7x-8\n"
+         "    zones: [us-central1-ai1a]\n";
+  }
+  Output o = Tpufleet({"validate", path});
+  std::remove(path.c_str());
+  EXPECT_EQ(o.code, 0) << o.err;
+  EXPECT_TRUE(Contains(o.out, "unknown: the catalog has no price for tpu7x")) << o.out;
+  EXPECT_TRUE(Contains(o.out, "; 1 entry has no price and is not counted).")) << o.out;
 }
 
 // Issue 11: TPU7x is in the catalog, in the AI zone; no price is published, and it says so.

@@ -71,6 +71,26 @@ TEST(Issue11, FleetSpecNamingARetiredZone) {
       << r.status().ToString();
 }
 
+// A user's catalog file can name retired zones of its own, and must say why a family
+// has no price rather than leave it out.
+TEST(Issue11, CatalogOverrideOfRetiredZonesAndPrices) {
+  Result<Catalog> c = ParseCatalog(
+      "families: {}\nretired_zones:\n  - {zone: us-east1-d, family: v5p, source: mine}\n",
+      "o.yaml", Builtin());
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_TRUE(StartsWith(c->ZoneNotOffered(*c->FindFamily("v5p"), "us-east1-d"),
+                         "zone us-east1-d no longer offers v5p "));
+  EXPECT_EQ(c->FindRetired("us-central1-f", *c->FindFamily("v3")), nullptr);  // replaced
+  Result<Catalog> no_price =
+      ParseCatalog("families:\n  v4:\n    prices: []\n", "o.yaml", Builtin());
+  EXPECT_EQ(no_price.status(),
+            InvalidArgumentError("o.yaml:3:5: families.v4: family v4 has no prices; give them, "
+                                 "or a price_note saying why none is published"));
+  Result<Catalog> devices =
+      ParseCatalog("families:\n  v4:\n    devices_per_chip: 3\n", "o.yaml", Builtin());
+  EXPECT_FALSE(devices.ok());
+}
+
 // ---- From fix 6: 500 levels of nesting said only "not valid YAML: bad file".
 
 std::string Nested(int depth) {
