@@ -270,7 +270,7 @@ check "estimate in a zone without the family: the family's zones, exit 2"
 run estimate v4-8 --hours 1 --zone us-central1-a
 expect_code 2
 expect_empty out
-expect_eq err "tpufleet: zone us-central1-a does not offer v4 (did you mean us-central2-b?); v4 zones: us-central2-b"
+expect_eq err "tpufleet: zone us-central1-a does not offer v4 (did you mean us-central2-b?); v4 is offered in us-central2-b"
 
 check "estimate with a bad type: exit 2"
 run estimate v4-33 --hours 1
@@ -282,48 +282,62 @@ run estimate v4-8 --hours 1 --count 1e10
 expect_code 2
 expect_eq err "tpufleet: --count expects a whole number up to 100000"
 
-check "estimate --hours 1e300 prints a number, not a crash"
-run estimate v4-8 --hours 1e300
+check "estimate --hours 876000 (the most it takes) prints a number, not a crash"
+run estimate v4-8 --hours 876000
 expect_code 0
-expect_has out '  on demand  $12,880,000,'
+expect_has out '  on demand  $11,282,880.00'
 
-# ---- plan, worked by hand.
+check "issue 11: estimate --hours 1e308 is a usage error, not \$inf"
+run estimate v4-8 --hours 1e308
+expect_code 2
+expect_eq err "tpufleet: --hours expects a number of at most 876000, got '1e308'"
 
-check "plan --hbm-gib 32 --host-ram-gib 250: v3-8, v5litepod-8, v6e-4 first"
-run plan --hbm-gib 32 --host-ram-gib 250
+# ---- plan, worked by hand. --shardable: a replica may be split over devices, as
+# plan did (in chips) before issue 11.
+
+check "plan --hbm-gib 32 --host-ram-gib 250 --shardable: v3-8, v5litepod-8, v6e-4 first"
+run plan --hbm-gib 32 --host-ram-gib 250 --shardable
 expect_code 0
 expect_empty err
 expect_nth_line out 1 "Needs 32 GiB HBM per replica x 1 replica, 250 GiB host RAM per worker\."
-expect_nth_line out 3 "TYPE +CHIPS +WORKERS +CHIPS/REPLICA +REPLICAS FIT +HOST RAM/WORKER +\\\$/HOUR"
-expect_nth_line out 4 "v3-8 +4 +1 +1 +4 +340 GiB +\\\$8\.00"
-expect_nth_line out 5 "v5litepod-8 +8 +1 +2 +4 +384 GiB +\\\$9\.60"
-expect_nth_line out 6 "v6e-4 +4 +1 +1 +4 +720 GiB +\\\$10\.80"
+expect_nth_line out 3 "TYPE +CHIPS +DEVICES +WORKERS +LAYOUT +REPLICAS FIT +HOST RAM/WORKER +\\\$/HOUR"
+expect_nth_line out 4 "v3-8 +4 +8 x 16 GiB +1 +1 replica on 2 devices \(sharded\) +4 +340 GiB +\\\$8\.00"
+expect_nth_line out 5 "v5litepod-8 +8 +8 x 16 GiB +1 +1 replica on 2 devices \(sharded\) +4 +384 GiB +\\\$9\.60"
+expect_nth_line out 6 "v6e-4 +4 +4 x 32 GiB +1 +1 replica per device +4 +720 GiB +\\\$10\.80"
 expect_lacks out "v5litepod-4 "
 expect_lacks out "v5litepod-16 "
 expect_lacks out "v6e-1 "
 expect_line out "  v2: host RAM: the catalog has no host RAM figure for v2 workers, so the fit cannot be checked"
 
 check "plan --replicas 8: v4-16 fits, v4-8 does not"
-run plan --hbm-gib 32 --replicas 8
+run plan --hbm-gib 32 --replicas 8 --shardable
 expect_code 0
-expect_line out "v4-16 +8 +2 +1 +8 +407 GiB +\\\$25\.76"
+expect_line out "v4-16 +8 +8 x 32 GiB +2 +1 replica per device +8 +407 GiB +\\\$25\.76"
 expect_lacks out "v4-8 "
 
+check "issue 11: GenCast (29.8 GiB, cannot shard) is not offered v2 or v3"
+run plan --hbm-gib 29.8
+expect_code 0
+expect_nth_line out 4 "v6e-1 +1 +1 x 32 GiB +1 +1 replica per device +1 +176 GiB +\\\$2\.70"
+expect_lacks out "v3-8 "
+expect_lacks out "v2-8 "
+expect_line out "  v3: HBM: one replica needs 29\.8 GiB and a v3 device \(one TensorCore; 2 per chip\) has 16 GiB, as JAX sees it; .*"
+
 check "plan for a model too large for every family: exit 1, every family HBM"
-run plan --hbm-gib 1000000
+run plan --hbm-gib 2000000 --shardable
 expect_code 1
 expect_line out "No type fits\."
-for family in v2 v3 v4 v5litepod v5p v6e; do
+for family in v2 v3 v4 v5litepod v5p v6e tpu7x; do
   expect_line out "  $family: HBM: needs .*"
 done
 
 check "plan --json with no fit: [] and exit 1"
-run plan --hbm-gib 1000000 --json
+run plan --hbm-gib 2000000 --shardable --json
 expect_code 1
 expect_eq out "[]"
 
 check "plan --max-usd-per-hour 5: dearer families rejected for price"
-run plan --hbm-gib 32 --max-usd-per-hour 5
+run plan --hbm-gib 32 --max-usd-per-hour 5 --shardable
 expect_code 0
 expect_line out "v6e-1 +.*\\\$2\.70"
 expect_line out "v5litepod-4 +.*\\\$4\.80"
@@ -493,6 +507,12 @@ expect_has err "is not known for v4"
 printf 'families:\n  v4:\n    runtime_versions: [tpu-ubuntu2204-base, tpu-vm-v4-new]\n' >"$tmp/rt-catalog.yaml"
 run validate "$tmp/rt.yaml" --catalog "$tmp/rt-catalog.yaml"
 expect_code 0
+
+check "issue 11: a TRC email's zone (us-central1-f for v3-8) says where v3 is offered now"
+printf 'fleet: trc\nproject: trc-project\nnodes:\n  - name: a\n    type: v3-8\n    zones: [us-central1-f]\n' >"$tmp/trc.yaml"
+run validate "$tmp/trc.yaml"
+expect_code 1
+expect_has err "trc.yaml:6:13: nodes[0].zones[0]: zone us-central1-f no longer offers v3 (older guides and TPU Research Cloud emails still name it); v3 is offered now in us-central1-a, us-central1-b, europe-west4-a"
 
 # ---- Issue 10: bounded reads, and a state directory that is not ours ----
 

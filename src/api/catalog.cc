@@ -17,10 +17,13 @@ json FactsJson(const FamilyFacts& f) {
           {"api_type", f.api_type},
           {"suffix_counts", f.suffix_counts},
           {"hbm_gib_per_chip", f.hbm_gib_per_chip},
+          {"devices_per_chip", f.devices_per_chip},
+          {"hbm_gib_per_device", f.hbm_gib_per_device},
           {"runtime_versions", f.runtime_versions},
           {"zones", f.zones},
           {"source", f.source},
           {"price_per_chip_hour", OrNull(f.price_per_chip_hour)},
+          {"price_note", OrNull(f.price_note)},
           {"price_region", OrNull(f.price_region)},
           {"spot_discount_min", OrNull(f.spot_discount_min)},
           {"spot_discount_max", OrNull(f.spot_discount_max)}};
@@ -66,6 +69,7 @@ std::string ToJson(const CatalogType& t) {
   j["workers"] = t.workers;
   j["chips_per_worker"] = t.chips_per_worker;
   j["tensor_cores"] = t.tensor_cores;
+  j["devices"] = t.devices;
   j["topology"] = OrNull(t.topology);
   j["hbm_gib_total"] = t.hbm_gib_total;
   j["host_machine_type"] = OrNull(t.host_machine_type);

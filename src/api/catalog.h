@@ -26,10 +26,13 @@ struct FamilyFacts {
   std::string api_type;       // "V4"
   std::string suffix_counts;  // what the N of FAMILY-N counts: "chips" or "tensor_cores"
   double hbm_gib_per_chip = 0;
+  int devices_per_chip = 1;       // the devices a framework (JAX) sees on one chip
+  double hbm_gib_per_device = 0;
   std::vector<std::string> runtime_versions;  // the first is the default
   std::vector<std::string> zones;
   std::string source;
   std::optional<double> price_per_chip_hour;  // on demand, in price_region
+  std::optional<std::string> price_note;      // why there is no price, when there is none
   std::optional<std::string> price_region;
   std::optional<double> spot_discount_min;    // fractions: 0.6 is 60 % off
   std::optional<double> spot_discount_max;
@@ -62,6 +65,7 @@ struct CatalogType {
   int workers = 0;
   int chips_per_worker = 0;
   int tensor_cores = 0;
+  int devices = 0;   // what a framework sees: chips x devices_per_chip
   std::optional<std::string> topology;
   double hbm_gib_total = 0;
   std::optional<std::string> host_machine_type;  // the host VM, when published

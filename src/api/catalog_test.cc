@@ -19,6 +19,7 @@ FamilyFacts V4() {
   f.api_type = "V4";
   f.suffix_counts = "tensor_cores";
   f.hbm_gib_per_chip = 32;
+  f.hbm_gib_per_device = 32;
   f.runtime_versions = {"tpu-ubuntu2204-base", "tpu-vm-v4-base"};
   f.zones = {"us-central2-b"};
   f.source = "cloud.google.com/tpu/pricing (2026-01)";
@@ -37,9 +38,12 @@ FamilyFacts Unpriced() {
   f.api_type = "V9X";
   f.suffix_counts = "chips";
   f.hbm_gib_per_chip = 192;
+  f.devices_per_chip = 2;
+  f.hbm_gib_per_device = 96;
   f.runtime_versions = {"v9x-base"};
   f.zones = {"us-central1-ai1a"};
   f.source = "a test";
+  f.price_note = "not published";
   return f;
 }
 
@@ -57,6 +61,7 @@ TEST(ApiJson, CatalogType) {
   t.workers = 4;
   t.chips_per_worker = 4;
   t.tensor_cores = 32;
+  t.devices = 16;
   t.topology = "2x2x4";
   t.hbm_gib_total = 512;
   t.host_machine_type = "ct4p-hightpu-4t";
@@ -76,6 +81,7 @@ TEST(ApiJson, CatalogTypeWithoutPriceOrHost) {
   t.workers = 1;
   t.chips_per_worker = 4;
   t.tensor_cores = 8;
+  t.devices = 8;
   t.hbm_gib_total = 768;
   t.default_runtime_version = "v9x-base";
   ExpectGolden("src/api/testdata/catalog_type_unpriced.json", ToJson(t) + "\n");

@@ -15,6 +15,19 @@ namespace {
 
 using nlohmann::json;
 
+// Bounds on the numeric flags: beyond them an answer means nothing, and every figure
+// computed from a bounded flag stays finite (`--hours 1e308` printed "$inf").
+/// A century of hours: a longer estimate is a typo.
+constexpr double kMaxHours = 100 * 24 * 365;
+/// 10 PiB of accelerator memory: six times what the largest slice (tpu7x-16384) has.
+constexpr double kMaxHbmGib = 10 * 1024 * 1024;
+/// 64 TiB of host RAM per worker: more than any VM has.
+constexpr double kMaxHostRamGib = 64 * 1024;
+/// Replicas at once: more than all the devices of every listed slice together.
+constexpr double kMaxReplicas = 1e6;
+/// A ceiling of a billion dollars an hour is no ceiling at all.
+constexpr double kMaxUsdPerHour = 1e9;
+
 // "$14.74/h (71% off)" or "$104.49 to $233.28 (55% to 80% off, by region)".
 std::string SpotRangeText(double on_demand, std::pair<double, double> discount) {
   if (std::round(discount.first * 100) == std::round(discount.second * 100)) {
@@ -69,6 +82,11 @@ void PrintType(std::ostream& out, const Catalog& catalog, const AcceleratorType&
                                  " per worker)"});
   rows.AddRow({"  workers", std::to_string(t.workers) + (t.workers == 1 ? " VM" : " VMs")});
   rows.AddRow({"  TensorCores", std::to_string(t.tensor_cores)});
+  rows.AddRow({"  devices", std::to_string(t.devices) + " as JAX sees them (" +
+                                (f.devices_per_chip == 1
+                                     ? std::string("1 per chip")
+                                     : std::to_string(f.devices_per_chip) + " per chip, one per TensorCore") +
+                                ", " + FormatNumber(f.hbm_gib_per_device()) + " GiB each)"});
   rows.AddRow({"  HBM", FormatNumber(t.hbm_gib_total()) + " GiB (" +
                             FormatNumber(f.hbm_gib_per_chip) + " GiB per chip)"});
   if (t.host) {
@@ -84,6 +102,9 @@ void PrintType(std::ostream& out, const Catalog& catalog, const AcceleratorType&
                                                               f.runtime_versions.end()),
                                      ", ")});
   rows.AddRow({"  zones", Join(f.zones, ", ")});
+  if (f.prices.empty()) {
+    rows.AddRow({"  on demand", "no price: " + f.price_note});
+  }
   if (const RegionPrice* p = catalog.PriceFor(f)) {
     double hourly = p->on_demand * t.chips;
     rows.AddRow({"  on demand", FormatUsd(hourly) + " per hour (" +
@@ -125,8 +146,8 @@ ExitStatus RunCatalog(Invocation& inv) {
     inv.out << api::ToJson(ToApi(cat)) << "\n";
     return ExitStatus::kOk;
   }
-  TextTable table({"FAMILY", "GENERATION", "SIZES", "HBM/CHIP", "HOST RAM/WORKER",
-                   "$/CHIP-HOUR", "SPOT OFF", "ZONES"});
+  TextTable table({"FAMILY", "GENERATION", "SIZES", "HBM/CHIP", "DEVICES/CHIP",
+                   "HOST RAM/WORKER", "$/CHIP-HOUR", "SPOT OFF", "ZONES"});
   for (const Family& f : cat.families()) {
     const RegionPrice* p = cat.PriceFor(f);
     auto range = cat.SpotDiscountRange(f);
@@ -136,6 +157,8 @@ ExitStatus RunCatalog(Invocation& inv) {
                            : FormatPercent(range->first) + "-" + FormatPercent(range->second);
     table.AddRow({f.name + (f.aliases.empty() ? "" : " (" + Join(f.aliases, ",") + ")"),
                   f.generation, SizesText(f), FormatNumber(f.hbm_gib_per_chip) + " GiB",
+                  std::to_string(f.devices_per_chip) + " x " +
+                      FormatNumber(f.hbm_gib_per_device()) + " GiB",
                   HostRamText(f), p ? FormatChipHour(p->on_demand) : "-", spot,
                   Join(f.zones, " ")});
   }
@@ -152,7 +175,7 @@ ExitStatus RunEstimate(Invocation& inv) {
   if (!inv.args.Has("hours")) {
     return UsageError(inv, "estimate needs --hours H");
   }
-  std::optional<double> hours = NumberFlag(inv, "hours", 0, 0);
+  std::optional<double> hours = NumberFlag(inv, "hours", 0, 0, kMaxHours);
   std::optional<double> count = NumberFlag(inv, "count", 1, 1);
   if (!hours || !count) {
     return ExitStatus::kUsage;
@@ -171,10 +194,8 @@ ExitStatus RunEstimate(Invocation& inv) {
   }
   std::string zone = inv.args.Get("zone").value_or("");
   if (!zone.empty()) {
-    const auto& zones = t->family->zones;
-    if (std::find(zones.begin(), zones.end(), zone) == zones.end()) {
-      return UsageError(inv, "zone " + zone + " does not offer " + t->family->name + DidYouMean(zone, zones) +
-                                 "; " + t->family->name + " zones: " + Join(zones, ", "));
+    if (std::string why = (*catalog)->ZoneNotOffered(*t->family, zone); !why.empty()) {
+      return UsageError(inv, why);
     }
   }
   Result<CostEstimate> e = EstimateCost(**catalog, *t, *hours, static_cast<int>(*count), zone);
@@ -213,6 +234,43 @@ ExitStatus RunEstimate(Invocation& inv) {
   return ExitStatus::kOk;
 }
 
+namespace {
+
+json PlanOptionJson(const PlanOption& o) {
+  const AcceleratorType& t = o.type;
+  return {{"type", t.name},
+          {"family", t.family->name},
+          {"chips", t.chips},
+          {"workers", t.workers},
+          {"devices", t.devices},
+          {"devices_per_chip", t.family->devices_per_chip},
+          {"hbm_gib_per_device", t.family->hbm_gib_per_device()},
+          {"devices_per_replica", o.devices_per_replica},
+          {"chips_per_replica", o.chips_per_replica},
+          {"sharded", o.devices_per_replica > 1},
+          {"layout", o.Layout()},
+          {"replicas_that_fit", o.replicas_that_fit},
+          {"host_ram_gib_per_worker", t.host->ram_gib},
+          {"usd_per_hour", o.priced ? json(o.usd_per_hour) : json(nullptr)}};
+}
+
+void PrintPlanTable(std::ostream& out, const Plan& plan) {
+  TextTable table({"TYPE", "CHIPS", "DEVICES", "WORKERS", "LAYOUT", "REPLICAS FIT",
+                   "HOST RAM/WORKER", "$/HOUR"});
+  for (const PlanOption& o : plan.options) {
+    const Family& f = *o.type.family;
+    table.AddRow({o.type.name, std::to_string(o.type.chips),
+                  std::to_string(o.type.devices) + " x " + FormatNumber(f.hbm_gib_per_device()) +
+                      " GiB",
+                  std::to_string(o.type.workers), o.Layout(), std::to_string(o.replicas_that_fit),
+                  FormatNumber(o.type.host->ram_gib) + " GiB",
+                  o.priced ? FormatUsd(o.usd_per_hour) : "no price"});
+  }
+  table.Print(out);
+}
+
+}  // namespace
+
 ExitStatus RunPlan(Invocation& inv) {
   if (!inv.args.positional.empty()) {
     return UsageError(inv, "plan takes no arguments, only flags (see tpufleet plan --help)");
@@ -220,17 +278,17 @@ ExitStatus RunPlan(Invocation& inv) {
   if (!inv.args.Has("hbm-gib")) {
     return UsageError(inv, "plan needs --hbm-gib X (accelerator memory one replica needs)");
   }
-  std::optional<double> hbm = NumberFlag(inv, "hbm-gib", 0, 0);
-  std::optional<double> ram = NumberFlag(inv, "host-ram-gib", 0, 0);
-  std::optional<double> replicas = NumberFlag(inv, "replicas", 1, 1);
-  std::optional<double> max_usd = NumberFlag(inv, "max-usd-per-hour", 0, 0);
+  std::optional<double> hbm = NumberFlag(inv, "hbm-gib", 0, 0, kMaxHbmGib);
+  std::optional<double> ram = NumberFlag(inv, "host-ram-gib", 0, 0, kMaxHostRamGib);
+  std::optional<double> replicas = NumberFlag(inv, "replicas", 1, 1, kMaxReplicas);
+  std::optional<double> max_usd = NumberFlag(inv, "max-usd-per-hour", 0, 0, kMaxUsdPerHour);
   if (!hbm || !ram || !replicas || !max_usd) {
     return ExitStatus::kUsage;
   }
   if (*hbm <= 0) {
     return UsageError(inv, "--hbm-gib must be above zero");
   }
-  if (*replicas != std::floor(*replicas) || *replicas > 1e6) {
+  if (*replicas != std::floor(*replicas)) {
     return UsageError(inv, "--replicas expects a whole number");
   }
   Result<const Catalog*> catalog = inv.LoadCatalog();
@@ -241,6 +299,8 @@ ExitStatus RunPlan(Invocation& inv) {
   req.hbm_gib_per_replica = *hbm;
   req.host_ram_gib_per_worker = *ram;
   req.replicas = static_cast<int>(*replicas);
+  req.shardable = inv.args.Has("shardable");
+  req.all_sizes = inv.args.Has("all");
   if (inv.args.Has("max-usd-per-hour")) {
     req.max_usd_per_hour = *max_usd;
   }
@@ -248,14 +308,7 @@ ExitStatus RunPlan(Invocation& inv) {
   if (inv.json) {
     json options = json::array();
     for (const PlanOption& o : plan.options) {
-      options.push_back({{"type", o.type.name},
-                         {"family", o.type.family->name},
-                         {"chips", o.type.chips},
-                         {"workers", o.type.workers},
-                         {"chips_per_replica", o.chips_per_replica},
-                         {"replicas_that_fit", o.replicas_that_fit},
-                         {"host_ram_gib_per_worker", o.type.host->ram_gib},
-                         {"usd_per_hour", o.usd_per_hour}});
+      options.push_back(PlanOptionJson(o));
     }
     inv.out << options.dump(2) << "\n";
     if (plan.options.empty()) {
@@ -275,14 +328,24 @@ ExitStatus RunPlan(Invocation& inv) {
   if (plan.options.empty()) {
     inv.out << "No type fits.\n";
   } else {
-    TextTable table({"TYPE", "CHIPS", "WORKERS", "CHIPS/REPLICA", "REPLICAS FIT",
-                     "HOST RAM/WORKER", "$/HOUR"});
-    for (const PlanOption& o : plan.options) {
-      table.AddRow({o.type.name, std::to_string(o.type.chips), std::to_string(o.type.workers),
-                    std::to_string(o.chips_per_replica), std::to_string(o.replicas_that_fit),
-                    FormatNumber(o.type.host->ram_gib) + " GiB", FormatUsd(o.usd_per_hour)});
+    PrintPlanTable(inv.out, plan);
+  }
+  std::vector<std::string> per_core;
+  for (const Family& f : (*catalog)->families()) {
+    if (f.devices_per_chip > 1) {
+      per_core.push_back(f.name);
     }
-    table.Print(inv.out);
+  }
+  inv.out << "\nDevices are what JAX sees: "
+          << (per_core.empty() ? "one per chip.\n"
+                               : "one per TensorCore on " + Join(per_core, ", ") +
+                                     ", one per chip on the others.\n")
+          << (req.shardable ? "A replica may be split over devices (--shardable).\n"
+                            : "A replica is not split over devices; --shardable allows it.\n");
+  if (plan.larger_sizes_left_out > 0) {
+    inv.out << "The smallest fitting slice of each family; " << plan.larger_sizes_left_out
+            << " larger " << (plan.larger_sizes_left_out == 1 ? "size fits" : "sizes fit")
+            << " too (--all lists them).\n";
   }
   if (!plan.rejected.empty()) {
     inv.out << "\nFamilies that do not fit:\n";

@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -179,12 +181,13 @@ TEST(Catalog, FamilyTable) {
 TEST(Catalog, FamiliesAsJson) {
   json j = TpufleetJson({"catalog"});
   ASSERT_TRUE(j.is_array());
-  ASSERT_EQ(j.size(), 6u);
+  ASSERT_EQ(j.size(), 7u);
   std::vector<std::string> names;
   for (const json& f : j) {
     names.push_back(f["family"]);
   }
-  EXPECT_EQ(names, (std::vector<std::string>{"v2", "v3", "v4", "v5litepod", "v5p", "v6e"}));
+  EXPECT_EQ(names,
+            (std::vector<std::string>{"v2", "v3", "v4", "v5litepod", "v5p", "v6e", "tpu7x"}));
   EXPECT_EQ(j[2]["types"][2], "v4-32");
   EXPECT_EQ(j[2]["sizes"].size(), 10u);
   EXPECT_EQ(j[3]["suffix_counts"], "chips");
@@ -295,12 +298,12 @@ TEST(Estimate, ZoneThatDoesNotOfferTheFamilyListsItsZones) {
   EXPECT_EQ(o.out, "");
   EXPECT_EQ(o.err,
             "tpufleet: zone us-central1-a does not offer v4 (did you mean us-central2-b?); v4 "
-            "zones: us-central2-b\n");
+            "is offered in us-central2-b\n");
   Output v6e = Tpufleet({"estimate", "v6e-8", "--hours", "1", "--zone", "asia-east1-c"});
   EXPECT_EQ(v6e.code, 2);
   EXPECT_TRUE(Contains(v6e.err,
-                       "v6e zones: us-central1-b, us-east1-d, us-east5-a, us-east5-b, "
-                       "europe-west4-a, asia-northeast1-b"))
+                       "v6e is offered in us-central1-b, us-east1-d, us-east5-a, us-east5-b, "
+                       "us-south1-ai1b, us-central1-ai1a, europe-west4-a, asia-northeast1-b"))
       << v6e.err;
 }
 
@@ -321,146 +324,63 @@ TEST(Estimate, BadTypeExits2) {
   EXPECT_TRUE(Contains(o.err, "(nearest: v4-32, v4-64)")) << o.err;
 }
 
-// `--hours 1e300` aborted with std::out_of_range from FormatUsd.
+// `--hours 1e300` aborted with std::out_of_range from FormatUsd. Since issue 11 the
+// flag is bounded (a century); the largest it takes prints its cost.
 TEST(EstimateRegression, HugeHoursDoNotCrash) {
-  Output o = Tpufleet({"estimate", "v4-8", "--hours", "1e300"});
+  Output o = Tpufleet({"estimate", "v4-8", "--hours", "876000"});
   EXPECT_EQ(o.code, 0) << o.err;
-  EXPECT_TRUE(Contains(o.out, "  on demand  $12,880,000,")) << o.out;  // 4 x 3.22 x 1e300
+  EXPECT_TRUE(Contains(o.out, "  on demand  $11,282,880.00")) << o.out;  // 4 x 3.22 x 876000
 }
 
-// ---- plan.
-
-std::vector<std::string> PlanTypes(const json& options) {
-  std::vector<std::string> types;
-  for (const json& o : options) {
-    types.push_back(o["type"]);
-  }
-  return types;
-}
-
-bool Lists(const std::vector<std::string>& types, const std::string& type) {
-  return std::find(types.begin(), types.end(), type) != types.end();
-}
-
-TEST(Plan, ThirtyTwoGibAnd250GibCheapestFirst) {
-  Output o = Tpufleet({"plan", "--hbm-gib", "32", "--host-ram-gib", "250"});
-  EXPECT_EQ(o.code, 0);
-  EXPECT_EQ(o.err, "");
-  std::vector<std::string> lines = Split(o.out, '\n');
-  ASSERT_GE(lines.size(), 6u);
-  EXPECT_EQ(lines[0], "Needs 32 GiB HBM per replica x 1 replica, 250 GiB host RAM per worker.");
-  EXPECT_TRUE(StartsWith(lines[2], "TYPE ")) << lines[2];
-  // v3-8: 4 chips x $2.00 = $8.00/h, 340 GiB host RAM >= 250.
-  EXPECT_TRUE(StartsWith(lines[3], "v3-8 ")) << lines[3];
-  EXPECT_TRUE(Contains(lines[3], " 340 GiB ")) << lines[3];
-  EXPECT_TRUE(Contains(lines[3], " $8.00")) << lines[3];
-  // v5litepod-8: 8 x $1.20 = $9.60/h; 16 GiB chips, so 2 per replica; one VM of 384 GiB.
-  EXPECT_TRUE(StartsWith(lines[4], "v5litepod-8 ")) << lines[4];
-  EXPECT_TRUE(Contains(lines[4], " 384 GiB ")) << lines[4];
-  EXPECT_TRUE(Contains(lines[4], " $9.60")) << lines[4];
-  // v6e-4: 4 x $2.70 = $10.80/h, 720 GiB.
-  EXPECT_TRUE(StartsWith(lines[5], "v6e-4 ")) << lines[5];
-  EXPECT_TRUE(Contains(lines[5], " $10.80")) << lines[5];
-  // 192 GiB (v5e 4-chip VMs) and 176 GiB (v6e-1) are too little host RAM.
-  for (const char* no : {"v5litepod-4", "v5litepod-16", "v6e-1", "v2-8"}) {
-    EXPECT_FALSE(HasTableRow(o.out, no)) << no;
-  }
-  EXPECT_TRUE(Contains(o.out,
-                       "\nFamilies that do not fit:\n"
-                       "  v2: host RAM: the catalog has no host RAM figure for v2 workers, so the "
-                       "fit cannot be checked\n"))
-      << o.out;
-}
-
-TEST(Plan, ThirtyTwoGibAnd250GibAsJson) {
-  json j = TpufleetJson({"plan", "--hbm-gib", "32", "--host-ram-gib", "250"});
-  ASSERT_TRUE(j.is_array());
-  ASSERT_GE(j.size(), 3u);
-  EXPECT_EQ(j[0]["type"], "v3-8");
-  EXPECT_NEAR(j[0]["usd_per_hour"].get<double>(), 8.00, kCent);
-  EXPECT_EQ(j[0]["chips_per_replica"], 1);
-  EXPECT_EQ(j[0]["host_ram_gib_per_worker"].get<double>(), 340);
-  EXPECT_EQ(j[1]["type"], "v5litepod-8");
-  EXPECT_NEAR(j[1]["usd_per_hour"].get<double>(), 9.60, kCent);
-  EXPECT_EQ(j[1]["chips_per_replica"], 2);
-  EXPECT_EQ(j[1]["replicas_that_fit"], 4);
-  EXPECT_EQ(j[1]["host_ram_gib_per_worker"].get<double>(), 384);
-  EXPECT_EQ(j[2]["type"], "v6e-4");
-  EXPECT_NEAR(j[2]["usd_per_hour"].get<double>(), 10.80, kCent);
-  std::vector<std::string> types = PlanTypes(j);
-  for (const char* no : {"v5litepod-4", "v5litepod-16", "v6e-1", "v2-8"}) {
-    EXPECT_FALSE(Lists(types, no)) << no;
-  }
-  double last = 0;
-  for (const json& o : j) {
-    EXPECT_GE(o["usd_per_hour"].get<double>(), last) << o["type"];
-    last = o["usd_per_hour"].get<double>();
-    EXPECT_GE(o["host_ram_gib_per_worker"].get<double>(), 250) << o["type"];
+// Issue 11: `estimate --hours 1e308` printed "$inf".
+TEST(Issue11, EstimateHoursAreBounded) {
+  for (const char* hours : {"1e308", "876001"}) {
+    Output o = Tpufleet({"estimate", "v4-8", "--hours", hours});
+    EXPECT_EQ(o.code, 2) << hours;
+    EXPECT_EQ(o.out, "") << hours;
+    EXPECT_EQ(o.err, std::string("tpufleet: --hours expects a number of at most 876000, got '") +
+                         hours + "'\n");
   }
 }
 
-TEST(Plan, Replicas) {
-  // 8 replicas x 32 GiB: 8 v4 chips. v4-16 has 8, v4-8 only 4.
-  json j = TpufleetJson({"plan", "--hbm-gib", "32", "--replicas", "8"});
-  std::vector<std::string> types = PlanTypes(j);
-  EXPECT_TRUE(Lists(types, "v4-16"));
-  EXPECT_FALSE(Lists(types, "v4-8"));
-  EXPECT_TRUE(Lists(types, "v5litepod-16"));  // 2 chips each: 16
-  EXPECT_FALSE(Lists(types, "v5litepod-8"));
-  Output o = Tpufleet({"plan", "--hbm-gib", "32", "--replicas", "8"});
-  EXPECT_TRUE(StartsWith(o.out,
-                         "Needs 32 GiB HBM per replica x 8 replicas, 0 GiB host RAM per "
-                         "worker.\n"))
-      << o.out;
+// Issue 11: a TPU Research Cloud email names us-central1-f for v3-8; it said "unknown zone".
+TEST(Issue11, EstimateInARetiredZoneSaysWhereTheTypeIsNow) {
+  Output o = Tpufleet({"estimate", "v3-8", "--hours", "1", "--zone", "us-central1-f"});
+  EXPECT_EQ(o.code, 2);
+  EXPECT_EQ(o.err,
+            "tpufleet: zone us-central1-f no longer offers v3 (older guides and TPU Research "
+            "Cloud emails still name it); v3 is offered now in us-central1-a, us-central1-b, "
+            "europe-west4-a\n");
 }
 
-TEST(Plan, ModelTooLargeForEveryFamilyExits1) {
-  Output o = Tpufleet({"plan", "--hbm-gib", "1000000"});
+// Issue 11: a fleet with a TPU7x entry: its cost is unknown, and the fleet's total says it
+// leaves that entry out instead of reading as the whole cost.
+TEST(Issue11, ValidateSaysAnUnpricedEntryIsNotCounted) {
+  std::string path = ::testing::TempDir() + "/issue11-tpu7x.yaml";
+  {
+    std::ofstream f(path);
+    f << "fleet: iw\nproject: iw-project\nnodes:\n  - name: a\n    type: tpu7x-8\n"
+         "    zones: [us-central1-ai1a]\n";
+  }
+  Output o = Tpufleet({"validate", path});
+  std::remove(path.c_str());
+  EXPECT_EQ(o.code, 0) << o.err;
+  EXPECT_TRUE(Contains(o.out, "unknown: the catalog has no price for tpu7x")) << o.out;
+  EXPECT_TRUE(Contains(o.out, "; 1 entry has no price and is not counted).")) << o.out;
+}
+
+// Issue 11: TPU7x is in the catalog, in the AI zone; no price is published, and it says so.
+TEST(Issue11, Tpu7xInTheCatalogWithoutAnInventedPrice) {
+  json j = TpufleetJson({"catalog", "tpu7x-8"});
+  EXPECT_EQ(j["chips"], 4);
+  EXPECT_EQ(j["devices"], 8);
+  EXPECT_EQ(j["hbm_gib_per_device"].get<double>(), 96);
+  EXPECT_TRUE(j["price_per_chip_hour"].is_null());
+  EXPECT_TRUE(j["price_note"].is_string());
+  EXPECT_EQ(j["zones"], json::array({"us-central1-ai1a", "us-central1-c"}));
+  Output o = Tpufleet({"estimate", "tpu7x-8", "--hours", "1", "--zone", "us-central1-ai1a"});
   EXPECT_EQ(o.code, 1);
-  EXPECT_TRUE(Contains(o.out, "\nNo type fits.\n")) << o.out;
-  for (const char* family : {"v2", "v3", "v4", "v5litepod", "v5p", "v6e"}) {
-    EXPECT_TRUE(Contains(o.out, std::string("\n  ") + family + ": HBM: needs ")) << family;
-  }
-  // 1,000,000 GiB / 32 GiB = 31,250 chips; the largest v4 slice has 2048.
-  EXPECT_TRUE(Contains(o.out,
-                       "  v4: HBM: needs 31250 chips of 32 GiB (31250 per replica x 1); the "
-                       "largest slice, v4-4096, has 2048\n"))
-      << o.out;
-}
-
-// With --json, a plan with no fit printed [] and exited 0, unlike the text output.
-TEST(PlanRegression, NoFitExits1WithJsonToo) {
-  Output o = Tpufleet({"plan", "--hbm-gib", "1000000", "--json"});
-  EXPECT_EQ(o.code, 1);
-  EXPECT_EQ(json::parse(o.out), json::array());
-}
-
-// A huge --hbm-gib overflowed int and every family "fit" with one chip.
-TEST(PlanRegression, HugeHbmFitsNothing) {
-  Output o = Tpufleet({"plan", "--hbm-gib", "1e300"});
-  EXPECT_EQ(o.code, 1);
-  EXPECT_TRUE(Contains(o.out, "\nNo type fits.\n")) << o.out;
-}
-
-TEST(Plan, PriceCeiling) {
-  Output o = Tpufleet({"plan", "--hbm-gib", "32", "--max-usd-per-hour", "5"});
-  EXPECT_EQ(o.code, 0);
-  EXPECT_TRUE(StartsWith(o.out,
-                         "Needs 32 GiB HBM per replica x 1 replica, 0 GiB host RAM per "
-                         "worker, at most $5.00/h.\n"))
-      << o.out;
-  // Under $5: v6e-1 (1 x 2.70) and v5litepod-4 (4 x 1.20 = 4.80).
-  EXPECT_TRUE(HasTableRow(o.out, "v6e-1"));
-  EXPECT_TRUE(HasTableRow(o.out, "v5litepod-4"));
-  EXPECT_FALSE(HasTableRow(o.out, "v3-8"));
-  EXPECT_TRUE(Contains(o.out,
-                       "  v3: price: the cheapest fit, v3-8, costs $8.00/h, above the "
-                       "limit of $5.00/h\n"))
-      << o.out;
-  EXPECT_TRUE(Contains(o.out, "  v4: price: the cheapest fit, v4-8, costs $12.88/h")) << o.out;
-  EXPECT_TRUE(Contains(o.out, "  v5p: price: the cheapest fit, v5p-8, costs $16.80/h")) << o.out;
-  json j = TpufleetJson({"plan", "--hbm-gib", "32", "--max-usd-per-hour", "5"});
-  EXPECT_EQ(PlanTypes(j), (std::vector<std::string>{"v6e-1", "v5litepod-4"}));
+  EXPECT_TRUE(StartsWith(o.err, "tpufleet: error: the catalog has no price for tpu7x: ")) << o.err;
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 
 #include <chrono>
 #include <iosfwd>
+#include <limits>
 #include <map>
 #include <optional>
 #include <string>
@@ -94,10 +95,11 @@ struct Command {
 ExitStatus Fail(Invocation& inv, const Status& status);
 ExitStatus UsageError(Invocation& inv, std::string_view message);
 
-/// Parses a numeric flag; nullopt (and an error printed) when present but malformed or
-/// below `min`. `fallback` when absent.
+/// Parses a numeric flag; nullopt (and an error printed) when present but malformed,
+/// below `min` or above `max` (a bound keeps every figure computed from it finite and
+/// printable). `fallback` when absent.
 std::optional<double> NumberFlag(Invocation& inv, std::string_view flag, double fallback,
-                                 double min);
+                                 double min, double max = std::numeric_limits<double>::max());
 
 /// A duration flag such as --timeout 30m: `fallback` when absent; nullopt (and an error
 /// printed) when malformed or not positive.

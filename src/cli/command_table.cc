@@ -17,21 +17,28 @@ std::vector<Command> CliCommands() {
        "On-demand cost = chips x price per chip-hour x hours x count, at the list price of\n"
        "ZONE's region (default: the family's reference region). With --spot, also the range\n"
        "that the family's spot discounts give (spot prices vary by region and move).",
-       {{"hours", "H", "how long the slices run (hours, may be fractional)"},
+       {{"hours", "H", "how long the slices run (hours, may be fractional; at most 876000)"},
         {"count", "N", "how many slices (default 1)"},
         {"spot", "", "also give the spot price range"},
         {"zone", "ZONE", "price in this zone's region"}},
        true, RunEstimate},
       {"plan", "Find the TPU types that fit a model, cheapest first",
-       "--hbm-gib X --host-ram-gib Y [--replicas N] [--max-usd-per-hour P]",
-       "A replica needs X GiB of accelerator memory: one chip when X fits in one chip's HBM,\n"
-       "else ceil(X / HBM per chip) chips of one slice. N replicas run at once, so a type\n"
-       "fits when it has N x that many chips and every worker VM has at least Y GiB of host\n"
-       "RAM. Lists every fitting type by on-demand price per hour (reference region), and\n"
-       "says for each family with no fit why not (HBM, host RAM, or price).",
+       "--hbm-gib X [--host-ram-gib Y] [--replicas N] [--shardable] [--all] "
+       "[--max-usd-per-hour P]",
+       "Reasons in devices as JAX sees them: one per TensorCore on v2, v3 and tpu7x (8, 16\n"
+       "and 96 GiB), one per chip on v4 and v5p (megacore: 32, 95 GiB), v5e and v6e (16, 32\n"
+       "GiB). A replica needs X GiB of accelerator memory: one device when X fits in one;\n"
+       "else, with --shardable, ceil(X / HBM per device) devices of one slice, and without\n"
+       "it the family does not fit. N replicas run at once, so a type fits when its devices\n"
+       "hold N replicas and every worker VM has at least Y GiB of host RAM. Lists the\n"
+       "smallest fitting slice of each family (--all: every fitting size) by on-demand\n"
+       "price per hour (reference region), says per row how a replica is laid out, and for\n"
+       "each family with no fit why not (HBM, host RAM, or price).",
        {{"hbm-gib", "X", "accelerator memory one replica needs, GiB"},
         {"host-ram-gib", "Y", "host RAM each worker needs, GiB (default 0)"},
         {"replicas", "N", "replicas running at once (default 1)"},
+        {"shardable", "", "a replica may be split over several devices"},
+        {"all", "", "list every fitting size, not only the smallest per family"},
         {"max-usd-per-hour", "P", "leave out types costing more than P per hour"}},
        true, RunPlan},
       {"validate", "Check a fleet spec and show what `up` would ask for", "FLEET.yaml",

@@ -3,6 +3,8 @@
 #include <ostream>
 
 #include "cli/app.h"
+#include "cli/command.h"
+#include "cli/table.h"
 #include "util/file.h"
 #include "util/log.h"
 #include "util/strings.h"
@@ -233,7 +235,7 @@ std::optional<std::chrono::seconds> DurationFlag(Invocation& inv, std::string_vi
 }
 
 std::optional<double> NumberFlag(Invocation& inv, std::string_view flag, double fallback,
-                                 double min) {
+                                 double min, double max) {
   std::optional<std::string> text = inv.args.Get(flag);
   if (!text) {
     return fallback;
@@ -241,9 +243,12 @@ std::optional<double> NumberFlag(Invocation& inv, std::string_view flag, double 
   double v = 0;
   if (!ParseDouble(*text, &v) || v < min) {
     UsageError(inv, "--" + std::string(flag) + " expects a number of at least " +
-                        (min == std::floor(min) ? std::to_string(static_cast<long long>(min))
-                                                : std::to_string(min)) +
-                        ", got '" + *text + "'");
+                        FormatNumber(min, 6) + ", got '" + *text + "'");
+    return std::nullopt;
+  }
+  if (v > max) {
+    UsageError(inv, "--" + std::string(flag) + " expects a number of at most " +
+                        FormatNumber(max, 6) + ", got '" + *text + "'");
     return std::nullopt;
   }
   return v;

@@ -64,9 +64,14 @@ api::FamilyFacts FactsOf(const Catalog& catalog, const Family& f) {
   facts.api_type = f.api_type;
   facts.suffix_counts = f.suffix == SuffixUnit::kChips ? "chips" : "tensor_cores";
   facts.hbm_gib_per_chip = f.hbm_gib_per_chip;
+  facts.devices_per_chip = f.devices_per_chip;
+  facts.hbm_gib_per_device = f.hbm_gib_per_device();
   facts.runtime_versions = f.runtime_versions;
   facts.zones = f.zones;
   facts.source = f.source;
+  if (!f.price_note.empty()) {
+    facts.price_note = f.price_note;
+  }
   if (const RegionPrice* p = catalog.PriceFor(f)) {
     facts.price_per_chip_hour = p->on_demand;
     facts.price_region = p->region;
@@ -163,6 +168,7 @@ api::CatalogType ToApi(const Catalog& catalog, const AcceleratorType& t) {
   out.workers = t.workers;
   out.chips_per_worker = t.chips_per_worker;
   out.tensor_cores = t.tensor_cores;
+  out.devices = t.devices;
   if (!t.topology.empty()) {
     out.topology = t.topology;
   }

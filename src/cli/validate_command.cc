@@ -184,9 +184,11 @@ ExitStatus RunValidate(Invocation& inv) {
 
   std::vector<NodeCost> costs;
   double per_hour = 0;
+  int unpriced = 0;  // Cloud TPU entries the catalog has no price for (TPU7x today)
   for (const NodeSpec& node : spec->nodes) {
     costs.push_back(CostOf(**catalog, node));
     per_hour += costs.back().usd_per_hour.value_or(0);
+    unpriced += !node.type.empty() && !costs.back().usd_per_hour;
   }
   // On-demand list prices: the most the fleet can cost, which is what a budget guards.
   double per_day = per_hour * 24;
@@ -230,7 +232,13 @@ ExitStatus RunValidate(Invocation& inv) {
   table.Print(inv.out);
   if (spec->provider != Provider::kSshHosts) {
     inv.out << "On demand the fleet costs " << FormatUsd(per_hour) << " an hour, "
-            << FormatUsd(per_day) << " a day (list prices; spot nodes cost less).\n";
+            << FormatUsd(per_day) << " a day (list prices; spot nodes cost less"
+            << (unpriced == 0 ? std::string()
+                              : "; " + std::to_string(unpriced) +
+                                    (unpriced == 1 ? " entry has no price and is"
+                                                   : " entries have no price and are") +
+                                    " not counted")
+            << ").\n";
   }
   if (spec->budget) {
     std::vector<std::string> parts;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <set>
 
+#include "core/fleet_spec.h"
 #include "core/yaml_reader.h"
 #include "util/strings.h"
 
@@ -81,9 +82,9 @@ Status ParsePositiveInt(const Field& f, int* out) {
 // Reads the fields `f` gives into `fam`, leaving the others as they are.
 Status ParseFamilyFields(const Field& f, Family* fam) {
   TPUFLEET_TRY(f.CheckKeys({"generation", "aliases", "api_type", "suffix", "cores_per_chip",
-                            "chips_per_worker", "max_single_host_chips", "sizes", "topologies",
-                            "hbm_gib_per_chip", "hosts", "runtime_versions", "zones", "prices",
-                            "source"}));
+                            "devices_per_chip", "chips_per_worker", "max_single_host_chips",
+                            "sizes", "topologies", "hbm_gib_per_chip", "hosts",
+                            "runtime_versions", "zones", "prices", "price_note", "source"}));
   if (auto g = f.Get("generation")) {
     TPUFLEET_ASSIGN_OR_RETURN(fam->generation, g->String());
   }
@@ -105,6 +106,9 @@ Status ParseFamilyFields(const Field& f, Family* fam) {
   }
   if (auto c = f.Get("cores_per_chip")) {
     TPUFLEET_TRY(ParsePositiveInt(*c, &fam->cores_per_chip));
+  }
+  if (auto d = f.Get("devices_per_chip")) {
+    TPUFLEET_TRY(ParsePositiveInt(*d, &fam->devices_per_chip));
   }
   if (auto c = f.Get("chips_per_worker")) {
     TPUFLEET_TRY(ParsePositiveInt(*c, &fam->chips_per_worker));
@@ -153,6 +157,9 @@ Status ParseFamilyFields(const Field& f, Family* fam) {
   if (auto p = f.Get("prices")) {
     TPUFLEET_TRY(ParsePrices(*p, &fam->prices));
   }
+  if (auto n = f.Get("price_note")) {
+    TPUFLEET_ASSIGN_OR_RETURN(fam->price_note, n->String());
+  }
   if (auto s = f.Get("source")) {
     TPUFLEET_ASSIGN_OR_RETURN(fam->source, s->String());
   }
@@ -180,8 +187,14 @@ Status CheckFamily(const Family& fam, const Field& where) {
   if (fam.zones.empty()) {
     return missing("zones");
   }
-  if (fam.prices.empty()) {
-    return missing("prices");
+  if (fam.prices.empty() && fam.price_note.empty()) {
+    return where.Error("family " + fam.name + " has no prices; give them, or a price_note " +
+                       "saying why none is published");
+  }
+  // A framework device is a whole TensorCore or the whole chip (megacore).
+  if (fam.devices_per_chip != 1 && fam.devices_per_chip != fam.cores_per_chip) {
+    return where.Error("family " + fam.name + ": devices_per_chip must be 1 (one device per " +
+                       "chip) or cores_per_chip (one device per TensorCore)");
   }
   int per_name = fam.suffix == SuffixUnit::kTensorCores ? fam.cores_per_chip : 1;
   for (int n : fam.sizes) {
@@ -198,6 +211,23 @@ Status CheckFamily(const Family& fam, const Field& where) {
       return where.Error("topology given for " + fam.name + "-" + std::to_string(n) +
                          ", which is not one of its sizes");
     }
+  }
+  return Status::Ok();
+}
+
+Status ParseRetiredZones(const Field& f, std::vector<RetiredZone>* retired) {
+  TPUFLEET_ASSIGN_OR_RETURN(std::vector<Field> items, f.Items());
+  retired->clear();
+  for (const Field& item : items) {
+    TPUFLEET_TRY(item.CheckKeys({"zone", "family", "source"}));
+    RetiredZone r;
+    TPUFLEET_ASSIGN_OR_RETURN(Field zone, item.Require("zone"));
+    TPUFLEET_ASSIGN_OR_RETURN(r.zone, zone.String());
+    TPUFLEET_ASSIGN_OR_RETURN(Field family, item.Require("family"));
+    TPUFLEET_ASSIGN_OR_RETURN(r.family, family.String());
+    TPUFLEET_ASSIGN_OR_RETURN(Field source, item.Require("source"));
+    TPUFLEET_ASSIGN_OR_RETURN(r.source, source.String());
+    retired->push_back(std::move(r));
   }
   return Status::Ok();
 }
@@ -310,6 +340,7 @@ Result<AcceleratorType> Catalog::Lookup(std::string_view type_name) const {
   t.name = fam->name + "-" + std::to_string(n);
   t.chips = fam->suffix == SuffixUnit::kTensorCores ? t.suffix / fam->cores_per_chip : t.suffix;
   t.tensor_cores = t.chips * fam->cores_per_chip;
+  t.devices = t.chips * fam->devices_per_chip;
   if (t.chips <= fam->max_single_host_chips) {
     t.workers = 1;
     t.chips_per_worker = t.chips;
@@ -334,6 +365,37 @@ Result<AcceleratorType> Catalog::Lookup(std::string_view type_name) const {
     }
   }
   return t;
+}
+
+const RetiredZone* Catalog::FindRetired(std::string_view zone, const Family& family) const {
+  for (const RetiredZone& r : retired_) {
+    if (r.zone == zone && (r.family == family.name ||
+                           std::find(family.aliases.begin(), family.aliases.end(), r.family) !=
+                               family.aliases.end())) {
+      return &r;
+    }
+  }
+  return nullptr;
+}
+
+std::string Catalog::ZoneNotOffered(const Family& family, std::string_view zone) const {
+  const auto& zones = family.zones;
+  if (std::find(zones.begin(), zones.end(), zone) != zones.end()) {
+    return "";
+  }
+  std::string z(zone);
+  if (FindRetired(zone, family) != nullptr) {
+    return "zone " + z + " no longer offers " + family.name +
+           " (older guides and TPU Research Cloud emails still name it); " + family.name +
+           " is offered now in " + Join(zones, ", ");
+  }
+  std::vector<std::string> all = AllZones();
+  bool known = std::find(all.begin(), all.end(), zone) != all.end() ||
+               std::any_of(retired_.begin(), retired_.end(),
+                           [&](const RetiredZone& r) { return r.zone == zone; });
+  return (known ? "zone " + z + " does not offer " + family.name
+                : "unknown zone " + QuoteForMessage(zone)) +
+         DidYouMean(z, zones) + "; " + family.name + " is offered in " + Join(zones, ", ");
 }
 
 const RegionPrice* Catalog::PriceFor(const Family& family, std::string_view zone) const {
@@ -372,7 +434,7 @@ std::optional<std::pair<double, double>> Catalog::SpotDiscountRange(const Family
 Result<Catalog> ParseCatalog(std::string_view yaml_text, std::string_view origin,
                              const Catalog& base) {
   TPUFLEET_ASSIGN_OR_RETURN(Field root, yaml::ParseDocument(yaml_text, origin));
-  TPUFLEET_TRY(root.CheckKeys({"families"}));
+  TPUFLEET_TRY(root.CheckKeys({"families", "retired_zones"}));
   TPUFLEET_ASSIGN_OR_RETURN(Field families, root.Require("families"));
   TPUFLEET_ASSIGN_OR_RETURN(auto entries, families.Entries());
   std::vector<Family> out = base.families();
@@ -392,7 +454,11 @@ Result<Catalog> ParseCatalog(std::string_view yaml_text, std::string_view origin
     TPUFLEET_TRY(ParseFamilyFields(field, &*it));
     TPUFLEET_TRY(CheckFamily(*it, field));
   }
-  return Catalog(std::move(out));
+  std::vector<RetiredZone> retired = base.retired_zones();
+  if (auto r = root.Get("retired_zones")) {
+    TPUFLEET_TRY(ParseRetiredZones(*r, &retired));
+  }
+  return Catalog(std::move(out), std::move(retired));
 }
 
 }  // namespace tpufleet

@@ -16,14 +16,7 @@ namespace tpufleet {
 namespace {
 
 // The built-in catalog, parsed once.
-const Catalog& Builtin() {
-  static const Catalog* catalog = [] {
-    Result<Catalog> c = ParseCatalog(BuiltinCatalogYaml(), "built-in catalog");
-    EXPECT_TRUE(c.ok()) << c.status().ToString();
-    return new Catalog(c.ok() ? std::move(c).value() : Catalog());
-  }();
-  return *catalog;
-}
+const Catalog& Builtin() { return testing::BuiltinCatalog(); }
 
 AcceleratorType MustLookup(std::string_view name) {
   Result<AcceleratorType> t = Builtin().Lookup(name);
@@ -84,9 +77,9 @@ TEST(Lookup, MoreFactsFromTheReference) {
 // The API's naming rule, written out per family rather than read from the catalog's
 // own fields, checked for every size of every family.
 TEST(Lookup, EveryFamilyFollowsTheApiNamingRule) {
-  const std::set<std::string> by_tensor_cores = {"v2", "v3", "v4", "v5p"};
+  const std::set<std::string> by_tensor_cores = {"v2", "v3", "v4", "v5p", "tpu7x"};
   const std::set<std::string> by_chips = {"v5litepod", "v6e"};
-  ASSERT_EQ(Builtin().families().size(), 6u);
+  ASSERT_EQ(Builtin().families().size(), 7u);
   int checked = 0;
   for (const Family& fam : Builtin().families()) {
     ASSERT_TRUE(by_tensor_cores.count(fam.name) + by_chips.count(fam.name) == 1) << fam.name;
@@ -106,7 +99,7 @@ TEST(Lookup, EveryFamilyFollowsTheApiNamingRule) {
       ++checked;
     }
   }
-  EXPECT_EQ(checked, 5 + 8 + 10 + 8 + 12 + 8);
+  EXPECT_EQ(checked, 5 + 8 + 10 + 8 + 12 + 8 + 13);
 }
 
 TEST(Lookup, SizesAreTheOnesGoogleLists) {
@@ -138,7 +131,7 @@ TEST(Lookup, EveryTopologyMultipliesOutToTheChips) {
         product *= d;
       }
       EXPECT_EQ(product, t.chips) << t.name << ": " << t.topology;
-      bool three_d = fam.name == "v4" || fam.name == "v5p";
+      bool three_d = fam.name == "v4" || fam.name == "v5p" || fam.name == "tpu7x";
       EXPECT_EQ(Split(t.topology, 'x').size(), three_d ? 3u : 2u) << t.name;
     }
   }
@@ -287,12 +280,13 @@ TEST(LookupErrors, UnknownFamily) {
   EXPECT_EQ(t.status(),
             InvalidArgumentError("unknown accelerator type \"v7-8\" (did you mean v2-8, v3-8 or "
                                  "v4-8?); types are named v2-N, v3-N, v4-N, v5litepod-N, v5p-N, "
-                                 "v6e-N (see `tpufleet catalog`)"));
+                                 "v6e-N, tpu7x-N (see `tpufleet catalog`)"));
 }
 
 TEST(LookupErrors, MalformedNames) {
   const std::string kNamed =
-      "; types are named v2-N, v3-N, v4-N, v5litepod-N, v5p-N, v6e-N (see `tpufleet catalog`)";
+      "; types are named v2-N, v3-N, v4-N, v5litepod-N, v5p-N, v6e-N, tpu7x-N (see `tpufleet "
+      "catalog`)";
   EXPECT_EQ(Builtin().Lookup("tpu-v4-8").status(),
             InvalidArgumentError("unknown accelerator type \"tpu-v4-8\"" + kNamed));
   EXPECT_EQ(Builtin().Lookup("").status(),
@@ -315,10 +309,11 @@ TEST(LookupErrors, MalformedNames) {
 
 TEST(Catalog, AllTypeNamesFamilyByFamilySizesAscending) {
   std::vector<std::string> names = Builtin().AllTypeNames();
-  ASSERT_EQ(names.size(), 51u);
+  ASSERT_EQ(names.size(), 64u);
   EXPECT_EQ(names.front(), "v2-8");
   EXPECT_EQ(names[5], "v3-8");
-  EXPECT_EQ(names.back(), "v6e-256");
+  EXPECT_EQ(names[50], "v6e-256");
+  EXPECT_EQ(names.back(), "tpu7x-16384");
   for (const std::string& n : names) {
     EXPECT_TRUE(Builtin().Lookup(n).ok()) << n;
   }
@@ -423,7 +418,7 @@ TEST(Override, ScalarFieldsAndZones) {
 TEST(Override, AddsACompleteNewFamily) {
   Result<Catalog> c = Override(testing::kNewFamilyV7x);
   ASSERT_TRUE(c.ok()) << c.status().ToString();
-  EXPECT_EQ(c->families().size(), 7u);
+  EXPECT_EQ(c->families().size(), 8u);
   EXPECT_EQ(c->families().back().name, "v7x");
   Result<AcceleratorType> t = c->Lookup("v7x-16");
   ASSERT_TRUE(t.ok()) << t.status().ToString();
@@ -578,7 +573,7 @@ TEST(Override, EmptyFileIsAnError) {
 TEST(ParseCatalog, BuiltinParsesOnItsOwn) {
   Result<Catalog> c = ParseCatalog(BuiltinCatalogYaml(), "built-in catalog");
   ASSERT_TRUE(c.ok()) << c.status().ToString();
-  EXPECT_EQ(c->families().size(), 6u);
+  EXPECT_EQ(c->families().size(), 7u);
   // A lone family must be complete: with an empty base, "v4: {prices: …}" is new.
   Result<Catalog> partial = ParseCatalog(
       "families:\n  v4:\n    prices:\n      - {region: r, on_demand: 1, source: s}\n", "x.yaml");

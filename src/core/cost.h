@@ -6,9 +6,12 @@
 // (Catalog::SpotDiscountRange) applied to the on-demand figure.
 //
 // The planner answers "which slices fit a model that needs X GiB of accelerator memory
-// per replica and Y GiB of host RAM on each worker, N replicas at once?". A replica
-// uses ceil(X / HBM per chip) chips of one slice; a type fits when it has chips for all
-// N replicas and its worker VMs have at least Y GiB of RAM.
+// per replica and Y GiB of host RAM on each worker, N replicas at once?" in devices, as
+// the framework sees them (Family::devices_per_chip): a replica that fits one device
+// takes one; one that does not is split over ceil(X / HBM per device) devices only when
+// the request says the model shards, else the family does not fit. A type fits when
+// its devices hold all N replicas and its worker VMs have at least Y GiB of RAM. By
+// default only the smallest fitting slice of each family is offered.
 //
 // Thread-safety: pure functions.
 #pragma once
@@ -54,13 +57,20 @@ struct PlanRequest {
   double host_ram_gib_per_worker = 0;  // host RAM each worker VM needs
   int replicas = 1;                    // replicas that run at once
   std::optional<double> max_usd_per_hour;  // on-demand ceiling, if any
+  bool shardable = false;  // a replica may be split over several devices
+  bool all_sizes = false;  // every fitting size; else the smallest per family
 };
 
 struct PlanOption {
   AcceleratorType type;
-  int chips_per_replica = 0;
-  int replicas_that_fit = 0;  // how many replicas the slice could hold
-  double usd_per_hour = 0;    // on demand, reference region
+  int devices_per_replica = 0;  // 1 unless the replica is sharded
+  double chips_per_replica = 0;  // devices_per_replica / devices_per_chip (0.5: one TensorCore)
+  int replicas_that_fit = 0;     // how many replicas the slice's devices hold
+  bool priced = true;            // false: the catalog has no price (Family::price_note)
+  double usd_per_hour = 0;       // on demand, reference region; 0 when not priced
+
+  /// How one replica is laid out: "1 replica per device", "1 replica on 2 devices (sharded)".
+  std::string Layout() const;
 };
 
 /// Why no type of a family fits.
@@ -71,8 +81,11 @@ struct PlanRejection {
 };
 
 struct Plan {
-  std::vector<PlanOption> options;       // every fitting type, cheapest per hour first
+  /// Fitting types, cheapest per hour first, unpriced ones last; with all_sizes false
+  /// only the smallest (then cheapest) of each family.
+  std::vector<PlanOption> options;
   std::vector<PlanRejection> rejected;   // one per family with no fitting type
+  int larger_sizes_left_out = 0;         // fitting sizes not listed (all_sizes false)
 };
 
 /// REQUIRES: request.hbm_gib_per_replica > 0, host_ram_gib_per_worker >= 0, replicas >= 1.

@@ -8,6 +8,8 @@
 #include <vector>
 
 #include "core/testing/builtin_catalog.h"
+#include "core/testing/catalog_fixtures.h"
+#include "util/strings.h"
 #include "util/testing/status_printer.h"
 
 namespace tpufleet {
@@ -125,9 +127,13 @@ TEST(PriceNode, UnknownTypeOrRegionOrNoTypeHasNoPrice) {
 
 // ---- PlanHardware.
 
+// The planner as it was before issue 11 made these the defaults' opposites: replicas
+// may be split over devices, and every fitting size is listed.
 PlanRequest Req(double hbm_gib, double host_ram_gib = 0, int replicas = 1,
                 std::optional<double> max_usd_per_hour = std::nullopt) {
   PlanRequest r;
+  r.shardable = true;
+  r.all_sizes = true;
   r.hbm_gib_per_replica = hbm_gib;
   r.host_ram_gib_per_worker = host_ram_gib;
   r.replicas = replicas;
@@ -206,14 +212,17 @@ TEST(PlanHardware, OptionsAreCheapestFirstAndAllFit) {
   ASSERT_FALSE(plan.options.empty());
   for (size_t i = 0; i < plan.options.size(); ++i) {
     const PlanOption& o = plan.options[i];
-    if (i > 0) {
+    if (i > 0 && o.priced) {
       EXPECT_LE(plan.options[i - 1].usd_per_hour, o.usd_per_hour) << o.type.name;
     }
-    EXPECT_GE(o.type.chips, o.chips_per_replica * req.replicas) << o.type.name;
-    EXPECT_GE(o.chips_per_replica * o.type.family->hbm_gib_per_chip, 40) << o.type.name;
+    if (i > 0 && plan.options[i - 1].priced != o.priced) {
+      EXPECT_FALSE(o.priced) << o.type.name << ": unpriced types come last";
+    }
+    EXPECT_GE(o.type.devices, o.devices_per_replica * req.replicas) << o.type.name;
+    EXPECT_GE(o.devices_per_replica * o.type.family->hbm_gib_per_device(), 40) << o.type.name;
     ASSERT_TRUE(o.type.host.has_value());
     EXPECT_GE(o.type.host->ram_gib, 100) << o.type.name;
-    EXPECT_EQ(o.replicas_that_fit, o.type.chips / o.chips_per_replica) << o.type.name;
+    EXPECT_EQ(o.replicas_that_fit, o.type.devices / o.devices_per_replica) << o.type.name;
   }
   // 40 GiB a replica, 3 replicas; the smallest slice of each family that holds them:
   //   v5p: 1 chip of 95 GiB each, 3 chips -> v5p-8 (4 chips):   4 x 4.20 = 16.80
@@ -248,20 +257,25 @@ TEST(PlanHardware, ReplicasNeedChipsForEveryOne) {
 }
 
 TEST(PlanHardware, ModelTooLargeForEveryFamily) {
-  Plan plan = PlanHardware(Builtin(), Req(1000000));
+  // 2,000,000 GiB: more than tpu7x-16384 holds (16384 devices x 96 GiB).
+  Plan plan = PlanHardware(Builtin(), Req(2000000));
   EXPECT_TRUE(plan.options.empty());
-  ASSERT_EQ(plan.rejected.size(), 6u);
+  ASSERT_EQ(plan.rejected.size(), 7u);
   for (const PlanRejection& r : plan.rejected) {
     EXPECT_EQ(r.reason, "HBM") << r.family;
   }
-  // 1,000,000 / 32 = 31,250 chips; v4-4096 has 2048.
+  // 2,000,000 / 32 = 62,500 devices (one per v4 chip); v4-4096 has 2048.
   EXPECT_EQ(RejectionOf(plan, "v4").detail,
-            "needs 31250 chips of 32 GiB (31250 per replica x 1); the largest slice, v4-4096, "
+            "needs 62500 devices of 32 GiB (62500 per replica x 1); the largest slice, v4-4096, "
             "has 2048");
-  // ceil(1,000,000 / 95) = 10,527.
+  // ceil(2,000,000 / 95) = 21,053.
   EXPECT_EQ(RejectionOf(plan, "v5p").detail,
-            "needs 10527 chips of 95 GiB (10527 per replica x 1); the largest slice, v5p-12288, "
+            "needs 21053 devices of 95 GiB (21053 per replica x 1); the largest slice, v5p-12288, "
             "has 6144");
+  // v3 counts TensorCores: 2,000,000 / 16 = 125,000 devices; v3-2048 has 2048.
+  EXPECT_EQ(RejectionOf(plan, "v3").detail,
+            "needs 125000 devices of 16 GiB (125000 per replica x 1); the largest slice, v3-2048, "
+            "has 2048");
 }
 
 // A huge request overflowed int chip counts (ceil(1e300 / 16) cast to int), after which
@@ -269,28 +283,28 @@ TEST(PlanHardware, ModelTooLargeForEveryFamily) {
 TEST(PlanHardwareRegression, HugeRequestsFitNothing) {
   Plan huge = PlanHardware(Builtin(), Req(1e300));
   EXPECT_TRUE(huge.options.empty()) << Names(huge)[0];
-  EXPECT_EQ(huge.rejected.size(), 6u);
+  EXPECT_EQ(huge.rejected.size(), 7u);
   EXPECT_EQ(RejectionOf(huge, "v4").reason, "HBM");
   // 1e10 GiB / 32 = 312,500,000 chips per replica, x 1,000,000 replicas > 2^31.
   Plan many = PlanHardware(Builtin(), Req(1e10, 0, 1000000));
   EXPECT_TRUE(many.options.empty()) << Names(many)[0];
   EXPECT_EQ(RejectionOf(many, "v4").detail,
-            "needs 312500000000000 chips of 32 GiB (312500000 per replica x 1000000); the "
+            "needs 312500000000000 devices of 32 GiB (312500000 per replica x 1000000); the "
             "largest slice, v4-4096, has 2048");
 }
 
 TEST(PlanHardware, HostRamTooLargeForEveryFamily) {
   Plan plan = PlanHardware(Builtin(), Req(8, 2000));
   EXPECT_TRUE(plan.options.empty());
-  ASSERT_EQ(plan.rejected.size(), 6u);
+  ASSERT_EQ(plan.rejected.size(), 7u);
   for (const PlanRejection& r : plan.rejected) {
     EXPECT_EQ(r.reason, "host RAM") << r.family;
   }
   EXPECT_EQ(RejectionOf(plan, "v6e").detail,
-            "needs 2000 GiB per worker; v6e slices with enough chips have at most 1440 GiB per "
+            "needs 2000 GiB per worker; v6e slices with enough devices have at most 1440 GiB per "
             "worker");
   EXPECT_EQ(RejectionOf(plan, "v5litepod").detail,
-            "needs 2000 GiB per worker; v5litepod slices with enough chips have at most 384 GiB "
+            "needs 2000 GiB per worker; v5litepod slices with enough devices have at most 384 GiB "
             "per worker");
 }
 
@@ -318,16 +332,136 @@ TEST(PlanHardware, CeilingExactlyAtThePriceKeepsTheType) {
   EXPECT_FALSE(Has(plan, "v5litepod-8"));
 }
 
-TEST(PlanHardware, SmallModelsUseOneChipPerReplica) {
+// Issue 11: one device per replica, and a device of a v2, v3 or TPU7x chip is one
+// TensorCore, so such a chip holds two small replicas.
+TEST(PlanHardware, SmallModelsUseOneDevicePerReplica) {
   Plan plan = PlanHardware(Builtin(), Req(0.5));
   ASSERT_FALSE(plan.options.empty());
   // v5litepod-1: 1 chip x $1.20, the cheapest slice there is.
   EXPECT_EQ(plan.options[0].type.name, "v5litepod-1");
   EXPECT_NEAR(plan.options[0].usd_per_hour, 1.20, kCent);
   for (const PlanOption& o : plan.options) {
-    EXPECT_EQ(o.chips_per_replica, 1) << o.type.name;
-    EXPECT_EQ(o.replicas_that_fit, o.type.chips) << o.type.name;
+    EXPECT_EQ(o.devices_per_replica, 1) << o.type.name;
+    EXPECT_EQ(o.replicas_that_fit, o.type.devices) << o.type.name;
+    EXPECT_EQ(o.Layout(), "1 replica per device") << o.type.name;
   }
+}
+
+// ---- Issue 11: plan in devices as JAX sees them.
+
+// GenCast needs 29.8 GiB of accelerator memory per replica and cannot shard one.
+constexpr double kGenCastGib = 29.8;
+
+const PlanOption* Find(const Plan& plan, std::string_view type) {
+  for (const PlanOption& o : plan.options) {
+    if (o.type.name == type) {
+      return &o;
+    }
+  }
+  return nullptr;
+}
+
+PlanRequest Gencast(int replicas = 1) {
+  PlanRequest r;
+  r.hbm_gib_per_replica = kGenCastGib;
+  r.replicas = replicas;
+  return r;
+}
+
+TEST(Issue11, DevicesPerChipAsJaxSeesThem) {
+  struct Want {
+    const char* type;
+    int devices;
+    double gib_per_device;
+  };
+  const Want wants[] = {
+      {"v2-8", 8, 8},      {"v3-8", 8, 16},       {"v4-8", 4, 32},    {"v5p-8", 4, 95},
+      {"v5litepod-8", 8, 16}, {"v6e-8", 8, 32}, {"tpu7x-8", 8, 96},
+  };
+  for (const Want& w : wants) {
+    Result<AcceleratorType> t = Builtin().Lookup(w.type);
+    ASSERT_TRUE(t.ok()) << w.type;
+    EXPECT_EQ(t->devices, w.devices) << w.type;
+    EXPECT_EQ(t->family->hbm_gib_per_device(), w.gib_per_device) << w.type;
+  }
+}
+
+// The user's report: v3-8 was the cheapest fit for 29.8 GiB, but a v3 device has 16 GiB.
+TEST(Issue11, GenCastIsNotOfferedV2OrV3WithoutShardable) {
+  Plan plan = PlanHardware(Builtin(), Gencast());
+  for (const std::string& name : Names(plan)) {
+    EXPECT_FALSE(StartsWith(name, "v2-") || StartsWith(name, "v3-") ||
+                 StartsWith(name, "v5litepod-"))
+        << name;
+  }
+  PlanRejection v3 = RejectionOf(plan, "v3");
+  EXPECT_EQ(v3.reason, "HBM");
+  EXPECT_EQ(v3.detail,
+            "one replica needs 29.8 GiB and a v3 device (one TensorCore; 2 per chip) has 16 GiB, "
+            "as JAX sees it; a replica is not split over devices unless the model shards "
+            "(plan --shardable)");
+  EXPECT_EQ(RejectionOf(plan, "v2").reason, "HBM");
+  EXPECT_EQ(RejectionOf(plan, "v5litepod").reason, "HBM");  // 16 GiB chips
+  // The cheapest fit is one 32 GiB v6e chip; every row is one replica per device.
+  ASSERT_FALSE(plan.options.empty());
+  EXPECT_EQ(plan.options[0].type.name, "v6e-1");
+  for (const PlanOption& o : plan.options) {
+    EXPECT_EQ(o.Layout(), "1 replica per device") << o.type.name;
+    EXPECT_GE(o.type.family->hbm_gib_per_device(), kGenCastGib) << o.type.name;
+  }
+}
+
+TEST(Issue11, ShardableSplitsAReplicaOverDevices) {
+  PlanRequest req = Gencast();
+  req.shardable = true;
+  Plan plan = PlanHardware(Builtin(), req);
+  const PlanOption* v3 = Find(plan, "v3-8");
+  ASSERT_NE(v3, nullptr);
+  EXPECT_EQ(v3->devices_per_replica, 2);
+  EXPECT_EQ(v3->chips_per_replica, 1);
+  EXPECT_EQ(v3->replicas_that_fit, 4);  // 8 devices of 16 GiB, 2 each
+  EXPECT_EQ(v3->Layout(), "1 replica on 2 devices (sharded)");
+  const PlanOption* v2 = Find(plan, "v2-8");
+  EXPECT_EQ(v2, nullptr);  // v2's host RAM is not published
+  const PlanOption* v5e = Find(plan, "v5litepod-4");
+  ASSERT_NE(v5e, nullptr);
+  EXPECT_EQ(v5e->devices_per_replica, 2);
+  EXPECT_EQ(v5e->replicas_that_fit, 2);
+  const PlanOption* v4 = Find(plan, "v4-8");
+  ASSERT_NE(v4, nullptr);
+  EXPECT_EQ(v4->Layout(), "1 replica per device");  // fits one device: never split
+}
+
+// `plan --replicas 8` listed 33 sizes; by default one per family, the smallest.
+TEST(Issue11, SmallestFittingSliceOfEachFamilyByDefault) {
+  Plan plan = PlanHardware(Builtin(), Gencast(8));
+  // v6e-8 (8 x 32 GiB), v4-16 (8 chips), v5p-16 (8 chips), tpu7x-8 (8 x 96 GiB devices).
+  std::vector<std::string> names = Names(plan);
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(names, (std::vector<std::string>{"tpu7x-8", "v4-16", "v5p-16", "v6e-8"}));
+  EXPECT_GT(plan.larger_sizes_left_out, 20);
+  PlanRequest all = Gencast(8);
+  all.all_sizes = true;
+  Plan every = PlanHardware(Builtin(), all);
+  EXPECT_EQ(every.options.size(), plan.options.size() + plan.larger_sizes_left_out);
+  EXPECT_EQ(every.larger_sizes_left_out, 0);
+  EXPECT_NE(Find(every, "v5p-12288"), nullptr);
+  EXPECT_EQ(Find(plan, "v5p-12288"), nullptr);
+}
+
+// TPU7x has no published price: it is offered, after every priced type, not as "$0".
+TEST(Issue11, UnpricedFamilyComesLastAndIsNeverHeldToACeiling) {
+  Plan plan = PlanHardware(Builtin(), Gencast());
+  ASSERT_FALSE(plan.options.empty());
+  EXPECT_EQ(plan.options.back().type.name, "tpu7x-8");
+  EXPECT_FALSE(plan.options.back().priced);
+  PlanRequest capped = Gencast();
+  capped.max_usd_per_hour = 100;
+  Plan under = PlanHardware(Builtin(), capped);
+  EXPECT_EQ(Find(under, "tpu7x-8"), nullptr);
+  PlanRejection r = RejectionOf(under, "tpu7x");
+  EXPECT_EQ(r.reason, "price");
+  EXPECT_NE(r.detail.find("no price for tpu7x"), std::string::npos) << r.detail;
 }
 
 }  // namespace

@@ -15,8 +15,9 @@
 // The parser defends itself against hostile input (the server accepts specs from
 // collaborators): documents over kMaxSpecBytes and documents whose anchors and aliases
 // (&a / *a) expand past kMaxExpandedSize are refused before they are walked, so parsing
-// time and memory stay proportional to the input. yaml-cpp limits nesting on its own
-// (2000 levels) and that error is reported like any other syntax error.
+// time and memory stay proportional to the input. Nesting deeper than
+// yaml::kMaxNestingDepth is refused with the line where it goes too deep, before a tree
+// is built (yaml_reader.h), so no input can exhaust the stack.
 //
 // core does no I/O: callers read the file and pass its text.
 //

@@ -1,6 +1,10 @@
 #include "core/yaml_reader.h"
 
 #include <set>
+#include <sstream>
+
+#include <yaml-cpp/eventhandler.h>
+#include <yaml-cpp/parser.h>
 
 #include "util/strings.h"
 
@@ -27,6 +31,56 @@ std::string KindName(const YAML::Node& node) {
     return "a list";
   }
   return "\"" + node.Scalar() + "\"";
+}
+
+// Follows the depth of mappings and lists as the parser streams events, and stops the
+// parse (by throwing TooDeep, caught in FindTooDeep) at the first node past the limit.
+class DepthWatch : public YAML::EventHandler {
+ public:
+  struct TooDeep {
+    YAML::Mark mark;
+  };
+
+  void OnDocumentStart(const YAML::Mark&) override {}
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t,
+                       YAML::EmitterStyle::value) override {
+    Open(mark);
+  }
+  void OnSequenceEnd() override { --depth_; }
+  void OnMapStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t,
+                  YAML::EmitterStyle::value) override {
+    Open(mark);
+  }
+  void OnMapEnd() override { --depth_; }
+
+ private:
+  void Open(const YAML::Mark& mark) {
+    if (++depth_ > kMaxNestingDepth) {
+      throw TooDeep{mark};
+    }
+  }
+  int depth_ = 0;
+};
+
+// Where the first document of `text` nests past kMaxNestingDepth; nullopt when it does
+// not (or does not parse: YAML::Load reports that, with its own words).
+std::optional<YAML::Mark> FindTooDeep(std::string_view text) {
+  std::istringstream in{std::string(text)};
+  DepthWatch watch;
+  try {
+    YAML::Parser parser(in);
+    parser.HandleNextDocument(watch);
+  } catch (const DepthWatch::TooDeep& deep) {
+    return deep.mark;
+  } catch (const YAML::Exception&) {
+    // yaml-cpp's own guard (DeepRecursion, 500 levels) cannot fire first: ours is lower.
+  }
+  return std::nullopt;
 }
 
 }  // namespace
@@ -210,6 +264,11 @@ Result<std::vector<std::string>> Field::StringList() const {
 }
 
 Result<Field> ParseDocument(std::string_view text, std::string_view origin) {
+  if (std::optional<YAML::Mark> deep = FindTooDeep(text)) {
+    return InvalidArgumentError(Location(origin, *deep) + ": nesting is too deep: more than " +
+                                std::to_string(kMaxNestingDepth) +
+                                " levels of mappings and lists (tpufleet's files need about 5)");
+  }
   YAML::Node root;
   try {
     root = YAML::Load(std::string(text));

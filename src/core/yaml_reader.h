@@ -25,6 +25,12 @@
 
 namespace tpufleet::yaml {
 
+/// The deepest nesting of mappings and lists ParseDocument accepts. tpufleet's own
+/// documents nest about 5 levels (nodes[0].idle.after); a deeper one is a mistake or an
+/// attack, and yaml-cpp builds its tree by recursion, so the limit also keeps the stack
+/// small whatever the input.
+inline constexpr int kMaxNestingDepth = 64;
+
 class Field {
  public:
   /// `origin` must outlive the Field (it is the file name of the document).
@@ -78,7 +84,9 @@ class Field {
 
 /// Parses `text` into the root Field. A syntax error (bad indentation, a tab, an
 /// unclosed quote) comes back as InvalidArgument with its line and column.
-/// An empty document is an error: "origin: the file is empty".
+/// An empty document is an error: "origin: the file is empty". Nesting deeper than
+/// kMaxNestingDepth is refused before any tree is built, naming the line where it
+/// goes too deep; the check streams events and stops there, so depth costs no stack.
 Result<Field> ParseDocument(std::string_view text, std::string_view origin);
 
 }  // namespace tpufleet::yaml

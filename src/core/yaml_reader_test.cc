@@ -15,6 +15,10 @@ using namespace std::chrono_literals;
 
 constexpr std::string_view kOrigin = "fleet.yaml";
 
+bool Contains(std::string_view haystack, std::string_view needle) {
+  return haystack.find(needle) != std::string_view::npos;
+}
+
 // The root of `text`, which must parse.
 Field Root(std::string_view text) {
   Result<Field> root = ParseDocument(text, kOrigin);
@@ -247,6 +251,26 @@ TEST(Field, LineOfNestedNodes) {
   ASSERT_TRUE(d.has_value());
   EXPECT_EQ(d->path(), "b.c.d");
   EXPECT_EQ(d->line(), 4);
+}
+
+// Issue 11: 500 levels said only "not valid YAML: bad file" (yaml-cpp's DeepRecursion).
+TEST(Issue11, NestingPastTheLimitNamesTheLineAndTheLimit) {
+  // Flow style on line 2: the root mapping is level 1, so the 64th "[" (column 3 + 64)
+  // opens level 65.
+  std::string flow = "x: 1\ny: " + std::string(500, '[') + std::string(500, ']') + "\n";
+  EXPECT_EQ(ParseDocument(flow, kOrigin).status(),
+            InvalidArgumentError("fleet.yaml:2:67: nesting is too deep: more than 64 levels of "
+                                 "mappings and lists (tpufleet's files need about 5)"));
+  // Exactly at the limit it parses.
+  std::string at_limit =
+      std::string(kMaxNestingDepth, '[') + std::string(kMaxNestingDepth, ']') + "\n";
+  EXPECT_TRUE(ParseDocument(at_limit, kOrigin).ok());
+  std::string over = "[" + at_limit;
+  over.insert(over.size() - 1, "]");
+  EXPECT_FALSE(ParseDocument(over, kOrigin).ok());
+  // A syntax error in a shallow document keeps its own message.
+  Result<Field> bad = ParseDocument("a: [1, 2\n", kOrigin);
+  EXPECT_TRUE(Contains(bad.status().message(), "not valid YAML")) << bad.status().ToString();
 }
 
 }  // namespace

@@ -1,9 +1,24 @@
 // Catalog documents shared by the tests of core and cli.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <string_view>
+#include <utility>
+
+#include "core/catalog.h"
 
 namespace tpufleet::testing {
+
+// The built-in catalog, parsed once (an empty one, and a test failure, if it does not parse).
+inline const Catalog& BuiltinCatalog() {
+  static const Catalog* catalog = [] {
+    Result<Catalog> c = ParseCatalog(BuiltinCatalogYaml(), "built-in catalog");
+    EXPECT_TRUE(c.ok()) << c.status().ToString();
+    return new Catalog(c.ok() ? std::move(c).value() : Catalog());
+  }();
+  return *catalog;
+}
 
 // A made-up family, complete, as a user would add one before tpufleet knows it.
 inline constexpr std::string_view kNewFamilyV7x =
