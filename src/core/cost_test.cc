@@ -7,7 +7,6 @@
 #include <string>
 #include <vector>
 
-#include "core/testing/builtin_catalog.h"
 #include "core/testing/catalog_fixtures.h"
 #include "util/strings.h"
 #include "util/testing/status_printer.h"

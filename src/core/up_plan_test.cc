@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "core/testing/builtin_catalog.h"
+#include "core/testing/catalog_fixtures.h"
 
 namespace tpufleet {
 namespace {
