@@ -167,7 +167,7 @@ class AppWorld final : public cli::WorldHandle {
                ssh_,
                *fanout_,
                paths,
-               DefaultLogin(Env(env, "USER"))} {}
+               DefaultLogin(Env(env, "USER"), Env(env, "SUDO_USER"), ::geteuid() == 0)} {}
 
   World& world() override { return world_; }
 

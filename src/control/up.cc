@@ -427,6 +427,9 @@ class NodeUp {
       rec_.queued_resource = node.queued_resource;
     }
     rec_.workers = MergeWorkers(node, ids);
+    if (!IsSshHosts()) {
+      rec_.login = world_.login;  // as UpdateSshKeys puts it in ssh-keys (sudo: SUDO_USER)
+    }
     TPUFLEET_TRY(world_.store.Transaction([&]() -> Status {
       TPUFLEET_TRY(Save());
       return was_ready ? Status::Ok() : Event("ready", "zone=" + zone_);
