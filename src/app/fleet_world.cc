@@ -1,6 +1,7 @@
 #include "app/fleet_world.h"
 
 #include <fcntl.h>
+#include <pwd.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -63,15 +64,31 @@ NodeSpec SpecOfRecord(const NodeRecord& r) {
   return n;
 }
 
+// The known_hosts of the user tpufleet acts for: under sudo the invoking user's (the
+// same user DefaultLogin picks), else "" for ~/.ssh/known_hosts.
+std::string UserKnownHosts(const std::map<std::string, std::string>& env) {
+  std::string user = Env(env, "SUDO_USER");
+  if (::geteuid() != 0 || DefaultLogin("", user, true) != user) {
+    return "";
+  }
+  passwd pw;
+  passwd* found = nullptr;
+  char buf[4096];
+  if (::getpwnam_r(user.c_str(), &pw, buf, sizeof buf, &found) != 0 || found == nullptr) {
+    return "";
+  }
+  return std::string(found->pw_dir) + "/.ssh/known_hosts";
+}
+
 class AppProviders final : public ProviderSource {
  public:
   AppProviders(std::map<std::string, std::string> env, HttpClient& http, Clock& clock)
-      : env_(std::move(env)), http_(http), clock_(clock) {}
+      : env_(std::move(env)), known_hosts_(UserKnownHosts(env_)), http_(http), clock_(clock) {}
 
   Result<CloudProvider*> ForFleet(const FleetSpec& fleet) override {
     if (fleet.provider == Provider::kSshHosts) {
       std::lock_guard<std::mutex> l(mu_);
-      auto p = std::make_unique<SshHostsProvider>(fleet.nodes);
+      auto p = std::make_unique<SshHostsProvider>(fleet.nodes, known_hosts_);
       CloudProvider* raw = p.get();
       owned_.push_back(std::move(p));
       return raw;
@@ -82,7 +99,8 @@ class AppProviders final : public ProviderSource {
   Result<CloudProvider*> ForRecord(const NodeRecord& r) override {
     if (r.provider == ProviderName(Provider::kSshHosts)) {
       std::lock_guard<std::mutex> l(mu_);
-      auto p = std::make_unique<SshHostsProvider>(std::vector<NodeSpec>{SpecOfRecord(r)});
+      auto p = std::make_unique<SshHostsProvider>(std::vector<NodeSpec>{SpecOfRecord(r)},
+                                                  known_hosts_);
       CloudProvider* raw = p.get();
       owned_.push_back(std::move(p));
       return raw;
@@ -132,6 +150,7 @@ class AppProviders final : public ProviderSource {
   }
 
   const std::map<std::string, std::string> env_;
+  const std::string known_hosts_;  // the invoking user's; "": ~/.ssh/known_hosts
   HttpClient& http_;
   Clock& clock_;
   std::mutex mu_;

@@ -1,12 +1,15 @@
 // Who up logs in as, and which host keys it pins (issue 11, fixes 3 and 5).
 #include <gtest/gtest.h>
 
+#include <map>
 #include <string>
+#include <vector>
 
 #include "control/testing/test_world.h"
 #include "control/up.h"
 #include "control/world.h"
 #include "ssh/fleet_key.h"
+#include "util/strings.h"
 
 namespace tpufleet {
 namespace {
@@ -55,6 +58,198 @@ TEST(Issue11, TheSshConfigAndSshKeysFollowTheLoginAlsoForAKeptNode) {
   EXPECT_EQ(t.Record("box").login, "alice");
   EXPECT_TRUE(Contains(t.SshConfig(), "User alice\n")) << t.SshConfig();
   EXPECT_FALSE(Contains(t.SshConfig(), "User tpufleet")) << t.SshConfig();
+}
+
+// ---------------------------------------------------------------------------------------
+// Fix 3: ssh-hosts host keys.
+
+constexpr char kBoxKey[] =
+    "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGw6SazH8E4wAHaauG7OB3VjXkbuu9GiwOP564ZWS2Ju";
+constexpr char kGpuKey[] =
+    "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIEJRPDF2Ls8M/iUvYINLgiHOimRyl2Qw5/Ne86WVqpLx";
+
+// The ssh-hosts provider as up sees it: every node READY, each host with the key the
+// test says the user's known_hosts has (or the key it offers).
+class FakeSshHosts final : public CloudProvider, public ProviderSource {
+ public:
+  struct Host {
+    std::string address;
+    std::string known;    // in the user's known_hosts
+    std::string offered;  // what it offers when not known
+  };
+  std::map<std::string, std::vector<Host>> nodes;
+
+  Result<CloudProvider*> ForFleet(const FleetSpec&) override { return this; }
+  Result<CloudProvider*> ForRecord(const NodeRecord&) override { return this; }
+  std::string_view Name() const override { return "ssh-hosts"; }
+  Result<CloudOperation> CreateNode(const CreateNodeRequest&) override { return No(); }
+  Result<CloudOperation> DeleteNode(std::string_view, std::string_view) override { return No(); }
+  Result<CloudOperation> DeleteQueuedResource(std::string_view, std::string_view,
+                                              bool) override {
+    return No();
+  }
+  Result<CloudOperation> SetSshKeys(std::string_view, std::string_view,
+                                    std::string_view) override {
+    return No();
+  }
+  Result<CloudOperation> GetOperation(std::string_view) override { return NotFoundError("no"); }
+  Result<CloudNode> GetNode(std::string_view, std::string_view id) override {
+    auto it = nodes.find(std::string(id));
+    if (it == nodes.end()) {
+      return NotFoundError("no node");
+    }
+    CloudNode n;
+    n.id = it->first;
+    n.cloud_name = "ssh-hosts/" + n.id;
+    n.state = "READY";
+    for (size_t i = 0; i < it->second.size(); ++i) {
+      n.workers.push_back({static_cast<int>(i), it->second[i].address, ""});
+    }
+    return n;
+  }
+  Result<CloudQueuedResource> GetQueuedResource(std::string_view, std::string_view) override {
+    return NotFoundError("no");
+  }
+  Result<std::vector<CloudNode>> ListNodes(const std::vector<std::string>&) override {
+    std::vector<CloudNode> out;
+    for (const auto& [id, hosts] : nodes) {
+      out.push_back(*GetNode("", id));
+    }
+    return out;
+  }
+  Result<std::vector<CloudQueuedResource>> ListQueuedResources(
+      const std::vector<std::string>&) override {
+    return std::vector<CloudQueuedResource>{};
+  }
+  Result<std::vector<WorkerIdentity>> GetWorkerIdentities(std::string_view,
+                                                          std::string_view id) override {
+    std::vector<WorkerIdentity> out;
+    const std::vector<Host>& hosts = nodes.at(std::string(id));
+    for (size_t i = 0; i < hosts.size(); ++i) {
+      out.push_back({static_cast<int>(i), hosts[i].known, hosts[i].address,
+                     hosts[i].known.empty() ? hosts[i].offered : ""});
+    }
+    return out;
+  }
+
+ private:
+  static Status No() { return FailedPreconditionError("ssh-hosts machines exist already"); }
+};
+
+// Fleet "lab" of two ssh-hosts nodes: box (gpu1, port 2222) and gpu (gpu2).
+constexpr char kLab[] =
+    "fleet: lab\nprovider: ssh-hosts\nnodes:\n"
+    "  - name: box\n    hosts: [gpu1.lab.example.org]\n    ssh_user: ops\n    port: 2222\n"
+    "  - name: gpu\n    hosts: [gpu2.lab.example.org]\n    ssh_user: ops\n";
+
+class SshHostsUp : public ::testing::Test {
+ protected:
+  SshHostsUp() : world_{*t_.store, t_.clock, hosts_, t_.ssh, t_.fanout, t_.world.paths, "tester"} {}
+
+  UpReport Up(UpOptions options = {}) {
+    Result<UpReport> r = tpufleet::Up(t_.Spec(kLab), t_.catalog, world_, options, t_.progress);
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    return r.ok() ? *r : UpReport{};
+  }
+  Status Of(const UpReport& r, const std::string& node) {
+    for (const NodeOutcome& o : r.nodes) {
+      if (o.node == node) {
+        return o.status;
+      }
+    }
+    return InternalError("no outcome for " + node);
+  }
+
+  TestWorld t_;
+  FakeSshHosts hosts_;
+  World world_;
+};
+
+TEST_F(SshHostsUp, Issue11AKeyFromKnownHostsIsPinnedLikeAnyWorkersAndTheFleetKeyGoesIn) {
+  hosts_.nodes["box"] = {{"gpu1.lab.example.org", kBoxKey, ""}};
+  hosts_.nodes["gpu"] = {{"gpu2.lab.example.org", kGpuKey, ""}};
+
+  UpReport r = Up();
+
+  ASSERT_EQ(Of(r, "box"), Status::Ok());
+  ASSERT_EQ(Of(r, "gpu"), Status::Ok());
+  EXPECT_EQ(t_.Record("box").workers.at(0).host_key, kBoxKey);
+  // tpufleet's own known_hosts pins it (so `ssh box`, exec and cp check it), with the port.
+  EXPECT_TRUE(Contains(t_.KnownHosts(), std::string("[gpu1.lab.example.org]:2222 ") + kBoxKey))
+      << t_.KnownHosts();
+  EXPECT_TRUE(Contains(t_.KnownHosts(), std::string("gpu2.lab.example.org ") + kGpuKey));
+  EXPECT_FALSE(Contains(t_.SshConfig(), "~/.ssh/known_hosts")) << t_.SshConfig();
+  // The login check, made with the user's own key, adds the fleet key for exec and cp.
+  std::string fleet_key = EnsureFleetKey(t_.world.paths.ssh_dir).value().public_key;
+  int authorizing = 0;
+  for (const FakeSshRunner::Call& c : t_.ssh.calls()) {
+    authorizing += Contains(c.script, "authorized_keys") &&
+                   Contains(c.script, std::string(Trim(fleet_key)));
+  }
+  EXPECT_EQ(authorizing, 2);
+}
+
+TEST_F(SshHostsUp, Issue11AnUnknownKeyIsPinnedOnlyOnceTheUserConfirmsItsFingerprint) {
+  hosts_.nodes["box"] = {{"gpu1.lab.example.org", "", kBoxKey}};
+  hosts_.nodes["gpu"] = {{"gpu2.lab.example.org", kGpuKey, ""}};
+
+  // Not at a terminal, no --yes: box is refused, saying what to do; gpu comes up.
+  UpReport r = Up();
+  EXPECT_EQ(Of(r, "box").code(), StatusCode::kFailedPrecondition);
+  std::string fingerprint = "SHA256:HXEt6KyTDmhlpUGpGa0CgTULFwNm5Pa9fSNicnQsXoU";
+  EXPECT_TRUE(Contains(Of(r, "box").message(), fingerprint)) << Of(r, "box").ToString();
+  EXPECT_TRUE(Contains(Of(r, "box").message(), "--yes")) << Of(r, "box").ToString();
+  EXPECT_EQ(Of(r, "gpu"), Status::Ok());
+
+  // The user says no: still refused.
+  std::vector<HostKeyQuestion> asked;
+  UpOptions options;
+  options.confirm_host_key = [&](const HostKeyQuestion& q) {
+    asked.push_back(q);
+    return false;
+  };
+  EXPECT_EQ(Of(Up(options), "box").code(), StatusCode::kFailedPrecondition);
+  ASSERT_EQ(asked.size(), 1u);
+  EXPECT_EQ(asked[0].node, "box");
+  EXPECT_EQ(asked[0].address, "gpu1.lab.example.org");
+  EXPECT_EQ(asked[0].port, 2222);
+  EXPECT_EQ(asked[0].fingerprint, fingerprint);
+
+  // Yes: pinned, recorded, and the next up does not ask again.
+  asked.clear();
+  options.confirm_host_key = [&](const HostKeyQuestion& q) {
+    asked.push_back(q);
+    return true;
+  };
+  EXPECT_EQ(Of(Up(options), "box"), Status::Ok());
+  EXPECT_EQ(asked.size(), 1u);
+  EXPECT_EQ(t_.Record("box").workers.at(0).host_key, kBoxKey);
+  EXPECT_TRUE(Contains(t_.KnownHosts(), std::string("[gpu1.lab.example.org]:2222 ") + kBoxKey));
+  EXPECT_EQ(t_.Events("host-key-pinned", "box").size(), 1u);
+  asked.clear();
+  EXPECT_EQ(Of(Up(options), "box"), Status::Ok());
+  EXPECT_TRUE(asked.empty());
+}
+
+TEST_F(SshHostsUp, Issue11AHostKeyThatFailsVerificationFailsAtOnceWithBothFingerprints) {
+  hosts_.nodes["box"] = {{"gpu1.lab.example.org", kBoxKey, ""}};
+  hosts_.nodes["gpu"] = {{"gpu2.lab.example.org", kGpuKey, ""}};
+  // What OpenSshRunner says when the server offers another key than the pinned one.
+  t_.ssh.FailRunsOn("box-w0", FailedPreconditionError(
+                                  "ssh box-w0: Host key verification failed (the server "
+                                  "offered SHA256:8yq2OkF0qM8sZtWJ4r4RrNcR9eX6HhQm0yE2Q5mRk1w)"));
+  auto start = t_.clock.MonotonicNow();
+
+  UpReport r = Up();
+
+  Status box = Of(r, "box");
+  EXPECT_EQ(box.code(), StatusCode::kFailedPrecondition) << box.ToString();
+  EXPECT_TRUE(Contains(box.message(), "expected SHA256:HXEt6KyTDmhlpUGpGa0CgTULFwNm5Pa9fSNicnQsXoU"))
+      << box.ToString();
+  EXPECT_TRUE(Contains(box.message(), "offered SHA256:8yq2")) << box.ToString();
+  EXPECT_EQ(t_.ssh.RunsOn("box-w0"), 1) << "no retries";
+  EXPECT_LT(t_.clock.MonotonicNow() - start, std::chrono::seconds(5)) << "not after minutes";
+  EXPECT_EQ(Of(r, "gpu"), Status::Ok());
 }
 
 }  // namespace
