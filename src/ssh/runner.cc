@@ -127,6 +127,29 @@ Status ProbeAddress(const addrinfo& ai, const std::string& where, Mono::time_poi
   return UnavailableError("ssh on " + where + ": the server there does not speak SSH");
 }
 
+// The "TYPE BASE64" keys of lines "HOSTS TYPE BASE64 [COMMENT]", as ssh-keygen -F and
+// ssh-keyscan print them; "#" lines are their notes, and "@revoked"/"@cert-authority"
+// lines are not host keys.
+std::vector<std::string> HostKeysOf(const std::string& output) {
+  std::vector<std::string> keys;
+  for (const std::string& line : Split(output, '\n')) {
+    std::vector<std::string> words;
+    for (std::string& w : Split(Trim(line), ' ')) {
+      if (!w.empty()) {
+        words.push_back(std::move(w));
+      }
+    }
+    if (words.size() < 3 || words[0][0] == '#' || words[0][0] == '@') {
+      continue;
+    }
+    std::string key = words[1] + " " + words[2];
+    if (CheckSshPublicKey(key).ok()) {
+      keys.push_back(key);
+    }
+  }
+  return keys;
+}
+
 std::string HomeDir() {
   if (const char* home = std::getenv("HOME"); home != nullptr && *home != '\0') {
     return home;
@@ -223,24 +246,7 @@ Result<std::vector<std::string>> KnownHostKeys(const std::string& host, int port
     return InternalError("ssh-keygen -F " + name + " -f " + path + " failed (exit " +
                          std::to_string(r.exit_code) + "): " + LastLine(r.output));
   }
-  // Lines are "HOSTS TYPE BASE64 [COMMENT]" (HOSTS hashed or not); "#" lines are
-  // ssh-keygen's notes, "@revoked"/"@cert-authority" lines are not host keys.
-  std::vector<std::string> keys;
-  for (const std::string& line : Split(r.output, '\n')) {
-    std::vector<std::string> words;
-    for (std::string& w : Split(Trim(line), ' ')) {
-      if (!w.empty()) {
-        words.push_back(std::move(w));
-      }
-    }
-    if (words.size() < 3 || words[0][0] == '#' || words[0][0] == '@') {
-      continue;
-    }
-    std::string key = words[1] + " " + words[2];
-    if (CheckSshPublicKey(key).ok()) {
-      keys.push_back(key);
-    }
-  }
+  std::vector<std::string> keys = HostKeysOf(r.output);  // HOSTS hashed or not
   if (keys.empty()) {
     return NotFoundError("no host key for " + name + " in " + path);
   }
@@ -255,19 +261,7 @@ Result<std::vector<std::string>> ScanHostKeys(const std::string& host, int port)
       RunProgram({"ssh-keyscan", "-T", std::to_string(kKeyscanTimeout.count()), "-p",
                   std::to_string(port == 0 ? 22 : port), "--", host},
                  "", kKeyscanTimeout * 2));
-  // Lines are "HOST TYPE BASE64"; "#" lines are its notes on the server's banner.
-  std::vector<std::string> keys;
-  for (const std::string& line : Split(r.output, '\n')) {
-    std::vector<std::string> words;
-    for (std::string& w : Split(Trim(line), ' ')) {
-      if (!w.empty()) {
-        words.push_back(std::move(w));
-      }
-    }
-    if (words.size() >= 3 && words[0][0] != '#' && CheckSshPublicKey(words[1] + " " + words[2]).ok()) {
-      keys.push_back(words[1] + " " + words[2]);
-    }
-  }
+  std::vector<std::string> keys = HostKeysOf(r.output);
   if (keys.empty()) {
     return UnavailableError("ssh on " + name + " offered no host key (ssh-keyscan: " +
                             LastLine(r.output) + ")");
