@@ -14,6 +14,7 @@
 #      is reached again on a fresh connection after --connect-timeout, not waited on;
 #   i. a killed worker is reported unreachable (or timed out) without hanging, the other
 #      15 answer, and exec exits 1;
+#   (issue 11) run as root with SUDO_USER set, the login is that user's name;
 #   k. (issue 11) three ssh-hosts nodes beside the fleet: one whose key is in a hashed
 #      known_hosts comes up and answers exec; one whose known key is wrong fails up at
 #      once and exec alone, both naming both fingerprints, while every other worker
@@ -44,8 +45,12 @@ done
 tmp=$(mktemp -d /tmp/tpufleet-exec-e2e.XXXXXX)
 export HOME=$tmp/home XDG_STATE_HOME=$tmp/xdg TPUFLEET_STATE_DIR=$tmp/state
 export TPUFLEET_EMULATOR_DIR=$tmp/emulator
-# The fleet's login is $USER when that is a valid name (root is not); make it the default.
-unset USER LOGNAME GOOGLE_APPLICATION_CREDENTIALS CLOUDSDK_AUTH_ACCESS_TOKEN_FILE TPUFLEET_CATALOG
+# Run as `sudo` leaves it: USER=root, and SUDO_USER the person who ran it, whose name is
+# the fleet's login (issue 11; before, root got the login "tpufleet"). No such local
+# account is needed: the workers make it from their ssh-keys.
+unset LOGNAME GOOGLE_APPLICATION_CREDENTIALS CLOUDSDK_AUTH_ACCESS_TOKEN_FILE TPUFLEET_CATALOG
+export USER=root SUDO_USER=tpfe2e
+unset SUDO_UID SUDO_GID
 mkdir -p "$HOME"
 state=$TPUFLEET_STATE_DIR
 project=tpufleet-emulator
@@ -182,6 +187,14 @@ status_ok() {
   ! grep -q '] null$\|] $' "$tmp/want.all" || { cat "$tmp/want.all"; return 1; }
 }
 check "status --json lists 16 workers with 16 distinct hostnames" status_ok
+login_is_sudo_user() {
+  grep -qx '  User tpfe2e' "$state/ssh/config" && ! grep -q 'User tpufleet' "$state/ssh/config" ||
+    { head -20 "$state/ssh/config"; return 1; }
+  tf_exec who ex-0:0 -- whoami
+  rc_is who 0 && grep -qx '\[ex-0/w0\] tpfe2e' "$tmp/who.out" || { shows who; return 1; }
+}
+check "under sudo the login is SUDO_USER's name: the SSH names' User, and whoami on a worker" \
+  login_is_sudo_user
 
 # ---------------------------------------------------------------------------------
 note "a. exec all -- hostname"
@@ -238,7 +251,7 @@ note "k. ssh-hosts nodes beside the fleet (issue 11): known_hosts, a wrong key, 
 # addresses (so that they are other machines to ssh than ex-3's pinned ones): box's key
 # is in the user's known_hosts (hashed, as Debian's ssh writes it), bad's entry there is
 # another key, and fresh is not there at all. The user logs in with a key of their own
-# from an agent (the workers take the fleet key for the login tpufleet, so a copy stands
+# from an agent (the workers take the fleet key for the login tpfe2e, so a copy stands
 # in for it).
 lab_addr() { worker_field ex-3 "$1" address; }
 lab_host() { echo "::ffff:$(lab_addr "$1")"; }
@@ -248,13 +261,13 @@ provider: ssh-hosts
 nodes:
   - name: box
     hosts: ["$(lab_host 1)"]
-    ssh_user: tpufleet
+    ssh_user: tpfe2e
   - name: bad
     hosts: ["$(lab_host 2)"]
-    ssh_user: tpufleet
+    ssh_user: tpfe2e
   - name: fresh
     hosts: ["$(lab_host 3)"]
-    ssh_user: tpufleet
+    ssh_user: tpfe2e
 EOF
 # The SHA256 fingerprint of the ed25519 key worker $1 of ex-3 offers now.
 offered_fp() {
