@@ -8,6 +8,7 @@
 #include "control/testing/test_world.h"
 #include "control/up.h"
 #include "control/world.h"
+#include "control/testing/fake_ssh_hosts.h"
 #include "ssh/fleet_key.h"
 #include "util/strings.h"
 
@@ -15,6 +16,7 @@ namespace tpufleet {
 namespace {
 
 using testing::Contains;
+using testing::FakeSshHosts;
 using testing::kProject;
 using testing::kZoneB;
 using testing::TestWorld;
@@ -67,74 +69,6 @@ constexpr char kBoxKey[] =
     "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGw6SazH8E4wAHaauG7OB3VjXkbuu9GiwOP564ZWS2Ju";
 constexpr char kGpuKey[] =
     "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIEJRPDF2Ls8M/iUvYINLgiHOimRyl2Qw5/Ne86WVqpLx";
-
-// The ssh-hosts provider as up sees it: every node READY, each host with the key the
-// test says the user's known_hosts has (or the key it offers).
-class FakeSshHosts final : public CloudProvider, public ProviderSource {
- public:
-  struct Host {
-    std::string address;
-    std::string known;    // in the user's known_hosts
-    std::string offered;  // what it offers when not known
-  };
-  std::map<std::string, std::vector<Host>> nodes;
-
-  Result<CloudProvider*> ForFleet(const FleetSpec&) override { return this; }
-  Result<CloudProvider*> ForRecord(const NodeRecord&) override { return this; }
-  std::string_view Name() const override { return "ssh-hosts"; }
-  Result<CloudOperation> CreateNode(const CreateNodeRequest&) override { return No(); }
-  Result<CloudOperation> DeleteNode(std::string_view, std::string_view) override { return No(); }
-  Result<CloudOperation> DeleteQueuedResource(std::string_view, std::string_view,
-                                              bool) override {
-    return No();
-  }
-  Result<CloudOperation> SetSshKeys(std::string_view, std::string_view,
-                                    std::string_view) override {
-    return No();
-  }
-  Result<CloudOperation> GetOperation(std::string_view) override { return NotFoundError("no"); }
-  Result<CloudNode> GetNode(std::string_view, std::string_view id) override {
-    auto it = nodes.find(std::string(id));
-    if (it == nodes.end()) {
-      return NotFoundError("no node");
-    }
-    CloudNode n;
-    n.id = it->first;
-    n.cloud_name = "ssh-hosts/" + n.id;
-    n.state = "READY";
-    for (size_t i = 0; i < it->second.size(); ++i) {
-      n.workers.push_back({static_cast<int>(i), it->second[i].address, ""});
-    }
-    return n;
-  }
-  Result<CloudQueuedResource> GetQueuedResource(std::string_view, std::string_view) override {
-    return NotFoundError("no");
-  }
-  Result<std::vector<CloudNode>> ListNodes(const std::vector<std::string>&) override {
-    std::vector<CloudNode> out;
-    for (const auto& [id, hosts] : nodes) {
-      out.push_back(*GetNode("", id));
-    }
-    return out;
-  }
-  Result<std::vector<CloudQueuedResource>> ListQueuedResources(
-      const std::vector<std::string>&) override {
-    return std::vector<CloudQueuedResource>{};
-  }
-  Result<std::vector<WorkerIdentity>> GetWorkerIdentities(std::string_view,
-                                                          std::string_view id) override {
-    std::vector<WorkerIdentity> out;
-    const std::vector<Host>& hosts = nodes.at(std::string(id));
-    for (size_t i = 0; i < hosts.size(); ++i) {
-      out.push_back({static_cast<int>(i), hosts[i].known, hosts[i].address,
-                     hosts[i].known.empty() ? hosts[i].offered : ""});
-    }
-    return out;
-  }
-
- private:
-  static Status No() { return FailedPreconditionError("ssh-hosts machines exist already"); }
-};
 
 // Fleet "lab" of two ssh-hosts nodes: box (gpu1, port 2222) and gpu (gpu2).
 constexpr char kLab[] =
