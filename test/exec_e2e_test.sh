@@ -14,6 +14,7 @@
 #      is reached again on a fresh connection after --connect-timeout, not waited on;
 #   i. a killed worker is reported unreachable (or timed out) without hanging, the other
 #      15 answer, and exec exits 1;
+#   k. issue 11 (exec_e2e_issue11.sh): the login under sudo; ssh-hosts nodes beside it;
 #   j. a worker printing 200 MB without a newline (issue 10): every byte arrives, in
 #      64 KiB pieces, and the CLI and the holder each stay under 64 MiB resident, through
 #      the holder and in process; --group and --json keep 1 MiB of it and say so;
@@ -40,8 +41,9 @@ done
 tmp=$(mktemp -d /tmp/tpufleet-exec-e2e.XXXXXX)
 export HOME=$tmp/home XDG_STATE_HOME=$tmp/xdg TPUFLEET_STATE_DIR=$tmp/state
 export TPUFLEET_EMULATOR_DIR=$tmp/emulator
-# The fleet's login is $USER when that is a valid name (root is not); make it the default.
-unset USER LOGNAME GOOGLE_APPLICATION_CREDENTIALS CLOUDSDK_AUTH_ACCESS_TOKEN_FILE TPUFLEET_CATALOG
+# As sudo leaves it: USER=root, SUDO_USER the person, whose name is the login (issue 11).
+unset LOGNAME GOOGLE_APPLICATION_CREDENTIALS CLOUDSDK_AUTH_ACCESS_TOKEN_FILE TPUFLEET_CATALOG SUDO_UID
+export USER=root SUDO_USER=tpfe2e
 mkdir -p "$HOME"
 state=$TPUFLEET_STATE_DIR
 project=tpufleet-emulator
@@ -54,6 +56,7 @@ cleanup() {
   local p
   for p in "${bg_pids[@]}"; do end_ours "$p" KILL; done
   [[ ${#frozen[@]} -gt 0 ]] && kill -CONT "${frozen[@]}" 2>/dev/null
+  [[ -n ${SSH_AGENT_PID:-} ]] && kill "$SSH_AGENT_PID" 2>/dev/null  # check k's
   end_ours "$tf_pid" TERM  # timeout(1) passes it on to tpufleet
   timeout 20 "$bin" holder stop >/dev/null 2>&1
   timeout 120 "$bin" emulator stop >/dev/null 2>&1
@@ -226,6 +229,7 @@ exec_group() {
     { shows group; return 1; }
 }
 check "exec all --group -- echo same: one block listing all 16 workers, (16)" exec_group
+source "$(dirname "$0")/exec_e2e_issue11.sh"  # k. issue 11
 
 # ---------------------------------------------------------------------------------
 note "c. quoting"

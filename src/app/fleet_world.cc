@@ -1,6 +1,7 @@
 #include "app/fleet_world.h"
 
 #include <fcntl.h>
+#include <pwd.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -45,6 +46,22 @@ NodeSpec SpecOfRecord(const NodeRecord& r) {
   return n;
 }
 
+// The known_hosts of the user tpufleet acts for: under sudo the invoking user's (the
+// same user DefaultLogin picks), else "" for ~/.ssh/known_hosts.
+std::string UserKnownHosts(const std::map<std::string, std::string>& env) {
+  std::string user = Env(env, "SUDO_USER");
+  if (::geteuid() != 0 || DefaultLogin("", user, true) != user) {
+    return "";
+  }
+  passwd pw;
+  passwd* found = nullptr;
+  char buf[4096];
+  if (::getpwnam_r(user.c_str(), &pw, buf, sizeof buf, &found) != 0 || found == nullptr) {
+    return "";
+  }
+  return std::string(found->pw_dir) + "/.ssh/known_hosts";
+}
+
 // What an ssh-hosts provider is built from (names, login, port, addresses): equal keys,
 // equal providers.
 std::string SshHostsKey(const std::vector<NodeSpec>& nodes) {
@@ -63,7 +80,7 @@ std::string SshHostsKey(const std::vector<NodeSpec>& nodes) {
 class AppProviders final : public ProviderSource {
  public:
   AppProviders(const std::map<std::string, std::string>& env, ProviderPool& pool)
-      : env_(env), pool_(pool) {}
+      : env_(env), known_hosts_(UserKnownHosts(env_)), pool_(pool) {}
 
   Result<CloudProvider*> ForFleet(const FleetSpec& fleet) override {
     if (fleet.provider == Provider::kSshHosts) {
@@ -85,7 +102,7 @@ class AppProviders final : public ProviderSource {
     std::lock_guard<std::mutex> l(mu_);
     std::unique_ptr<CloudProvider>& p = ssh_hosts_[key];
     if (!p) {
-      p = std::make_unique<SshHostsProvider>(std::move(nodes));
+      p = std::make_unique<SshHostsProvider>(std::move(nodes), known_hosts_);
     }
     return p.get();
   }
@@ -107,6 +124,7 @@ class AppProviders final : public ProviderSource {
   }
 
   const std::map<std::string, std::string> env_;
+  const std::string known_hosts_;  // the invoking user's; "": ~/.ssh/known_hosts
   ProviderPool& pool_;
   std::mutex mu_;
   // By name "/" project; guarded by mu_.
@@ -144,7 +162,7 @@ class AppWorld final : public cli::WorldHandle {
                ssh_,
                *fanout_,
                paths,
-               DefaultLogin(Env(env, "USER"))} {}
+               DefaultLogin(Env(env, "USER"), Env(env, "SUDO_USER"), ::geteuid() == 0)} {}
 
   World& world() override { return world_; }
 

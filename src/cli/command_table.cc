@@ -50,13 +50,15 @@ std::vector<Command> CliCommands() {
        "that exceeds budget.usd_per_day. Changes nothing. Exit status: 0 valid, 1 not.",
        {}, true, RunValidate},
       {"up", "Bring a fleet to its spec: create, wait, pin keys, set up, write SSH names",
-       "FLEET.yaml [--dry-run] [--timeout D]",
+       "FLEET.yaml [--dry-run] [--timeout D] [--yes]",
        "Creates every node of the spec that does not exist, in the first candidate zone that\n"
        "has capacity (zones that stocked out in the last hour go last), directly or as a\n"
        "queued resource. Preempted spot nodes are deleted and made again. Waits until every\n"
        "worker is READY and accepts SSH, pins each worker's host key from the node's guest\n"
-       "attributes, runs the spec's setup script once on every worker (again when it is\n"
-       "edited), and writes SSH names\n"
+       "attributes (ssh-hosts: from your known_hosts, else the key the host offers once you\n"
+       "confirm its fingerprint at the terminal, or with --yes; a key that then fails\n"
+       "verification fails that node at once), runs the spec's setup script once on every\n"
+       "worker (again when it is edited), and writes SSH names\n"
         "(NODE for worker 0, NODE-wN) included from ~/.ssh/config if it is yours: with another\n"
         "user's HOME (sudo) that is refused unless TPUFLEET_SSH_INCLUDE=force (the file stays\n"
         "theirs); TPUFLEET_SSH_INCLUDE=off never edits it. Running it again changes nothing\n"
@@ -67,7 +69,8 @@ std::vector<Command> CliCommands() {
        "--dry-run prints what would be created and its price per hour, changing nothing.\n"
        "Exit status: 0 when every node is ready, 1 otherwise.",
        {{"dry-run", "", "show the plan and its price; change nothing"},
-        {"timeout", "D", "longest wait for one node, e.g. 45m (default 30m)"}},
+        {"timeout", "D", "longest wait for one node, e.g. 45m (default 30m)"},
+        {"yes", "", "pin ssh-hosts host keys missing from known_hosts without asking"}},
        true, RunUp},
       {"status", "Show nodes, their state, workers, age and cost so far", "[NODE...] [--refresh]",
        "From local state by default (no network). --refresh asks the cloud about every zone\n"

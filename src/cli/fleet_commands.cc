@@ -1,5 +1,6 @@
 // up, status, down and import: the commands that act on a fleet through `control`.
 #include <istream>
+#include <mutex>
 #include <ostream>
 
 #include "api/fleet.h"
@@ -145,6 +146,29 @@ ExitStatus RunUp(Invocation& inv) {
 
   UpOptions options;
   options.timeout = *timeout;
+  // An ssh-hosts host key not in the user's known_hosts: pinned with --yes, asked about
+  // at a terminal, refused otherwise (the node's failure says how to pin it).
+  std::mutex ask_mu;
+  if (inv.args.Has("yes")) {
+    options.confirm_host_key = [&inv, &ask_mu](const HostKeyQuestion& q) {
+      std::lock_guard<std::mutex> l(ask_mu);
+      inv.err << "Pinning the host key of " << q.address << " (" << q.node << ":" << q.worker
+              << "), " << q.fingerprint << ", as --yes says.\n";
+      return true;
+    };
+  } else if (inv.terminal.in != nullptr) {
+    options.confirm_host_key = [&inv, &ask_mu](const HostKeyQuestion& q) {
+      std::lock_guard<std::mutex> l(ask_mu);
+      inv.err << "\nThe host key of " << q.address << " port " << q.port << " (" << q.node
+              << ":" << q.worker << ") is not in your known_hosts.\nIt offers "
+              << q.fingerprint << ". Check it with the machine's admin, or on the machine "
+              << "with `ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub`.\nPin it? [y/N] "
+              << std::flush;
+      std::string answer;
+      std::getline(*inv.terminal.in, answer);
+      return Trim(answer) == "y" || Trim(answer) == "yes";
+    };
+  }
   ProgressView view(inv.out, ModeFor(inv));
   Result<UpReport> report = Up(*spec, **catalog, world, options, view);
   if (!report.ok()) {

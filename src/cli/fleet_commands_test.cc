@@ -10,6 +10,7 @@
 #include "cli/progress_view.h"
 #include "cli/testing/lent_world.h"
 #include "cli/testing/run_cli.h"
+#include "control/testing/fake_ssh_hosts.h"
 #include "control/testing/test_world.h"
 #include "util/file.h"
 
@@ -141,6 +142,85 @@ TEST(Issue10, ProgressPrintsNoTerminalControlsFromTheCloud) {
     EXPECT_FALSE(HasTerminalControls(drawn)) << drawn;
     EXPECT_TRUE(Contains(drawn, "create failed: \\x1b]0;owned\\x07stockout")) << drawn;
   }
+}
+
+// Issue 11: an ssh-hosts host key that is not in known_hosts is asked about at a
+// terminal (y/N, with its fingerprint), pinned with --yes, and refused elsewhere.
+class UpHostKeyTest : public ::testing::Test {
+ protected:
+  UpHostKeyTest()
+      : world_{*t_.store, t_.clock, hosts_, t_.ssh, t_.fanout, t_.world.paths, "tester"} {}
+  void SetUp() override {
+    hosts_.nodes["box"] = {{"gpu1.lab.example.org", "", kOffered}};
+    spec_ = t_.dir.path() + "/lab.yaml";
+    ASSERT_EQ(WriteFileAtomic(spec_,
+                              "fleet: lab\nprovider: ssh-hosts\nnodes:\n  - name: box\n"
+                              "    hosts: [gpu1.lab.example.org]\n    ssh_user: ops\n",
+                              0600),
+              Status::Ok());
+    cli_testing::LendWorld(world_, &opened_);
+  }
+  void TearDown() override { SetWorldFactory(nullptr); }
+
+  // `up` with `extra` flags; `answer` typed at a terminal, or no terminal when null.
+  Output Up(const std::vector<std::string>& extra, const char* answer) {
+    std::vector<std::string> argv = {"up", spec_};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    std::istringstream in(answer ? answer : "");
+    std::ostringstream out, err;
+    Output o;
+    o.code = static_cast<int>(Main(argv, out, err, {{"HOME", cli_testing::kNoHome}},
+                                   Terminal{false, answer ? &in : nullptr}));
+    o.out = out.str();
+    o.err = err.str();
+    return o;
+  }
+  std::string Pinned() {
+    for (const NodeRecord& r : t_.Records("lab")) {
+      return r.workers.empty() ? "" : r.workers[0].host_key;
+    }
+    return "";
+  }
+
+  static constexpr char kOffered[] =
+      "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGw6SazH8E4wAHaauG7OB3VjXkbuu9GiwOP564ZWS2Ju";
+  static constexpr char kFingerprint[] = "SHA256:HXEt6KyTDmhlpUGpGa0CgTULFwNm5Pa9fSNicnQsXoU";
+  testing::TestWorld t_;
+  testing::FakeSshHosts hosts_;
+  World world_;
+  std::string spec_;
+  int opened_ = 0;
+};
+
+TEST_F(UpHostKeyTest, Issue11NotAtATerminalItIsRefusedSayingToPassYes) {
+  Output o = Up({}, nullptr);
+  EXPECT_EQ(o.code, 1);
+  EXPECT_TRUE(Contains(o.err, kFingerprint)) << o.err;
+  EXPECT_TRUE(Contains(o.err, "--yes")) << o.err;
+  EXPECT_EQ(Pinned(), "");
+}
+
+TEST_F(UpHostKeyTest, Issue11AtATerminalTheFingerprintIsShownAndOnlyYesPinsIt) {
+  Output no = Up({}, "n\n");
+  EXPECT_EQ(no.code, 1);
+  EXPECT_TRUE(Contains(no.err, "gpu1.lab.example.org port 22 (box:0) is not in your known_hosts"))
+      << no.err;
+  EXPECT_TRUE(Contains(no.err, "It offers " + std::string(kFingerprint))) << no.err;
+  EXPECT_TRUE(Contains(no.err, "Pin it? [y/N] ")) << no.err;
+  EXPECT_EQ(Pinned(), "");
+
+  Output yes = Up({}, "y\n");
+  EXPECT_EQ(yes.code, 0) << yes.err;
+  EXPECT_EQ(Pinned(), kOffered);
+}
+
+TEST_F(UpHostKeyTest, Issue11WithYesItIsPinnedAndSaysSo) {
+  Output o = Up({"--yes"}, nullptr);
+  EXPECT_EQ(o.code, 0) << o.err;
+  EXPECT_TRUE(Contains(o.err, "Pinning the host key of gpu1.lab.example.org (box:0), " +
+                                  std::string(kFingerprint)))
+      << o.err;
+  EXPECT_EQ(Pinned(), kOffered);
 }
 
 }  // namespace

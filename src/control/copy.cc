@@ -249,12 +249,6 @@ Result<Source> ReadSource(const std::string& path, PrivateDir& scratch, size_t i
 Result<CopyReport> Upload(World& world, const CopyRequest& request, const RemotePath& dest) {
   TPUFLEET_ASSIGN_OR_RETURN(std::vector<WorkerTarget> workers,
                             ResolveTargets(world.store, {dest.target}));
-  for (const auto& w : workers) {
-    if (w.host_key.empty()) {
-      return FailedPreconditionError(w.name + " has no host key pinned by tpufleet; cp "
-                                              "reaches the workers `tpufleet up` made");
-    }
-  }
   PrivateDir scratch;
   std::vector<Source> sources;
   for (const auto& path : request.sources) {
@@ -268,10 +262,23 @@ Result<CopyReport> Upload(World& world, const CopyRequest& request, const Remote
   for (const Source& src : sources) {
     report.bytes += src.size;
     std::vector<bool> relayed(workers.size(), false);
+    // A worker without a pinned host key is no hop of the chain: the direct copy below
+    // fails it alone.
+    std::vector<WorkerTarget> chain;
+    std::vector<size_t> chain_index;
+    for (size_t i = 0; i < workers.size(); ++i) {
+      if (!workers[i].host_key.empty()) {
+        chain.push_back(workers[i]);
+        chain_index.push_back(i);
+      }
+    }
     if (request.relay && !src.directory && src.size >= kRelayMinBytes &&
-        workers.size() >= kRelayMinWorkers) {
-      relayed = Relay(world, src, workers, dest.path, request.connect_timeout,
-                      report.security_events);
+        chain.size() >= kRelayMinWorkers) {
+      std::vector<bool> got = Relay(world, src, chain, dest.path, request.connect_timeout,
+                                    report.security_events);
+      for (size_t k = 0; k < chain.size(); ++k) {
+        relayed[chain_index[k]] = got[k];
+      }
     }
     std::vector<WorkerTarget> direct;
     std::vector<size_t> direct_index;

@@ -23,10 +23,12 @@ std::vector<SshHostEntry> SshEntriesFor(const std::vector<NodeRecord>& records,
       e.address = w.address;
       e.port = r.port;
       e.user = r.login;
-      // ssh-hosts machines take the user's own keys and known_hosts, as plain ssh would.
+      // ssh-hosts machines take the user's own keys, as plain ssh would, and the host
+      // key up pinned (from the user's known_hosts, or confirmed on first up); one that
+      // has none yet is left to the user's known_hosts.
       e.identity_file = ssh_hosts ? "" : fleet_key_path;
-      e.host_key = ssh_hosts ? "" : w.host_key;
-      e.known_hosts_file = ssh_hosts ? "~/.ssh/known_hosts" : "";
+      e.host_key = w.host_key;
+      e.known_hosts_file = ssh_hosts && w.host_key.empty() ? "~/.ssh/known_hosts" : "";
       if (w.index == 0) {
         e.alias = WorkerAlias(r.name, 0, true);
         out.push_back(e);

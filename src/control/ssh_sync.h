@@ -3,9 +3,9 @@
 // (so a changed address or a deleted node never leaves a stale entry), and
 // ~/.ssh/config includes them.
 //
-// Aliases: NODE is worker 0, NODE-wN is worker N (NODE-w0 too). gcp-tpu nodes use the
-// fleet key and pinned host keys; ssh-hosts nodes keep the user's own key and
-// known_hosts, with tpufleet's name for them.
+// Aliases: NODE is worker 0, NODE-wN is worker N (NODE-w0 too). Every worker's pinned
+// host key goes in tpufleet's known_hosts; gcp-tpu nodes use the fleet key, ssh-hosts
+// nodes the user's own keys.
 //
 // Thread-safety: SyncSshFiles serializes itself within a process.
 #pragma once

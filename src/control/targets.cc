@@ -82,8 +82,7 @@ Status AddWorker(const NodeRecord& r, const WorkerRecord& w, TargetSet& out) {
   t.address = w.address;
   t.port = r.port == 0 ? 22 : r.port;
   t.login = r.login;
-  // As the SSH files do: ssh-hosts machines are checked against the user's known_hosts.
-  t.host_key = r.provider == ProviderName(Provider::kSshHosts) ? "" : w.host_key;
+  t.host_key = w.host_key;  // ssh-hosts ones too: up pins them from the user's known_hosts
   t.provider = r.provider;
   out[{r.fleet, r.name, w.index}] = std::move(t);
   return Status::Ok();

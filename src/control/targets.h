@@ -38,8 +38,8 @@ struct WorkerTarget {
   std::string address;   // what SSH connects to
   int port = 22;         // record.port, 0 -> 22
   std::string login;     // record.login
-  std::string host_key;  // pinned "ssh-ed25519 AAAA…" ("" for ssh-hosts nodes whose key
-                         // is in the user's known_hosts)
+  std::string host_key;  // pinned "ssh-ed25519 AAAA…"; "" when up pinned none (then
+                         // exec and cp fail that worker alone)
   std::string provider;  // record.provider
 };
 

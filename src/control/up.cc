@@ -8,11 +8,13 @@
 #include <set>
 #include <thread>
 
+#include "control/host_keys.h"
 #include "control/ssh_sync.h"
 #include "control/up_internal.h"
 #include "control/wait.h"
 #include "core/zone_choice.h"
 #include "ssh/fleet_key.h"
+#include "ssh/ssh_files.h"
 #include "util/strings.h"
 
 namespace tpufleet {
@@ -425,6 +427,9 @@ class NodeUp {
       rec_.queued_resource = node.queued_resource;
     }
     rec_.workers = MergeWorkers(node, ids);
+    if (!IsSshHosts()) {
+      rec_.login = world_.login;  // as UpdateSshKeys puts it in ssh-keys (sudo: SUDO_USER)
+    }
     TPUFLEET_TRY(world_.store.Transaction([&]() -> Status {
       TPUFLEET_TRY(Save());
       return was_ready ? Status::Ok() : Event("ready", "zone=" + zone_);
@@ -443,15 +448,13 @@ class NodeUp {
         return ids;
       }
       if (IsSshHosts()) {
-        for (size_t i = 0; i < node.workers.size(); ++i) {
-          if (i >= ids.size() || ids[i].host_key.empty()) {
-            return FailedPreconditionError(
-                "no known host key for " + node.workers[i].address +
-                " in your known_hosts; connect once with `ssh " + node.workers[i].address +
-                "`, check the fingerprint, and run up again (tpufleet never trusts an "
-                "unknown key)");
-          }
+        std::vector<std::string> confirmed;
+        TPUFLEET_TRY(PinSshHostsKeys(node, plan_.node, spec_.port, rec_.workers,
+                                     options_.confirm_host_key, ids, &confirmed));
+        for (const std::string& c : confirmed) {
+          TPUFLEET_TRY(Event("host-key-pinned", c));
         }
+        return ids;
       }
       Report(NodePhase::kBooting, zone_,
              "host keys " + std::to_string(with_keys) + "/" + std::to_string(node.workers.size()));
@@ -529,10 +532,16 @@ class NodeUp {
                     std::min(options_.timeout, options_.login_timeout));
       Status last;
       do {
-        Result<RunResult> r = world_.ssh.Run(WorkerAlias(plan_.node, w.index), "true",
+        Result<RunResult> r = world_.ssh.Run(WorkerAlias(plan_.node, w.index), LoginScript(),
                                              std::chrono::seconds(30));
         if (r.ok() && r->exit_code == 0) {
           return Status::Ok();
+        }
+        if (r.status().code() == StatusCode::kFailedPrecondition) {
+          // The host key failed verification: no wait mends that.
+          return r.status().WithContext(
+              "worker " + std::to_string(w.index) + " of " + plan_.node + ": its host key is " +
+              "not the one pinned (expected " + SshKeyLineFingerprint(w.host_key) + ")");
         }
         last = r.ok() ? UnavailableError("exit " + std::to_string(r->exit_code) + ": " +
                                          std::string(Trim(r->output)))
@@ -555,6 +564,11 @@ class NodeUp {
       return last.WithContext("worker " + std::to_string(w.index) + " of " + plan_.node +
                               " does not accept SSH");
     });
+  }
+
+  // ssh-hosts logins get the fleet key in their authorized_keys (host_keys.h).
+  std::string LoginScript() const {
+    return IsSshHosts() && key_ ? AuthorizeFleetKeyScript(key_->public_key) : "true";
   }
 
   Status RunSetup() {
@@ -655,10 +669,9 @@ std::string SshKeysMetadata(const std::string& login, const std::string& fleet_p
 Result<UpReport> Up(const FleetSpec& fleet, const Catalog& catalog, World& world,
                     const UpOptions& options, ProgressObserver& progress) {
   TPUFLEET_ASSIGN_OR_RETURN(CloudProvider * provider, world.providers.ForFleet(fleet));
-  std::optional<FleetKey> key;
-  if (fleet.provider != Provider::kSshHosts) {
-    TPUFLEET_ASSIGN_OR_RETURN(key, EnsureFleetKey(world.paths.ssh_dir));
-  }
+  // ssh-hosts nodes too: up adds it to their logins' authorized_keys (LoginScript).
+  TPUFLEET_ASSIGN_OR_RETURN(FleetKey fleet_key, EnsureFleetKey(world.paths.ssh_dir));
+  std::optional<FleetKey> key = std::move(fleet_key);
   UpReport report;
   DeleteOptions deleting;
   deleting.poll_min = options.poll_min;

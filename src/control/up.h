@@ -17,8 +17,12 @@
 //      recorded as a leftover (leftovers.h) when that fails; a create whose outcome is
 //      unknown and that a create elsewhere supersedes is recorded as a leftover too. A
 //      zone holding a leftover of the node is never created in nor adopted from.
-//   3. Wait for READY, pin each worker's host key from the guest attributes, rewrite the
-//      SSH files, wait until every worker accepts the fleet key over SSH, then run the
+//   3. Wait for READY, pin each worker's host key from the guest attributes (ssh-hosts:
+//      from the user's known_hosts, an earlier up's pin, or the key the host offers once
+//      the user confirms it), rewrite the SSH files, wait until every worker accepts the
+//      fleet key over SSH (ssh-hosts: log in with the user's own key and add the fleet
+//      key to the login's authorized_keys; a host key that fails verification fails the
+//      node at once, naming both fingerprints), then run the
 //      spec's setup script on every worker that has not run it (a recreated worker runs
 //      it again).
 // Before all that, the fleet's recorded leftovers are deleted again; the report says how
@@ -34,6 +38,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -47,6 +52,16 @@
 
 namespace tpufleet {
 
+/// A host key up would pin on first use, for the user to confirm.
+struct HostKeyQuestion {
+  std::string node;
+  int worker = 0;
+  std::string address;      // as the spec gives it
+  int port = 22;
+  std::string key;          // "ssh-ed25519 AAAA…", what the host offered
+  std::string fingerprint;  // "SHA256:…", as ssh-keygen -l shows it
+};
+
 struct UpOptions {
   /// The longest `up` waits for one node (queued resources included).
   std::chrono::seconds timeout{std::chrono::minutes(30)};
@@ -59,6 +74,11 @@ struct UpOptions {
   std::chrono::milliseconds poll_min{250};
   std::chrono::milliseconds poll_max{std::chrono::seconds(2)};
   int max_parallel_nodes = 32;
+  /// ssh-hosts: asked about each host whose key is neither in the user's known_hosts nor
+  /// pinned by an earlier up, with the key the host offers (unverified); true pins it.
+  /// Unset, or false: that node fails, saying how to pin the key. Calls may come from
+  /// several nodes' threads at once.
+  std::function<bool(const HostKeyQuestion&)> confirm_host_key;
 };
 
 struct UpPlan {

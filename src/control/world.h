@@ -52,8 +52,11 @@ struct World {
   std::string login;
 };
 
-/// `user` ($USER) when CheckUserName accepts it, else "tpufleet": root and system
+/// Whom tpufleet logs in as on the nodes it creates: `sudo_user` ($SUDO_USER) when
+/// tpufleet runs as `root` (sudo, as the emulator needs) and CheckUserName accepts it,
+/// else `user` ($USER) when CheckUserName accepts it, else "tpufleet": root and system
 /// accounts are never put in a node's ssh-keys.
-std::string DefaultLogin(const std::string& user);
+std::string DefaultLogin(const std::string& user, const std::string& sudo_user = "",
+                         bool root = false);
 
 }  // namespace tpufleet

@@ -75,6 +75,9 @@ struct WorkerIdentity {
   int index = 0;
   std::string host_key;  // "ssh-ed25519 AAAA…"
   std::string hostname;  // "t1v-n-…-w-0"
+  /// ssh-hosts only, when host_key is "": the key the host offers now, unverified. Up
+  /// pins it only once the user has confirmed its fingerprint.
+  std::string offered_host_key;
 };
 
 /// Everything needed to create one node, directly or through a queued resource.

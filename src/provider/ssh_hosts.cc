@@ -85,12 +85,12 @@ Result<std::vector<WorkerIdentity>> SshHostsProvider::GetWorkerIdentities(
     id.hostname = node->hosts[i];
     Result<std::vector<std::string>> keys = KnownHostKeys(node->hosts[i], node->port, known_hosts_);
     if (keys.ok()) {
-      auto ed25519 = std::find_if(keys->begin(), keys->end(), [](const std::string& k) {
-        return StartsWith(k, "ssh-ed25519 ");
-      });
-      id.host_key = ed25519 != keys->end() ? *ed25519 : keys->front();
+      id.host_key = PreferredHostKey(*keys);
     } else if (keys.status().code() != StatusCode::kNotFound) {
       return keys.status();
+    } else if (Result<std::vector<std::string>> offered = ScanHostKeys(node->hosts[i], node->port);
+               offered.ok()) {
+      id.offered_host_key = PreferredHostKey(*offered);  // for the user to confirm
     }
     ids.push_back(std::move(id));
   }

@@ -5,8 +5,10 @@
 // DeleteQueuedResource and SetSshKeys are FailedPrecondition. What it can tell is whether
 // they answer: GetNode probes every host of the node at once (ProbeSsh, no login) and
 // reports "READY" when all greet, else "UNREACHABLE" with the silent workers named in
-// `health`. Host keys come from the user's own known_hosts, pinned when the user first
-// connected; tpufleet never trusts a key on first use. There are no zones, queued
+// `health`. Host keys come from the user's own known_hosts (hashed entries and
+// "[host]:port" too), pinned when the user first connected; a host that is not there is
+// reported with the key it offers, which up pins only once the user has confirmed its
+// fingerprint: tpufleet never trusts a key on first use by itself. There are no zones, queued
 // resources or operations: zone arguments are ignored and nodes have zone "".
 //
 // Thread-safety: immutable after construction; every method may be called from several
@@ -33,7 +35,8 @@ inline constexpr int kMaxConcurrentProbes = 32;
 class SshHostsProvider final : public CloudProvider {
  public:
   /// `nodes`: the spec's NodeSpecs (ssh-hosts ones: hosts, ssh_user, port). `known_hosts`:
-  /// where the user's pinned host keys are; "" means ~/.ssh/known_hosts.
+  /// where the user's pinned host keys are (the invoking user's, under sudo too); ""
+  /// means ~/.ssh/known_hosts.
   explicit SshHostsProvider(std::vector<NodeSpec> nodes, std::string known_hosts = "",
                             std::chrono::milliseconds probe_timeout = kSshHostsProbeTimeout);
 
@@ -58,8 +61,10 @@ class SshHostsProvider final : public CloudProvider {
   /// Always empty.
   Result<std::vector<CloudQueuedResource>> ListQueuedResources(
       const std::vector<std::string>& zones) override;
-  /// Each host's key from known_hosts (ssh-ed25519 preferred when it has several; empty
-  /// when it has none); hostname is the host as the spec gives it.
+  /// Each host's key from known_hosts (ssh-ed25519 preferred when it has several); when
+  /// it has none, host_key is empty and offered_host_key is what the host offers now
+  /// (ssh-keyscan; empty when it does not answer). hostname is the host as the spec
+  /// gives it.
   Result<std::vector<WorkerIdentity>> GetWorkerIdentities(std::string_view zone,
                                                           std::string_view node_id) override;
 

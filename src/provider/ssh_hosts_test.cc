@@ -80,6 +80,25 @@ TEST_F(SshHostsTest, ReachableNodeIsReadyWithItsPinnedKey) {
   EXPECT_EQ((*ids)[0].host_key, sshd_->host_key());  // ed25519 preferred over ECDSA
   EXPECT_EQ((*ids)[0].hostname, "127.0.0.1");
   EXPECT_EQ((*ids)[1].host_key, "");  // "localhost" was never pinned
+  // Issue 11: what it offers is said, for up to ask the user about.
+  EXPECT_EQ((*ids)[1].offered_host_key, sshd_->host_key());
+  EXPECT_EQ((*ids)[0].offered_host_key, "");
+}
+
+// Issue 11: a hashed known_hosts entry ("ssh -o HashKnownHosts=yes", Debian's default)
+// for a host on another port is found as a plain one is.
+TEST_F(SshHostsTest, Issue11AHashedEntryForANonStandardPortIsFound) {
+  ASSERT_EQ(WriteFileAtomic(known_hosts_, "[127.0.0.1]:" + std::to_string(sshd_->port()) +
+                                              " " + sshd_->host_key() + "\n", 0600),
+            Status::Ok());
+  Result<ProgramResult> hashed = RunProgram({"ssh-keygen", "-H", "-f", known_hosts_}, "", seconds(30));
+  ASSERT_TRUE(hashed.ok() && hashed->exit_code == 0);
+  ASSERT_EQ(ReadFile(known_hosts_)->find("127.0.0.1"), std::string::npos) << "not hashed";
+  SshHostsProvider provider({SshNode("lab", {"127.0.0.1"}, sshd_->port())}, known_hosts_);
+  Result<std::vector<WorkerIdentity>> ids = provider.GetWorkerIdentities("", "lab");
+  ASSERT_TRUE(ids.ok()) << ids.status().ToString();
+  EXPECT_EQ((*ids)[0].host_key, sshd_->host_key());
+  EXPECT_EQ((*ids)[0].offered_host_key, "");
 }
 
 TEST_F(SshHostsTest, UnreachableWorkersAreNamed) {

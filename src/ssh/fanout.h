@@ -42,7 +42,7 @@ struct FanoutHost {
   std::string address;   // IP address or DNS name
   int port = 22;
   std::string user;      // the login; "" is refused
-  std::string host_key;  // the pinned "ssh-ed25519 AAAA…"; a host without one is refused
+  std::string host_key;  // the pinned "ssh-ed25519 AAAA…"; a host without one fails alone
   std::string command;   // this host's own command line; "" = the job's
   bool no_input = false;  // this host does not get the job's stdin file (only stdin_header)
 };
@@ -74,7 +74,7 @@ enum class HostOutcome {
   kSignaled,         // the command was killed by a signal (signal names it)
   kUnreachable,      // TCP connect or the SSH handshake failed, or the connection broke
   kAuthFailed,       // the server refused the fleet key for this login
-  kHostKeyMismatch,  // the server's key is not the one pinned for it
+  kHostKeyMismatch,  // the server's key is not the one pinned for it (or none is pinned)
   kTimeout,          // connect_timeout, command_timeout or input_stall_timeout passed
   kCancelled,        // fail_fast (another host failed) or the caller cancelled
 };

@@ -21,6 +21,7 @@
 #include <deque>
 #include <mutex>
 
+#include "ssh/ssh_files.h"
 #include "util/encoding.h"
 #include "util/file.h"
 #include "util/strings.h"
@@ -130,11 +131,6 @@ Result<FanoutEngine::JobId> FanoutEngine::Start(const FanoutJob& spec, FanoutSin
     if (h.user.empty()) {
       return InvalidArgumentError(h.name + ": no login user to connect as");
     }
-    if (h.host_key.empty()) {
-      return FailedPreconditionError(
-          h.name + ": no pinned host key; run `tpufleet up` so tpufleet learns it");
-    }
-    TPUFLEET_TRY(ParsePinnedKey(h.host_key).status());
   }
   auto job = std::make_unique<Job>();
   job->id = next_id_++;
@@ -174,6 +170,18 @@ Result<FanoutEngine::JobId> FanoutEngine::Start(const FanoutJob& spec, FanoutSin
   Job& ref = *job;
   jobs_.emplace(id, std::move(job));
   now_ = loop_.Now();
+  // A host with no key to check the server against is never connected to; it fails
+  // alone, and the others run.
+  for (Task& t : ref.tasks) {
+    const FanoutHost& h = ref.spec.hosts[t.host];
+    if (h.host_key.empty() || !ParsePinnedKey(h.host_key).ok()) {
+      CancelTask(t, HostOutcome::kHostKeyMismatch,
+                 h.host_key.empty() ? "tpufleet has no host key pinned for " + h.address +
+                                          "; run `tpufleet up` so it learns it"
+                                    : "the host key pinned for " + h.address +
+                                          " is not \"TYPE BASE64\"");
+    }
+  }
   Admit(ref);
   Reap();
   return id;
@@ -275,7 +283,9 @@ void FanoutEngine::FailConn(Conn& conn, HostOutcome outcome, const std::string& 
     return;
   }
   CloseConn(conn);
-  if (conn.served && t->state <= Task::kExec && t->attempts < kMaxChannelAttempts) {
+  // A stale kept connection is worth one fresh try; a wrong host key never is.
+  if (conn.served && outcome != HostOutcome::kHostKeyMismatch && t->state <= Task::kExec &&
+      t->attempts < kMaxChannelAttempts) {
     t->state = Task::kQueued;
     t->deadline = Clock::MonoTime::max();
     --t->job->active;
@@ -484,10 +494,11 @@ void FanoutEngine::DriveConn(Conn& c) {
     const char* key = libssh2_session_hostkey(c.session, &len, &type);
     if (!key || std::string_view(key, len) != c.pinned.blob) {
       FailConn(c, HostOutcome::kHostKeyMismatch,
-               "the host key of " + c.host.address +
-                   " is not the one tpufleet pinned for it. If the VM was recreated, "
-                   "`tpufleet up` pins the new key; otherwise something may be "
-                   "intercepting the connection");
+               "the host key of " + c.host.address + " is not the one tpufleet pinned for "
+                   "it: expected " + SshFingerprint(c.pinned.blob) + ", offered " +
+                   (key ? SshFingerprint(std::string_view(key, len)) : "none") +
+                   ". If the VM was recreated, `tpufleet up` pins the new key; otherwise "
+                   "something may be intercepting the connection");
       return;
     }
     c.state = Conn::kAuth;

@@ -39,7 +39,8 @@
 // LocalFanout runs a loop of its own for a single job in this process.
 //
 // Security: the server's key must equal the pinned key byte for byte (no TOFU, no
-// known_hosts file); the login uses only the fleet key, read once per job.
+// known_hosts file); a mismatch fails that host at once, naming both fingerprints, and
+// is never retried. The login uses only the fleet key, read once per job.
 //
 // Thread-safety: none; one thread owns an engine and everything it calls back.
 #pragma once
@@ -84,7 +85,9 @@ class FanoutEngine {
   FanoutEngine& operator=(const FanoutEngine&) = delete;
 
   /// Queues `job`. The sink must outlive the job (until Finished(id)). InvalidArgument
-  /// for a host without a login or pinned key; the key and stdin file are read here.
+  /// for a host without a login; the key and stdin file are read here. A host without a
+  /// pinned key (or with a malformed one) is never connected to: it ends at once as
+  /// kHostKeyMismatch, and the others run.
   Result<JobId> Start(const FanoutJob& job, FanoutSink& sink);
   /// Every unfinished host of the job ends as kCancelled at once (connection closed).
   void Cancel(JobId id);

@@ -26,6 +26,10 @@ using Mono = std::chrono::steady_clock;
 
 /// ssh-keygen -F reads one file; anything longer is a stalled disk.
 constexpr std::chrono::milliseconds kKeygenLookupTimeout{10'000};
+/// What ssh says when the server's key is not the pinned one (or none is pinned).
+constexpr char kHostKeyFailed[] = "Host key verification failed";
+/// ssh-keyscan's own wait for a host, in whole seconds (its -T).
+constexpr std::chrono::seconds kKeyscanTimeout{5};
 /// How much of a greeting is read looking for "SSH-": RFC 4253 §4.2 lets a server send
 /// other lines first, each at most 255 bytes; a few of them is plenty.
 constexpr size_t kMaxGreetingBytes = 2048;
@@ -123,6 +127,29 @@ Status ProbeAddress(const addrinfo& ai, const std::string& where, Mono::time_poi
   return UnavailableError("ssh on " + where + ": the server there does not speak SSH");
 }
 
+// The "TYPE BASE64" keys of lines "HOSTS TYPE BASE64 [COMMENT]", as ssh-keygen -F and
+// ssh-keyscan print them; "#" lines are their notes, and "@revoked"/"@cert-authority"
+// lines are not host keys.
+std::vector<std::string> HostKeysOf(const std::string& output) {
+  std::vector<std::string> keys;
+  for (const std::string& line : Split(output, '\n')) {
+    std::vector<std::string> words;
+    for (std::string& w : Split(Trim(line), ' ')) {
+      if (!w.empty()) {
+        words.push_back(std::move(w));
+      }
+    }
+    if (words.size() < 3 || words[0][0] == '#' || words[0][0] == '@') {
+      continue;
+    }
+    std::string key = words[1] + " " + words[2];
+    if (CheckSshPublicKey(key).ok()) {
+      keys.push_back(key);
+    }
+  }
+  return keys;
+}
+
 std::string HomeDir() {
   if (const char* home = std::getenv("HOME"); home != nullptr && *home != '\0') {
     return home;
@@ -163,6 +190,14 @@ Result<RunResult> OpenSshRunner::Run(std::string_view alias, std::string_view sc
     return r.status();
   }
   if (r->exit_code == 255) {
+    if (r->output.find(kHostKeyFailed) != std::string::npos) {
+      // ssh's warning names the offered key ("…sent by the remote host is\nSHA256:…").
+      size_t at = r->output.find("SHA256:");
+      std::string offered =
+          at == std::string::npos ? "" : r->output.substr(at, r->output.find_first_of(" .\r\n", at) - at);
+      return FailedPreconditionError("ssh " + std::string(alias) + ": " + kHostKeyFailed +
+                                     (offered.empty() ? "" : " (the server offered " + offered + ")"));
+    }
     return UnavailableError("ssh " + std::string(alias) + ": " + LastLine(r->output));
   }
   return RunResult{r->exit_code, std::move(r->output)};
@@ -211,28 +246,34 @@ Result<std::vector<std::string>> KnownHostKeys(const std::string& host, int port
     return InternalError("ssh-keygen -F " + name + " -f " + path + " failed (exit " +
                          std::to_string(r.exit_code) + "): " + LastLine(r.output));
   }
-  // Lines are "HOSTS TYPE BASE64 [COMMENT]" (HOSTS hashed or not); "#" lines are
-  // ssh-keygen's notes, "@revoked"/"@cert-authority" lines are not host keys.
-  std::vector<std::string> keys;
-  for (const std::string& line : Split(r.output, '\n')) {
-    std::vector<std::string> words;
-    for (std::string& w : Split(Trim(line), ' ')) {
-      if (!w.empty()) {
-        words.push_back(std::move(w));
-      }
-    }
-    if (words.size() < 3 || words[0][0] == '#' || words[0][0] == '@') {
-      continue;
-    }
-    std::string key = words[1] + " " + words[2];
-    if (CheckSshPublicKey(key).ok()) {
-      keys.push_back(key);
-    }
-  }
+  std::vector<std::string> keys = HostKeysOf(r.output);  // HOSTS hashed or not
   if (keys.empty()) {
     return NotFoundError("no host key for " + name + " in " + path);
   }
   return keys;
+}
+
+Result<std::vector<std::string>> ScanHostKeys(const std::string& host, int port) {
+  TPUFLEET_TRY(CheckHostAddress(host));
+  std::string name = HostPort(host, port == 0 ? 22 : port);
+  TPUFLEET_ASSIGN_OR_RETURN(
+      ProgramResult r,
+      RunProgram({"ssh-keyscan", "-T", std::to_string(kKeyscanTimeout.count()), "-p",
+                  std::to_string(port == 0 ? 22 : port), "--", host},
+                 "", kKeyscanTimeout * 2));
+  std::vector<std::string> keys = HostKeysOf(r.output);
+  if (keys.empty()) {
+    return UnavailableError("ssh on " + name + " offered no host key (ssh-keyscan: " +
+                            LastLine(r.output) + ")");
+  }
+  return keys;
+}
+
+std::string PreferredHostKey(const std::vector<std::string>& keys) {
+  auto ed25519 = std::find_if(keys.begin(), keys.end(), [](const std::string& k) {
+    return StartsWith(k, "ssh-ed25519 ");
+  });
+  return ed25519 != keys.end() ? *ed25519 : keys.empty() ? "" : keys.front();
 }
 
 }  // namespace tpufleet

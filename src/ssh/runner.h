@@ -39,7 +39,9 @@ class SshRunner {
 
   /// Runs `script` with bash on the host `alias` of the config. A non-zero exit is a
   /// RunResult, not an error; Unavailable when ssh could not connect or authenticate
-  /// (with ssh's own message), Timeout when `timeout` passed (the process is killed).
+  /// (with ssh's own message), Timeout when `timeout` passed (the process is killed),
+  /// FailedPrecondition when the server's host key is not the pinned one ("Host key
+  /// verification failed", with the offered key's fingerprint): no retry mends that.
   virtual Result<RunResult> Run(std::string_view alias, std::string_view script,
                                 std::chrono::milliseconds timeout) = 0;
 };
@@ -66,5 +68,14 @@ Status ProbeSsh(const std::string& address, int port, std::chrono::milliseconds 
 /// there are none. `known_hosts`: "" means ~/.ssh/known_hosts.
 Result<std::vector<std::string>> KnownHostKeys(const std::string& host, int port,
                                                const std::string& known_hosts);
+
+/// The host keys `host` offers on `port` ("TYPE BASE64" each, from ssh-keyscan), NOT
+/// verified: only for showing the user a fingerprint to confirm before it is pinned.
+/// Unavailable when the host offers none in time.
+Result<std::vector<std::string>> ScanHostKeys(const std::string& host, int port);
+
+/// The key to pin of several a host has: ssh-ed25519 when there is one, else the first
+/// ("" for none).
+std::string PreferredHostKey(const std::vector<std::string>& keys);
 
 }  // namespace tpufleet

@@ -11,6 +11,7 @@
 #include <chrono>
 #include <thread>
 
+#include "ssh/ssh_files.h"
 #include "ssh/testing/loopback.h"
 #include "ssh/testing/temp_dir.h"
 #include "ssh/testing/test_sshd.h"
@@ -152,7 +153,8 @@ TEST_F(SshdTest, NonZeroExitIsAResult) {
   EXPECT_NE(r->output.find("err\n"), std::string::npos);
 }
 
-TEST_F(SshdTest, WrongPinnedHostKeyIsUnavailable) {
+// Issue 11: it was Unavailable, which up retried for minutes; no retry mends it.
+TEST_F(SshdTest, WrongPinnedHostKeyIsFailedPreconditionWithTheOfferedFingerprint) {
   TempDir other;
   Result<ProgramResult> gen = RunProgram(
       {"ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", other.path() + "/k"}, "", seconds(30));
@@ -165,9 +167,21 @@ TEST_F(SshdTest, WrongPinnedHostKeyIsUnavailable) {
   ASSERT_TRUE(config.ok());
   OpenSshRunner runner(*config);
   Result<RunResult> r = runner.Run("w0", "echo should-not-run\n", seconds(20));
-  EXPECT_EQ(r.status().code(), StatusCode::kUnavailable) << r.status().ToString();
+  EXPECT_EQ(r.status().code(), StatusCode::kFailedPrecondition) << r.status().ToString();
   EXPECT_NE(r.status().message().find("Host key verification failed"), std::string::npos)
       << r.status().ToString();
+  EXPECT_NE(r.status().message().find("offered " + SshKeyLineFingerprint(sshd_->host_key())),
+            std::string::npos)
+      << r.status().ToString();
+}
+
+TEST_F(SshdTest, ScanHostKeysSaysWhatTheServerOffers) {
+  Result<std::vector<std::string>> keys = ScanHostKeys("127.0.0.1", sshd_->port());
+  ASSERT_TRUE(keys.ok()) << keys.status().ToString();
+  EXPECT_EQ(PreferredHostKey(*keys), sshd_->host_key());
+  EXPECT_EQ(ScanHostKeys("127.0.0.1", ClosedLoopbackPort()).status().code(),
+            StatusCode::kUnavailable);
+  EXPECT_EQ(ScanHostKeys("-oX", 22).status().code(), StatusCode::kInvalidArgument);
 }
 
 TEST_F(SshdTest, UnknownAliasIsUnavailableAndHostileAliasRefused) {

@@ -11,6 +11,7 @@
 
 #include "core/fleet_spec.h"
 #include "ssh/os.h"
+#include "util/encoding.h"
 #include "util/file.h"
 #include "util/strings.h"
 
@@ -227,6 +228,20 @@ std::string RenderKnownHosts(const std::vector<SshHostEntry>& entries) {
     }
   }
   return out;
+}
+
+std::string SshFingerprint(std::string_view blob) {
+  std::string b64 = Base64Encode(Sha256(blob));
+  while (!b64.empty() && b64.back() == '=') {
+    b64.pop_back();
+  }
+  return "SHA256:" + b64;
+}
+
+std::string SshKeyLineFingerprint(std::string_view key_line) {
+  std::string key = KeyTypeAndBlob(key_line);
+  Result<std::string> blob = Base64Decode(key.substr(key.find(' ') + 1));
+  return key.empty() || !blob.ok() ? "" : SshFingerprint(*blob);
 }
 
 Status WriteSshFiles(const std::string& dir, const std::vector<SshHostEntry>& entries) {

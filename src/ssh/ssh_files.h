@@ -55,6 +55,12 @@ Result<std::string> RenderSshConfig(const std::vector<SshHostEntry>& entries,
 /// port is not 22).
 std::string RenderKnownHosts(const std::vector<SshHostEntry>& entries);
 
+/// OpenSSH's fingerprint of a key blob (a key line's BASE64, decoded): "SHA256:" and the
+/// unpadded base64 of its SHA-256, as `ssh-keygen -l` and ssh's own warnings show it.
+std::string SshFingerprint(std::string_view blob);
+/// The fingerprint of a key line "TYPE BASE64 [COMMENT]"; "" when it is not one.
+std::string SshKeyLineFingerprint(std::string_view key_line);
+
 /// Writes `dir`/config and `dir`/known_hosts (0600, atomically; `dir` made 0700).
 Status WriteSshFiles(const std::string& dir, const std::vector<SshHostEntry>& entries);
 

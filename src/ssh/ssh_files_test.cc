@@ -39,6 +39,15 @@ unsigned ModeOf(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0 ? st.st_mode & 07777 : 0xffff;
 }
 
+TEST(SshFingerprint, IsWhatSshKeygenPrints) {
+  // `ssh-keygen -lf` of kKey.
+  const std::string want = "SHA256:HXEt6KyTDmhlpUGpGa0CgTULFwNm5Pa9fSNicnQsXoU";
+  EXPECT_EQ(SshKeyLineFingerprint(kKey), want);
+  EXPECT_EQ(SshKeyLineFingerprint(kKeyNoComment), want);
+  EXPECT_EQ(SshKeyLineFingerprint("ssh-ed25519 not*base64"), "");
+  EXPECT_EQ(SshKeyLineFingerprint(""), "");
+}
+
 TEST(RenderSshConfig, WritesOneBlockPerEntry) {
   SshHostEntry plain;
   plain.alias = "box";

@@ -1,5 +1,7 @@
 #include "util/encoding.h"
 
+#include <openssl/sha.h>
+
 #include <cctype>
 #include <utility>
 
@@ -97,6 +99,13 @@ Result<std::string> Base64UrlDecode(std::string_view text) {
     return InvalidArgumentError("not base64url");
   }
   return out;
+}
+
+std::string Sha256(std::string_view bytes) {
+  std::string digest(SHA256_DIGEST_LENGTH, '\0');
+  SHA256(reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size(),
+         reinterpret_cast<unsigned char*>(digest.data()));
+  return digest;
 }
 
 std::string UrlEscape(std::string_view text) {

@@ -1,6 +1,7 @@
 // Text encodings of bytes and of key-value pairs: base64 (standard, as OpenSSH writes
 // key blobs, and base64url, as JWTs and page tokens use it) and the percent-encoding
-// of URLs and application/x-www-form-urlencoded bodies. One implementation of each,
+// of URLs and application/x-www-form-urlencoded bodies; and SHA-256, of which OpenSSH's
+// key fingerprints are made. One implementation of each,
 // so the emulator, the core checks and the HTTP client all read and write the same.
 //
 // Decoders say what they accept; they never guess at a broken input beyond that.
@@ -29,6 +30,9 @@ std::string Base64UrlEncode(std::string_view bytes);
 /// too, and decoding stops at the first '=' (padding). InvalidArgument on any other
 /// character.
 Result<std::string> Base64UrlDecode(std::string_view text);
+
+/// The SHA-256 digest of `bytes`: 32 raw bytes.
+std::string Sha256(std::string_view bytes);
 
 /// Percent-encodes everything but unreserved characters (RFC 3986).
 std::string UrlEscape(std::string_view text);

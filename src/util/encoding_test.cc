@@ -10,6 +10,12 @@ namespace {
 
 using Fields = std::map<std::string, std::string>;
 
+TEST(Sha256, MatchesTheStandardVectors) {
+  // FIPS 180-2's "abc", and the empty input.
+  EXPECT_EQ(Base64Encode(Sha256("abc")), "ungWv48Bz+pBQUDeXa4iI7ADYaOWF3qctBD/YfIAFa0=");
+  EXPECT_EQ(Base64Encode(Sha256("")), "47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=");
+}
+
 TEST(Base64, EncodesWithPadding) {
   EXPECT_EQ(Base64Encode(""), "");
   EXPECT_EQ(Base64Encode("f"), "Zg==");

@@ -379,7 +379,7 @@ class FakeCloud final : public CloudProvider {
       std::vector<WorkerIdentity> out;
       for (size_t i = 0; i < e.node.workers.size(); ++i) {
         out.push_back({static_cast<int>(i), published ? e.host_keys[i] : "",
-                       e.hostname_prefix + std::to_string(i)});
+                       e.hostname_prefix + std::to_string(i), ""});
       }
       return out;
     });

@@ -1,7 +1,8 @@
 // FakeSshRunner: an SshRunner for unit tests that runs nothing. It records every
 // (alias, script), answers with exit 0 and no output, and can be told to refuse the
 // first N connections to each alias (Unavailable, as ssh says while a VM boots) or to
-// make every script but the "true" probe exit non-zero on one alias (a failing setup).
+// make every script but the "true" probe exit non-zero on one alias (a failing setup),
+// or every run on one alias fail with a given Status.
 //
 // Thread-safety: a mutex guards it.
 #pragma once
@@ -28,6 +29,9 @@ class FakeSshRunner final : public SshRunner {
     std::lock_guard<std::mutex> l(mu_);
     std::string a(alias);
     calls_.push_back({a, std::string(script)});
+    if (auto it = errors_.find(a); it != errors_.end()) {
+      return it->second;
+    }
     if (refusals_[a]++ < refuse_first_) {
       return UnavailableError("ssh: connect to host " + a + " port 22: Connection refused");
     }
@@ -41,6 +45,20 @@ class FakeSshRunner final : public SshRunner {
   void RefuseFirst(int n) {
     std::lock_guard<std::mutex> l(mu_);
     refuse_first_ = n;
+  }
+  /// Every run on `alias` fails with `status` (a host key that fails verification).
+  void FailRunsOn(const std::string& alias, Status status) {
+    std::lock_guard<std::mutex> l(mu_);
+    errors_[alias] = std::move(status);
+  }
+  /// How many runs there were on `alias`.
+  int RunsOn(std::string_view alias) const {
+    std::lock_guard<std::mutex> l(mu_);
+    int n = 0;
+    for (const Call& c : calls_) {
+      n += c.alias == alias ? 1 : 0;
+    }
+    return n;
   }
   /// Scripts other than the "true" probe exit `exit_code` on `alias`, printing `output`.
   void FailScriptsOn(const std::string& alias, int exit_code, std::string output) {
@@ -76,6 +94,7 @@ class FakeSshRunner final : public SshRunner {
   std::vector<Call> calls_;                   // guarded by mu_
   std::map<std::string, int> refusals_;       // guarded by mu_: runs so far per alias
   std::map<std::string, RunResult> failing_;  // guarded by mu_
+  std::map<std::string, Status> errors_;      // guarded by mu_
   int refuse_first_ = 0;                      // guarded by mu_
 };
 
