@@ -158,9 +158,7 @@ class UpHostKeyTest : public ::testing::Test {
                               "    hosts: [gpu1.lab.example.org]\n    ssh_user: ops\n",
                               0600),
               Status::Ok());
-    cli_testing::LendWorld(world_, &opened_);
   }
-  void TearDown() override { SetWorldFactory(nullptr); }
 
   // `up` with `extra` flags; `answer` typed at a terminal, or no terminal when null.
   Output Up(const std::vector<std::string>& extra, const char* answer) {
@@ -169,7 +167,7 @@ class UpHostKeyTest : public ::testing::Test {
     std::istringstream in(answer ? answer : "");
     std::ostringstream out, err;
     Output o;
-    o.code = static_cast<int>(Main(argv, out, err, {{"HOME", cli_testing::kNoHome}},
+    o.code = static_cast<int>(Main(app_, argv, out, err, {{"HOME", cli_testing::kNoHome}},
                                    Terminal{false, answer ? &in : nullptr}));
     o.out = out.str();
     o.err = err.str();
@@ -190,6 +188,7 @@ class UpHostKeyTest : public ::testing::Test {
   World world_;
   std::string spec_;
   int opened_ = 0;
+  App app_ = cli_testing::AppLending(world_, &opened_);
 };
 
 TEST_F(UpHostKeyTest, Issue11NotAtATerminalItIsRefusedSayingToPassYes) {

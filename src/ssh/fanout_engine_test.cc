@@ -233,9 +233,9 @@ TEST_F(FanoutEngineTest, MissingKeyIsAnErrorBeforeAnyConnection) {
 
 // Issue 11: one host tpufleet has no key for (an ssh-hosts node, say) failed the whole
 // `exec all`; and a wrong host key said neither which key was expected nor which came.
-using Issue11 = FanoutEngineTest;
+using Issue11Engine = FanoutEngineTest;
 
-TEST_F(Issue11, AHostWithoutAPinnedKeyFailsAloneAndIsNeverConnectedTo) {
+TEST_F(Issue11Engine, AHostWithoutAPinnedKeyFailsAloneAndIsNeverConnectedTo) {
   FanoutHost unpinned = Host("box");
   unpinned.host_key = "";
   FanoutHost malformed = Host("odd");
@@ -253,7 +253,7 @@ TEST_F(Issue11, AHostWithoutAPinnedKeyFailsAloneAndIsNeverConnectedTo) {
       << sink.results[1].message;
 }
 
-TEST_F(Issue11, AWrongHostKeyNamesBothFingerprintsAndIsNotRetried) {
+TEST_F(Issue11Engine, AWrongHostKeyNamesBothFingerprintsAndIsNotRetried) {
   FanoutHost bad = Host("w0");
   std::vector<std::string> words = Split(sshd_->client_key().public_key, ' ');
   bad.host_key = words[0] + " " + words[1];

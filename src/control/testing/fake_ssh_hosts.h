@@ -47,7 +47,7 @@ class FakeSshHosts final : public CloudProvider, public ProviderSource {
     CloudNode n;
     n.id = it->first;
     n.cloud_name = "ssh-hosts/" + n.id;
-    n.state = "READY";
+    n.state = NodeState::kReady;
     for (size_t i = 0; i < it->second.size(); ++i) {
       n.workers.push_back({static_cast<int>(i), it->second[i].address, ""});
     }
