@@ -84,6 +84,7 @@ struct Command {
   std::vector<FlagSpec> flags;
   bool prints_data = true;  // accepts --json
   ExitStatus (*run)(Invocation& inv);
+  bool hidden = false;  // run by tpufleet's own files (ssh-proxy), not listed by `help`
 };
 
 /// The whole table, in the order `help` lists it.
@@ -124,5 +125,6 @@ ExitStatus RunExec(Invocation& inv);
 ExitStatus RunCopy(Invocation& inv);
 ExitStatus RunSsh(Invocation& inv);
 ExitStatus RunForward(Invocation& inv);
+ExitStatus RunSshProxy(Invocation& inv);
 
 }  // namespace tpufleet::cli

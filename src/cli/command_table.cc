@@ -151,6 +151,15 @@ std::vector<Command>& Table() {
        "Exit status: 0 when stopped, 1 when ssh could not forward or the connection ended,\n"
        "130 when stopped before the forward worked.",
        {}, true, RunForward},
+      {"ssh-proxy", "Connect ssh to a worker wherever it is now (the ssh config's ProxyCommand)",
+       "--state-dir DIR -- NODE N",
+       "Run by ssh, for the Host blocks tpufleet writes, not by people. Connects to worker N\n"
+       "of NODE at the address in tpufleet's state; when that does not answer within 3 s,\n"
+       "asks the cloud for the node (as `status --refresh NODE` does, recording what changed)\n"
+       "and connects to its address now. Then relays its stdin and stdout to the connection.\n"
+       "Errors go to stderr, where ssh shows them.",
+       {{"state-dir", "DIR", "tpufleet's state directory (the one that wrote the config)"}},
+       false, RunSshProxy, true},
   };
   return table;
 }

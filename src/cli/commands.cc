@@ -41,6 +41,9 @@ void PrintTopHelp(std::ostream& out) {
   out << "tpufleet: bring up, reach and pay for fleets of Cloud TPU VMs.\n\n"
          "Usage: tpufleet COMMAND [ARGS] [--json] [--catalog FILE]\n\nCommands:\n";
   for (const Command& c : Commands()) {
+    if (c.hidden) {
+      continue;
+    }
     out << "  " << c.name << std::string(c.name.size() < 12 ? 12 - c.name.size() : 1, ' ')
         << c.summary << "\n";
   }
@@ -77,7 +80,9 @@ const Command* FindCommand(std::string_view name) {
 std::vector<std::string> CommandNames() {
   std::vector<std::string> names;
   for (const Command& c : Commands()) {
-    names.push_back(c.name);
+    if (!c.hidden) {
+      names.push_back(c.name);
+    }
   }
   names.push_back("help");
   return names;

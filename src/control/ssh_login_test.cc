@@ -65,8 +65,9 @@ TEST(SshLoginArgv, ALoginAndACommandQuotedOnce) {
 TEST(ForwardArgv, LoopbackToTheWorkersLocalhost) {
   EXPECT_EQ(ForwardArgv("/s/config", Target("pod-w0"), 18888, 8888).value(),
             (std::vector<std::string>{"ssh", "-F", "/s/config", "-N", "-o",
-                                      "ExitOnForwardFailure=yes", "-o", "ConnectTimeout=10", "-L",
-                                      "127.0.0.1:18888:localhost:8888", "--", "pod-w0"}));
+                                      "ExitOnForwardFailure=yes", "-o", "ConnectTimeout=10", "-o",
+                                      "ServerAliveInterval=5", "-o", "ServerAliveCountMax=3",
+                                      "-L", "127.0.0.1:18888:localhost:8888", "--", "pod-w0"}));
   EXPECT_EQ(ForwardArgv("/s/config", Target("pod-w0"), 0, 8888).status().code(),
             StatusCode::kInternal);
   EXPECT_EQ(ForwardArgv("/s/config", Target("pod-w0"), 1, 65536).status().code(),
