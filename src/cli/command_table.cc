@@ -138,7 +138,9 @@ std::vector<Command>& Table() {
        "(team=a) works when it names one worker. Without a command: a login shell. With one\n"
        "after `--`: its words reach the worker exactly as typed (each quoted once), with a\n"
        "terminal when tpufleet has one; for pipes or globs pass a shell, e.g.\n"
-       "-- bash -c 'ls ~ | wc -l'. Exit status: the command's, or 255 when ssh failed.",
+       "-- bash -c 'ls ~ | wc -l'. The config reaches a worker through `tpufleet ssh-proxy`,\n"
+       "which finds its new address when it moved. Exit status: the command's, or 255 when\n"
+       "ssh failed.",
        {}, false, RunSsh},
       {"forward", "Forward a local port to a port on one worker (TensorBoard, Jupyter)",
        "NODE[:N] PORT[:LOCAL]",
@@ -148,8 +150,11 @@ std::vector<Command>& Table() {
        "forward works (--json: url, local_port, remote_port and worker on one line) and\n"
        "runs until Ctrl-C or SIGTERM; ssh's own messages (\"connect failed\" while nothing\n"
        "listens on PORT yet) appear on stderr. Only this machine can use the local port.\n"
-       "Exit status: 0 when stopped, 1 when ssh could not forward or the connection ended,\n"
-       "130 when stopped before the forward worked.",
+       "When the connection drops (the worker rebooted or moved), it says so and starts ssh\n"
+       "again after 1 s, 2 s, ... up to 30 s, reaching the worker at its new address, until\n"
+       "it works or the failure is one no retry mends (host key, login refused, node gone).\n"
+       "Exit status: 0 when stopped, 1 when ssh could not forward at first or hit such a\n"
+       "failure, 130 when stopped before the forward worked.",
        {}, true, RunForward},
       {"ssh-proxy", "Connect ssh to a worker wherever it is now (the ssh config's ProxyCommand)",
        "--state-dir DIR -- NODE N",

@@ -1,6 +1,8 @@
 #include "control/resolve.h"
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <map>
 #include <set>
 
@@ -14,6 +16,11 @@ namespace {
 
 // The highest worker index ssh-proxy takes: more than any slice has workers.
 constexpr long long kMaxWorkerIndex = 1 << 16;
+
+// A connection refused: something answers at the address, nothing listens on the port.
+bool Refused(const Status& s) {
+  return s.message().find(std::strerror(ECONNREFUSED)) != std::string::npos;
+}
 
 const WorkerRecord* FindWorker(const NodeRecord& r, int worker) {
   for (const WorkerRecord& w : r.workers) {
@@ -106,6 +113,11 @@ Result<UniqueFd> ConnectToWorker(Store& store, const std::string& node, int work
       return fd;
     }
     first = fd.status();
+    if (Refused(first)) {
+      // The machine at that address answered: the worker is there, its sshd is not up
+      // yet (booting, as up waits for it). Asking the cloud would change nothing.
+      return first;
+    }
   }
   // Not there: ask the cloud where it is now (and remember it, for everyone).
   Result<NodeRecord> fresh = seams.refresh(node);

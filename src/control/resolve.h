@@ -51,7 +51,9 @@ ResolveSeams RealResolveSeams(World& world);
 
 /// A connection to the SSH port of worker `worker` of `node`: the stored address within
 /// kKnownAddressTimeout; when that fails (or there is none yet), the address after one
-/// refresh, within kResolvedAddressTimeout. `notes` gets a line when it asked the cloud.
+/// refresh, within kResolvedAddressTimeout. A refused connection is returned as it is:
+/// the machine at the address answered, so the worker has not moved (its sshd is not up
+/// yet, as while `up` waits for it), and the cloud is not asked. `notes` gets a line when it asked the cloud.
 /// NotFound for an unknown node or worker; FailedPrecondition when the refreshed node
 /// is not running (gone, stopped, preempted: connecting cannot help); else the connect
 /// error, with the refresh's when that failed too.

@@ -96,6 +96,17 @@ TEST_F(ResolveTest, Issue11ProxyAsksNoOneWhenTheKnownAddressAnswers) {
   EXPECT_TRUE(notes_.empty());
 }
 
+TEST_F(ResolveTest, Issue11ProxyAsksNoOneWhenTheWorkerRefuses) {
+  ResolveSeams seams = RealResolveSeams(t_.world);
+  seams.connect = [](const std::string& a, int, milliseconds) -> Result<UniqueFd> {
+    return UnavailableError(a + ":22: Connection refused");  // booting: no sshd yet
+  };
+  Result<UniqueFd> fd = ConnectToWorker(t_.world.store, "trainer", 1, seams, &notes_);
+  ASSERT_FALSE(fd.ok());
+  EXPECT_TRUE(Contains(fd.status().message(), "Connection refused"));
+  EXPECT_TRUE(t_.cloud.Calls().empty()) << "the worker is at its address; no API call";
+}
+
 TEST_F(ResolveTest, Issue11ProxyTriesTheSameAddressAgainWhenTheCloudStillListsIt) {
   Result<UniqueFd> fd = Connect("trainer", 1);
   ASSERT_FALSE(fd.ok());
