@@ -14,7 +14,8 @@
 // one; HostKeyAlias keeps the pinned key the name's. ssh-hosts machines have the
 // addresses their spec gives, which no cloud changes: they are connected to directly.
 //
-// Thread-safety: SyncSshFiles serializes itself within a process.
+// Thread-safety: SyncSshFiles serializes itself, within a process and (by flock on
+// STATE/ssh/lock) across processes.
 #pragma once
 
 #include <string>
