@@ -92,9 +92,6 @@ Status CheckEntry(const SshHostEntry& e) {
 }
 
 std::string KnownHostsName(const SshHostEntry& e) {
-  if (!e.proxy_command.empty()) {
-    return e.alias;  // HostKeyAlias: ssh looks the key up under the name, port and all
-  }
   if (e.port == 0 || e.port == 22) {
     return e.address;
   }
@@ -261,9 +258,15 @@ std::string RenderKnownHosts(const std::vector<SshHostEntry>& entries) {
     if (e.host_key.empty() || !CheckEntry(e).ok()) {
       continue;
     }
-    std::string line = KnownHostsName(e) + " " + KeyTypeAndBlob(e.host_key) + "\n";
-    if (seen.insert(line).second) {
-      out += line;
+    std::vector<std::string> names = {KnownHostsName(e)};
+    if (!e.proxy_command.empty()) {
+      names.push_back(e.alias);  // HostKeyAlias: ssh looks the key up under the name alone
+    }
+    for (const std::string& name : names) {
+      std::string line = name + " " + KeyTypeAndBlob(e.host_key) + "\n";
+      if (seen.insert(line).second) {
+        out += line;
+      }
     }
   }
   return out;

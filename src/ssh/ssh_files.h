@@ -7,8 +7,8 @@
 //                          StrictHostKeyChecking yes; for a worker tpufleet can look
 //                          up again, a ProxyCommand (`tpufleet ssh-proxy`, which finds
 //                          its current address) and HostKeyAlias NODE-wN
-//   STATE/ssh/known_hosts  one line per worker: its name (HostKeyAlias) or address, and
-//                          the pinned host key
+//   STATE/ssh/known_hosts  one line per worker: its address and the pinned host key,
+//                          and one per name for the proxied (HostKeyAlias) ones
 //   ~/.ssh/config          one line `Include STATE/ssh/config`, added once at the top
 //
 // Both files are rewritten whole (atomically) from the state store whenever it changes,
@@ -68,7 +68,8 @@ Status CheckSshAlias(std::string_view alias);
 Result<std::string> RenderSshConfig(const std::vector<SshHostEntry>& entries,
                                     const std::string& known_hosts_path);
 /// The known_hosts text for the entries that carry a host key ("[addr]:port" when the
-/// port is not 22).
+/// port is not 22), each proxied one under its alias too (what HostKeyAlias looks up;
+/// the address line is for tools that read the file by address).
 std::string RenderKnownHosts(const std::vector<SshHostEntry>& entries);
 
 /// Writes `dir`/config and `dir`/known_hosts (0600, atomically; `dir` made 0700).

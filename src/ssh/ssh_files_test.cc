@@ -402,11 +402,11 @@ TEST(Issue11, AProxiedHostIsReachedThroughTheProxyAndKnownByItsName) {
             std::string::npos)
       << config;
   EXPECT_EQ(config.find("ProxyCommand", config.find("Host box")), std::string::npos);
-  // The key is pinned under the name, which stays when the address changes; an entry
-  // without a proxy keeps its address.
+  // The key is pinned under the name too, which stays when the address changes; an
+  // entry without a proxy has its address only.
   EXPECT_EQ(RenderKnownHosts({e, plain}),
-            RenderKnownHosts({}) + "trainer-w1 " + kKeyNoComment + "\n10.0.0.3 " +
-                kKeyNoComment + "\n");
+            RenderKnownHosts({}) + "[10.0.0.2]:2222 " + kKeyNoComment + "\ntrainer-w1 " +
+                kKeyNoComment + "\n10.0.0.3 " + kKeyNoComment + "\n");
   e.proxy_command = {"/bin/tpufleet", "it's"};
   EXPECT_EQ(RenderSshConfig({e}, "/s/known_hosts").status().code(), StatusCode::kInvalidArgument);
 }
