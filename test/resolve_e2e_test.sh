@@ -10,7 +10,8 @@
 #   4. `tpufleet cp FILE NODE:/tmp/` copies there;
 #   5. the running `tpufleet forward` reconnects by itself (it says so) and serves what
 #      listens on the worker after the reboot;
-#   and no ssh-proxy or forward of this run is left at the end.
+#   and ssh-proxy run by another user (nobody) on this state dir refuses it; and no
+#   ssh-proxy or forward of this run is left at the end.
 # Prints "ok N - ..." or "not ok N - ..." per check and exits 1 if any failed.
 # Usage: resolve_e2e_test.sh path/to/tpufleet. Exit 77 (skipped) when not root or when a
 # tool it needs is missing.
@@ -101,6 +102,20 @@ config_proxies() {
 }
 check "the ssh config reaches workers through tpufleet ssh-proxy, keys pinned by name" \
   config_proxies
+# Another user's ssh given this config (an Include of root's state) gets no connection:
+# the proxy refuses a state dir that is not its user's, as every command does.
+not_for_others() {
+  runuser -u nobody -- "$bin" ssh-proxy --state-dir "$state" -- mv-0 0 </dev/null \
+    >"$tmp/nobody.out" 2>"$tmp/nobody.err"
+  local rc=$?
+  [[ $rc == 1 && ! -s $tmp/nobody.out ]] && grep -q "state directory: $state" "$tmp/nobody.err" ||
+    { echo "exit $rc"; cat "$tmp/nobody.out" "$tmp/nobody.err"; return 1; }
+}
+if id nobody >/dev/null 2>&1; then
+  check "ssh-proxy run by nobody on root's state dir is refused, nothing on stdout" not_for_others
+else
+  note "skipped: no user nobody to run ssh-proxy as"
+fi
 include_works() {
   timeout 30 ssh -F "$HOME/.ssh/config" -o BatchMode=yes mv-0 true 2>"$tmp/ssh0.err" ||
     { cat "$tmp/ssh0.err" "$HOME/.ssh/config"; return 1; }
