@@ -197,12 +197,15 @@ pinned_keys() {
     key=$(jq -r ".guestAttributes[$i].queryValue.items[] | select(.key == \"ssh-ed25519\") | .value" "$tmp/ga.json")
     [[ -n $addr && $addr != null && -n $key ]] || { echo "worker $i: address '$addr' key '$key'"; return 1; }
     echo "$addr ssh-ed25519 $key" >>"$tmp/kh.want"
+    # and under its names, which its Host blocks look it up by (HostKeyAlias)
+    echo "pod-w$i ssh-ed25519 $key" >>"$tmp/kh.want"
+    ((i == 0)) && echo "pod ssh-ed25519 $key" >>"$tmp/kh.want"
   done
   grep -v '^#' "$kh" | grep -v '^$' | sort >"$tmp/kh.have"
   sort -o "$tmp/kh.want" "$tmp/kh.want"
   diff "$tmp/kh.want" "$tmp/kh.have"
 }
-check "known_hosts holds exactly the host keys of pod's guest attributes" pinned_keys
+check "known_hosts holds exactly the host keys of pod's guest attributes, by address and by name" pinned_keys
 
 ssh_w3() {
   local out want

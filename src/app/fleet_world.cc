@@ -195,6 +195,9 @@ Status MakeStateDir(const std::string& dir) {
 Result<ControlPaths> PathsFor(const std::map<std::string, std::string>& env,
                               const std::string& state_dir) {
   ControlPaths paths{state_dir + "/ssh", Env(env, "HOME") + "/.ssh/config"};
+  paths.state_dir = state_dir;
+  // The ssh config's Host blocks run this program to find a worker's current address.
+  TPUFLEET_ASSIGN_OR_RETURN(paths.proxy_program, ThisProgram());
   std::string mode = Env(env, std::string(kSshIncludeEnv));
   if (mode == "off") {
     paths.user_ssh_config.clear();

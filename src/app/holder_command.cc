@@ -5,13 +5,13 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <climits>
 #include <cstring>
 #include <ostream>
 
 #include "app/fleet_world.h"
 #include "ssh/holder.h"
 #include "util/clock.h"
+#include "util/file.h"
 
 extern char** environ;
 
@@ -22,12 +22,7 @@ std::string HolderSocketPath(const std::map<std::string, std::string>& env) {
 }
 
 Status StartHolderProcess(const std::string& socket_path) {
-  char self[PATH_MAX];
-  ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
-  if (n <= 0) {
-    return InternalError("cannot find this program (/proc/self/exe)");
-  }
-  self[n] = '\0';
+  TPUFLEET_ASSIGN_OR_RETURN(std::string self, ThisProgram());
   std::string log = socket_path.substr(0, socket_path.rfind('/') + 1) + "holder.log";
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
@@ -41,7 +36,7 @@ Status StartHolderProcess(const std::string& socket_path) {
   std::string a0 = self, a1 = "holder", a2 = "serve", a3 = "--socket", a4 = socket_path;
   char* argv[] = {a0.data(), a1.data(), a2.data(), a3.data(), a4.data(), nullptr};
   pid_t pid = 0;
-  int err = ::posix_spawn(&pid, self, &actions, &attr, argv, environ);
+  int err = ::posix_spawn(&pid, self.c_str(), &actions, &attr, argv, environ);
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attr);
   if (err != 0) {

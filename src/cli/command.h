@@ -89,6 +89,7 @@ struct Command {
   std::vector<FlagSpec> flags;
   bool prints_data = true;  // accepts --json
   ExitStatus (*run)(Invocation& inv);
+  bool hidden = false;  // run by tpufleet's own files (ssh-proxy), not listed by `help`
 };
 
 // Helpers for handlers: print "tpufleet: error: …" and return the matching status.
@@ -119,5 +120,6 @@ ExitStatus RunExec(Invocation& inv);
 ExitStatus RunCopy(Invocation& inv);
 ExitStatus RunSsh(Invocation& inv);
 ExitStatus RunForward(Invocation& inv);
+ExitStatus RunSshProxy(Invocation& inv);
 
 }  // namespace tpufleet::cli

@@ -147,7 +147,9 @@ std::vector<Command> CliCommands() {
        "(team=a) works when it names one worker. Without a command: a login shell. With one\n"
        "after `--`: its words reach the worker exactly as typed (each quoted once), with a\n"
        "terminal when tpufleet has one; for pipes or globs pass a shell, e.g.\n"
-       "-- bash -c 'ls ~ | wc -l'. Exit status: the command's, or 255 when ssh failed.",
+       "-- bash -c 'ls ~ | wc -l'. The config reaches a worker through `tpufleet ssh-proxy`,\n"
+       "which finds its new address when it moved. Exit status: the command's, or 255 when\n"
+       "ssh failed.",
        {}, false, RunSsh},
       {"forward", "Forward a local port to a port on one worker (TensorBoard, Jupyter)",
        "NODE[:N] PORT[:LOCAL]",
@@ -157,9 +159,21 @@ std::vector<Command> CliCommands() {
        "forward works (--json: url, local_port, remote_port and worker on one line) and\n"
        "runs until Ctrl-C or SIGTERM; ssh's own messages (\"connect failed\" while nothing\n"
        "listens on PORT yet) appear on stderr. Only this machine can use the local port.\n"
-       "Exit status: 0 when stopped, 1 when ssh could not forward or the connection ended,\n"
-       "130 when stopped before the forward worked.",
+       "When the connection drops (the worker rebooted or moved), it says so and starts ssh\n"
+       "again after 1 s, 2 s, ... up to 30 s, reaching the worker at its new address, until\n"
+       "it works or the failure is one no retry mends (host key, login refused, node gone).\n"
+       "Exit status: 0 when stopped, 1 when ssh could not forward at first or hit such a\n"
+       "failure, 130 when stopped before the forward worked.",
        {}, true, RunForward},
+      {"ssh-proxy", "Connect ssh to a worker wherever it is now (the ssh config's ProxyCommand)",
+       "--state-dir DIR -- NODE N",
+       "Run by ssh, for the Host blocks tpufleet writes, not by people. Connects to worker N\n"
+       "of NODE at the address in tpufleet's state; when that does not answer within 3 s,\n"
+       "asks the cloud for the node (as `status --refresh NODE` does, recording what changed)\n"
+       "and connects to its address now. Then relays its stdin and stdout to the connection.\n"
+       "Errors go to stderr, where ssh shows them.",
+       {{"state-dir", "DIR", "tpufleet's state directory (the one that wrote the config)"}},
+       false, RunSshProxy, true},
   };
   return table;
 }

@@ -43,6 +43,9 @@ void PrintTopHelp(const App& app, std::ostream& out) {
   out << "tpufleet: bring up, reach and pay for fleets of Cloud TPU VMs.\n\n"
          "Usage: tpufleet COMMAND [ARGS] [--json] [--catalog FILE]\n\nCommands:\n";
   for (const Command& c : app.commands) {
+    if (c.hidden) {
+      continue;
+    }
     out << "  " << c.name << std::string(c.name.size() < 12 ? 12 - c.name.size() : 1, ' ')
         << c.summary << "\n";
   }
@@ -79,7 +82,9 @@ const Command* FindCommand(const App& app, std::string_view name) {
 std::vector<std::string> CommandNames(const App& app) {
   std::vector<std::string> names;
   for (const Command& c : app.commands) {
-    names.push_back(c.name);
+    if (!c.hidden) {
+      names.push_back(c.name);
+    }
   }
   names.push_back("help");
   return names;

@@ -9,6 +9,7 @@
 #include "cli/exec_output.h"
 #include "cli/fleet_world.h"
 #include "control/exec.h"
+#include "control/resolve.h"
 
 namespace tpufleet::cli {
 
@@ -90,7 +91,8 @@ ExitStatus RunExec(Invocation& inv) {
                                                   : ExecOutput::Mode::kPrefixed;
   InterruptFlag interrupt;
   ExecOutput output(plan->workers, mode, inv.out, inv.err, &g_interrupted);
-  Status run = world.fanout.Run(plan->job, output);
+  // A worker whose stored address does not answer is looked up again and retried.
+  Status run = RunResolving(world, plan->workers, plan->job, output);
   if (!run.ok()) {
     return Fail(inv, run);
   }

@@ -1,5 +1,6 @@
 // `tpufleet ssh` and `tpufleet forward`: one worker, reached with the system's OpenSSH and
 // tpufleet's ssh config (control/ssh_login.h).
+#include <poll.h>
 #include <signal.h>
 #include <sys/signalfd.h>
 
@@ -97,6 +98,56 @@ class StopSignals {
   UniqueFd fd_;
 };
 
+// Pauses for `delay`, or until `stop_fd` turns readable: true then.
+bool StoppedWhileWaiting(int stop_fd, std::chrono::seconds delay) {
+  pollfd p{stop_fd, POLLIN, 0};
+  int n = 0;
+  do {
+    n = ::poll(&p, 1, static_cast<int>(std::chrono::milliseconds(delay).count()));
+  } while (n < 0 && errno == EINTR);
+  return n > 0;
+}
+
+// Runs a forward that listens until it is stopped (exit 0), starting ssh again each
+// time its connection drops, after ForwardRetryDelay; gives up (exit 1) only when
+// PermanentForwardFailure says another attempt cannot help.
+ExitStatus KeepForwarding(Invocation& inv, int stop_fd, std::unique_ptr<PortForward> forward,
+                          const std::vector<std::string>& argv, int local,
+                          const std::string& worker) {
+  int attempt = 0;
+  while (true) {
+    if (forward->Wait(stop_fd, inv.err) == PortForward::Event::kStopped) {
+      return ExitStatus::kOk;
+    }
+    std::string why = forward->ExitMessage();
+    if (PermanentForwardFailure(why)) {
+      return Fail(inv, UnavailableError("the forward to " + worker + " ended: " + why));
+    }
+    std::chrono::seconds delay = ForwardRetryDelay(attempt++);
+    inv.err << "tpufleet: the forward to " << worker << " dropped (" << why << "); reconnecting in "
+            << FormatDuration(delay) << std::endl;
+    if (StoppedWhileWaiting(stop_fd, delay)) {
+      return ExitStatus::kOk;
+    }
+    forward.reset();  // reaped: the local port is free for the next ssh
+    Result<std::unique_ptr<PortForward>> next = PortForward::Spawn(argv, local);
+    if (!next.ok()) {
+      return Fail(inv, next.status());
+    }
+    forward = std::move(*next);
+    PortForward::Event e = forward->Wait(stop_fd, inv.err);
+    if (e == PortForward::Event::kStopped) {
+      return ExitStatus::kOk;
+    }
+    if (e == PortForward::Event::kListening) {
+      attempt = 0;
+      inv.err << "tpufleet: the forward to " << worker << " is back: http://127.0.0.1:" << local
+              << "/" << std::endl;
+    }
+    // kExited before it listened: the loop's top sees it exited and asks why.
+  }
+}
+
 }  // namespace
 
 ExitStatus RunSsh(Invocation& inv) {
@@ -180,11 +231,7 @@ ExitStatus RunForward(Invocation& inv) {
     inv.out << "Forwarding " << url << " -> " << l.target.name << ":" << *remote
             << " (Ctrl-C to stop)" << std::endl;
   }
-  if ((*forward)->Wait(stop.fd(), inv.err) == PortForward::Event::kExited) {
-    return Fail(inv, UnavailableError("the forward to " + l.target.name +
-                                      " ended: " + (*forward)->ExitMessage()));
-  }
-  return ExitStatus::kOk;
+  return KeepForwarding(inv, stop.fd(), std::move(*forward), *argv, *local, l.target.name);
 }
 
 }  // namespace tpufleet::cli

@@ -147,5 +147,23 @@ TEST_F(SshCommandsTest, BothAreInTheHelp) {
   EXPECT_EQ(opened_, 0);
 }
 
+// ssh runs `tpufleet ssh-proxy --state-dir DIR -- NODE N` (the config's ProxyCommand):
+// not a command for people, so not in the help, and its words are checked before any
+// state is opened.
+TEST_F(SshCommandsTest, Issue11SshProxyIsHiddenAndChecksItsWords) {
+  EXPECT_FALSE(Contains(Tpufleet({"help"}).out, "ssh-proxy"));
+  EXPECT_EQ(Tpufleet({"ssh-proxy", "--help"}).code, 0);
+  for (std::vector<std::string> bad : std::vector<std::vector<std::string>>{
+           {"ssh-proxy", "--", "-oProxyCommand=touch x", "0"},
+           {"ssh-proxy", "--", "pod", "0;id"},
+           {"ssh-proxy", "--", "pod"},
+           {"ssh-proxy", "--", "pod", "0", "extra"}}) {
+    Output o = Tpufleet(bad);
+    EXPECT_EQ(o.code, 2) << bad[2];
+    EXPECT_TRUE(o.out.empty()) << "stdout is the connection's: " << o.out;
+  }
+  EXPECT_EQ(opened_, 0);
+}
+
 }  // namespace
 }  // namespace tpufleet::cli

@@ -16,6 +16,7 @@
 
 #include "control/copy_relay_hop.h"
 #include "control/exec.h"
+#include "control/resolve.h"
 #include "control/tar_guard.h"
 #include "util/file.h"
 #include "util/secret.h"
@@ -301,7 +302,7 @@ Result<CopyReport> Upload(World& world, const CopyRequest& request, const Remote
                                   : Script(kReceiveFile, {dest.path, src.name,
                                                           std::to_string(src.size), mode});
       Collect collect(direct.size());
-      Status run = world.fanout.Run(job, collect);
+      Status run = RunResolving(world, direct, job, collect);
       for (size_t k = 0; k < direct.size(); ++k) {
         CopyOutcome& o = report.workers[direct_index[k]];
         std::string why = run.ok() ? collect.Failure(k) : run.message();
@@ -507,7 +508,7 @@ Result<CopyReport> Download(World& world, const CopyRequest& request, const Remo
   report.download = true;
   {
     Unpack unpack(dirs);
-    TPUFLEET_TRY(world.fanout.Run(job, unpack));
+    TPUFLEET_TRY(RunResolving(world, workers, job, unpack));
     for (size_t i = 0; i < workers.size(); ++i) {
       std::string why = unpack.Failure(i);
       report.workers.push_back(CopyOutcome{workers[i], why.empty(), "ssh", why});

@@ -56,6 +56,23 @@ std::string Apply(const CloudNode* cloud, NodeRecord& r) {
   return std::string(TransitionEvent(before, r.state));
 }
 
+// `current` with what a refresh owns taken from `refreshed`: state, health, the cloud's
+// name and the workers' addresses.
+NodeRecord MergeRefreshed(const NodeRecord& refreshed, NodeRecord current) {
+  current.state = refreshed.state;
+  current.health = refreshed.health;
+  current.cloud_name = refreshed.cloud_name;
+  current.updated_at = refreshed.updated_at;
+  for (WorkerRecord& w : current.workers) {
+    for (const WorkerRecord& f : refreshed.workers) {
+      if (f.index == w.index) {
+        w.address = f.address;
+      }
+    }
+  }
+  return current;
+}
+
 // Nodes asked together: one provider and project. ssh-hosts nodes go one by one, as
 // each carries its own addresses.
 std::string GroupKey(const NodeRecord& r) {
@@ -134,6 +151,15 @@ std::string RefreshGroup(World& world, Group& g) {
     }
     r->updated_at = world.clock.Now();
     Status s = world.store.Transaction([&]() -> Status {
+      // Onto the record as it is now, not as it was read before the cloud answered: what
+      // another command wrote meanwhile (up pinning host keys) is kept.
+      TPUFLEET_ASSIGN_OR_RETURN(std::vector<NodeRecord> now, world.store.Nodes(r->fleet));
+      auto current = std::find_if(now.begin(), now.end(),
+                                  [&](const NodeRecord& n) { return n.name == r->name; });
+      if (current == now.end()) {
+        return Status::Ok();  // forgotten meanwhile (down)
+      }
+      *r = MergeRefreshed(*r, std::move(*current));
       TPUFLEET_TRY(world.store.PutNode(*r));
       if (event.empty()) {
         return Status::Ok();
@@ -148,7 +174,40 @@ std::string RefreshGroup(World& world, Group& g) {
   return "";
 }
 
+// The groups `records` are asked in, keyed by GroupKey.
+std::map<std::string, Group> GroupsOf(std::vector<NodeRecord>& records) {
+  std::map<std::string, Group> groups;
+  for (NodeRecord& r : records) {
+    std::string key = GroupKey(r);
+    groups[key].probe = r;
+    groups[key].records.push_back(&r);
+    groups[key].zones.insert(r.zone);
+  }
+  return groups;
+}
+
 }  // namespace
+
+Result<std::vector<NodeRecord>> RefreshNodes(World& world, const std::vector<std::string>& nodes) {
+  TPUFLEET_ASSIGN_OR_RETURN(std::vector<NodeRecord> all, world.store.Nodes(""));
+  std::vector<NodeRecord> chosen;
+  for (const std::string& name : std::set<std::string>(nodes.begin(), nodes.end())) {
+    auto it = std::find_if(all.begin(), all.end(),
+                           [&](const NodeRecord& r) { return r.name == name; });
+    if (it == all.end()) {
+      return NotFoundError("no node named " + name + " (see `tpufleet status`)");
+    }
+    chosen.push_back(*it);
+  }
+  for (auto& [key, group] : GroupsOf(chosen)) {
+    if (std::string error = RefreshGroup(world, group); !error.empty()) {
+      return UnavailableError("could not ask " + group.probe.provider + " about " +
+                              group.probe.name + ": " + error);
+    }
+  }
+  TPUFLEET_TRY(SyncSshFiles(world));
+  return chosen;
+}
 
 Result<FleetStatusReport> FleetStatus(World& world, const Catalog& catalog,
                                       const StatusOptions& options) {
@@ -188,13 +247,7 @@ Result<FleetStatusReport> FleetStatus(World& world, const Catalog& catalog,
   std::set<const LeftoverRecord*> gone;
   std::map<std::string, std::string> errors;  // provider/project -> message
   if (options.refresh) {
-    std::map<std::string, Group> groups;
-    for (NodeRecord& r : chosen) {
-      std::string key = GroupKey(r);
-      groups[key].probe = r;
-      groups[key].records.push_back(&r);
-      groups[key].zones.insert(r.zone);
-    }
+    std::map<std::string, Group> groups = GroupsOf(chosen);
     for (const LeftoverRecord* x : chosen_leftovers) {
       NodeRecord probe;
       probe.fleet = x->fleet;

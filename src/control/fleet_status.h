@@ -53,4 +53,12 @@ struct StatusOptions {
 Result<FleetStatusReport> FleetStatus(World& world, const Catalog& catalog,
                                       const StatusOptions& options);
 
+/// Refreshes `nodes` (names; each once) as `status --refresh` does them: asks their
+/// providers, records what changed (state, addresses, as events too) and rewrites the
+/// SSH files; returns their records after it, ordered by name. NotFound names an
+/// unknown node; Unavailable when a provider could not be asked (nothing of its nodes
+/// is changed then). Writes go onto each record as it is at the time of the write, so a
+/// command changing the fleet meanwhile (up) loses nothing; no state lock is taken.
+Result<std::vector<NodeRecord>> RefreshNodes(World& world, const std::vector<std::string>& nodes);
+
 }  // namespace tpufleet

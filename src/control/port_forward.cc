@@ -8,6 +8,7 @@
 #include <sys/socket.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <ostream>
@@ -58,6 +59,28 @@ Result<int> KernelPickedPort() {
 }
 
 }  // namespace
+
+std::chrono::seconds ForwardRetryDelay(int attempt) {
+  std::chrono::seconds d = kForwardRetryFirst;
+  for (int i = 0; i < attempt && d < kForwardRetryMax; ++i) {
+    d *= 2;
+  }
+  return std::min(d, kForwardRetryMax);
+}
+
+bool PermanentForwardFailure(std::string_view ssh_said) {
+  // ssh's own words (OpenSSH's sshconnect.c, channels.c), and ssh-proxy's for a node
+  // that is not running (control/resolve.cc).
+  for (std::string_view permanent :
+       {"Host key verification failed", "REMOTE HOST IDENTIFICATION HAS CHANGED",
+        "Permission denied", "Address already in use", "cannot listen to port",
+        "none of its workers can be reached", "no node named"}) {
+    if (ssh_said.find(permanent) != std::string_view::npos) {
+      return true;
+    }
+  }
+  return false;
+}
 
 Result<int> ChooseLocalPort(int remote_port, std::optional<int> wanted) {
   if (!wanted) {

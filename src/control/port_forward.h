@@ -16,6 +16,12 @@
 // The destructor ends ssh (SIGTERM, then SIGKILL after kSshStopGrace) and reaps it,
 // whatever happened before.
 //
+// A forward outlives its connection: when ssh exits after it listened (the worker
+// rebooted, its address changed, the network dropped), `tpufleet forward` starts it
+// again after ForwardRetryDelay, and again, until it listens or PermanentForwardFailure
+// says trying cannot help. The ssh config's ProxyCommand (control/resolve.h) finds the
+// worker's new address on each attempt.
+//
 // Thread-safety: one owner.
 #pragma once
 
@@ -26,6 +32,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "util/status.h"
@@ -38,6 +45,28 @@ inline constexpr std::chrono::milliseconds kSshStopGrace{1000};
 /// How often a starting forward looks whether ssh listens yet: a person is waiting, and
 /// a look (one bind) costs microseconds.
 inline constexpr std::chrono::milliseconds kListenPoll{20};
+
+/// A forward's ssh sends a keepalive this often and gives up after kForwardAliveCount
+/// unanswered: a person waiting on TensorBoard learns of a dead connection (and gets a
+/// new one) in 15 s, not the config's 45 s.
+inline constexpr std::chrono::seconds kForwardAliveInterval{5};
+inline constexpr int kForwardAliveCount = 3;
+/// The first pause before a dropped forward is tried again, doubled after each failed
+/// attempt up to kForwardRetryMax: a reboot takes a minute or so, and a worker that is
+/// away for long is not asked (nor the cloud, by the ProxyCommand) more than twice a
+/// minute.
+inline constexpr std::chrono::seconds kForwardRetryFirst{1};
+inline constexpr std::chrono::seconds kForwardRetryMax{30};
+
+/// The pause before reconnect attempt `attempt` (0 is the first after a drop).
+std::chrono::seconds ForwardRetryDelay(int attempt);
+
+/// True when what ssh said as it exited (PortForward::ExitMessage) means that starting
+/// it again cannot help: the worker's host key is not the pinned one, the login was
+/// refused, the local port is taken by someone else, or the node is gone (ssh-proxy's
+/// word for it, NodeIsDown). Anything else (refused, unreachable, timed out, closed) is
+/// worth another attempt.
+bool PermanentForwardFailure(std::string_view ssh_said);
 
 /// The port on 127.0.0.1 to forward `remote_port` from: `wanted` when given
 /// (FailedPrecondition when something listens there, PermissionDenied when this user may

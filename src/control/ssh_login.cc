@@ -4,6 +4,7 @@
 
 #include <cerrno>
 
+#include "control/port_forward.h"
 #include "ssh/runner.h"
 #include "ssh/ssh_files.h"
 #include "util/file.h"
@@ -55,6 +56,10 @@ Result<std::vector<std::string>> ForwardArgv(const std::string& config, const Wo
       "ExitOnForwardFailure=yes",
       "-o",
       "ConnectTimeout=" + std::to_string(kSshConnectTimeout.count()),
+      "-o",
+      "ServerAliveInterval=" + std::to_string(kForwardAliveInterval.count()),
+      "-o",
+      "ServerAliveCountMax=" + std::to_string(kForwardAliveCount),
       "-L",
       "127.0.0.1:" + std::to_string(local_port) + ":localhost:" + std::to_string(remote_port),
       "--",

@@ -39,9 +39,11 @@ Result<std::vector<std::string>> SshLoginArgv(const std::string& config, const W
                                               const std::vector<std::string>& command, bool tty);
 
 /// `ssh -F CONFIG -N -o ExitOnForwardFailure=yes -o ConnectTimeout=S
+///  -o ServerAliveInterval=5 -o ServerAliveCountMax=3
 ///  -L 127.0.0.1:LOCAL:localhost:REMOTE -- ALIAS`: forwards LOCAL on this machine's
 /// loopback (only this machine can use it) to REMOTE on the worker's own loopback, and
-/// exits at once if the forward cannot be set up. Ports must be 1-kMaxTcpPort (Internal
+/// exits at once if the forward cannot be set up, or within 15 s of its connection
+/// dying (port_forward.h's kForwardAliveInterval). Ports must be 1-kMaxTcpPort (Internal
 /// otherwise: callers check them); InvalidArgument as SshLoginArgv.
 Result<std::vector<std::string>> ForwardArgv(const std::string& config, const WorkerTarget& target,
                                              int local_port, int remote_port);

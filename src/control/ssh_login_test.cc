@@ -65,8 +65,9 @@ TEST(SshLoginArgv, ALoginAndACommandQuotedOnce) {
 TEST(ForwardArgv, LoopbackToTheWorkersLocalhost) {
   EXPECT_EQ(ForwardArgv("/s/config", Target("pod-w0"), 18888, 8888).value(),
             (std::vector<std::string>{"ssh", "-F", "/s/config", "-N", "-o",
-                                      "ExitOnForwardFailure=yes", "-o", "ConnectTimeout=10", "-L",
-                                      "127.0.0.1:18888:localhost:8888", "--", "pod-w0"}));
+                                      "ExitOnForwardFailure=yes", "-o", "ConnectTimeout=10", "-o",
+                                      "ServerAliveInterval=5", "-o", "ServerAliveCountMax=3",
+                                      "-L", "127.0.0.1:18888:localhost:8888", "--", "pod-w0"}));
   EXPECT_EQ(ForwardArgv("/s/config", Target("pod-w0"), 0, 8888).status().code(),
             StatusCode::kInternal);
   EXPECT_EQ(ForwardArgv("/s/config", Target("pod-w0"), 1, 65536).status().code(),
@@ -190,6 +191,35 @@ TEST_F(SshLoginSshdTest, AForwardStoppedBeforeItWorksLeavesNoSsh) {
     EXPECT_EQ((*forward)->Wait(stop.read_end.get(), log), PortForward::Event::kStopped);
   }
   EXPECT_TRUE(Gone(pid));
+}
+
+// A running forward whose connection dropped starts ssh again (the ProxyCommand finds
+// the worker's new address), pausing longer each time, and stops only when trying again
+// cannot help. End to end: test/resolve_e2e_test.sh.
+TEST(Issue11, AForwardRetriesWithBackoffAndGivesUpOnlyWhenNoRetryCanHelp) {
+  EXPECT_EQ(ForwardRetryDelay(0), std::chrono::seconds(1));
+  EXPECT_EQ(ForwardRetryDelay(1), std::chrono::seconds(2));
+  EXPECT_EQ(ForwardRetryDelay(4), std::chrono::seconds(16));
+  EXPECT_EQ(ForwardRetryDelay(5), kForwardRetryMax);
+  EXPECT_EQ(ForwardRetryDelay(1000), kForwardRetryMax);
+  for (const char* transient :
+       {"ssh exited with status 255", "ssh exited with status 255: kex_exchange_identification: "
+        "Connection closed by remote host",
+        "ssh exited with status 255: tpufleet: error: 10.0.0.2:22: No route to host",
+        "ssh exited with status 255: Connection to pod-w0 closed by remote host.",
+        "ssh was killed by signal 9"}) {
+    EXPECT_FALSE(PermanentForwardFailure(transient)) << transient;
+  }
+  for (const char* permanent :
+       {"ssh exited with status 255: Host key verification failed.",
+        "ssh exited with status 255: @ WARNING: REMOTE HOST IDENTIFICATION HAS CHANGED! @",
+        "ssh exited with status 255: tester@pod-w0: Permission denied (publickey).",
+        "ssh exited with status 255: bind [127.0.0.1]:8888: Address already in use",
+        "ssh exited with status 255: tpufleet: error: node pod is NOT_FOUND (the cloud says so "
+        "now): none of its workers can be reached; `tpufleet up` brings it back",
+        "ssh exited with status 255: tpufleet: error: no node named pod in tpufleet's state"}) {
+    EXPECT_TRUE(PermanentForwardFailure(permanent)) << permanent;
+  }
 }
 
 }  // namespace

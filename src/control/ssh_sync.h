@@ -7,7 +7,15 @@
 // host key goes in tpufleet's known_hosts; gcp-tpu nodes use the fleet key, ssh-hosts
 // nodes the user's own keys.
 //
-// Thread-safety: SyncSshFiles serializes itself within a process.
+// A gcp-tpu worker's address can change under its name (a stop and start, maintenance).
+// With ControlPaths::proxy_program set, its Host blocks reach it through `tpufleet
+// ssh-proxy --state-dir STATE -- NODE N` (ProxyCommand, control/resolve.h), which tries
+// the address in the store and, when that does not answer, asks the cloud for the new
+// one; HostKeyAlias keeps the pinned key the name's. ssh-hosts machines have the
+// addresses their spec gives, which no cloud changes: they are connected to directly.
+//
+// Thread-safety: SyncSshFiles serializes itself, within a process and (by flock on
+// STATE/ssh/lock) across processes.
 #pragma once
 
 #include <string>
@@ -22,8 +30,15 @@ namespace tpufleet {
 std::string WorkerAlias(const std::string& node, int worker, bool primary = false);
 
 /// The entries for every node in `records` that has workers with addresses.
+/// `proxy_prefix`: the ProxyCommand's words before "NODE N" (ProxyArgvPrefix); empty:
+/// every entry is connected to directly.
 std::vector<SshHostEntry> SshEntriesFor(const std::vector<NodeRecord>& records,
-                                        const std::string& fleet_key_path);
+                                        const std::string& fleet_key_path,
+                                        const std::vector<std::string>& proxy_prefix = {});
+
+/// `PROGRAM ssh-proxy --state-dir STATE --`, the words before the node and worker of a
+/// ProxyCommand; empty when paths.proxy_program is.
+std::vector<std::string> ProxyArgvPrefix(const ControlPaths& paths);
 
 /// Rewrites the SSH files from every node in the store and makes sure ~/.ssh/config
 /// includes them.

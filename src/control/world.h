@@ -38,6 +38,10 @@ struct ControlPaths {
   std::string user_ssh_config;  // ~/.ssh/config, which gets one Include line; "": left alone
   /// Whether user_ssh_config may belong to another user (TPUFLEET_SSH_INCLUDE=force).
   SshConfigOwner user_ssh_config_owner = SshConfigOwner::kMine;
+  std::string state_dir{};  // STATE itself, which `ssh-proxy --state-dir` is given
+  /// The absolute path of tpufleet, for the ProxyCommand of the SSH config's Host
+  /// blocks (ssh_sync.h); "": none, the blocks connect to the stored address.
+  std::string proxy_program{};
 };
 
 struct World {

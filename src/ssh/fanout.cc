@@ -15,4 +15,19 @@ std::string_view HostOutcomeName(HostOutcome outcome) {
   return "unknown";
 }
 
+bool NeverConnected(const HostResult& result) {
+  // The engine's messages for the stages before a channel opens (fanout_engine.cc).
+  auto starts = [&](std::string_view prefix) {
+    return result.message.compare(0, prefix.size(), prefix) == 0;
+  };
+  switch (result.outcome) {
+    case HostOutcome::kUnreachable:
+      return starts("connect: ") || starts("SSH handshake: ") || starts("SSH login: ");
+    case HostOutcome::kTimeout:
+      return starts("no SSH login within ");
+    default:
+      return false;
+  }
+}
+
 }  // namespace tpufleet

@@ -91,6 +91,11 @@ struct HostResult {
   bool ok() const { return outcome == HostOutcome::kExited && exit_code == 0; }
 };
 
+/// True when `result` says the host was never reached: the TCP connect, the SSH
+/// handshake or the login failed or did not finish within the connect timeout, so its
+/// command did not start there and may be run at another address (control/resolve.h).
+bool NeverConnected(const HostResult& result);
+
 enum class OutputStream { kStdout, kStderr };
 
 class FanoutSink {

@@ -546,5 +546,23 @@ TEST(FanoutEngineLoop, DeadlinesAreTimersOnTheLoopsClock) {
   EXPECT_EQ(sink.results[0].message, "no SSH login within 10s");
 }
 
+// What control's RunResolving may run again at a new address: a host whose connect or
+// login failed (the command never started there), never one whose command ran.
+TEST_F(FanoutEngineTest, Issue11NeverConnectedIsTheConnectFailuresOnly) {
+  FanoutHost closed = Host("closed");
+  closed.port = ClosedLoopbackPort();
+  LoopbackSocket silent(/*listen=*/true);
+  FanoutHost hung = Host("hung");
+  hung.port = silent.port;
+  auto job = Job({closed, hung, Host("ok")}, "sleep 30");
+  job.connect_timeout = milliseconds(500);
+  job.command_timeout = milliseconds(1500);
+  auto sink = Run(job);
+  EXPECT_TRUE(NeverConnected(sink.results[0])) << sink.results[0].message;
+  EXPECT_TRUE(NeverConnected(sink.results[1])) << sink.results[1].message;
+  EXPECT_EQ(sink.results[2].outcome, HostOutcome::kTimeout);
+  EXPECT_FALSE(NeverConnected(sink.results[2])) << "its command ran: " << sink.results[2].message;
+}
+
 }  // namespace
 }  // namespace tpufleet

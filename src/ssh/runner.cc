@@ -1,5 +1,6 @@
 #include "ssh/runner.h"
 
+#include <fcntl.h>
 #include <netdb.h>
 #include <poll.h>
 #include <pwd.h>
@@ -77,40 +78,72 @@ bool WaitFor(int fd, short events, Mono::time_point deadline) {
   }
 }
 
-// One connect and greeting to one resolved address.
-Status ProbeAddress(const addrinfo& ai, const std::string& where, Mono::time_point deadline,
-                    std::chrono::milliseconds timeout) {
+// One connect to one resolved address, by `deadline`; the socket is non-blocking.
+Result<UniqueFd> ConnectAddress(const addrinfo& ai, const std::string& where,
+                                Mono::time_point deadline, std::chrono::milliseconds timeout) {
   UniqueFd fd(
       ::socket(ai.ai_family, ai.ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, ai.ai_protocol));
   if (fd.get() < 0) {
-    return UnavailableError("ssh on " + where + ": socket: " + std::strerror(errno));
+    return UnavailableError(where + ": socket: " + std::strerror(errno));
   }
-  Status too_slow = TimeoutError("ssh on " + where + ": no answer within " +
-                                 std::to_string(timeout.count()) + " ms");
   if (::connect(fd.get(), ai.ai_addr, ai.ai_addrlen) != 0) {
     if (errno != EINPROGRESS) {
-      return UnavailableError("ssh on " + where + ": " + std::strerror(errno));
+      return UnavailableError(where + ": " + std::strerror(errno));
     }
     if (!WaitFor(fd.get(), POLLOUT, deadline)) {
-      return too_slow;
+      return TimeoutError(where + ": no answer within " + std::to_string(timeout.count()) +
+                          " ms");
     }
     int err = 0;
     socklen_t len = sizeof err;
     ::getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &err, &len);
     if (err != 0) {
-      return UnavailableError("ssh on " + where + ": " + std::strerror(err));
+      return UnavailableError(where + ": " + std::strerror(err));
     }
   }
+  return fd;
+}
+
+// Connects to address:port (each of its addresses in turn) by `deadline`.
+Result<UniqueFd> Connect(const std::string& address, int port, Mono::time_point deadline,
+                         std::chrono::milliseconds timeout) {
+  std::string where = HostPort(address, port == 0 ? 22 : port);
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_NUMERICSERV;
+  addrinfo* list = nullptr;
+  // getaddrinfo cannot be given a deadline; a resolver that hangs holds this thread.
+  int err = ::getaddrinfo(address.c_str(), std::to_string(port == 0 ? 22 : port).c_str(), &hints,
+                          &list);
+  if (err != 0) {
+    return UnavailableError(where + ": cannot resolve " + address + ": " + ::gai_strerror(err));
+  }
+  Result<UniqueFd> last = UnavailableError(where + ": no address");
+  for (addrinfo* ai = list; ai != nullptr; ai = ai->ai_next) {
+    last = ConnectAddress(*ai, where, deadline, timeout);
+    if (last.ok() || Mono::now() >= deadline) {
+      break;
+    }
+  }
+  ::freeaddrinfo(list);
+  return last;
+}
+
+// Reads the server's greeting on connected `fd` until an "SSH-" line, by `deadline`.
+Status ReadGreeting(int fd, const std::string& where, Mono::time_point deadline,
+                    std::chrono::milliseconds timeout) {
   std::string greeting;
   while (greeting.size() < kMaxGreetingBytes) {
     if (StartsWith(greeting, "SSH-") || greeting.find("\nSSH-") != std::string::npos) {
       return Status::Ok();
     }
-    if (!WaitFor(fd.get(), POLLIN, deadline)) {
-      return too_slow;
+    if (!WaitFor(fd, POLLIN, deadline)) {
+      return TimeoutError("ssh on " + where + ": no answer within " +
+                          std::to_string(timeout.count()) + " ms");
     }
     char buf[512];
-    ssize_t n = ::read(fd.get(), buf, sizeof buf);
+    ssize_t n = ::read(fd, buf, sizeof buf);
     if (n < 0 && (errno == EINTR || errno == EAGAIN)) {
       continue;
     }
@@ -205,30 +238,21 @@ Result<RunResult> OpenSshRunner::Run(std::string_view alias, std::string_view sc
 
 Status ProbeSsh(const std::string& address, int port, std::chrono::milliseconds timeout) {
   auto deadline = Mono::now() + timeout;
-  if (port == 0) {
-    port = 22;
+  Result<UniqueFd> fd = Connect(address, port, deadline, timeout);
+  if (!fd.ok()) {
+    return Status(fd.status().code(), "ssh on " + fd.status().message());
   }
-  std::string where = HostPort(address, port);
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_NUMERICSERV;
-  addrinfo* list = nullptr;
-  // getaddrinfo cannot be given a deadline; a resolver that hangs holds this thread.
-  int err = ::getaddrinfo(address.c_str(), std::to_string(port).c_str(), &hints, &list);
-  if (err != 0) {
-    return UnavailableError("ssh on " + where + ": cannot resolve " + address + ": " +
-                            ::gai_strerror(err));
+  return ReadGreeting(fd->get(), HostPort(address, port == 0 ? 22 : port), deadline, timeout);
+}
+
+Result<UniqueFd> ConnectTcp(const std::string& address, int port,
+                            std::chrono::milliseconds timeout) {
+  TPUFLEET_ASSIGN_OR_RETURN(UniqueFd fd, Connect(address, port, Mono::now() + timeout, timeout));
+  int flags = ::fcntl(fd.get(), F_GETFL);
+  if (flags < 0 || ::fcntl(fd.get(), F_SETFL, flags & ~O_NONBLOCK) != 0) {
+    return ErrnoStatus("fcntl", errno);
   }
-  Status last = UnavailableError("ssh on " + where + ": no address");
-  for (addrinfo* ai = list; ai != nullptr; ai = ai->ai_next) {
-    last = ProbeAddress(*ai, where, deadline, timeout);
-    if (last.ok() || Mono::now() >= deadline) {
-      break;
-    }
-  }
-  ::freeaddrinfo(list);
-  return last;
+  return fd;
 }
 
 Result<std::vector<std::string>> KnownHostKeys(const std::string& host, int port,

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "util/status.h"
+#include "util/unique_fd.h"
 
 namespace tpufleet {
 
@@ -62,6 +63,12 @@ class OpenSshRunner final : public SshRunner {
 /// an SSH server answers within `timeout`, Unavailable (refused, unreachable, not SSH) or
 /// Timeout otherwise. Nothing is authenticated.
 Status ProbeSsh(const std::string& address, int port, std::chrono::milliseconds timeout);
+
+/// A TCP connection to address:port (port 0: 22) within `timeout`, in blocking mode:
+/// what ssh-proxy hands to ssh. Unavailable (refused, unreachable, unresolvable) or
+/// Timeout, the message naming "address:port".
+Result<UniqueFd> ConnectTcp(const std::string& address, int port,
+                            std::chrono::milliseconds timeout);
 
 /// The key line(s) the user's known_hosts holds for `host` (`ssh-keygen -F`), for
 /// ssh-hosts machines whose keys the user pinned when first connecting. NotFound when

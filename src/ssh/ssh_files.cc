@@ -165,7 +165,39 @@ Status MakeSshDir(const std::string& dir, const Owner& owner) {
   return GiveTo(dir, owner.uid, owner.gid);
 }
 
+// Characters no shell ssh may hand a ProxyCommand to treats specially outside quotes.
+bool IsBareShellChar(char c) {
+  return IsAlnum(c) || std::string_view("_./:=@+,-").find(c) != std::string_view::npos;
+}
+
 }  // namespace
+
+Result<std::string> ProxyCommandLine(const std::vector<std::string>& words) {
+  if (words.empty()) {
+    return InvalidArgumentError("ProxyCommand: no program");
+  }
+  std::string out;
+  for (const std::string& w : words) {
+    bool bare = !w.empty();
+    for (char c : w) {
+      auto u = static_cast<unsigned char>(c);
+      if (u < 0x20 || u == 0x7f || c == '\'' || c == '"' || c == '\\' || c == '!') {
+        return InvalidArgumentError("ProxyCommand argument " + QuoteForMessage(w) +
+                                    " has a quote, backslash, '!' or control character");
+      }
+      bare = bare && IsBareShellChar(c);
+    }
+    if (w.empty()) {
+      return InvalidArgumentError("ProxyCommand: an empty argument");
+    }
+    std::string word;
+    for (char c : w) {
+      word += c == '%' ? "%%" : std::string(1, c);  // ssh's token escape, then the shell's
+    }
+    out += (out.empty() ? "" : " ") + (bare ? word : "'" + word + "'");
+  }
+  return out;
+}
 
 Status CheckSshAlias(std::string_view alias) {
   if (!IsPlainWord(alias)) {
@@ -207,6 +239,11 @@ Result<std::string> RenderSshConfig(const std::vector<SshHostEntry>& entries,
       out += "  IdentityFile " + identity + "\n";
       out += "  IdentitiesOnly yes\n";
     }
+    if (!e.proxy_command.empty()) {
+      TPUFLEET_ASSIGN_OR_RETURN(std::string proxy, ProxyCommandLine(e.proxy_command));
+      out += "  ProxyCommand " + proxy + "\n";
+      out += "  HostKeyAlias " + e.alias + "\n";
+    }
     out += "  UserKnownHostsFile " + known_hosts + "\n";
     out += "  StrictHostKeyChecking yes\n";
     out += "  ServerAliveInterval " + std::to_string(kServerAliveInterval.count()) + "\n";
@@ -222,9 +259,15 @@ std::string RenderKnownHosts(const std::vector<SshHostEntry>& entries) {
     if (e.host_key.empty() || !CheckEntry(e).ok()) {
       continue;
     }
-    std::string line = KnownHostsName(e) + " " + KeyTypeAndBlob(e.host_key) + "\n";
-    if (seen.insert(line).second) {
-      out += line;
+    std::vector<std::string> names = {KnownHostsName(e)};
+    if (!e.proxy_command.empty()) {
+      names.push_back(e.alias);  // HostKeyAlias: ssh looks the key up under the name alone
+    }
+    for (const std::string& name : names) {
+      std::string line = name + " " + KeyTypeAndBlob(e.host_key) + "\n";
+      if (seen.insert(line).second) {
+        out += line;
+      }
     }
   }
   return out;

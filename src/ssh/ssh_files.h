@@ -4,8 +4,11 @@
 //   STATE/ssh/config       Host blocks: NODE (worker 0) and NODE-wN for every worker,
 //                          each with HostName, User, Port, IdentityFile,
 //                          UserKnownHostsFile STATE/ssh/known_hosts and
-//                          StrictHostKeyChecking yes
-//   STATE/ssh/known_hosts  one line per worker: its address and the pinned host key
+//                          StrictHostKeyChecking yes; for a worker tpufleet can look
+//                          up again, a ProxyCommand (`tpufleet ssh-proxy`, which finds
+//                          its current address) and HostKeyAlias NODE-wN
+//   STATE/ssh/known_hosts  one line per worker: its address and the pinned host key,
+//                          and one per name for the proxied (HostKeyAlias) ones
 //   ~/.ssh/config          one line `Include STATE/ssh/config`, added once at the top
 //
 // Both files are rewritten whole (atomically) from the state store whenever it changes,
@@ -40,7 +43,20 @@ struct SshHostEntry {
   std::string host_key;       // "ssh-ed25519 AAAA…"; "" only with known_hosts_file set
   /// ssh-hosts machines keep the user's own known_hosts: "" means STATE/ssh/known_hosts.
   std::string known_hosts_file;
+  /// When not empty, ssh reaches the host through this program and its arguments
+  /// (ProxyCommand; ProxyCommandLine quotes them), not by connecting to `address`, and
+  /// looks its key up under `alias` (HostKeyAlias): the pinned key stays the name's when
+  /// the worker's address changes.
+  std::vector<std::string> proxy_command;
 };
+
+/// `words` as the value of a ProxyCommand line. ssh expands %-tokens in it ('%' is
+/// written "%%") and hands it to the user's login shell, which may be sh, bash, zsh,
+/// fish or csh: a word of only letters, digits and "_./:=@+,-" stays bare, any other is
+/// single-quoted, the one quoting all of them read alike. InvalidArgument for no words,
+/// an empty word, or one with a quote, backslash, '!' or control character (no quoting
+/// keeps those literal in every one of those shells).
+Result<std::string> ProxyCommandLine(const std::vector<std::string>& words);
 
 /// An alias as RenderSshConfig accepts it, and as `ssh ALIAS` may safely be given: at
 /// most 255 letters, digits, '.', '_' and '-', not starting with '.' or '-' (so it can be
@@ -52,7 +68,8 @@ Status CheckSshAlias(std::string_view alias);
 Result<std::string> RenderSshConfig(const std::vector<SshHostEntry>& entries,
                                     const std::string& known_hosts_path);
 /// The known_hosts text for the entries that carry a host key ("[addr]:port" when the
-/// port is not 22).
+/// port is not 22), each proxied one under its alias too (what HostKeyAlias looks up;
+/// the address line is for tools that read the file by address).
 std::string RenderKnownHosts(const std::vector<SshHostEntry>& entries);
 
 /// OpenSSH's fingerprint of a key blob (a key line's BASE64, decoded): "SHA256:" and the

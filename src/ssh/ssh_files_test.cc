@@ -7,6 +7,7 @@
 
 #include <cstring>
 
+#include "ssh/os.h"
 #include "ssh/testing/temp_dir.h"
 #include "util/file.h"
 #include "util/strings.h"
@@ -335,6 +336,88 @@ TEST_F(Issue10SshConfig, MyConfigLinkedToAnotherUsersFileIsRefused) {
   EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition);
   EXPECT_NE(s.message().find("it belongs to nobody"), std::string::npos) << s.message();
   EXPECT_EQ(*ReadFile(theirs), "");
+}
+
+}  // namespace
+}  // namespace tpufleet
+
+namespace tpufleet {
+namespace {
+
+// What ssh does with a ProxyCommand value before its shell sees it: "%%" is '%' (and a
+// lone '%' would be a token: ProxyCommandLine never leaves one), then "exec " in front.
+Result<std::string> AsSshRunsIt(const std::string& line) {
+  std::string out = "exec ";
+  for (size_t i = 0; i < line.size(); ++i) {
+    if (line[i] == '%') {
+      if (i + 1 >= line.size() || line[i + 1] != '%') {
+        return InvalidArgumentError("a lone % at " + std::to_string(i) + " in " + line);
+      }
+      ++i;
+    }
+    out += line[i];
+  }
+  return out;
+}
+
+TEST(Issue11, ProxyCommandWordsReachTheProgramExactlyThroughEveryShell) {
+  std::vector<std::string> words = {"/usr/bin/printf", "%s|", "plain", "a b", "$HOME",
+                                    "`id`", "$(id)", "x;y", "*", "~", "#c", "a&b", "(",
+                                    "100%", "%h", "é", "-n", "{a,b}"};
+  Result<std::string> line = ProxyCommandLine(words);
+  ASSERT_TRUE(line.ok()) << line.status().ToString();
+  Result<std::string> command = AsSshRunsIt(*line);
+  ASSERT_TRUE(command.ok()) << command.status().ToString();
+  std::string want;
+  for (size_t i = 2; i < words.size(); ++i) {
+    want += words[i] + "|";
+  }
+  for (const char* shell : {"/bin/sh", "/bin/bash", "/bin/dash", "/usr/bin/zsh", "/usr/bin/fish",
+                            "/bin/csh", "/usr/bin/tcsh"}) {
+    if (::access(shell, X_OK) != 0) {
+      continue;  // not installed here
+    }
+    Result<ProgramResult> r = RunProgram({shell, "-c", *command}, "", std::chrono::seconds(10));
+    ASSERT_TRUE(r.ok()) << shell << ": " << r.status().ToString();
+    EXPECT_EQ(r->exit_code, 0) << shell;
+    EXPECT_EQ(r->output, want) << shell << " ran: " << *command;
+  }
+}
+
+TEST(Issue11, ProxyCommandLineLeavesPlainWordsBareAndRefusesWhatNoQuotingKeeps) {
+  EXPECT_EQ(ProxyCommandLine({"/usr/bin/tpufleet", "ssh-proxy", "--state-dir",
+                              "/home/a/.local/state/tpufleet", "--", "trainer", "3"})
+                .value(),
+            "/usr/bin/tpufleet ssh-proxy --state-dir /home/a/.local/state/tpufleet -- trainer 3");
+  EXPECT_EQ(ProxyCommandLine({"/opt/my tools/tpufleet", "50%"}).value(),
+            "'/opt/my tools/tpufleet' '50%%'");
+  for (const char* bad : {"it's", "a\"b", "a\\b", "hi!", "a\nb", "a\rb", "a\tb", ""}) {
+    EXPECT_EQ(ProxyCommandLine({"/bin/tpufleet", bad}).status().code(),
+              StatusCode::kInvalidArgument)
+        << bad;
+  }
+  EXPECT_EQ(ProxyCommandLine({}).status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST(Issue11, AProxiedHostIsReachedThroughTheProxyAndKnownByItsName) {
+  SshHostEntry e = Worker("trainer-w1", "10.0.0.2", 2222);
+  e.proxy_command = {"/usr/bin/tpufleet", "ssh-proxy", "--", "trainer", "1"};
+  SshHostEntry plain = Worker("box", "10.0.0.3");
+  std::string config = RenderSshConfig({e, plain}, "/s/known_hosts").value();
+  EXPECT_NE(config.find("Host trainer-w1\n  HostName 10.0.0.2\n  Port 2222\n"), std::string::npos)
+      << config;
+  EXPECT_NE(config.find("  ProxyCommand /usr/bin/tpufleet ssh-proxy -- trainer 1\n"
+                        "  HostKeyAlias trainer-w1\n"),
+            std::string::npos)
+      << config;
+  EXPECT_EQ(config.find("ProxyCommand", config.find("Host box")), std::string::npos);
+  // The key is pinned under the name too, which stays when the address changes; an
+  // entry without a proxy has its address only.
+  EXPECT_EQ(RenderKnownHosts({e, plain}),
+            RenderKnownHosts({}) + "[10.0.0.2]:2222 " + kKeyNoComment + "\ntrainer-w1 " +
+                kKeyNoComment + "\n10.0.0.3 " + kKeyNoComment + "\n");
+  e.proxy_command = {"/bin/tpufleet", "it's"};
+  EXPECT_EQ(RenderSshConfig({e}, "/s/known_hosts").status().code(), StatusCode::kInvalidArgument);
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <climits>
 #include <cstdio>
 #include <cstring>
 
@@ -152,6 +153,15 @@ Status WriteFileAtomic(const std::string& path, const std::string& data, int mod
   }
   SyncParent(path);
   return Status::Ok();
+}
+
+Result<std::string> ThisProgram() {
+  char self[PATH_MAX];
+  ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n <= 0) {
+    return InternalError("cannot find this program (/proc/self/exe)");
+  }
+  return std::string(self, static_cast<size_t>(n));
 }
 
 std::string DescribeUser(uid_t uid) {

@@ -50,6 +50,11 @@ Status MakePrivateDirs(const std::string& dir);
 /// 0), who runs tpufleet" or "PATH has mode 0777: its group or others may write it".
 Status CheckOwnedByMe(const std::string& path, const struct stat& st, mode_t forbidden);
 
+/// The absolute path of the running program (/proc/self/exe): how tpufleet starts
+/// itself again (the connection holder, the ssh config's ProxyCommand). Internal when
+/// the kernel does not say.
+Result<std::string> ThisProgram();
+
 /// "alice (uid 1000)", or "uid 1234" for a uid without a passwd entry.
 std::string DescribeUser(uid_t uid);
 

@@ -127,6 +127,16 @@ class FakeCloud final : public CloudProvider {
     std::lock_guard<std::mutex> l(mu_);
     state_on_next_[method] = {{zone, id}, state};
   }
+  /// Maintenance, or a stop and start: the node's workers come back at new addresses.
+  void MoveWorkers(const std::string& zone, const std::string& id) {
+    std::lock_guard<std::mutex> l(mu_);
+    if (auto it = nodes_.find({zone, id}); it != nodes_.end()) {
+      for (CloudWorker& w : it->second.node.workers) {
+        int n = next_address_++;
+        w.address = "198.18." + std::to_string(n / 250) + "." + std::to_string(n % 250 + 1);
+      }
+    }
+  }
   /// The node disappears (deleted by someone else).
   void Vanish(const std::string& zone, const std::string& id) {
     std::lock_guard<std::mutex> l(mu_);
