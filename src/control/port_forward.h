@@ -64,7 +64,7 @@ std::chrono::seconds ForwardRetryDelay(int attempt);
 /// True when what ssh said as it exited (PortForward::ExitMessage) means that starting
 /// it again cannot help: the worker's host key is not the pinned one, the login was
 /// refused, the local port is taken by someone else, or the node is gone (ssh-proxy's
-/// word for it, NodeIsDown). Anything else (refused, unreachable, timed out, closed) is
+/// word for it, NodeState::IsDown). Anything else (refused, unreachable, timed out, closed) is
 /// worth another attempt.
 bool PermanentForwardFailure(std::string_view ssh_said);
 

@@ -4,7 +4,6 @@
 #include <cerrno>
 #include <cstring>
 #include <map>
-#include <set>
 
 #include "control/fleet_status.h"
 #include "ssh/runner.h"
@@ -67,12 +66,6 @@ class HoldBackSink final : public FanoutSink {
 
 }  // namespace
 
-bool NodeIsDown(const std::string& state) {
-  static const std::set<std::string> down = {"NOT_FOUND", "PREEMPTED", "TERMINATED", "STOPPED",
-                                             "STOPPING",  "DELETING",  "FAILED"};
-  return down.count(state) != 0;
-}
-
 ResolveSeams RealResolveSeams(World& world) {
   ResolveSeams seams;
   seams.connect = ConnectTcp;
@@ -125,15 +118,15 @@ Result<UniqueFd> ConnectToWorker(Store& store, const std::string& node, int work
     return Status(first.code(), first.message() + "; asking the cloud for " + name +
                                     "'s address failed too: " + fresh.status().message());
   }
-  if (NodeIsDown(fresh->state)) {
-    return FailedPreconditionError("node " + node + " is " + fresh->state +
+  if (fresh->state.IsDown()) {
+    return FailedPreconditionError("node " + node + " is " + fresh->state.Name() +
                                    " (the cloud says so now): none of its workers can be "
                                    "reached; `tpufleet up` brings it back");
   }
   const WorkerRecord* now = FindWorker(*fresh, worker);
   if (now == nullptr || now->address.empty()) {
     return Status(first.code(), first.message() + "; the cloud lists no address for " + name +
-                                    " (node " + fresh->state + ")");
+                                    " (node " + fresh->state.Name() + ")");
   }
   if (notes != nullptr) {
     notes->push_back(now->address == known->address

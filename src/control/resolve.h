@@ -60,10 +60,6 @@ ResolveSeams RealResolveSeams(World& world);
 Result<UniqueFd> ConnectToWorker(Store& store, const std::string& node, int worker,
                                  const ResolveSeams& seams, std::vector<std::string>* notes);
 
-/// True for a node state in which no worker can be reached, whatever its address: the
-/// node is gone, stopped, preempted or being deleted. Connecting again cannot help.
-bool NodeIsDown(const std::string& state);
-
 /// "NODE N" as ssh-proxy takes them: an alias-safe node name and a worker index.
 /// InvalidArgument otherwise.
 Status CheckProxyTarget(const std::string& node, const std::string& worker, int* index);

@@ -126,7 +126,7 @@ TEST_F(ResolveTest, Issue11ProxySaysSoWhenTheNodeIsGone) {
   EXPECT_TRUE(Contains(fd.status().message(), "node trainer is NOT_FOUND"))
       << fd.status().message();
   EXPECT_EQ(net_.tried.size(), 1u) << "nothing to connect to after the refresh";
-  EXPECT_EQ(t_.Record("trainer").state, "NOT_FOUND");
+  EXPECT_EQ(t_.Record("trainer").state, NodeState::kNotFound);
 }
 
 TEST_F(ResolveTest, Issue11ProxyNamesTheRefreshErrorToo) {

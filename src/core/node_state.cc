@@ -104,6 +104,11 @@ bool NodeState::IsHalted() const {
   return IsGone() || value_ == kStopped || value_ == kUnreachable;
 }
 
+bool NodeState::IsDown() const {
+  return IsGone() || value_ == kNotFound || value_ == kStopped || value_ == kStopping ||
+         value_ == kDeleting || value_ == kFailed;
+}
+
 std::string_view TransitionEvent(const NodeState& before, const NodeState& after) {
   if (before == after) {
     return "";

@@ -101,6 +101,9 @@ class NodeState {
   bool MayBeUnlisted() const;
   /// Waiting will not make it READY: gone, stopped, or unreachable.
   bool IsHalted() const;
+  /// No worker can be reached whatever its address, so connecting again cannot help:
+  /// not found, gone, stopped or stopping, being deleted, or failed.
+  bool IsDown() const;
 
   friend bool operator==(const NodeState& a, const NodeState& b) {
     return a.value_ == b.value_ && a.unknown_ == b.unknown_;

@@ -76,6 +76,16 @@ TEST(NodeStateTest, TheQuestions) {
   EXPECT_TRUE(NodeState(NodeState::kStopped).IsHalted());
   EXPECT_TRUE(NodeState(NodeState::kUnreachable).IsHalted());
   EXPECT_FALSE(NodeState(NodeState::kCreating).IsHalted());
+  for (auto v : {NodeState::kNotFound, NodeState::kPreempted, NodeState::kTerminated,
+                 NodeState::kStopped, NodeState::kStopping, NodeState::kDeleting,
+                 NodeState::kFailed}) {
+    EXPECT_TRUE(NodeState(v).IsDown()) << NodeState(v).Name();
+  }
+  // Still coming, or there but silent: worth connecting again.
+  for (auto v : {NodeState::kReady, NodeState::kCreating, NodeState::kRepairing,
+                 NodeState::kUnreachable, NodeState::kRequested}) {
+    EXPECT_FALSE(NodeState(v).IsDown()) << NodeState(v).Name();
+  }
 }
 
 TEST(NodeStateTest, TransitionEvents) {
