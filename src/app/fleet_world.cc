@@ -161,11 +161,13 @@ class AppWorld final : public cli::WorldHandle {
         providers_(env, http_, clock_),
         ssh_(state_dir + "/ssh/config"),
         fanout_(MakeFanout(env, clock_)),
+        local_fanout_(clock_),
         world_{*store_,
                clock_,
                providers_,
                ssh_,
                *fanout_,
+               local_fanout_,
                paths,
                DefaultLogin(Env(env, "USER"))} {}
 
@@ -179,6 +181,7 @@ class AppWorld final : public cli::WorldHandle {
   AppProviders providers_;
   OpenSshRunner ssh_;
   std::unique_ptr<Fanout> fanout_;
+  LocalFanout local_fanout_;
   World world_;
 };
 

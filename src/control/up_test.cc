@@ -208,7 +208,7 @@ TEST(Up, WaitsForHostKeysAndSsh) {
   TestWorld t;
   t.cloud.SetHostKeyDelay(3);
   t.cloud.SetOperationPolls(4);
-  t.ssh.RefuseFirst(2);
+  t.workers.RefuseFirst(2);
 
   UpReport r = t.Up(t.Spec(Trainer()));
 
@@ -217,7 +217,7 @@ TEST(Up, WaitsForHostKeysAndSsh) {
   for (const WorkerRecord& w : t.Record("trainer").workers) {
     EXPECT_FALSE(w.host_key.empty());
   }
-  EXPECT_EQ(t.ssh.RunsOf("true"), 4 * 3) << "two refusals, then an answer, per worker";
+  EXPECT_EQ(t.workers.RunsOf("true"), 4 * 3) << "two refusals, then an answer, per worker";
 }
 
 TEST(Up, StockoutEverywhereSaysSoAndTheNextUpTriesAgain) {
@@ -255,7 +255,7 @@ TEST(Up, CreateThatNeverReachedTheCloudIsMadeByTheNextUp) {
 
 TEST(Up, WorkerThatNeverAcceptsSshFailsTheNode) {
   TestWorld t;
-  t.ssh.RefuseFirst(1000000);
+  t.workers.RefuseFirst(1000000);
   UpOptions quick;
   quick.timeout = std::chrono::minutes(2);
 
@@ -272,7 +272,7 @@ TEST(Up, WorkerThatNeverAcceptsSshFailsTheNode) {
 // makes it again, and the preemption is one event.
 void ExpectMadeAgainWhenPreemptedAt(const std::string& method, int ssh_refusals) {
   TestWorld t;
-  t.ssh.RefuseFirst(ssh_refusals);
+  t.workers.RefuseFirst(ssh_refusals);
   t.cloud.SetStateOnNext(method, kZoneB, "trainer", "PREEMPTED");
 
   UpReport r = t.Up(t.Spec(Trainer()));
@@ -305,9 +305,9 @@ TEST(Up, SetupRunsOncePerWorkerAndAgainOnARecreatedNode) {
   ASSERT_FALSE(setup.empty());
 
   ASSERT_EQ(t.Up(spec).nodes[0].status, Status::Ok());
-  EXPECT_EQ(t.ssh.RunsWith(setup), 4);
+  EXPECT_EQ(t.workers.RunsWith(setup), 4);
   std::set<std::string> aliases;
-  for (const FakeSshRunner::Call& c : t.ssh.calls()) {
+  for (const testing::FakeWorkers::Call& c : t.workers.calls()) {
     if (c.script != "true") {
       aliases.insert(c.alias);
     }
@@ -322,7 +322,7 @@ TEST(Up, SetupRunsOncePerWorkerAndAgainOnARecreatedNode) {
   UpReport again = t.Up(spec);
   EXPECT_EQ(again.nodes[0].status, Status::Ok());
   EXPECT_FALSE(again.nodes[0].changed);
-  EXPECT_EQ(t.ssh.RunsWith(setup), 4) << "a second up does not rerun setup";
+  EXPECT_EQ(t.workers.RunsWith(setup), 4) << "a second up does not rerun setup";
 
   // Preempted: up deletes it, makes it again (new VMs, new host keys), sets it up again.
   std::string old_key = t.Record("trainer").workers[0].host_key;
@@ -333,7 +333,7 @@ TEST(Up, SetupRunsOncePerWorkerAndAgainOnARecreatedNode) {
   EXPECT_TRUE(recreated.nodes[0].changed);
   EXPECT_EQ(t.cloud.CallCount("DeleteNode"), 1);
   EXPECT_EQ(t.cloud.creates(), 1);
-  EXPECT_EQ(t.ssh.RunsWith(setup), 8);
+  EXPECT_EQ(t.workers.RunsWith(setup), 8);
   NodeRecord rec = t.Record("trainer");
   EXPECT_EQ(rec.state, "READY");
   EXPECT_NE(rec.workers[0].host_key, old_key);
@@ -351,7 +351,7 @@ TEST(Up, FailingSetupFailsThatNodeOnly) {
     output += "step " + std::to_string(i) + "\n";
   }
   output += "E: No space left on device\n";
-  t.ssh.FailScriptsOn("trainer-w2", 3, output);
+  t.workers.FailScriptsOn("trainer-w2", 3, output);
 
   UpReport r = t.Up(spec);
 
@@ -372,11 +372,11 @@ TEST(Up, FailingSetupFailsThatNodeOnly) {
   }
 
   // Fixed: the next up runs setup on worker 2 only.
-  t.ssh.FailScriptsOn("trainer-w2", 0, "");
-  int before = t.ssh.RunsWith("./install.sh");
+  t.workers.FailScriptsOn("trainer-w2", 0, "");
+  int before = t.workers.RunsWith("./install.sh");
   UpReport fixed = t.Up(spec);
   EXPECT_EQ(fixed.nodes[0].status, Status::Ok());
-  EXPECT_EQ(t.ssh.RunsWith("./install.sh"), before + 1);
+  EXPECT_EQ(t.workers.RunsWith("./install.sh"), before + 1);
 }
 
 // ---------------------------------------------------------------------------------------

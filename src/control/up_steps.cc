@@ -1,0 +1,645 @@
+// NodeSteps' cloud steps: from the plan to a READY node with its host keys pinned.
+#include "control/up_steps.h"
+
+#include <algorithm>
+#include <mutex>
+#include <random>
+
+#include "control/leftovers.h"
+#include "control/up_internal.h"
+#include "core/zone_choice.h"
+#include "util/strings.h"
+
+namespace tpufleet::up_internal {
+namespace {
+
+// A fresh UUID (version 4) for a create's request id.
+std::string NewRequestId() {
+  static std::mutex mu;
+  static std::mt19937_64 rng{std::random_device{}()};
+  uint64_t a, b;
+  {
+    std::lock_guard<std::mutex> l(mu);
+    a = rng();
+    b = rng();
+  }
+  a = (a & ~0xf000ULL) | 0x4000ULL;                     // version 4
+  b = (b & ~(3ULL << 62)) | (2ULL << 62);               // variant 10
+  char buf[37];
+  snprintf(buf, sizeof buf, "%08x-%04x-%04x-%04x-%012llx", static_cast<unsigned>(a >> 32),
+           static_cast<unsigned>((a >> 16) & 0xffff), static_cast<unsigned>(a & 0xffff),
+           static_cast<unsigned>(b >> 48), static_cast<unsigned long long>(b & 0xffffffffffffULL));
+  return buf;
+}
+
+}  // namespace
+
+bool IsBatchStep(NodeStep step) {
+  return step == NodeStep::kSshFiles || step == NodeStep::kLogin || step == NodeStep::kSetup;
+}
+
+NodeSteps::NodeSteps(World& world, const FleetSpec& fleet, const NodePlan& plan,
+                     CloudProvider& provider, const UpOptions& options,
+                     ProgressObserver& progress, const FleetKey* key)
+    : world_(world), fleet_(fleet), spec_(*plan.spec), plan_(plan), provider_(provider),
+      options_(options), progress_(progress), key_(key),
+      poller_(world.clock, options.poll_min, options.poll_max, options.timeout),
+      due_(world.clock.MonotonicNow()), now_(due_), action_(plan.action),
+      resume_(plan.resume) {}
+
+void NodeSteps::Advance(Clock::MonoTime now) {
+  now_ = now;
+  Status s;
+  switch (step_) {
+    case NodeStep::kStart:
+      s = Begin();
+      break;
+    case NodeStep::kOperation:
+      s = PollOperation();
+      break;
+    case NodeStep::kQueued:
+      s = PollQueued();
+      break;
+    case NodeStep::kBooting:
+      s = PollBooting();
+      break;
+    case NodeStep::kHostKeys:
+      s = PollHostKeys();
+      break;
+    case NodeStep::kLeftover:
+      s = PollLeftover();
+      break;
+    case NodeStep::kSshFiles:
+    case NodeStep::kLogin:
+    case NodeStep::kSetup:
+    case NodeStep::kDone:
+      return;
+  }
+  if (!s.ok()) {
+    End(s);
+  }
+}
+
+// The end of an attempt: a failure made by a preemption starts again (a few times at
+// most), anything else is the node's outcome.
+void NodeSteps::End(const Status& status) {
+  if (!status.ok() && (preempted_ || vanished_) && retries_ < kPreemptedRetries) {
+    ++retries_;
+    action_ = preempted_ ? PlanAction::kRecreate : PlanAction::kCreate;
+    preempted_ = vanished_ = false;
+    Go(NodeStep::kStart);
+    return;
+  }
+  status_ = status;
+  step_ = NodeStep::kDone;
+  if (status.ok()) {
+    Report(NodePhase::kReady, plan_.zones.empty() ? "" : zone_, ReadyDetail());
+  } else {
+    Report(NodePhase::kFailed, zone_, status.message());
+  }
+}
+
+bool NodeSteps::PollLater(NodeStep step) {
+  std::optional<Clock::MonoTime> at = poller_.Next(now_);
+  if (!at) {
+    return false;
+  }
+  Go(step, *at);
+  return true;
+}
+
+Status NodeSteps::Begin() {
+  TPUFLEET_TRY(LoadRecord());
+  switch (action_) {
+    case PlanAction::kForeign:
+      return AlreadyExistsError(plan_.detail);
+    case PlanAction::kDiffers:
+      return FailedPreconditionError(plan_.detail);
+    case PlanAction::kRecreate:
+      return StartRemove();
+    case PlanAction::kCreate:
+      return StartCreate();
+    case PlanAction::kKeep:
+    case PlanAction::kWait:
+      zone_ = plan_.zones.empty() ? "" : plan_.zones.front();
+      TPUFLEET_TRY(Adopt());
+      if (action_ == PlanAction::kWait && spec_.queued) {
+        queued_from_create_ = false;
+        last_state_.clear();
+        Go(NodeStep::kQueued);
+        return Status::Ok();
+      }
+      StartBooting();
+      return Status::Ok();
+  }
+  return InternalError("unknown plan action");
+}
+
+std::string NodeSteps::ReadyDetail() const {
+  return std::to_string(rec_.workers.size()) +
+         (rec_.workers.size() == 1 ? " worker" : " workers");
+}
+
+void NodeSteps::Report(NodePhase phase, const std::string& zone, std::string detail) {
+  progress_.OnProgress({plan_.node, phase, zone, std::move(detail)});
+}
+
+Status NodeSteps::Event(const std::string& kind, const std::string& detail) {
+  return world_.store.AddEvent({0, world_.clock.Now(), fleet_.name, plan_.node, kind, detail});
+}
+
+Status NodeSteps::Save() {
+  rec_.updated_at = world_.clock.Now();
+  return world_.store.PutNode(rec_);
+}
+
+Status NodeSteps::LoadRecord() {
+  TPUFLEET_ASSIGN_OR_RETURN(std::vector<NodeRecord> all, world_.store.Nodes(fleet_.name));
+  for (NodeRecord& r : all) {
+    if (r.name == plan_.node) {
+      rec_ = std::move(r);
+      // A kept or adopted node is selected (`exec team=a`) by its labels as of now.
+      rec_.labels = spec_.labels;
+      return Status::Ok();
+    }
+  }
+  rec_ = NodeRecord{};
+  rec_.fleet = fleet_.name;
+  rec_.name = plan_.node;
+  rec_.created_at = world_.clock.Now();
+  FillFromSpec();
+  return Status::Ok();
+}
+
+void NodeSteps::FillFromSpec() {
+  rec_.provider = std::string(ProviderName(fleet_.provider));
+  rec_.project = fleet_.project;
+  rec_.type = spec_.type;
+  rec_.runtime_version = spec_.runtime_version;
+  rec_.capacity = ssh_hosts() ? "" : std::string(CapacityName(spec_.capacity));
+  rec_.spec_hash = SpecDigest(spec_);
+  rec_.login = ssh_hosts() ? spec_.ssh_user : world_.login;
+  rec_.port = spec_.port;
+  rec_.labels = spec_.labels;
+}
+
+// A node that exists already (and is ours): make sure the store knows it.
+Status NodeSteps::Adopt() {
+  if (rec_.zone != zone_ || rec_.state.empty()) {
+    rec_.zone = zone_;
+    rec_.state = plan_.state;
+    TPUFLEET_TRY(Save());
+  }
+  return Status::Ok();
+}
+
+// Deletes a preempted node (or dead queued resource) before making it again.
+Status NodeSteps::StartRemove() {
+  if (zone_.empty()) {
+    zone_ = plan_.zones.front();
+  }
+  std::string state = gone_state_.empty() ? plan_.state : gone_state_;
+  Report(NodePhase::kDeleting, zone_, "was " + state);
+  if (rec_.state != state) {  // else `status --refresh` logged it already
+    TPUFLEET_TRY(Event("preempted", "zone=" + zone_ + " state=" + state));
+  }
+  Result<CloudOperation> op = spec_.queued
+                                  ? provider_.DeleteQueuedResource(zone_, plan_.node, true)
+                                  : provider_.DeleteNode(zone_, plan_.node);
+  if (op.ok()) {
+    return WaitFor(*op, OpFor::kRemove);
+  }
+  if (op.status().code() != StatusCode::kNotFound) {
+    return op.status();
+  }
+  return Removed();
+}
+
+Status NodeSteps::Removed() {
+  changed_ = true;
+  rec_.state = "DELETED";  // nothing in flight here: a create elsewhere supersedes nothing
+  return StartCreate();
+}
+
+Status NodeSteps::StartCreate() {
+  std::vector<std::string> zones = plan_.zones;
+  if (action_ != plan_.action || action_ == PlanAction::kRecreate) {
+    zones = OrderZones(spec_.zones, spec_.type, RecentStockouts(world_), world_.clock.Now());
+  }
+  TPUFLEET_ASSIGN_OR_RETURN(std::vector<LeftoverRecord> leftovers,
+                            world_.store.Leftovers(fleet_.name));
+  zones = WithoutLeftovers(zones, plan_.node, leftovers);
+  if (zones.empty()) {
+    return UnavailableError("every zone of " + plan_.node + " still holds a leftover of it "
+                            "that could not be deleted (see `tpufleet status`); run up "
+                            "again once it is gone");
+  }
+  if (spec_.queued) {
+    zones.resize(1);  // a queued resource waits for capacity where it is
+  }
+  zones_ = std::move(zones);
+  zone_index_ = 0;
+  stockout_ = Status::Ok();
+  return CreateNext();
+}
+
+Status NodeSteps::CreateNext() {
+  if (zone_index_ >= zones_.size()) {
+    rec_.state = "STOCKOUT";
+    TPUFLEET_TRY(Save());
+    return ResourceExhaustedError("no capacity for " + spec_.type + " in any of its zones (" +
+                                  Join(zones_, ", ") + "); the last said: " +
+                                  stockout_.message() +
+                                  ". Run up again later, add zones, or set `queued:`");
+  }
+  zone_ = zones_[zone_index_];
+  return CreateIn(zone_);
+}
+
+// How a zone's create ended when it did not bring the node: a stockout moves on to the
+// next zone, anything else ends the attempt.
+Status NodeSteps::ZoneFailed(const Status& last) {
+  if (last.code() != StatusCode::kResourceExhausted) {
+    return last;
+  }
+  TPUFLEET_TRY(Event("stockout", "type=" + spec_.type + " zone=" + zone_));
+  Report(NodePhase::kStockout, zone_, last.message());
+  stockout_ = last;
+  ++zone_index_;
+  return CreateNext();
+}
+
+CreateNodeRequest NodeSteps::Request(const std::string& zone) const {
+  CreateNodeRequest r;
+  r.zone = zone;
+  r.node_id = plan_.node;
+  r.type = spec_.type;
+  r.runtime_version = spec_.runtime_version;
+  r.capacity = spec_.capacity;
+  r.labels = spec_.labels;
+  r.labels[kFleetLabel] = fleet_.name;
+  r.metadata[kSshKeysMetadataKey] = DesiredSshKeys();
+  r.data_disks = spec_.data_disks;
+  r.queued = spec_.queued;
+  r.request_id = rec_.request_id;
+  return r;
+}
+
+std::string NodeSteps::DesiredSshKeys() const {
+  return SshKeysMetadata(world_.login, key_ ? key_->public_key : "", UsersOn(fleet_, spec_));
+}
+
+Status NodeSteps::CreateIn(const std::string& zone) {
+  Report(NodePhase::kCreating, zone);
+  // Record where and with which request id before asking: a kill after this line is
+  // resolved by the next up looking in this zone first and, if nothing is there yet,
+  // asking again with this id (resume).
+  bool resume = resume_ && IsInFlight(rec_.state) && rec_.zone == zone &&
+                !rec_.request_id.empty();
+  resume_ = false;
+  // A create in flight elsewhere is superseded by this one: whatever it makes there
+  // is unwanted, so it is remembered, in the same step, until it is found gone.
+  std::optional<LeftoverRecord> superseded;
+  if (IsInFlight(rec_.state) && !rec_.zone.empty() && rec_.zone != zone) {
+    superseded = LeftoverIn(rec_.zone, !rec_.queued_resource.empty(), "superseded");
+  }
+  FillFromSpec();
+  if (!resume) {
+    rec_.request_id = NewRequestId();
+    rec_.created_at = world_.clock.Now();
+  }
+  rec_.zone = zone;
+  rec_.state = "REQUESTED";
+  rec_.workers.clear();
+  rec_.queued_resource = spec_.queued ? "projects/" + fleet_.project + "/locations/" + zone +
+                                            "/queuedResources/" + plan_.node
+                                      : "";
+  TPUFLEET_TRY(world_.store.Transaction([&]() -> Status {
+    TPUFLEET_TRY(Save());
+    if (superseded) {
+      TPUFLEET_TRY(RememberLeftover(world_, *superseded));
+    }
+    return Event("create-requested", "type=" + spec_.type + " zone=" + zone +
+                                         " capacity=" + rec_.capacity +
+                                         (resume ? " resumed=true" : ""));
+  }));
+  Result<CloudOperation> op = provider_.CreateNode(Request(zone));
+  if (!op.ok()) {
+    StatusCode code = op.status().code();
+    if (code == StatusCode::kFailedPrecondition || code == StatusCode::kInvalidArgument ||
+        code == StatusCode::kPermissionDenied) {
+      // The API said no: nothing exists, so nothing is left for status to show.
+      TPUFLEET_TRY(world_.store.DeleteNode(fleet_.name, plan_.node));
+      return op.status();
+    }
+    if (code != StatusCode::kAlreadyExists) {
+      // The answer may be lost: the record lets the next up look.
+      return ZoneFailed(op.status());
+    }
+    return AdoptAfterConflict(zone, op.status());
+  }
+  changed_ = true;
+  return WaitFor(*op, OpFor::kCreate);
+}
+
+Status NodeSteps::CreateDone(const Status& done) {
+  if (!done.ok()) {
+    if (done.code() == StatusCode::kResourceExhausted && !spec_.queued) {
+      // A failed create may leave a node behind (Cloud TPU sometimes does); it would
+      // hold the id and quota, so it is deleted before the next zone (kLeftover).
+      stockout_ = done;
+      Go(NodeStep::kLeftover);
+      return Status::Ok();
+    }
+    return ZoneFailed(done);
+  }
+  if (spec_.queued) {
+    queued_from_create_ = true;
+    last_state_.clear();
+    Go(NodeStep::kQueued);
+    return Status::Ok();
+  }
+  StartBooting();
+  return Status::Ok();
+}
+
+// The id was taken: by our own earlier request (a retry after a lost answer, or a
+// killed up), or by someone else.
+Status NodeSteps::AdoptAfterConflict(const std::string& zone, const Status& conflict) {
+  Result<CloudNode> node = provider_.GetNode(zone, plan_.node);
+  if (node.ok()) {
+    auto label = node->labels.find(kFleetLabel);
+    if (label == node->labels.end() || label->second != fleet_.name) {
+      return conflict;
+    }
+    StartBooting();
+    return Status::Ok();
+  }
+  if (spec_.queued) {  // our queued resource, its node not made yet
+    queued_from_create_ = true;
+    last_state_.clear();
+    Go(NodeStep::kQueued);
+    return Status::Ok();
+  }
+  return conflict;
+}
+
+LeftoverRecord NodeSteps::LeftoverIn(const std::string& zone, bool queued,
+                                     const std::string& reason) const {
+  return {fleet_.name, plan_.node, zone,          queued, rec_.provider, rec_.project,
+          rec_.type,   rec_.capacity, reason, "", rec_.created_at};
+}
+
+Status NodeSteps::WaitFor(const CloudOperation& op, OpFor what) {
+  op_ = op;
+  op_for_ = what;
+  if (op_.done) {
+    return OperationDone(op_.error);
+  }
+  if (!PollLater(NodeStep::kOperation)) {
+    return OperationDone(TimeoutError("operation " + op_.name + " did not finish in time"));
+  }
+  return Status::Ok();
+}
+
+Status NodeSteps::PollOperation() {
+  Result<CloudOperation> got = provider_.GetOperation(op_.name);
+  if (!got.ok()) {
+    return OperationDone(got.status());
+  }
+  op_ = std::move(*got);
+  if (op_.done) {
+    return OperationDone(op_.error);
+  }
+  if (!PollLater(NodeStep::kOperation)) {
+    return OperationDone(TimeoutError("operation " + op_.name + " did not finish in time"));
+  }
+  return Status::Ok();
+}
+
+Status NodeSteps::OperationDone(const Status& result) {
+  switch (op_for_) {
+    case OpFor::kRemove:
+      TPUFLEET_TRY(result);
+      return Removed();
+    case OpFor::kCreate:
+      return CreateDone(result);
+    case OpFor::kSshKeys:
+      TPUFLEET_TRY(result);
+      Go(NodeStep::kSshFiles);
+      return Status::Ok();
+    case OpFor::kLeftover:
+      if (!result.ok()) {
+        return LeftoverDone(result);
+      }
+      Go(NodeStep::kLeftover);  // look again: gone, or still there
+      return Status::Ok();
+  }
+  return InternalError("unknown operation");
+}
+
+// What DeleteAndWait (leftovers.h) does, a step at a time.
+Status NodeSteps::PollLeftover() {
+  Result<CloudNode> node = provider_.GetNode(zone_, plan_.node);
+  if (node.status().code() == StatusCode::kNotFound) {
+    return LeftoverDone(Status::Ok());
+  }
+  if (!node.ok()) {
+    return LeftoverDone(node.status());
+  }
+  if (node->state != "DELETING") {
+    Result<CloudOperation> op = provider_.DeleteNode(zone_, plan_.node);
+    if (op.ok()) {
+      return WaitFor(*op, OpFor::kLeftover);
+    }
+    if (op.status().code() != StatusCode::kNotFound) {
+      return LeftoverDone(op.status());
+    }
+  }
+  if (!PollLater(NodeStep::kLeftover)) {
+    return LeftoverDone(
+        TimeoutError("node " + plan_.node + " in " + zone_ + " is still DELETING"));
+  }
+  return Status::Ok();
+}
+
+// A stockout's leftover is gone, or remembered for the next up or down to delete before
+// the record moves on to another zone. An error only when it cannot even be remembered:
+// then the record stays here, and the next up looks here first.
+Status NodeSteps::LeftoverDone(const Status& deleted) {
+  if (!deleted.ok()) {
+    LeftoverRecord x = LeftoverIn(zone_, false, "stockout");
+    x.last_error = deleted.message();
+    TPUFLEET_TRY(world_.store.Transaction([&] { return RememberLeftover(world_, x); }));
+    Report(NodePhase::kStockout, zone_,
+           "it left a node behind that could not be deleted (" + deleted.message() +
+               "); the next up or down deletes it");
+  }
+  rec_.state = "STOCKOUT";  // this zone's create is over: nothing in flight here
+  return ZoneFailed(stockout_);
+}
+
+Status NodeSteps::PollQueued() {
+  Result<CloudQueuedResource> got = provider_.GetQueuedResource(zone_, plan_.node);
+  if (!got.ok()) {
+    return QueuedDone(got.status());
+  }
+  const CloudQueuedResource& qr = *got;
+  if (qr.state == "ACTIVE") {
+    return QueuedDone(Status::Ok());
+  }
+  if (qr.state == "FAILED") {
+    return QueuedDone(qr.failure.ok() ? FailedPreconditionError("queued resource " +
+                                                                qr.cloud_name + " failed")
+                                      : qr.failure);
+  }
+  if (qr.state != last_state_) {
+    last_state_ = qr.state;
+    Report(NodePhase::kQueued, zone_, qr.state);
+    if (rec_.state != "QUEUED") {
+      rec_.state = "QUEUED";
+      if (Status saved = Save(); !saved.ok()) {
+        return QueuedDone(saved);
+      }
+    }
+  }
+  if (!PollLater(NodeStep::kQueued)) {
+    return QueuedDone(TimeoutError("queued resource " + plan_.node + " still " + qr.state +
+                                   " after the timeout; it keeps waiting in the cloud, and "
+                                   "the next `up` picks it up"));
+  }
+  return Status::Ok();
+}
+
+Status NodeSteps::QueuedDone(const Status& result) {
+  if (queued_from_create_) {
+    if (!result.ok()) {
+      return ZoneFailed(result);
+    }
+  } else if (!result.ok() && result.code() != StatusCode::kNotFound) {
+    // A queued resource still waiting: its failure is news only it can tell.
+    return result;
+  }
+  StartBooting();
+  return Status::Ok();
+}
+
+void NodeSteps::StartBooting() {
+  Report(NodePhase::kBooting, zone_);
+  last_state_.clear();
+  Go(NodeStep::kBooting);
+}
+
+Status NodeSteps::PollBooting() {
+  Result<CloudNode> got = provider_.GetNode(zone_, plan_.node);
+  if (got.ok()) {
+    if (got->state == "READY") {
+      node_ = std::move(*got);
+      Go(NodeStep::kHostKeys);
+      return Status::Ok();
+    }
+    const CloudNode& node = *got;
+    if (IsGone(node.state)) {
+      preempted_ = true;
+      gone_state_ = node.state;
+    }
+    if (IsGone(node.state) || node.state == "STOPPED" || node.state == "UNREACHABLE") {
+      return FailedPreconditionError("node " + plan_.node + " is " + node.state +
+                                     (node.health.empty() ? "" : " (" + node.health + ")"));
+    }
+    if (node.state != last_state_) {
+      last_state_ = node.state;
+      Report(NodePhase::kBooting, zone_, node.state);
+    }
+  } else if (got.status().code() != StatusCode::kNotFound) {
+    return got.status();
+  } else if (action_ == PlanAction::kWait || !last_state_.empty()) {
+    // It was there and is gone: a create that failed (one a killed `up` started, say)
+    // or a delete by someone else. Make it anew rather than wait for nothing.
+    vanished_ = true;
+    rec_.state = "NOT_FOUND";  // its create is over: the next one supersedes nothing
+    return UnavailableError("node " + plan_.node + " vanished while coming up");
+  }
+  if (!PollLater(NodeStep::kBooting)) {
+    return TimeoutError("node " + plan_.node + " not READY in time (last state " +
+                        (last_state_.empty() ? "not found" : last_state_) + ")");
+  }
+  return Status::Ok();
+}
+
+Status NodeSteps::PollHostKeys() {
+  TPUFLEET_ASSIGN_OR_RETURN(std::vector<WorkerIdentity> ids,
+                            provider_.GetWorkerIdentities(zone_, plan_.node));
+  size_t with_keys = std::count_if(ids.begin(), ids.end(), [](const WorkerIdentity& w) {
+    return !w.host_key.empty();
+  });
+  if (with_keys == node_.workers.size() && ids.size() == node_.workers.size()) {
+    return Ready(ids);
+  }
+  if (ssh_hosts()) {
+    for (size_t i = 0; i < node_.workers.size(); ++i) {
+      if (i >= ids.size() || ids[i].host_key.empty()) {
+        return FailedPreconditionError(
+            "no known host key for " + node_.workers[i].address +
+            " in your known_hosts; connect once with `ssh " + node_.workers[i].address +
+            "`, check the fingerprint, and run up again (tpufleet never trusts an "
+            "unknown key)");
+      }
+    }
+  }
+  Report(NodePhase::kBooting, zone_,
+         "host keys " + std::to_string(with_keys) + "/" + std::to_string(node_.workers.size()));
+  if (!PollLater(NodeStep::kHostKeys)) {
+    return TimeoutError("node " + plan_.node + " did not publish its workers' host keys");
+  }
+  return Status::Ok();
+}
+
+// READY with every host key: the record takes the workers, then the ssh-keys metadata
+// is made what the spec says.
+Status NodeSteps::Ready(const std::vector<WorkerIdentity>& ids) {
+  bool was_ready = rec_.state == "READY";
+  rec_.state = node_.state;
+  rec_.health = node_.health;
+  rec_.cloud_name = node_.cloud_name;
+  if (!node_.queued_resource.empty()) {
+    rec_.queued_resource = node_.queued_resource;
+  }
+  rec_.workers = MergeWorkers(node_, ids);
+  TPUFLEET_TRY(world_.store.Transaction([&]() -> Status {
+    TPUFLEET_TRY(Save());
+    return was_ready ? Status::Ok() : Event("ready", "zone=" + zone_);
+  }));
+  std::string want = DesiredSshKeys();
+  auto have = node_.metadata.find(kSshKeysMetadataKey);
+  if (ssh_hosts() || (have != node_.metadata.end() && have->second == want)) {
+    Go(NodeStep::kSshFiles);
+    return Status::Ok();
+  }
+  changed_ = true;
+  TPUFLEET_ASSIGN_OR_RETURN(CloudOperation op, provider_.SetSshKeys(zone_, plan_.node, want));
+  return WaitFor(op, OpFor::kSshKeys);
+}
+
+// A worker keeps its setup flag only while it is the same VM (same host key).
+std::vector<WorkerRecord> NodeSteps::MergeWorkers(const CloudNode& node,
+                                                  const std::vector<WorkerIdentity>& ids) const {
+  std::vector<WorkerRecord> out;
+  for (size_t i = 0; i < node.workers.size(); ++i) {
+    WorkerRecord w;
+    w.index = static_cast<int>(i);
+    w.address = node.workers[i].external_address.empty() ? node.workers[i].address
+                                                         : node.workers[i].external_address;
+    w.hostname = ids[i].hostname;
+    w.host_key = ids[i].host_key;
+    for (const WorkerRecord& old : rec_.workers) {
+      if (old.index == w.index && old.host_key == w.host_key) {
+        w.setup_done = old.setup_done;
+      }
+    }
+    out.push_back(std::move(w));
+  }
+  return out;
+}
+
+}  // namespace tpufleet::up_internal
