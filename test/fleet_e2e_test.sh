@@ -14,6 +14,7 @@
 #   6. import adopts a node made by hand and keeps its own ssh-keys; a node with a
 #      fleet's label and no record is reported by status --refresh and up, untouched;
 #   7. a preempted spot node shows as PREEMPTED and up makes it again, with setup;
+#   7b. up of 16 single-host nodes with setup starts no ssh process (issue 11);
 #   8. down --all leaves no node, queued resource or SSH name; status says so;
 #   and emulator stop leaves no process, namespace, sshd or link of this run.
 # Prints "ok N - ..." or "not ok N - ..." per check and exits 1 if any failed.
@@ -628,6 +629,37 @@ new_workers() {
 }
 check "pod has new workers, READY, setup done in status" new_workers
 check "setup ran once on each new worker" setup_once pod 4
+
+# ---------------------------------------------------------------------------------
+note "7b. up of 16 single-host nodes starts no ssh process (issue 11)"
+cat >"$tmp/sixteen.yaml" <<EOF
+fleet: sixteen
+provider: emulator
+nodes:
+  - name: s16
+    type: v5litepod-4
+    count: 16
+    zones: [us-west4-a]
+    setup: |
+      hostname >>~/setup-runs
+EOF
+# An ssh first in PATH that records being called and fails: up must not need it.
+mkdir -p "$tmp/fake-ssh"
+printf '#!/bin/sh\necho "ssh $*" >>"%s"\nexit 255\n' "$tmp/ssh-calls" >"$tmp/fake-ssh/ssh"
+chmod +x "$tmp/fake-ssh/ssh"
+up_without_ssh() {
+  : >"$tmp/ssh-calls"
+  PATH="$tmp/fake-ssh:$PATH" tf up "$tmp/sixteen.yaml" --timeout 2m >"$tmp/sixteen.txt" 2>&1 ||
+    { cat "$tmp/sixteen.txt" "$tmp/ssh-calls"; return 1; }
+  [[ ! -s $tmp/ssh-calls ]] || { echo "up ran ssh:"; cat "$tmp/ssh-calls"; return 1; }
+}
+check "up of 16 single-host nodes with setup exits 0 with a failing ssh first in PATH, never calling it" up_without_ssh
+remember_hosts
+setup_on_16() {
+  local i
+  for ((i = 0; i < 16; i++)); do setup_once "s16-$i" 1 || return 1; done
+}
+check "setup ran once on each of the 16 nodes" setup_on_16
 
 # ---------------------------------------------------------------------------------
 note "8. down --all"

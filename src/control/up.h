@@ -1,6 +1,7 @@
 // Up: brings every node of a fleet spec into being and ready to use.
 //
-// For each node id of the spec, concurrently:
+// For each node id of the spec, as resumable steps that one loop advances for every node
+// at once (up_steps.h; no thread per node or per worker):
 //   1. Look at the cloud (every candidate zone, listed once for the whole fleet). A node
 //      of this fleet that exists is adopted; a preempted or terminated one is deleted
 //      and made again; one that another fleet or tool made stops the node with a
@@ -20,7 +21,10 @@
 //   3. Wait for READY, pin each worker's host key from the guest attributes, rewrite the
 //      SSH files, wait until every worker accepts the fleet key over SSH, then run the
 //      spec's setup script on every worker that has not run it (a recreated worker runs
-//      it again).
+//      it again). Both run on the libssh2 fan-out engine in this process, with the fleet
+//      key and the pinned host key, the workers of every node that is that far batched
+//      into one job: no `ssh` process. ssh-hosts machines, which take the user's own
+//      keys, are the exception: OpenSSH (World::ssh), one worker at a time.
 // Before all that, the fleet's recorded leftovers are deleted again; the report says how
 // that went, and names every node that carries the fleet's label but has no record
 // (untracked), which up never touches.
@@ -57,6 +61,7 @@ struct UpOptions {
   /// First and longest pause between polls of an operation or a node.
   std::chrono::milliseconds poll_min{250};
   std::chrono::milliseconds poll_max{std::chrono::seconds(2)};
+  /// At most this many nodes are being brought up at once (the rest wait their turn).
   int max_parallel_nodes = 32;
 };
 
