@@ -171,7 +171,7 @@ class ProviderEmulatorTest : public ::testing::Test {
 TEST_F(ProviderEmulatorTest, SpotPodLifeCycle) {
   ASSERT_EQ(CreateAndWait(Request("trainer")), Status::Ok());
   CloudNode node = provider_->GetNode(kV4Zone, "trainer").value();
-  EXPECT_EQ(node.state, "READY");
+  EXPECT_EQ(node.state, NodeState::kReady);
   EXPECT_EQ(node.type, "v4-32");
   EXPECT_EQ(node.capacity, Capacity::kSpot);
   EXPECT_EQ(node.cloud_name,
@@ -273,8 +273,8 @@ TEST_F(ProviderEmulatorTest, QueuedResourceLifeCycle) {
   do {
     clock_.SleepFor(milliseconds(50));
     qr = provider_->GetQueuedResource(kV4Zone, "queued").value();
-  } while (qr.state != "ACTIVE" && clock_.MonotonicNow() < give_up);
-  EXPECT_EQ(qr.state, "ACTIVE");
+  } while (qr.state != NodeState::kActive && clock_.MonotonicNow() < give_up);
+  EXPECT_EQ(qr.state, NodeState::kActive);
   EXPECT_EQ(qr.node_ids, std::vector<std::string>{"queued"});
   EXPECT_TRUE(qr.failure.ok());
   std::vector<CloudQueuedResource> all = provider_->ListQueuedResources({kV4Zone}).value();

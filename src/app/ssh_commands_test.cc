@@ -69,11 +69,11 @@ class SshCommandsTest : public TestSshdFixture {
     n.fleet = "lab";
     n.name = name;
     n.provider = "gcp-tpu";
-    n.state = "READY";
+    n.state = NodeState::kReady;
     n.login = sshd_->user();
     n.port = port;
     for (int i = 0; i < workers; ++i) {
-      n.workers.push_back({i, "127.0.0.1", "", sshd_->host_key(), true});
+      n.workers.push_back({i, "127.0.0.1", "", sshd_->host_key(), true, ""});
     }
     return n;
   }

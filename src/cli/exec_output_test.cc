@@ -455,11 +455,11 @@ class ExecCommandTest : public ::testing::Test {
     r.fleet = "lab";
     r.name = name;
     r.provider = "gcp-tpu";
-    r.state = "READY";
+    r.state = NodeState::kReady;
     r.login = "tester";
     for (int i = 0; i < workers; ++i) {
       r.workers.push_back({i, "198.18." + std::to_string(nodes_) + "." + std::to_string(i + 2),
-                           name + "-host-" + std::to_string(i), testing::kAliceKey, true});
+                           name + "-host-" + std::to_string(i), testing::kAliceKey, true, ""});
     }
     ++nodes_;
     ASSERT_EQ(t_.store->PutNode(r), Status::Ok());

@@ -74,7 +74,7 @@ json UntrackedJson(const std::vector<UntrackedNode>& nodes) {
   json out = json::array();
   for (const UntrackedNode& u : nodes) {
     out.push_back({{"node", u.name}, {"zone", u.zone}, {"fleet", u.fleet},
-                   {"project", u.project}, {"state", u.state},
+                   {"project", u.project}, {"state", u.state.Name()},
                    {"duplicates_zone", u.recorded_zone}});
   }
   return out;
@@ -131,7 +131,8 @@ ExitStatus PrintPlan(Invocation& inv, const UpPlan& plan) {
     json nodes = json::array();
     for (const NodePlan& p : plans) {
       nodes.push_back({{"node", p.node}, {"action", PlanActionName(p.action)},
-                       {"zones", p.zones}, {"state", p.state}, {"detail", p.detail},
+                       {"zones", p.zones}, {"state", p.state.Name()}, {"detail", p.detail},
+                       {"setup_reruns", p.setup_reruns},
                        {"type", p.spec->type}, {"capacity", CapacityName(p.spec->capacity)},
                        {"usd_per_hour", p.usd_per_hour}});
     }
@@ -153,7 +154,7 @@ ExitStatus PrintPlan(Invocation& inv, const UpPlan& plan) {
     t.AddRow({p.node, std::string(PlanActionName(p.action)), zones,
               p.spec->type.empty() ? "-" : p.spec->type, std::string(CapacityName(p.spec->capacity)),
               p.usd_per_hour > 0 ? (spot ? "<= " : "") + FormatUsd(p.usd_per_hour) : "-",
-              p.detail.empty() ? p.state : p.detail});
+              p.detail.empty() ? p.state.Name() : p.detail});
   }
   t.Print(inv.out);
   for (const LeftoverRecord& x : plan.leftovers) {
@@ -282,7 +283,7 @@ ExitStatus RunStatus(Invocation& inv) {
       }
       json j = {{"node", r.name},          {"fleet", r.fleet},   {"provider", r.provider},
                 {"project", r.project},    {"zone", r.zone},     {"type", r.type},
-                {"capacity", r.capacity},  {"state", r.state},   {"health", r.health},
+                {"capacity", r.capacity},  {"state", r.state.Name()},   {"health", r.health},
                 {"workers", workers},      {"age_seconds", v.age.count()}};
       j["labels"] = r.labels;  // what target selectors (team=a) match
       j["cost_usd"] = v.cost_usd ? json(*v.cost_usd) : json(nullptr);
@@ -322,7 +323,7 @@ ExitStatus RunStatus(Invocation& inv) {
                                   : "-";
     t.AddRow({r.name, r.fleet, r.provider, r.zone.empty() ? "-" : r.zone,
               r.type.empty() ? "-" : r.type, r.capacity.empty() ? "-" : r.capacity,
-              r.state.empty() ? "-" : r.state, r.health.empty() ? "-" : r.health,
+              r.state == NodeState::kNone ? "-" : r.state.Name(), r.health.empty() ? "-" : r.health,
               std::to_string(r.workers.size()), FormatDuration(v.age), cost});
     if (!v.refresh_error.empty()) {
       errors.push_back(r.name + ": could not refresh: " + v.refresh_error);

@@ -83,9 +83,9 @@ TEST(Issue10, StatusPrintsNoTerminalControlsFromTheCloud) {
   r.fleet = "lab";
   r.name = "pod";
   r.provider = "gcp-tpu";
-  r.state = "READY\x1b]52;c;cm0gLXJmIH4K\x07";
+  r.state = NodeState::Parse("READY\x1b]52;c;cm0gLXJmIH4K\x07");  // kept as text: unknown
   r.health = "\x1b[2J\x1b[HHEALTHY";
-  r.workers.push_back({0, "198.18.0.2", "t1v\xc2\x9b" "31mw-0\x08\x08", testing::kAliceKey, true});
+  r.workers.push_back({0, "198.18.0.2", "t1v\xc2\x9b" "31mw-0\x08\x08", testing::kAliceKey, true, ""});
   ASSERT_EQ(t.store->PutNode(r), Status::Ok());
   int opened = 0;
   cli_testing::LendWorld(t.world, &opened);

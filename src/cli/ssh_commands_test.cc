@@ -30,7 +30,7 @@ class SshCommandsTest : public ::testing::Test {
   void SetUp() override {
     Put("pod", 4);
     Put("eval", 1);
-    Put("new", 0).state = "CREATING";
+    Put("new", 0).state = NodeState::kCreating;
     for (const NodeRecord& r : records_) {
       ASSERT_EQ(t_.store->PutNode(r), Status::Ok());
     }
@@ -44,13 +44,13 @@ class SshCommandsTest : public ::testing::Test {
     r.fleet = "lab";
     r.name = name;
     r.provider = "gcp-tpu";
-    r.state = "READY";
+    r.state = NodeState::kReady;
     r.login = "tester";
     r.labels = {{"team", "a"}};
     for (int i = 0; i < workers; ++i) {
       r.workers.push_back(
           {i, "198.18." + std::to_string(records_.size()) + "." + std::to_string(i + 2), "",
-           testing::kAliceKey, true});
+           testing::kAliceKey, true, ""});
     }
     records_.push_back(std::move(r));
     return records_.back();

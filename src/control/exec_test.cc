@@ -62,12 +62,12 @@ class PlanExecTest : public ::testing::Test {
     r.name = name;
     r.provider = "gcp-tpu";
     r.project = kProject;
-    r.state = "READY";
+    r.state = NodeState::kReady;
     r.login = login;
     for (int i = 0; i < workers; ++i) {
       r.workers.push_back(
           {i, "198.18." + std::to_string(records_.size()) + "." + std::to_string(i + 2),
-           name + "-host-" + std::to_string(i), kAliceKey, true});
+           name + "-host-" + std::to_string(i), kAliceKey, true, ""});
     }
     records_.push_back(std::move(r));
     return records_.back();

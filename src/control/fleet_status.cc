@@ -11,53 +11,36 @@
 namespace tpufleet {
 namespace {
 
-// States in which a node exists and is billed.
-bool IsBilled(const std::string& state) {
-  static const std::set<std::string> unbilled = {"",        "REQUESTED", "STOCKOUT",
-                                                 "QUEUED",  "NOT_FOUND", "STOPPED", "FAILED",
-                                                 "PREEMPTED", "TERMINATED"};
-  return unbilled.count(state) == 0;
-}
-
 // The list price of `type` in `zone` over `age` into `cost` (spot: an upper bound).
 template <typename View>
 void Price(const Catalog& catalog, const std::string& type_name, const std::string& zone,
            const std::string& capacity, View& v) {
-  Result<AcceleratorType> type = catalog.Lookup(type_name);
-  if (!type.ok()) {
-    return;
-  }
   double hours = std::chrono::duration<double>(v.age).count() / 3600.0;
-  Result<CostEstimate> c = EstimateCost(catalog, *type, hours, 1, zone);
-  if (!c.ok()) {
-    return;
-  }
-  if (capacity == "spot" && c->spot_max_usd) {
-    v.cost_usd = *c->spot_max_usd;
-    v.cost_is_upper_bound = true;
-  } else {
-    v.cost_usd = c->on_demand_usd;
+  std::optional<NodePrice> p =
+      PriceNode(catalog, type_name, zone, capacity == CapacityName(Capacity::kSpot), hours);
+  if (p) {
+    v.cost_usd = p->usd;
+    v.cost_is_upper_bound = p->upper_bound;
   }
 }
 
 void PriceView(const Catalog& catalog, NodeView& v) {
   const NodeRecord& r = v.record;
-  if (IsBilled(r.state)) {
+  if (r.state.IsBilled()) {
     Price(catalog, r.type, r.zone, r.capacity, v);
   }
 }
 
 // Applies the cloud's view to a record; returns the event to log, if any.
 std::string Apply(const CloudNode* cloud, NodeRecord& r) {
-  std::string before = r.state;
+  NodeState before = r.state;
   if (!cloud) {
     // Not there: fine while tpufleet has not made it yet, news otherwise.
-    bool expected_absent = before == "REQUESTED" || before == "STOCKOUT" || before == "QUEUED";
-    if (!expected_absent) {
-      r.state = "NOT_FOUND";
+    if (!before.MayBeUnlisted()) {
+      r.state = NodeState::kNotFound;
       r.health.clear();
     }
-    return !expected_absent && before != "NOT_FOUND" ? "vanished" : "";
+    return std::string(TransitionEvent(before, r.state));
   }
   r.state = cloud->state;
   r.health = cloud->health;
@@ -70,13 +53,7 @@ std::string Apply(const CloudNode* cloud, NodeRecord& r) {
       w.address = c.external_address.empty() ? c.address : c.external_address;
     }
   }
-  if (r.state == before) {
-    return "";
-  }
-  if (r.state == "PREEMPTED" || r.state == "TERMINATED") {
-    return "preempted";
-  }
-  return r.state == "READY" ? "ready" : "";
+  return std::string(TransitionEvent(before, r.state));
 }
 
 // Nodes asked together: one provider and project. ssh-hosts nodes go one by one, as
@@ -139,11 +116,11 @@ std::string RefreshGroup(World& world, Group& g) {
     }
     NodeRecord before = *r;
     std::string event = Apply(found, *r);
-    if (!found && r->state == "QUEUED") {
+    if (!found && r->state == NodeState::kQueued) {
       // Still queued, or the queued resource gave up: only it can say which.
       Result<CloudQueuedResource> qr = (*provider)->GetQueuedResource(r->zone, r->name);
-      if (qr.ok() && qr->state == "FAILED") {
-        r->state = "FAILED";
+      if (qr.ok() && qr->state == NodeState::kFailed) {
+        r->state = NodeState::kFailed;
         r->health = qr->failure.message();
         event = "queue-failed";
       }
@@ -162,7 +139,7 @@ std::string RefreshGroup(World& world, Group& g) {
         return Status::Ok();
       }
       return world.store.AddEvent(
-          {0, world.clock.Now(), r->fleet, r->name, event, "zone=" + r->zone + " state=" + r->state});
+          {0, world.clock.Now(), r->fleet, r->name, event, "zone=" + r->zone + " state=" + r->state.Name()});
     });
     if (!s.ok()) {
       return s.message();

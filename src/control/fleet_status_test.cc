@@ -38,7 +38,7 @@ TEST(FleetStatus, FromTheStoreWithAgeAndCost) {
   ASSERT_EQ(views->nodes.size(), 1u);
   const NodeView& v = views->nodes.front();
   EXPECT_EQ(v.record.name, "trainer");
-  EXPECT_EQ(v.record.state, "READY");
+  EXPECT_EQ(v.record.state, NodeState::kReady);
   EXPECT_EQ(v.age, std::chrono::duration_cast<std::chrono::seconds>(t.clock.Now() - asked));
   EXPECT_GE(v.age, hours(2));
   // The catalog's v4 price in us-central2: 3.22 USD per chip-hour, 16 chips.
@@ -86,9 +86,9 @@ TEST(FleetStatus, RefreshSeesAPreemption) {
   Result<FleetStatusReport> views = FleetStatus(t.world, t.catalog, refresh);
 
   ASSERT_TRUE(views.ok()) << views.status().ToString();
-  EXPECT_EQ(views->nodes.front().record.state, "PREEMPTED");
+  EXPECT_EQ(views->nodes.front().record.state, NodeState::kPreempted);
   EXPECT_FALSE(views->nodes.front().cost_usd) << "a preempted node costs nothing";
-  EXPECT_EQ(t.Record("trainer").state, "PREEMPTED");
+  EXPECT_EQ(t.Record("trainer").state, NodeState::kPreempted);
   std::vector<EventRecord> events = t.Events("preempted", "trainer");
   ASSERT_EQ(events.size(), 1u);
   EXPECT_EQ(events[0].detail, "zone=us-central2-b state=PREEMPTED");
@@ -111,7 +111,7 @@ TEST(FleetStatus, APreemptionSeenByStatusAndThenUpIsOneEvent) {
   ASSERT_EQ(t.Up(spec).nodes[0].status, Status::Ok());
 
   EXPECT_EQ(t.Events("preempted", "trainer").size(), 1u);
-  EXPECT_EQ(t.Record("trainer").state, "READY");
+  EXPECT_EQ(t.Record("trainer").state, NodeState::kReady);
 }
 
 TEST(FleetStatus, RefreshSeesAVanishedNode) {
@@ -124,8 +124,8 @@ TEST(FleetStatus, RefreshSeesAVanishedNode) {
   Result<FleetStatusReport> views = FleetStatus(t.world, t.catalog, refresh);
 
   ASSERT_TRUE(views.ok()) << views.status().ToString();
-  EXPECT_EQ(views->nodes.front().record.state, "NOT_FOUND");
-  EXPECT_EQ(t.Record("trainer").state, "NOT_FOUND");
+  EXPECT_EQ(views->nodes.front().record.state, NodeState::kNotFound);
+  EXPECT_EQ(t.Record("trainer").state, NodeState::kNotFound);
   EXPECT_EQ(t.Events("vanished", "trainer").size(), 1u);
   ASSERT_TRUE(FleetStatus(t.world, t.catalog, refresh).ok());
   EXPECT_EQ(t.Events("vanished", "trainer").size(), 1u);
@@ -138,7 +138,7 @@ TEST(FleetStatus, RefreshSeesAQueuedResourceThatGaveUp) {
   t.cloud.SetQueuedWaitPolls(1000);  // still waiting when up gives up
   ASSERT_EQ(t.Up(t.Spec(OneNode("spot") + "    queued: true\n"), quick).nodes[0].status.code(),
             StatusCode::kTimeout);
-  ASSERT_EQ(t.Record("trainer").state, "QUEUED");
+  ASSERT_EQ(t.Record("trainer").state, NodeState::kQueued);
   t.cloud.SetQueuedWaitPolls(0);
   t.cloud.SetQueuedFailure(FailedPreconditionError("valid_until passed"));
   StatusOptions refresh;
@@ -147,7 +147,7 @@ TEST(FleetStatus, RefreshSeesAQueuedResourceThatGaveUp) {
   Result<FleetStatusReport> views = FleetStatus(t.world, t.catalog, refresh);
 
   ASSERT_TRUE(views.ok()) << views.status().ToString();
-  EXPECT_EQ(views->nodes.front().record.state, "FAILED");
+  EXPECT_EQ(views->nodes.front().record.state, NodeState::kFailed);
   EXPECT_EQ(views->nodes.front().record.health, "valid_until passed");
   EXPECT_FALSE(views->nodes.front().cost_usd) << "a queued resource that gave up costs nothing";
   EXPECT_EQ(t.Events("queue-failed", "trainer").size(), 1u);
@@ -164,7 +164,7 @@ TEST(FleetStatus, RefreshErrorIsShownPerNodeNotFatal) {
 
   ASSERT_TRUE(views.ok()) << views.status().ToString();
   EXPECT_EQ(views->nodes.front().refresh_error, "503 backend unavailable");
-  EXPECT_EQ(views->nodes.front().record.state, "READY") << "the stored view stands";
+  EXPECT_EQ(views->nodes.front().record.state, NodeState::kReady) << "the stored view stands";
 }
 
 }  // namespace

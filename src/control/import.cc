@@ -27,7 +27,7 @@ Status Adopt(World& world, CloudProvider& provider, const ImportRequest& request
              const CloudNode& node, const FleetKey& key, ProgressObserver& progress) {
   Poller poller(world.clock, std::chrono::milliseconds(250), std::chrono::seconds(2),
                 request.timeout);
-  progress.OnProgress({node.id, NodePhase::kChecking, node.zone, node.state});
+  progress.OnProgress({node.id, NodePhase::kChecking, node.zone, node.state.Name()});
   if (std::string keys = WithFleetKey(node, world.login + ":" + key.public_key); !keys.empty()) {
     TPUFLEET_ASSIGN_OR_RETURN(CloudOperation op, provider.SetSshKeys(node.zone, node.id, keys));
     TPUFLEET_TRY(WaitOperation(provider, op, poller));
@@ -73,7 +73,7 @@ Status Adopt(World& world, CloudProvider& provider, const ImportRequest& request
   return world.store.Transaction([&]() -> Status {
     TPUFLEET_TRY(world.store.PutNode(r));
     return world.store.AddEvent(
-        {0, world.clock.Now(), r.fleet, r.name, "imported", "zone=" + r.zone + " state=" + r.state});
+        {0, world.clock.Now(), r.fleet, r.name, "imported", "zone=" + r.zone + " state=" + r.state.Name()});
   });
 }
 

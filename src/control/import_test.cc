@@ -62,7 +62,7 @@ TEST(Import, AdoptsANodeMadeElsewhere) {
   EXPECT_EQ(rec.fleet, "imported");
   EXPECT_EQ(rec.zone, kZoneB);
   EXPECT_EQ(rec.type, "v4-32");
-  EXPECT_EQ(rec.state, "READY");
+  EXPECT_EQ(rec.state, NodeState::kReady);
   EXPECT_EQ(rec.provider, "gcp-tpu");
   EXPECT_EQ(rec.login, "tester");
   EXPECT_EQ(rec.labels, (std::map<std::string, std::string>{{"owner", "bob"}}));

@@ -47,7 +47,7 @@ Status DeleteAndWait(CloudProvider& provider, const std::string& zone, const std
       return Status::Ok();
     }
     TPUFLEET_TRY(node.status());
-    if (node->state != "DELETING") {
+    if (node->state != NodeState::kDeleting) {
       Result<CloudOperation> op = provider.DeleteNode(zone, name);
       if (op.ok()) {
         TPUFLEET_TRY(WaitOperation(provider, *op, poller));

@@ -67,7 +67,7 @@ struct UntrackedNode {
   std::string project;  // from its cloud name
   std::string name;
   std::string zone;
-  std::string state;
+  NodeState state;
   std::string recorded_zone;  // a record of the same name is in this zone: a duplicate
 };
 

@@ -118,7 +118,7 @@ TEST(Issue10, ACreateKilledJustAfterTheCallIsResumedInItsZoneWithItsRequestId) {
   ASSERT_EQ(t.Up(spec).nodes[0].status.code(), StatusCode::kUnavailable);
   NodeRecord asked = t.Record("trainer");
   ASSERT_EQ(asked.zone, kZoneB);
-  ASSERT_EQ(asked.state, "REQUESTED");
+  ASSERT_EQ(asked.state, NodeState::kRequested);
   ASSERT_FALSE(asked.request_id.empty());
   ASSERT_TRUE(t.store
                   ->AddEvent({0, t.clock.Now(), "other", "x", "stockout",
@@ -131,11 +131,11 @@ TEST(Issue10, ACreateKilledJustAfterTheCallIsResumedInItsZoneWithItsRequestId) {
   EXPECT_EQ(second.nodes[0].status, Status::Ok());
   EXPECT_FALSE(t.cloud.Node(kZoneA, "trainer")) << "a duplicate in the other zone";
   ASSERT_TRUE(t.cloud.Node(kZoneB, "trainer"));
-  EXPECT_EQ(t.cloud.Node(kZoneB, "trainer")->state, "READY");
+  EXPECT_EQ(t.cloud.Node(kZoneB, "trainer")->state, NodeState::kReady);
   EXPECT_EQ(t.cloud.AllNodes().size(), 1u);
   NodeRecord rec = t.Record("trainer");
   EXPECT_EQ(rec.zone, kZoneB);
-  EXPECT_EQ(rec.state, "READY");
+  EXPECT_EQ(rec.state, NodeState::kReady);
   EXPECT_EQ(rec.request_id, asked.request_id);
   for (const FakeCloudCall& c : t.cloud.Calls()) {
     if (c.method == "CreateNode") {
@@ -182,7 +182,7 @@ TEST(Issue10, AQueuedResourceDeletedAndRemadeElsewhereIsNoLeftover) {
   FleetSpec spec = t.Spec(Trainer() + "    queued: true\n");
   t.cloud.SetQueuedFailure(FailedPreconditionError("valid_until passed"));
   ASSERT_FALSE(t.Up(spec).nodes[0].status.ok());
-  ASSERT_EQ(t.Record("trainer").state, "REQUESTED");
+  ASSERT_EQ(t.Record("trainer").state, NodeState::kRequested);
   ASSERT_TRUE(t.store
                   ->AddEvent({0, t.clock.Now(), "other", "x", "stockout",
                               "type=v4-32 zone=us-central2-b"})

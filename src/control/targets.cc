@@ -26,7 +26,7 @@ std::string Quoted(std::string_view s) {
 }
 
 std::string StateOf(const NodeRecord& r) {
-  return r.state.empty() ? "unknown" : r.state;
+  return r.state == NodeState::kNone ? "unknown" : r.state.Name();
 }
 
 // "pod (CREATING), eval (REQUESTED) and 2 more"

@@ -24,13 +24,13 @@ class TargetsTest : public ::testing::Test {
     r.fleet = fleet;
     r.name = name;
     r.provider = "gcp-tpu";
-    r.state = "READY";
+    r.state = NodeState::kReady;
     r.login = "tester";
     r.labels = std::move(labels);
     for (int i = 0; i < workers; ++i) {
       r.workers.push_back({i, "198.18." + std::to_string(records_.size()) + "." + std::to_string(i),
                            name + "-host-" + std::to_string(i),
-                           "ssh-ed25519 AAAA" + name + std::to_string(i), true});
+                           "ssh-ed25519 AAAA" + name + std::to_string(i), true, ""});
     }
     records_.push_back(r);
     return records_.back();
@@ -50,7 +50,7 @@ class TargetsTest : public ::testing::Test {
     box.provider = "ssh-hosts";
     box.port = 2222;
     box.login = "me";
-    Add("other", "new", 0).state = "CREATING";
+    Add("other", "new", 0).state = NodeState::kCreating;
     Save();
   }
 
@@ -193,7 +193,7 @@ TEST_F(TargetsTest, NodesWithoutWorkersOrAddresses) {
   // "all" and selectors leave out nodes still coming up, unless that is all they match.
   EXPECT_EQ(WorkerNames({"all"}).size(), 6u);
   records_.back().labels = {{"team", "b"}};
-  Add("other", "newer", 0, {{"team", "c"}}).state = "REQUESTED";
+  Add("other", "newer", 0, {{"team", "c"}}).state = NodeState::kRequested;
   Save();
   EXPECT_EQ(WorkerNames({"team=b"}), Names{"box/w0"});
   EXPECT_EQ(Error({"team=c"}),
@@ -201,7 +201,7 @@ TEST_F(TargetsTest, NodesWithoutWorkersOrAddresses) {
                                     "(REQUESTED); wait for `tpufleet up`"));
 
   records_[0].workers[2].address = "";
-  records_[0].state = "STOPPED";
+  records_[0].state = NodeState::kStopped;
   Save();
   EXPECT_EQ(Error({"pod:2"}),
             FailedPreconditionError("worker 2 of node 'pod' has no address (state STOPPED); "
@@ -214,7 +214,7 @@ TEST_F(TargetsTest, AllWithNoNodesSaysHowToGetSome) {
   EXPECT_EQ(Error({"all"}),
             NotFoundError("no nodes; bring a fleet up with `tpufleet up FLEET.yaml`"));
   EXPECT_EQ(Error({"pod"}).code(), StatusCode::kNotFound);
-  Add("lab", "new", 0).state = "CREATING";
+  Add("lab", "new", 0).state = NodeState::kCreating;
   Save();
   EXPECT_EQ(Error({"all"}),
             FailedPreconditionError("no node has workers yet: new (CREATING); wait for "

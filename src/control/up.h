@@ -46,6 +46,7 @@
 #include "control/world.h"
 #include "core/catalog.h"
 #include "core/fleet_spec.h"
+#include "core/up_plan.h"
 #include "util/status.h"
 
 namespace tpufleet {
@@ -65,39 +66,14 @@ struct UpOptions {
   int max_parallel_nodes = 32;
 };
 
-enum class PlanAction {
-  kKeep,      // exists, belongs to the fleet
-  kCreate,    // does not exist: create in the first of `zones`
-  kRecreate,  // preempted or terminated: delete, then create
-  kWait,      // being created (or queued) already: wait for it
-  kForeign,   // exists but was not made by this fleet: refuse
-  kDiffers,   // ours, but made from a different type, capacity or runtime: refuse to remake
-};
-
-std::string_view PlanActionName(PlanAction action);
-
-/// What up would do to one node id (what --dry-run prints).
-struct NodePlan {
-  std::string node;
-  const NodeSpec* spec = nullptr;  // points into the FleetSpec given to PlanUp
-  PlanAction action = PlanAction::kCreate;
-  std::vector<std::string> zones;  // where it is (keep/wait) or the order to try (create)
-  std::string state;               // the cloud's state when it exists
-  std::string detail;              // why, for kForeign, kDiffers and kRecreate
-  double usd_per_hour = 0;         // list price of the node (0 when unknown or ssh-hosts)
-  /// kCreate: a create was requested in zones.front() and its outcome is unknown (the
-  /// record says REQUESTED or QUEUED there): send it again with the recorded request id.
-  bool resume = false;
-};
-
 struct UpPlan {
   std::vector<NodePlan> nodes;             // one per node id of the spec, in spec order
   std::vector<LeftoverRecord> leftovers;   // the fleet's recorded leftovers, still there
   std::vector<UntrackedNode> untracked;    // labelled with the fleet, no record, not planned
 };
 
-/// Reads the cloud and the store and says what Up would do, node by node, in spec
-/// order. Changes nothing.
+/// Reads the cloud (once) and the store and says what Up would do, node by node, in
+/// spec order: core's PlanNodes (core/up_plan.h) over what it read. Changes nothing.
 Result<UpPlan> PlanUp(const FleetSpec& fleet, const Catalog& catalog, World& world);
 
 struct NodeOutcome {

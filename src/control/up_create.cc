@@ -57,7 +57,7 @@ Status NodeSteps::StartCreate() {
 
 Status NodeSteps::CreateNext() {
   if (zone_index_ >= zones_.size()) {
-    rec_.state = "STOCKOUT";
+    rec_.state = NodeState::kStockout;
     TPUFLEET_TRY(Save());
     return ResourceExhaustedError("no capacity for " + spec_.type + " in any of its zones (" +
                                   Join(zones_, ", ") + "); the last said: " +
@@ -106,13 +106,13 @@ Status NodeSteps::CreateIn(const std::string& zone) {
   // Record where and with which request id before asking: a kill after this line is
   // resolved by the next up looking in this zone first and, if nothing is there yet,
   // asking again with this id (resume).
-  bool resume = resume_ && IsInFlight(rec_.state) && rec_.zone == zone &&
+  bool resume = resume_ && rec_.state.IsInFlight() && rec_.zone == zone &&
                 !rec_.request_id.empty();
   resume_ = false;
   // A create in flight elsewhere is superseded by this one: whatever it makes there
   // is unwanted, so it is remembered, in the same step, until it is found gone.
   std::optional<LeftoverRecord> superseded;
-  if (IsInFlight(rec_.state) && !rec_.zone.empty() && rec_.zone != zone) {
+  if (rec_.state.IsInFlight() && !rec_.zone.empty() && rec_.zone != zone) {
     superseded = LeftoverIn(rec_.zone, !rec_.queued_resource.empty(), "superseded");
   }
   FillFromSpec();
@@ -121,7 +121,7 @@ Status NodeSteps::CreateIn(const std::string& zone) {
     rec_.created_at = world_.clock.Now();
   }
   rec_.zone = zone;
-  rec_.state = "REQUESTED";
+  rec_.state = NodeState::kRequested;
   rec_.workers.clear();
   rec_.queued_resource = spec_.queued ? "projects/" + fleet_.project + "/locations/" + zone +
                                             "/queuedResources/" + plan_.node
@@ -167,7 +167,7 @@ Status NodeSteps::CreateDone(const Status& done) {
   }
   if (spec_.queued) {
     queued_from_create_ = true;
-    last_state_.clear();
+    last_state_ = NodeState::kNone;
     Go(NodeStep::kQueued);
     return Status::Ok();
   }
@@ -189,7 +189,7 @@ Status NodeSteps::AdoptAfterConflict(const std::string& zone, const Status& conf
   }
   if (spec_.queued) {  // our queued resource, its node not made yet
     queued_from_create_ = true;
-    last_state_.clear();
+    last_state_ = NodeState::kNone;
     Go(NodeStep::kQueued);
     return Status::Ok();
   }
@@ -211,7 +211,7 @@ Status NodeSteps::PollLeftover() {
   if (!node.ok()) {
     return LeftoverDone(node.status());
   }
-  if (node->state != "DELETING") {
+  if (node->state != NodeState::kDeleting) {
     Result<CloudOperation> op = provider_.DeleteNode(zone_, plan_.node);
     if (op.ok()) {
       return WaitFor(*op, OpFor::kLeftover);
@@ -239,7 +239,7 @@ Status NodeSteps::LeftoverDone(const Status& deleted) {
            "it left a node behind that could not be deleted (" + deleted.message() +
                "); the next up or down deletes it");
   }
-  rec_.state = "STOCKOUT";  // this zone's create is over: nothing in flight here
+  rec_.state = NodeState::kStockout;  // this zone's create is over: nothing in flight here
   return ZoneFailed(stockout_);
 }
 

@@ -132,9 +132,10 @@ void NodeSteps::AfterSshFiles(const Status& synced, Clock::MonoTime now) {
   }
   // Every worker the same VM that accepted us and ran setup before: nothing to wait
   // for, and a second `up` of a large fleet stays a few API reads.
+  // A worker that ran another version of the setup script runs the spec's again.
   bool all_done = !rec_.workers.empty() &&
-                  std::all_of(rec_.workers.begin(), rec_.workers.end(),
-                              [](const WorkerRecord& w) { return w.setup_done; });
+                  std::none_of(rec_.workers.begin(), rec_.workers.end(),
+                               [&](const WorkerRecord& w) { return NeedsSetup(w, spec_.setup); });
   if (all_done && !changed_) {
     End(Status::Ok());
     return;
@@ -189,10 +190,10 @@ void NodeSteps::AfterLogin(const std::vector<WorkerRun>& runs, Clock::MonoTime n
     return;
   }
   // A spot node can be preempted while we wait for it; then waiting is pointless.
-  if (Result<CloudNode> n = provider_.GetNode(zone_, plan_.node); n.ok() && IsGone(n->state)) {
+  if (Result<CloudNode> n = provider_.GetNode(zone_, plan_.node); n.ok() && n->state.IsGone()) {
     preempted_ = true;
     gone_state_ = n->state;
-    End(FailedPreconditionError("node " + plan_.node + " was " + n->state +
+    End(FailedPreconditionError("node " + plan_.node + " was " + n->state.Name() +
                                 " while coming up"));
     return;
   }
@@ -211,6 +212,7 @@ void NodeSteps::StartSetup() {
     // Nothing to run: the login the check made is all a worker needs.
     for (WorkerRecord& w : rec_.workers) {
       w.setup_done = true;
+      w.setup_digest = SetupDigest(spec_.setup);
     }
     End(Save());
     return;
@@ -228,7 +230,9 @@ void NodeSteps::StartSetup() {
 std::vector<size_t> NodeSteps::SetupPending() const {
   std::vector<size_t> out;
   for (size_t i = 0; i < rec_.workers.size(); ++i) {
-    if (!rec_.workers[i].setup_done) {
+    // Workers that never ran it, and those that ran another version (the spec's setup
+    // was edited since): the spec's runs there now.
+    if (NeedsSetup(rec_.workers[i], spec_.setup)) {
       out.push_back(i);
     }
   }
@@ -255,6 +259,7 @@ void NodeSteps::AfterSetup(const std::vector<WorkerRun>& runs, Clock::MonoTime n
                                   std::to_string(r.exit_code) + "):\n" + LastLines(r.output));
     } else {
       w.setup_done = true;
+      w.setup_digest = SetupDigest(spec_.setup);
       s = world_.store.Transaction([&]() -> Status {
         TPUFLEET_TRY(Save());
         return Event("setup-done", "worker=" + std::to_string(w.index));

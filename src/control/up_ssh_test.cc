@@ -55,7 +55,7 @@ TEST(Up, WorkerThatNeverAcceptsSshFailsTheNode) {
 void ExpectMadeAgainWhenPreemptedAt(const std::string& method, int ssh_refusals) {
   TestWorld t;
   t.workers.RefuseFirst(ssh_refusals);
-  t.cloud.SetStateOnNext(method, kZoneB, "trainer", "PREEMPTED");
+  t.cloud.SetStateOnNext(method, kZoneB, "trainer", NodeState::kPreempted);
 
   UpReport r = t.Up(t.Spec(Trainer()));
 
@@ -63,8 +63,8 @@ void ExpectMadeAgainWhenPreemptedAt(const std::string& method, int ssh_refusals)
   EXPECT_EQ(t.cloud.creates(), 2);
   EXPECT_EQ(t.cloud.CallCount("DeleteNode"), 1);
   ASSERT_EQ(t.cloud.AllNodes().size(), 1u);
-  EXPECT_EQ(t.cloud.AllNodes()[0].state, "READY");
-  EXPECT_EQ(t.Record("trainer").state, "READY");
+  EXPECT_EQ(t.cloud.AllNodes()[0].state, NodeState::kReady);
+  EXPECT_EQ(t.Record("trainer").state, NodeState::kReady);
   EXPECT_EQ(t.Events("preempted", "trainer").size(), 1u);
 }
 
@@ -117,7 +117,7 @@ TEST(Up, SetupRunsOncePerWorkerAndAgainOnARecreatedNode) {
   EXPECT_EQ(t.cloud.creates(), 1);
   EXPECT_EQ(t.workers.RunsWith(setup), 8);
   NodeRecord rec = t.Record("trainer");
-  EXPECT_EQ(rec.state, "READY");
+  EXPECT_EQ(rec.state, NodeState::kReady);
   EXPECT_NE(rec.workers[0].host_key, old_key);
   EXPECT_TRUE(Contains(t.KnownHosts(), rec.workers[0].host_key));
   EXPECT_FALSE(Contains(t.KnownHosts(), old_key)) << "the old VM's key is unpinned";
@@ -233,7 +233,7 @@ TEST(Issue11, TheStepsNeverSleepAndSayWhenToRunNext) {
   std::vector<NodeOutcome> out = steps.Outcomes();
   ASSERT_EQ(out.size(), 1u);
   EXPECT_EQ(out[0].status, Status::Ok());
-  EXPECT_EQ(t.Record("trainer").state, "READY");
+  EXPECT_EQ(t.Record("trainer").state, NodeState::kReady);
 }
 
 }  // namespace

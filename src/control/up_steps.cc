@@ -99,7 +99,7 @@ Status NodeSteps::Begin() {
       TPUFLEET_TRY(Adopt());
       if (action_ == PlanAction::kWait && spec_.queued) {
         queued_from_create_ = false;
-        last_state_.clear();
+        last_state_ = NodeState::kNone;
         Go(NodeStep::kQueued);
         return Status::Ok();
       }
@@ -159,7 +159,7 @@ void NodeSteps::FillFromSpec() {
 
 // A node that exists already (and is ours): make sure the store knows it.
 Status NodeSteps::Adopt() {
-  if (rec_.zone != zone_ || rec_.state.empty()) {
+  if (rec_.zone != zone_ || rec_.state == NodeState::kNone) {
     rec_.zone = zone_;
     rec_.state = plan_.state;
     TPUFLEET_TRY(Save());
@@ -172,10 +172,10 @@ Status NodeSteps::StartRemove() {
   if (zone_.empty()) {
     zone_ = plan_.zones.front();
   }
-  std::string state = gone_state_.empty() ? plan_.state : gone_state_;
-  Report(NodePhase::kDeleting, zone_, "was " + state);
+  NodeState state = gone_state_ == NodeState::kNone ? plan_.state : gone_state_;
+  Report(NodePhase::kDeleting, zone_, "was " + state.Name());
   if (rec_.state != state) {  // else `status --refresh` logged it already
-    TPUFLEET_TRY(Event("preempted", "zone=" + zone_ + " state=" + state));
+    TPUFLEET_TRY(Event("preempted", "zone=" + zone_ + " state=" + state.Name()));
   }
   Result<CloudOperation> op = spec_.queued
                                   ? provider_.DeleteQueuedResource(zone_, plan_.node, true)
@@ -191,7 +191,7 @@ Status NodeSteps::StartRemove() {
 
 Status NodeSteps::Removed() {
   changed_ = true;
-  rec_.state = "DELETED";  // nothing in flight here: a create elsewhere supersedes nothing
+  rec_.state = NodeState::kDeleted;  // nothing in flight here: a create elsewhere supersedes nothing
   return StartCreate();
 }
 
@@ -249,26 +249,26 @@ Status NodeSteps::PollQueued() {
     return QueuedDone(got.status());
   }
   const CloudQueuedResource& qr = *got;
-  if (qr.state == "ACTIVE") {
+  if (qr.state == NodeState::kActive) {
     return QueuedDone(Status::Ok());
   }
-  if (qr.state == "FAILED") {
+  if (qr.state == NodeState::kFailed) {
     return QueuedDone(qr.failure.ok() ? FailedPreconditionError("queued resource " +
                                                                 qr.cloud_name + " failed")
                                       : qr.failure);
   }
   if (qr.state != last_state_) {
     last_state_ = qr.state;
-    Report(NodePhase::kQueued, zone_, qr.state);
-    if (rec_.state != "QUEUED") {
-      rec_.state = "QUEUED";
+    Report(NodePhase::kQueued, zone_, qr.state.Name());
+    if (rec_.state != NodeState::kQueued) {
+      rec_.state = NodeState::kQueued;
       if (Status saved = Save(); !saved.ok()) {
         return QueuedDone(saved);
       }
     }
   }
   if (!PollLater(NodeStep::kQueued)) {
-    return QueuedDone(TimeoutError("queued resource " + plan_.node + " still " + qr.state +
+    return QueuedDone(TimeoutError("queued resource " + plan_.node + " still " + qr.state.Name() +
                                    " after the timeout; it keeps waiting in the cloud, and "
                                    "the next `up` picks it up"));
   }
@@ -290,43 +290,44 @@ Status NodeSteps::QueuedDone(const Status& result) {
 
 void NodeSteps::StartBooting() {
   Report(NodePhase::kBooting, zone_);
-  last_state_.clear();
+  last_state_ = NodeState::kNone;
   Go(NodeStep::kBooting);
 }
 
 Status NodeSteps::PollBooting() {
   Result<CloudNode> got = provider_.GetNode(zone_, plan_.node);
   if (got.ok()) {
-    if (got->state == "READY") {
+    if (got->state.IsUsable()) {
       node_ = std::move(*got);
       Go(NodeStep::kHostKeys);
       return Status::Ok();
     }
     const CloudNode& node = *got;
-    if (IsGone(node.state)) {
+    if (node.state.IsGone()) {
       preempted_ = true;
       gone_state_ = node.state;
     }
-    if (IsGone(node.state) || node.state == "STOPPED" || node.state == "UNREACHABLE") {
-      return FailedPreconditionError("node " + plan_.node + " is " + node.state +
+    if (node.state.IsHalted()) {
+      return FailedPreconditionError("node " + plan_.node + " is " + node.state.Name() +
                                      (node.health.empty() ? "" : " (" + node.health + ")"));
     }
     if (node.state != last_state_) {
       last_state_ = node.state;
-      Report(NodePhase::kBooting, zone_, node.state);
+      Report(NodePhase::kBooting, zone_, node.state.Name());
     }
   } else if (got.status().code() != StatusCode::kNotFound) {
     return got.status();
-  } else if (action_ == PlanAction::kWait || !last_state_.empty()) {
+  } else if (action_ == PlanAction::kWait || last_state_ != NodeState::kNone) {
     // It was there and is gone: a create that failed (one a killed `up` started, say)
     // or a delete by someone else. Make it anew rather than wait for nothing.
     vanished_ = true;
-    rec_.state = "NOT_FOUND";  // its create is over: the next one supersedes nothing
+    rec_.state = NodeState::kNotFound;  // its create is over: the next one supersedes nothing
     return UnavailableError("node " + plan_.node + " vanished while coming up");
   }
   if (!PollLater(NodeStep::kBooting)) {
     return TimeoutError("node " + plan_.node + " not READY in time (last state " +
-                        (last_state_.empty() ? "not found" : last_state_) + ")");
+                        (last_state_ == NodeState::kNone ? "not found" : last_state_.Name()) +
+                        ")");
   }
   return Status::Ok();
 }
@@ -362,7 +363,7 @@ Status NodeSteps::PollHostKeys() {
 // READY with every host key: the record takes the workers, then the ssh-keys metadata
 // is made what the spec says.
 Status NodeSteps::Ready(const std::vector<WorkerIdentity>& ids) {
-  bool was_ready = rec_.state == "READY";
+  bool was_ready = rec_.state.IsUsable();
   rec_.state = node_.state;
   rec_.health = node_.health;
   rec_.cloud_name = node_.cloud_name;
@@ -385,7 +386,8 @@ Status NodeSteps::Ready(const std::vector<WorkerIdentity>& ids) {
   return WaitFor(op, OpFor::kSshKeys);
 }
 
-// A worker keeps its setup flag only while it is the same VM (same host key).
+// A worker keeps its setup flag (and the version of setup it ran) only while it is the
+// same VM (same host key).
 std::vector<WorkerRecord> NodeSteps::MergeWorkers(const CloudNode& node,
                                                   const std::vector<WorkerIdentity>& ids) const {
   std::vector<WorkerRecord> out;
@@ -399,6 +401,7 @@ std::vector<WorkerRecord> NodeSteps::MergeWorkers(const CloudNode& node,
     for (const WorkerRecord& old : rec_.workers) {
       if (old.index == w.index && old.host_key == w.host_key) {
         w.setup_done = old.setup_done;
+        w.setup_digest = old.setup_digest;
       }
     }
     out.push_back(std::move(w));

@@ -29,6 +29,8 @@
 #include "control/up.h"
 #include "control/wait.h"
 #include "control/world.h"
+#include "core/node_state.h"
+#include "core/up_plan.h"
 #include "ssh/fleet_key.h"
 
 namespace tpufleet::up_internal {
@@ -93,8 +95,8 @@ class NodeSteps {
   std::vector<size_t> LoginPending() const;
   /// kLogin: one run per LoginPending() worker, in that order.
   void AfterLogin(const std::vector<WorkerRun>& runs, Clock::MonoTime now);
-  /// kSetup: the workers that have not run the setup script, and the script as each
-  /// worker's bash reads it on stdin.
+  /// kSetup: the workers that have not run the spec's setup script (this version of
+  /// it), and the script as each worker's bash reads it on stdin.
   std::vector<size_t> SetupPending() const;
   std::string SetupScript() const;
   /// kSetup: one run per SetupPending() worker, in that order.
@@ -168,7 +170,7 @@ class NodeSteps {
   int retries_ = 0;             // attempts made again after a preemption
   bool preempted_ = false;      // the node was preempted while this attempt waited for it
   bool vanished_ = false;       // the node disappeared while this attempt waited for it
-  std::string gone_state_;      // its state then: PREEMPTED or TERMINATED
+  NodeState gone_state_;        // its state then: PREEMPTED or TERMINATED
   NodeRecord rec_;
   std::string zone_;
   bool changed_ = false;
@@ -180,7 +182,7 @@ class NodeSteps {
   size_t zone_index_ = 0;               // the one being tried
   Status stockout_;                     // the last zone's stockout
   bool queued_from_create_ = false;     // kQueued: a create of ours (else: a plan's wait)
-  std::string last_state_;              // the last state reported while polling
+  NodeState last_state_;                // the last state reported while polling
   CloudNode node_;                      // the node as it was when READY
   std::optional<Poller> login_poller_;  // kLogin: the login_timeout budget
   std::vector<bool> login_ok_;          // kLogin: per worker, logged in

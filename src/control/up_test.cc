@@ -48,7 +48,7 @@ TEST(Up, StockoutInFirstZoneCreatesInTheNext) {
   EXPECT_FALSE(t.cloud.Node(kZoneB, "trainer"));
   std::optional<CloudNode> node = t.cloud.Node(kZoneA, "trainer");
   ASSERT_TRUE(node);
-  EXPECT_EQ(node->state, "READY");
+  EXPECT_EQ(node->state, NodeState::kReady);
   EXPECT_EQ(node->capacity, Capacity::kSpot);
   EXPECT_EQ(node->labels.at("tpufleet-fleet"), "lab");
   EXPECT_EQ(t.cloud.creates(), 2);
@@ -64,7 +64,7 @@ TEST(Up, StockoutInFirstZoneCreatesInTheNext) {
   NodeRecord rec = t.Record("trainer");
   EXPECT_EQ(rec.fleet, "lab");
   EXPECT_EQ(rec.zone, kZoneA);
-  EXPECT_EQ(rec.state, "READY");
+  EXPECT_EQ(rec.state, NodeState::kReady);
   EXPECT_EQ(rec.capacity, "spot");
   EXPECT_EQ(rec.type, "v4-32");
   EXPECT_EQ(rec.login, "tester");
@@ -200,7 +200,7 @@ TEST(Up, StockoutEverywhereSaysSoAndTheNextUpTriesAgain) {
   EXPECT_TRUE(Contains(msg, "us-central2-b, us-central2-a")) << msg;
   EXPECT_TRUE(Contains(msg, "There is no more capacity")) << msg;
   EXPECT_EQ(t.Events("stockout").size(), 2u);
-  EXPECT_EQ(t.Record("trainer").state, "STOCKOUT");
+  EXPECT_EQ(t.Record("trainer").state, NodeState::kStockout);
   EXPECT_TRUE(t.cloud.AllNodes().empty());
 
   t.cloud.SetStockout(kZoneA, false);
@@ -213,7 +213,7 @@ TEST(Up, CreateThatNeverReachedTheCloudIsMadeByTheNextUp) {
   FleetSpec spec = t.Spec(Trainer());
   t.cloud.FailNext("CreateNode", UnavailableError("connection refused"));
   EXPECT_EQ(t.Up(spec).nodes[0].status.code(), StatusCode::kUnavailable);
-  EXPECT_EQ(t.Record("trainer").state, "REQUESTED");
+  EXPECT_EQ(t.Record("trainer").state, NodeState::kRequested);
 
   EXPECT_EQ(t.Up(spec).nodes[0].status, Status::Ok());
   EXPECT_EQ(t.cloud.creates(), 2);
@@ -315,7 +315,7 @@ TEST(Up, CreateWhoseAnswerWasLostIsAdoptedNotRepeated) {
   EXPECT_EQ(second.nodes[0].status, Status::Ok());
   EXPECT_EQ(t.cloud.creates(), 1);
   EXPECT_EQ(t.cloud.AllNodes().size(), 1u);
-  EXPECT_EQ(t.Record("trainer").state, "READY");
+  EXPECT_EQ(t.Record("trainer").state, NodeState::kReady);
   EXPECT_EQ(t.Record("trainer").workers.size(), 4u);
 }
 
@@ -333,14 +333,14 @@ TEST(Up, QueuedNodeWaitsForCapacity) {
   EXPECT_EQ(t.cloud.CallCount("GetQueuedResource"), 4);
   std::optional<CloudQueuedResource> qr = t.cloud.Queued(kZoneB, "trainer");
   ASSERT_TRUE(qr);
-  EXPECT_EQ(qr->state, "ACTIVE");
+  EXPECT_EQ(qr->state, NodeState::kActive);
   bool saw_waiting = false;
   for (const NodeProgress& p : t.progress.all()) {
     saw_waiting |= p.phase == NodePhase::kQueued && p.detail == "WAITING_FOR_RESOURCES";
   }
   EXPECT_TRUE(saw_waiting);
   NodeRecord rec = t.Record("trainer");
-  EXPECT_EQ(rec.state, "READY");
+  EXPECT_EQ(rec.state, NodeState::kReady);
   EXPECT_EQ(rec.queued_resource,
             "projects/lab-project/locations/us-central2-b/queuedResources/trainer");
   EXPECT_EQ(rec.workers.size(), 4u);
@@ -367,7 +367,7 @@ FleetSpec UpThatTimesOutInTheQueue(TestWorld& t, const UpOptions& quick) {
   EXPECT_EQ(first.nodes[0].status.code(), StatusCode::kTimeout);
   EXPECT_TRUE(Contains(first.nodes[0].status.message(), "WAITING_FOR_RESOURCES"))
       << first.nodes[0].status.message();
-  EXPECT_EQ(t.Record("trainer").state, "QUEUED");
+  EXPECT_EQ(t.Record("trainer").state, NodeState::kQueued);
   return spec;
 }
 
@@ -382,7 +382,7 @@ TEST(Up, NextUpPicksUpAQueuedResourceStillWaiting) {
   UpReport second = t.Up(spec, quick);
   EXPECT_EQ(second.nodes[0].status, Status::Ok());
   EXPECT_EQ(t.cloud.creates(), 1);
-  EXPECT_EQ(t.Record("trainer").state, "READY");
+  EXPECT_EQ(t.Record("trainer").state, NodeState::kReady);
 }
 
 TEST(Up, NextUpReportsAQueuedResourceThatFailedWhileWaiting) {
@@ -424,7 +424,7 @@ TEST(Up, PreemptedQueuedNodeIsRemadeThroughANewQueuedResource) {
   EXPECT_EQ(r.nodes[0].status, Status::Ok());
   EXPECT_EQ(t.cloud.CallCount("DeleteQueuedResource"), 1);
   EXPECT_EQ(t.cloud.creates(), 1);
-  EXPECT_EQ(t.cloud.Node(kZoneB, "trainer")->state, "READY");
+  EXPECT_EQ(t.cloud.Node(kZoneB, "trainer")->state, NodeState::kReady);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -503,7 +503,7 @@ TEST(PlanUp, SaysWhatUpWouldDoAndChangesNothing) {
   add("preempted", kZoneB, true);
   t.cloud.Preempt(kZoneB, "preempted");
   add("booting", kZoneB, true);
-  t.cloud.SetState(kZoneB, "booting", "CREATING");
+  t.cloud.SetState(kZoneB, "booting", NodeState::kCreating);
   add("foreign", kZoneB, false);
   ASSERT_EQ(t.store->AddEvent({0, t.clock.Now(), "lab", "x", "stockout",
                                "type=v4-8 zone=us-central2-b"}),
@@ -518,11 +518,11 @@ TEST(PlanUp, SaysWhatUpWouldDoAndChangesNothing) {
   EXPECT_EQ(p[0].node, "kept");
   EXPECT_EQ(PlanActionName(p[0].action), "keep");
   EXPECT_EQ(p[0].zones, std::vector<std::string>{kZoneA});
-  EXPECT_EQ(p[0].state, "READY");
+  EXPECT_EQ(p[0].state, NodeState::kReady);
   EXPECT_EQ(PlanActionName(p[1].action), "recreate");
   EXPECT_TRUE(Contains(p[1].detail, "PREEMPTED")) << p[1].detail;
   EXPECT_EQ(PlanActionName(p[2].action), "wait");
-  EXPECT_EQ(p[2].state, "CREATING");
+  EXPECT_EQ(p[2].state, NodeState::kCreating);
   EXPECT_EQ(PlanActionName(p[3].action), "refuse");
   EXPECT_TRUE(Contains(p[3].detail, "tpufleet import")) << p[3].detail;
   EXPECT_EQ(PlanActionName(p[4].action), "create");

@@ -50,6 +50,25 @@ Result<CostEstimate> EstimateCost(const Catalog& catalog, const AcceleratorType&
   return e;
 }
 
+std::optional<NodePrice> PriceNode(const Catalog& catalog, std::string_view type_name,
+                                   std::string_view zone, bool spot, double hours) {
+  if (type_name.empty()) {
+    return std::nullopt;
+  }
+  Result<AcceleratorType> type = catalog.Lookup(type_name);
+  if (!type.ok()) {
+    return std::nullopt;
+  }
+  Result<CostEstimate> c = EstimateCost(catalog, *type, hours, 1, zone);
+  if (!c.ok()) {
+    return std::nullopt;
+  }
+  if (spot && c->spot_max_usd) {
+    return NodePrice{*c->spot_max_usd, true};
+  }
+  return NodePrice{c->on_demand_usd, false};
+}
+
 Plan PlanHardware(const Catalog& catalog, const PlanRequest& req) {
   Plan plan;
   for (const Family& fam : catalog.families()) {

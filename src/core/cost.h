@@ -35,6 +35,20 @@ struct CostEstimate {
 Result<CostEstimate> EstimateCost(const Catalog& catalog, const AcceleratorType& type,
                                   double hours, int count, std::string_view zone = {});
 
+/// What one node costs at list price. Spot prices vary by region and move, so a spot
+/// node is priced at the top of its family's spot range: the most it can cost.
+struct NodePrice {
+  double usd = 0;
+  bool upper_bound = false;  // spot: at most this
+};
+
+/// The list price of one node of `type_name` in `zone` for `hours`, on demand or spot:
+/// what `up` shows per hour and `status` so far, both from here. nullopt when there is
+/// no type (ssh-hosts) or the catalog has no such type or no price for the zone's region.
+/// REQUIRES: hours >= 0.
+std::optional<NodePrice> PriceNode(const Catalog& catalog, std::string_view type_name,
+                                   std::string_view zone, bool spot, double hours);
+
 struct PlanRequest {
   double hbm_gib_per_replica = 0;      // accelerator memory one replica needs
   double host_ram_gib_per_worker = 0;  // host RAM each worker VM needs

@@ -107,6 +107,28 @@ TEST(EstimateCost, NoSpotPriceMeansNoSpotRange) {
   EXPECT_FALSE(e->spot_max_usd.has_value());
 }
 
+// ---- PriceNode: what up (per hour) and status (so far) charge a node.
+
+TEST(PriceNode, OnDemandIsTheListPriceForTheHours) {
+  std::optional<NodePrice> p = PriceNode(Builtin(), "v4-32", "us-central2-b", false, 10);
+  ASSERT_TRUE(p.has_value());
+  EXPECT_NEAR(p->usd, 515.20, kCent);  // 16 chips x $3.22 x 10 h
+  EXPECT_FALSE(p->upper_bound);
+}
+
+TEST(PriceNode, SpotIsTheTopOfTheSpotRange) {
+  std::optional<NodePrice> p = PriceNode(Builtin(), "v6e-8", "", true, 24);
+  ASSERT_TRUE(p.has_value());
+  EXPECT_NEAR(p->usd, 233.28, kCent);  // as EstimateCost's spot_max_usd
+  EXPECT_TRUE(p->upper_bound);
+}
+
+TEST(PriceNode, UnknownTypeOrRegionOrNoTypeHasNoPrice) {
+  EXPECT_FALSE(PriceNode(Builtin(), "", "", false, 1).has_value());  // ssh-hosts
+  EXPECT_FALSE(PriceNode(Builtin(), "v99-8", "", false, 1).has_value());
+  EXPECT_FALSE(PriceNode(Builtin(), "v5litepod-8", "us-south1-a", false, 1).has_value());
+}
+
 // ---- PlanHardware.
 
 PlanRequest Req(double hbm_gib, double host_ram_gib = 0, int replicas = 1,

@@ -131,7 +131,7 @@ Result<CloudNode> ParseNode(const Json& node) {
   TPUFLEET_TRY(ReadName(node, "nodes", &out));
   out.type = Str(node, "acceleratorType");
   out.runtime_version = Str(node, "runtimeVersion");
-  out.state = Str(node, "state");
+  out.state = NodeState::Parse(Str(node, "state"));
   out.health = Str(node, "health");
   out.capacity = CapacityOf(Member(node, "schedulingConfig"));
   out.queued_resource = Str(node, "queuedResource");
@@ -160,8 +160,8 @@ Result<CloudQueuedResource> ParseQueuedResource(const Json& queued_resource) {
   CloudQueuedResource out;
   TPUFLEET_TRY(ReadName(queued_resource, "queuedResources", &out));
   const Json& state = Member(queued_resource, "state");
-  out.state = Str(state, "state");
-  if (out.state == "FAILED") {
+  out.state = NodeState::Parse(Str(state, "state"));
+  if (out.state == NodeState::kFailed) {
     const Json& error = Member(Member(state, "failedData"), "error");
     out.failure = error.is_object() ? ClassifyOperationError(error)
                                     : FailedPreconditionError("queued resource " + out.cloud_name +

@@ -72,6 +72,16 @@ TEST(GcpJson, QueuedResourceBody) {
   EXPECT_FALSE(body.contains("queueingPolicy"));
 }
 
+// A state the API adds after this build is no error: it is kept for display and
+// treated as no state tpufleet can act on.
+TEST(Issue11, ANodeStateThisBuildDoesNotKnowIsKeptAsText) {
+  Json node = {{"name", "projects/p/locations/us-central2-b/nodes/trainer"},
+               {"state", "MIGRATING"}};
+  CloudNode n = ParseNode(node).value();
+  EXPECT_EQ(n.state.value(), NodeState::kUnknown);
+  EXPECT_EQ(n.state.Name(), "MIGRATING");
+}
+
 TEST(GcpJson, ParseNode) {
   Json node = {
       {"name", "projects/p/locations/us-central2-b/nodes/trainer"},
@@ -94,7 +104,7 @@ TEST(GcpJson, ParseNode) {
   EXPECT_EQ(n.cloud_name, "projects/p/locations/us-central2-b/nodes/trainer");
   EXPECT_EQ(n.type, "v4-32");
   EXPECT_EQ(n.runtime_version, "tpu-ubuntu2204-base");
-  EXPECT_EQ(n.state, "READY");
+  EXPECT_EQ(n.state, NodeState::kReady);
   EXPECT_EQ(n.health, "HEALTHY");
   EXPECT_EQ(n.capacity, Capacity::kSpot);
   EXPECT_EQ(n.queued_resource, "projects/p/locations/us-central2-b/queuedResources/trainer");
@@ -133,7 +143,7 @@ TEST(GcpJson, ParseQueuedResource) {
   CloudQueuedResource q = ParseQueuedResource(qr).value();
   EXPECT_EQ(q.id, "trainer");
   EXPECT_EQ(q.zone, "z");
-  EXPECT_EQ(q.state, "WAITING_FOR_RESOURCES");
+  EXPECT_EQ(q.state, NodeState::kWaitingForResources);
   EXPECT_TRUE(q.failure.ok());
   EXPECT_EQ(q.node_ids, std::vector<std::string>{"trainer"});
 

@@ -200,11 +200,11 @@ TEST_F(GcpTpuTest, GetOperationReadsDoneAndClassifiesItsError) {
 
 TEST_F(GcpTpuTest, GetNodeAndQueuedResource) {
   http_.Push(ScriptedHttpClient::Json(200, NodeJson(kZone, "trainer")));
-  EXPECT_EQ(provider_->GetNode(kZone, "trainer")->state, "READY");
+  EXPECT_EQ(provider_->GetNode(kZone, "trainer")->state, NodeState::kReady);
   http_.Push(ScriptedHttpClient::Json(
       200, {{"name", "projects/p/locations/us-central2-b/queuedResources/trainer"},
             {"state", {{"state", "ACTIVE"}}}}));
-  EXPECT_EQ(provider_->GetQueuedResource(kZone, "trainer")->state, "ACTIVE");
+  EXPECT_EQ(provider_->GetQueuedResource(kZone, "trainer")->state, NodeState::kActive);
   std::vector<HttpRequest> reqs = http_.requests();
   EXPECT_EQ(reqs[0].url, std::string(kBase) + "/nodes/trainer");
   EXPECT_EQ(reqs[1].url, std::string(kBase) + "/queuedResources/trainer");

@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "core/fleet_spec.h"
+#include "core/node_state.h"
 #include "util/clock.h"
 #include "util/status.h"
 
@@ -49,7 +50,7 @@ struct CloudNode {
   std::string cloud_name;       // "projects/p/locations/us-central2-b/nodes/trainer"
   std::string type;             // "v4-32"
   std::string runtime_version;
-  std::string state;            // Node.State name: "CREATING", "READY", "PREEMPTED", …
+  NodeState state;              // Node.State (kReady, kPreempted, …; UNREACHABLE: ssh-hosts)
   std::string health;           // Node.Health name, "" when unset
   Capacity capacity = Capacity::kOnDemand;  // from schedulingConfig
   std::string queued_resource;  // full name of the QR that made it, "" if none
@@ -64,7 +65,7 @@ struct CloudQueuedResource {
   std::string id;          // the queuedResourceId; tpufleet uses the node id
   std::string zone;
   std::string cloud_name;  // "projects/p/locations/z/queuedResources/id"
-  std::string state;       // QueuedResourceState name: "WAITING_FOR_RESOURCES", "ACTIVE", …
+  NodeState state;         // QueuedResourceState (kWaitingForResources, kActive, …)
   Status failure;          // why, when state is FAILED (classified as above)
   std::vector<std::string> node_ids;  // the nodes it makes
 };

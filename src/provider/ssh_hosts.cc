@@ -150,7 +150,7 @@ std::vector<CloudNode> SshHostsProvider::Probe(const std::vector<const NodeSpec*
     }
   }
   for (size_t n = 0; n < out.size(); ++n) {
-    out[n].state = silent[n].empty() ? "READY" : "UNREACHABLE";
+    out[n].state = silent[n].empty() ? NodeState::kReady : NodeState::kUnreachable;
     out[n].health = Join(silent[n], "; ");
   }
   return out;

@@ -64,7 +64,7 @@ TEST_F(SshHostsTest, ReachableNodeIsReadyWithItsPinnedKey) {
   Result<CloudNode> node = provider.GetNode("", "lab");
   ASSERT_TRUE(node.ok()) << node.status().ToString();
   EXPECT_EQ(node->id, "lab");
-  EXPECT_EQ(node->state, "READY") << node->health;
+  EXPECT_EQ(node->state, NodeState::kReady) << node->health;
   EXPECT_EQ(node->health, "");
   EXPECT_EQ(node->type, "");
   EXPECT_EQ(node->capacity, Capacity::kOnDemand);
@@ -92,12 +92,12 @@ TEST_F(SshHostsTest, UnreachableWorkersAreNamed) {
   ASSERT_TRUE(nodes.ok()) << nodes.status().ToString();
   ASSERT_EQ(nodes->size(), 3u);
   EXPECT_EQ((*nodes)[0].id, "up");
-  EXPECT_EQ((*nodes)[0].state, "READY") << (*nodes)[0].health;
+  EXPECT_EQ((*nodes)[0].state, NodeState::kReady) << (*nodes)[0].health;
   EXPECT_EQ((*nodes)[1].id, "down");
-  EXPECT_EQ((*nodes)[1].state, "UNREACHABLE");
+  EXPECT_EQ((*nodes)[1].state, NodeState::kUnreachable);
   EXPECT_TRUE(StartsWith((*nodes)[1].health, "worker 0: ")) << (*nodes)[1].health;
   EXPECT_NE((*nodes)[1].health.find("Connection refused"), std::string::npos);
-  EXPECT_EQ((*nodes)[2].state, "UNREACHABLE");
+  EXPECT_EQ((*nodes)[2].state, NodeState::kUnreachable);
   EXPECT_TRUE(StartsWith((*nodes)[2].health, "worker 1: ")) << (*nodes)[2].health;
   EXPECT_EQ((*nodes)[2].health.find("worker 0"), std::string::npos) << (*nodes)[2].health;
 }
@@ -110,7 +110,7 @@ TEST(SshHosts, ProbesRunConcurrently) {
   Result<CloudNode> node = provider.GetNode("", "many");
   auto took = std::chrono::steady_clock::now() - start;
   ASSERT_TRUE(node.ok()) << node.status().ToString();
-  EXPECT_EQ(node->state, "UNREACHABLE");
+  EXPECT_EQ(node->state, NodeState::kUnreachable);
   EXPECT_EQ(Split(node->health, ';').size(), 40u);
   // One after another would take 40 x 300 ms; two rounds of 32 take about 600 ms.
   EXPECT_LT(took, seconds(3));

@@ -59,6 +59,9 @@ CREATE TABLE leftovers (
   since INTEGER NOT NULL,
   PRIMARY KEY (fleet, name, zone, queued));
 )sql",
+    // 4: the digest of the setup script each worker ran; older workers get "", which
+    // says the version is not known (up runs the spec's setup there again).
+    "ALTER TABLE workers ADD COLUMN setup_digest TEXT NOT NULL DEFAULT '';",
 };
 // The schema this build writes.
 constexpr int kSchemaVersion = static_cast<int>(std::size(kSchemaSteps));
@@ -295,7 +298,7 @@ Result<std::vector<NodeRecord>> SqliteStore::Nodes(std::string_view fleet) {
     n.queued_resource = q.Text(8);
     n.cloud_name = q.Text(9);
     n.request_id = q.Text(10);
-    n.state = q.Text(11);
+    n.state = NodeState::Parse(q.Text(11));  // stored as its wire name
     n.health = q.Text(12);
     n.spec_hash = q.Text(13);
     n.login = q.Text(14);
@@ -308,14 +311,14 @@ Result<std::vector<NodeRecord>> SqliteStore::Nodes(std::string_view fleet) {
   TPUFLEET_TRY(s);
   for (NodeRecord& n : out) {
     Stmt ws(db_,
-            "SELECT idx, address, hostname, host_key, setup_done FROM workers "
+            "SELECT idx, address, hostname, host_key, setup_done, setup_digest FROM workers "
             "WHERE fleet = ?1 AND node = ?2 ORDER BY idx");
     TPUFLEET_TRY(ws.prepared());
     ws.Bind(1, n.fleet);
     ws.Bind(2, n.name);
     while (ws.Step(&s)) {
       n.workers.push_back({static_cast<int>(ws.Int(0)), ws.Text(1), ws.Text(2), ws.Text(3),
-                           ws.Int(4) != 0});
+                           ws.Int(4) != 0, ws.Text(5)});
     }
     TPUFLEET_TRY(s);
   }
@@ -336,8 +339,11 @@ Status SqliteStore::PutNode(const NodeRecord& n) {
     int i = 1;
     for (const std::string* f : {&n.fleet, &n.name, &n.provider, &n.project, &n.zone, &n.type,
                                  &n.runtime_version, &n.capacity, &n.queued_resource,
-                                 &n.cloud_name, &n.request_id, &n.state, &n.health,
-                                 &n.spec_hash, &n.login}) {
+                                 &n.cloud_name, &n.request_id}) {
+      put.Bind(i++, *f);
+    }
+    put.Bind(i++, n.state.Name());
+    for (const std::string* f : {&n.health, &n.spec_hash, &n.login}) {
       put.Bind(i++, *f);
     }
     put.Bind(i++, ToMicros(n.created_at));
@@ -347,8 +353,8 @@ Status SqliteStore::PutNode(const NodeRecord& n) {
     TPUFLEET_TRY(put.Run());
     for (const WorkerRecord& w : n.workers) {
       Stmt ins(db_,
-               "INSERT INTO workers (fleet, node, idx, address, hostname, host_key, setup_done) "
-               "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)");
+               "INSERT INTO workers (fleet, node, idx, address, hostname, host_key, setup_done, "
+               "setup_digest) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)");
       TPUFLEET_TRY(ins.prepared());
       ins.Bind(1, n.fleet);
       ins.Bind(2, n.name);
@@ -357,6 +363,7 @@ Status SqliteStore::PutNode(const NodeRecord& n) {
       ins.Bind(5, w.hostname);
       ins.Bind(6, w.host_key);
       ins.Bind(7, static_cast<int64_t>(w.setup_done ? 1 : 0));
+      ins.Bind(8, w.setup_digest);
       TPUFLEET_TRY(ins.Run());
     }
     return Status::Ok();

@@ -45,7 +45,7 @@ class SqliteStoreTest : public ::testing::Test {
     n.capacity = "spot";
     n.cloud_name = "projects/p/locations/us-central2-b/nodes/" + n.name;
     n.request_id = "req-" + n.name;
-    n.state = "READY";
+    n.state = NodeState::kReady;
     n.health = "HEALTHY";
     n.spec_hash = "h1";
     n.login = "alice";
@@ -54,7 +54,7 @@ class SqliteStoreTest : public ::testing::Test {
     n.updated_at = clock_.Now();
     for (int i = 0; i < workers; ++i) {
       n.workers.push_back({i, "198.18.0." + std::to_string(i + 2), "w" + std::to_string(i),
-                           "ssh-ed25519 AAAA" + std::to_string(i), i == 0});
+                           "ssh-ed25519 AAAA" + std::to_string(i), i == 0, ""});
     }
     return n;
   }
@@ -92,11 +92,11 @@ TEST_F(SqliteStoreTest, PutReplacesTheNodeAndItsWorkers) {
   auto store = Open();
   ASSERT_TRUE(store->PutNode(Node("trainer", 4)).ok());
   NodeRecord smaller = Node("trainer", 1);
-  smaller.state = "PREEMPTED";
+  smaller.state = NodeState::kPreempted;
   ASSERT_TRUE(store->PutNode(smaller).ok());
   Result<std::vector<NodeRecord>> nodes = store->Nodes("lab");
   ASSERT_EQ(nodes->size(), 1u);
-  EXPECT_EQ((*nodes)[0].state, "PREEMPTED");
+  EXPECT_EQ((*nodes)[0].state, NodeState::kPreempted);
   EXPECT_EQ((*nodes)[0].workers.size(), 1u);
 }
 
@@ -303,13 +303,13 @@ PRAGMA user_version = 1;
   labelled.labels = {{"team", "a"}};
   ASSERT_TRUE(store->PutNode(labelled).ok());
   store.reset();
-  auto reopened = Open();  // migrated once: opening again finds schema 3 and changes nothing
+  auto reopened = Open();  // migrated once: opening again finds schema 4 and changes nothing
   EXPECT_EQ((*reopened->Nodes("lab"))[0].labels, labelled.labels);
   ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
   sqlite3_stmt* version = nullptr;
   ASSERT_EQ(sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &version, nullptr), SQLITE_OK);
   ASSERT_EQ(sqlite3_step(version), SQLITE_ROW);
-  EXPECT_EQ(sqlite3_column_int(version, 0), 3);
+  EXPECT_EQ(sqlite3_column_int(version, 0), 4);
   sqlite3_finalize(version);
   sqlite3_close(db);
 }
@@ -398,6 +398,45 @@ PRAGMA user_version = 2;
   store.reset();
   auto reopened = Open();
   EXPECT_EQ(reopened->Leftovers("lab")->size(), 1u);
+}
+
+// A state file written before setup digests were recorded (schema 3) opens; its set-up
+// workers keep setup_done and an unknown digest (""), and a digest round-trips after.
+TEST_F(SqliteStoreTest, Issue11AVersion3FileIsMigratedAndItsSetupVersionIsUnknown) {
+  {
+    auto store = Open();  // today's schema, taken back to version 3 below
+    ASSERT_TRUE(store->PutNode(Node("old", 1)).ok());
+  }
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
+  const char* to_v3 =
+      "ALTER TABLE workers DROP COLUMN setup_digest; PRAGMA user_version = 3;";
+  ASSERT_EQ(sqlite3_exec(db, to_v3, nullptr, nullptr, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
+  sqlite3_close(db);
+
+  auto store = Open();
+  ASSERT_NE(store, nullptr);
+  Result<std::vector<NodeRecord>> nodes = store->Nodes("lab");
+  ASSERT_TRUE(nodes.ok()) << nodes.status().ToString();
+  ASSERT_EQ((*nodes)[0].workers.size(), 1u);
+  EXPECT_TRUE((*nodes)[0].workers[0].setup_done);
+  EXPECT_EQ((*nodes)[0].workers[0].setup_digest, "");
+  NodeRecord n = (*nodes)[0];
+  n.workers[0].setup_digest = "0123456789abcdef";
+  ASSERT_TRUE(store->PutNode(n).ok());
+  EXPECT_EQ((*store->Nodes("lab"))[0].workers[0].setup_digest, "0123456789abcdef");
+}
+
+// A state the store does not know (written by a newer build, or the API's next state)
+// is kept as it was written.
+TEST_F(SqliteStoreTest, AnUnknownStateKeepsItsText) {
+  auto store = Open();
+  NodeRecord n = Node("trainer", 1);
+  n.state = NodeState::Parse("MIGRATING");
+  ASSERT_TRUE(store->PutNode(n).ok());
+  NodeState back = (*store->Nodes("lab"))[0].state;
+  EXPECT_EQ(back.value(), NodeState::kUnknown);
+  EXPECT_EQ(back.Name(), "MIGRATING");
 }
 
 TEST_F(SqliteStoreTest, AnUnwritablePlaceIsAClearError) {

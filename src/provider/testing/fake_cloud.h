@@ -111,8 +111,10 @@ class FakeCloud final : public CloudProvider {
   }
 
   /// Spot capacity taken back: the node turns PREEMPTED.
-  void Preempt(const std::string& zone, const std::string& id) { SetState(zone, id, "PREEMPTED"); }
-  void SetState(const std::string& zone, const std::string& id, const std::string& state) {
+  void Preempt(const std::string& zone, const std::string& id) {
+    SetState(zone, id, NodeState::kPreempted);
+  }
+  void SetState(const std::string& zone, const std::string& id, NodeState state) {
     std::lock_guard<std::mutex> l(mu_);
     if (auto it = nodes_.find({zone, id}); it != nodes_.end()) {
       it->second.node.state = state;
@@ -121,7 +123,7 @@ class FakeCloud final : public CloudProvider {
   /// Just before the next call of `method`, node (zone, id) turns `state`: a
   /// preemption while control waits on the node.
   void SetStateOnNext(const std::string& method, const std::string& zone, const std::string& id,
-                      const std::string& state) {
+                      NodeState state) {
     std::lock_guard<std::mutex> l(mu_);
     state_on_next_[method] = {{zone, id}, state};
   }
@@ -133,7 +135,7 @@ class FakeCloud final : public CloudProvider {
   /// A node made outside tpufleet (gcloud, the console): READY, host keys published.
   CloudNode AddNode(const CreateNodeRequest& request) {
     std::lock_guard<std::mutex> l(mu_);
-    NodeEntry& e = MakeNode(request, "READY", "");
+    NodeEntry& e = MakeNode(request, NodeState::kReady, "");
     e.identity_calls = host_key_delay_;
     return e.node;
   }
@@ -210,7 +212,7 @@ class FakeCloud final : public CloudProvider {
         QueuedEntry& q = queued_[{r.zone, r.node_id}];
         q.request = r;
         q.qr = {r.node_id, r.zone, ZonePath(r.zone) + "/queuedResources/" + r.node_id,
-                "WAITING_FOR_RESOURCES", Status::Ok(), {r.node_id}};
+                NodeState::kWaitingForResources, Status::Ok(), {r.node_id}};
         CloudOperation op = NewOperation(OpKind::kNone, r.zone, r.node_id, Status::Ok());
         requests_[request_key] = op.name;
         return op;
@@ -221,7 +223,7 @@ class FakeCloud final : public CloudProvider {
                                          "\"; you can try in another zone where Cloud TPU "
                                          "Nodes are offered");
       }
-      NodeEntry& e = MakeNode(r, "CREATING", "");
+      NodeEntry& e = MakeNode(r, NodeState::kCreating, "");
       e.hidden_lists = list_lag_;
       CloudOperation op = NewOperation(OpKind::kCreate, r.zone, r.node_id, outcome);
       if (!op.done) {
@@ -239,7 +241,7 @@ class FakeCloud final : public CloudProvider {
       if (it == nodes_.end()) {
         return NotFound("nodes/" + id, z);
       }
-      it->second.node.state = "DELETING";
+      it->second.node.state = NodeState::kDeleting;
       CloudOperation op = NewOperation(OpKind::kDelete, z, id, Status::Ok());
       if (!op.done) {
         it->second.op = op.name;
@@ -262,10 +264,10 @@ class FakeCloud final : public CloudProvider {
             return FailedPreconditionError("queued resource " + id + " still has node " + n +
                                            "; delete it first or use force");
           }
-          node->second.node.state = "DELETING";
+          node->second.node.state = NodeState::kDeleting;
         }
       }
-      it->second.qr.state = "DELETING";
+      it->second.qr.state = NodeState::kDeleting;
       return NewOperation(OpKind::kDeleteQueued, z, id, Status::Ok());
     });
   }
@@ -319,13 +321,13 @@ class FakeCloud final : public CloudProvider {
         return NotFound("queuedResources/" + id, z);
       }
       QueuedEntry& q = it->second;
-      if (q.qr.state == "WAITING_FOR_RESOURCES" && ++q.polls > queued_wait_polls_) {
+      if (q.qr.state == NodeState::kWaitingForResources && ++q.polls > queued_wait_polls_) {
         if (!queued_failure_.ok()) {
-          q.qr.state = "FAILED";
+          q.qr.state = NodeState::kFailed;
           q.qr.failure = queued_failure_;
         } else {
-          q.qr.state = "ACTIVE";
-          MakeNode(q.request, "READY", q.qr.cloud_name);
+          q.qr.state = NodeState::kActive;
+          MakeNode(q.request, NodeState::kReady, q.qr.cloud_name);
         }
       }
       return q.qr;
@@ -462,7 +464,7 @@ class FakeCloud final : public CloudProvider {
   }
 
   // REQUIRES: mu_ held.
-  NodeEntry& MakeNode(const CreateNodeRequest& r, const std::string& state,
+  NodeEntry& MakeNode(const CreateNodeRequest& r, NodeState state,
                       const std::string& queued_resource) {
     Result<AcceleratorType> type = catalog_.Lookup(r.type);
     int workers = type.ok() ? type->workers : 1;
@@ -522,8 +524,8 @@ class FakeCloud final : public CloudProvider {
           node->second.op.clear();  // left behind, CREATING for ever
         } else if (node != nodes_.end() && !op.outcome.ok()) {
           nodes_.erase(node);  // a stockout leaves nothing behind
-        } else if (node != nodes_.end() && node->second.node.state == "CREATING") {
-          node->second.node.state = "READY";
+        } else if (node != nodes_.end() && node->second.node.state == NodeState::kCreating) {
+          node->second.node.state = NodeState::kReady;
           node->second.op.clear();
         }
         break;
@@ -560,7 +562,7 @@ class FakeCloud final : public CloudProvider {
   std::map<std::string, bool> stockouts_;           // guarded by mu_
   std::map<std::string, Status> create_errors_;     // guarded by mu_
   std::map<std::string, std::pair<Status, When>> fail_next_;  // guarded by mu_
-  std::map<std::string, std::pair<Key, std::string>> state_on_next_;  // guarded by mu_
+  std::map<std::string, std::pair<Key, NodeState>> state_on_next_;  // guarded by mu_
   Status queued_failure_;                           // guarded by mu_
   int operation_polls_ = 1;                         // guarded by mu_
   int queued_wait_polls_ = 0;                       // guarded by mu_
