@@ -3,7 +3,8 @@
 # against `tpufleet emulator` with real worker hosts. Covers issue 4's "done means":
 #   1. a spot v4-32 whose first zone is stocked out comes up in the second; ssh to a
 #      worker by its SSH name with pinned host keys; setup ran once on every worker; a
-#      second up changes nothing (no new API operation, changed=false everywhere);
+#      second up changes nothing (no new API operation, changed=false everywhere); an
+#      edited setup runs once more on every worker, and up --dry-run says so;
 #   2. the next up of another spec of that type remembers the stockout;
 #   3. up killed with SIGKILL at several points, then up again: exactly the spec's nodes
 #      exist, and status --refresh agrees with the cloud; and up killed while its create
@@ -242,6 +243,29 @@ no_new_ops() {
 }
 check "the second up started no operation in $zb or $zc" no_new_ops
 check "setup did not run again" setup_once pod 4
+
+# Issue 11, fix 4: an edited setup was not applied ("nothing changed").
+cat >>"$tmp/pod.yaml" <<EOF
+      hostname >>~/setup-edited
+EOF
+edited_dry_run() {
+  tf up "$tmp/pod.yaml" --dry-run >"$tmp/dry-edited.txt" 2>&1 || { cat "$tmp/dry-edited.txt"; return 1; }
+  grep -q 'setup changed: rerun on 4 workers' "$tmp/dry-edited.txt" || { cat "$tmp/dry-edited.txt"; return 1; }
+}
+check "after an edit of setup, up --dry-run says: setup changed: rerun on 4 workers" edited_dry_run
+edited_up() {
+  tf up "$tmp/pod.yaml" --json >"$tmp/up-edited.json" 2>"$tmp/up-edited.err" ||
+    { cat "$tmp/up-edited.json" "$tmp/up-edited.err"; return 1; }
+  jq -e 'all(.nodes[]; .ok == true and .changed == true)' "$tmp/up-edited.json" >/dev/null ||
+    { cat "$tmp/up-edited.json"; return 1; }
+  cloud_nodes $zb $zc | diff "$tmp/nodes.before" - || { echo "the node was remade"; return 1; }
+  local i out
+  for i in 0 1 2 3; do
+    out=$(on pod-w$i 'cat ~/setup-edited') || return 1
+    [[ $(wc -l <<<"$out") -eq 1 ]] || { echo "pod-w$i: setup-edited: $out"; return 1; }
+  done
+}
+check "up runs the edited setup once on each of the 4 workers and keeps the node" edited_up
 
 # ---------------------------------------------------------------------------------
 note "2. the stockout is remembered for the next spec of that type"

@@ -11,6 +11,7 @@
 #include "cli/testing/lent_world.h"
 #include "cli/testing/run_cli.h"
 #include "control/testing/test_world.h"
+#include "util/file.h"
 
 namespace tpufleet::cli {
 namespace {
@@ -59,6 +60,34 @@ TEST_F(FleetCommandsTest, WorldErrorsAreReportedOnce) {
   EXPECT_EQ(opened_, 1);
 }
 
+
+// Issue 11, fix 4: an edited setup script was not applied and `up` said "nothing
+// changed"; --dry-run did not say it would run it either.
+TEST(Issue11, UpDryRunSaysAnEditedSetupRunsAgainOnEveryWorker) {
+  testing::TestWorld t;
+  // One v4-8 in the built-in catalog's v4 zone, its workers set up with `echo one`.
+  auto spec = [](const std::string& setup) {
+    return std::string("fleet: lab\nproject: ") + testing::kProject +
+           "\nnodes:\n  - name: trainer\n    type: v4-8\n    zones: [us-central2-b]\n"
+           "    setup: " + setup + "\n";
+  };
+  ASSERT_EQ(t.Up(t.Spec(spec("echo one"))).nodes[0].status, Status::Ok());
+  t.cloud.ClearCalls();
+  std::string path = t.dir.path() + "/lab.yaml";
+  ASSERT_EQ(WriteFileAtomic(path, spec("echo two"), 0600), Status::Ok());
+
+  int opened = 0;
+  cli_testing::LendWorld(t.world, &opened);
+  Output o = Tpufleet({"up", path, "--dry-run"});
+  cli_testing::LendWorld(t.world, &opened);
+  Output j = Tpufleet({"up", path, "--dry-run", "--json"});
+  SetWorldFactory(nullptr);
+
+  EXPECT_EQ(o.code, 0) << o.err;
+  EXPECT_TRUE(Contains(o.out, "setup changed: rerun on 1 worker")) << o.out;
+  EXPECT_TRUE(Contains(j.out, "\"setup_reruns\": 1")) << j.out;
+  EXPECT_EQ(t.cloud.mutating_calls(), 0);
+}
 
 // Issue 10: what a hostile API endpoint (or a compromised worker) says reached the
 // user's terminal raw. A node state carrying OSC 52 wrote the user's clipboard, CSI

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "core/testing/builtin_catalog.h"
 #include "util/testing/status_printer.h"
 
 namespace tpufleet {
@@ -15,14 +16,7 @@ namespace {
 // Money compared to a tenth of a cent; every expected figure below is worked by hand.
 constexpr double kCent = 1e-3;
 
-const Catalog& Builtin() {
-  static const Catalog* catalog = [] {
-    Result<Catalog> c = ParseCatalog(BuiltinCatalogYaml(), "built-in catalog");
-    EXPECT_TRUE(c.ok()) << c.status().ToString();
-    return new Catalog(c.ok() ? std::move(c).value() : Catalog());
-  }();
-  return *catalog;
-}
+const Catalog& Builtin() { return testing::BuiltinCatalog(); }
 
 AcceleratorType Type(const Catalog& catalog, std::string_view name) {
   Result<AcceleratorType> t = catalog.Lookup(name);

@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "core/testing/builtin_catalog.h"
+
 namespace tpufleet {
 namespace {
 
@@ -15,14 +17,7 @@ const Clock::WallTime kNow = Clock::WallTime(std::chrono::hours(500000));
 constexpr char kZoneA[] = "us-central2-a";
 constexpr char kZoneB[] = "us-central2-b";
 
-const Catalog& Builtin() {
-  static const Catalog* catalog = [] {
-    Result<Catalog> c = ParseCatalog(BuiltinCatalogYaml(), "built-in catalog");
-    EXPECT_TRUE(c.ok()) << c.status().ToString();
-    return new Catalog(c.ok() ? std::move(c).value() : Catalog());
-  }();
-  return *catalog;
-}
+const Catalog& Builtin() { return testing::BuiltinCatalog(); }
 
 // Fleet "lab" with one node "trainer" (v4-8, zones a then b) and the plan's inputs,
 // empty: a fresh machine and an empty cloud.

@@ -1,10 +1,9 @@
-// Specs the tests of `up` share: fleet "lab" with a v4-32 trainer, and small nodes.
+// The fleet specs control's up tests share.
 #pragma once
 
 #include <string>
 
 #include "control/testing/test_world.h"
-#include "ssh/fleet_key.h"
 
 namespace tpufleet::testing {
 
@@ -26,7 +25,4 @@ inline std::string SmallNode(const std::string& name, const std::string& more = 
          more;
 }
 
-inline std::string FleetPublicKey(TestWorld& t) {
-  return EnsureFleetKey(t.world.paths.ssh_dir).value().public_key;
-}
 }  // namespace tpufleet::testing
