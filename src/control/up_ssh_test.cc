@@ -206,6 +206,30 @@ TEST(Issue11, SixteenNodesShareOneLoginJobAndOneSetupJob) {
   EXPECT_EQ(t.Events("setup-done").size(), 16u);
 }
 
+TEST(Issue11, SshHostsMachinesAreLoggedInToAndSetUpWithOpenSsh) {
+  // They take the user's own keys, which the fan-out engine does not hold.
+  TestWorld t;
+  CreateNodeRequest machines;
+  machines.node_id = "gpus";
+  machines.type = "v4-32";  // the fake's way to give it 4 workers
+  t.cloud.AddNode(machines);
+  FleetSpec spec = t.Spec(
+      "fleet: lab\nprovider: ssh-hosts\nnodes:\n  - name: gpus\n"
+      "    hosts: [198.18.0.10, 198.18.0.11, 198.18.0.12, 198.18.0.13]\n"
+      "    ssh_user: ops\n    setup: echo hi\n");
+
+  UpReport r = t.Up(spec);
+
+  ASSERT_EQ(r.nodes.size(), 1u);
+  EXPECT_EQ(r.nodes[0].status, Status::Ok());
+  EXPECT_TRUE(t.fanout.jobs.empty());
+  EXPECT_EQ(t.ssh.RunsOf("true"), 4);
+  EXPECT_EQ(t.ssh.RunsWith("echo hi"), 4);
+  for (const WorkerRecord& w : t.Record("gpus").workers) {
+    EXPECT_TRUE(w.setup_done) << w.index;
+  }
+}
+
 TEST(Issue11, TheStepsNeverSleepAndSayWhenToRunNext) {
   TestWorld t;
   t.cloud.SetOperationPolls(3);
