@@ -13,6 +13,14 @@
 //     NOT_FOUND (the cloud no longer lists it), DELETED (deleted to be made again), and
 //     UNREACHABLE, which the ssh-hosts provider reports for a machine that does not
 //     answer.
+// How a record's state moves (up writes tpufleet's own states, a refresh whatever the
+// cloud says, which may jump; TransitionEvent names the moves worth an event):
+//   NONE -> REQUESTED (create sent) -> CREATING -> READY          a direct create
+//   REQUESTED -> QUEUED (WAITING_FOR_RESOURCES…) -> READY, or FAILED   a queued one
+//   REQUESTED -> STOCKOUT (no capacity there) -> REQUESTED (next zone, next up)
+//   READY -> REPAIRING / STOPPING -> STOPPED -> STARTING -> READY  the cloud's own
+//   READY -> PREEMPTED / TERMINATED -> DELETED (up deletes it) -> REQUESTED
+//   any -> NOT_FOUND (a refresh no longer finds it) -> REQUESTED (up makes it again)
 // A wire string is parsed once, where it enters tpufleet (the provider's JSON, the
 // store's rows); everything else asks NodeState. A string tpufleet does not know
 // (a state the API adds later, or the API's own UNKNOWN) parses to kUnknown, which keeps
