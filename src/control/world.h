@@ -2,8 +2,8 @@
 // implementations) or by tests (fakes). control never constructs a provider, a store
 // or an SSH runner itself.
 //
-// Thread-safety: the members must be safe to use from several threads (leftovers and
-// copies work concurrently).
+// Thread-safety: the members must be safe to use from several threads (FinishLeftovers
+// deletes leftovers concurrently; up drives its nodes from one loop in one thread).
 #pragma once
 
 #include <string>
