@@ -15,6 +15,7 @@
 #   6. import adopts a node made by hand and keeps its own ssh-keys; a node with a
 #      fleet's label and no record is reported by status --refresh and up, untouched;
 #   7. a preempted spot node shows as PREEMPTED and up makes it again, with setup;
+#   7b. up of 16 single-host nodes with setup starts no ssh process (issue 11);
 #   8. down --all leaves no node, queued resource or SSH name; status says so;
 #   and emulator stop leaves no process, namespace, sshd or link of this run.
 # Prints "ok N - ..." or "not ok N - ..." per check and exits 1 if any failed.
@@ -57,65 +58,7 @@ trap 'exit 143' TERM INT HUP  # so that a ctest timeout still cleans up
 
 source "$(dirname "$0")/e2e_lib.sh"
 
-api() { ecurl -s --max-time 20 "$ep$1"; }
-zone_api() { echo "v2/projects/$project/locations/$1"; }
-# "ZONE NAME STATE" of every node in the zones, sorted.
-cloud_nodes() {
-  local z
-  for z in "$@"; do
-    api "$(zone_api "$z")/nodes" |
-      jq -r --arg z "$z" '.nodes[]? | "\($z) \(.name | split("/") | last) \(.state)"'
-  done | sort
-}
-cloud_queued() {
-  local z
-  for z in "$@"; do
-    api "$(zone_api "$z")/queuedResources" |
-      jq -r --arg z "$z" '.queuedResources[]? | "\($z) \(.name | split("/") | last) \(.state.state)"'
-  done | sort
-}
-cloud_ops() {
-  local z
-  for z in "$@"; do api "$(zone_api "$z")/operations" | jq -r '.operations[]?.name'; done | sort
-}
-# wait_for SECONDS COMMAND...: polls COMMAND every 0.1 s until it succeeds.
-wait_for() {
-  local deadline=$((SECONDS + $1))
-  shift
-  until "$@"; do
-    ((SECONDS < deadline)) || return 1
-    sleep 0.1
-  done
-}
-on() {
-  local host=$1
-  shift
-  timeout 30 ssh -F "$sshcfg" -o BatchMode=yes -o ConnectTimeout=5 -o LogLevel=ERROR "$host" "$@"
-}
-status_json() { tf status --json "$@" >"$tmp/status.json" && jq -e . "$tmp/status.json" >/dev/null; }
-field() { jq -r --arg n "$1" ".nodes[] | select(.node == \$n) | $2" "$tmp/status.json"; }
-
-# What this run made, so that its end can check all of it is gone: the workers' network
-# namespaces (by inode), the sshd processes in them, and the emulator's links.
-root_netns=$(readlink /proc/self/ns/net)
-: >"$tmp/netns" && : >"$tmp/sshd" && : >"$tmp/links"
-ip -o link show | grep -o ' tpf[0-9a-z]*' | tr -d ' ' | sort -u >"$tmp/links.before"
-remember_hosts() {
-  local p ns
-  for p in $(pgrep -f "tpufleet-emulator-worker --disk=$TPUFLEET_EMULATOR_DIR/"); do
-    ns=$(readlink "/proc/$p/ns/net" 2>/dev/null) || continue
-    [[ $ns != "$root_netns" ]] && echo "$ns" >>"$tmp/netns"
-  done
-  sort -u -o "$tmp/netns" "$tmp/netns"
-  for p in $(pgrep -x sshd); do
-    ns=$(readlink "/proc/$p/ns/net" 2>/dev/null) || continue
-    grep -qxF "$ns" "$tmp/netns" && echo "$p" >>"$tmp/sshd"
-  done
-  sort -u -o "$tmp/sshd" "$tmp/sshd"
-  ip -o link show | grep -o ' tpf[0-9a-z]*' | tr -d ' ' | sort -u |
-    comm -23 - "$tmp/links.before" >>"$tmp/links"
-  sort -u -o "$tmp/links" "$tmp/links"
-}
+source "$(dirname "$0")/fleet_e2e_lib.sh"
 
 # v4 is offered only in us-central2-b in the built-in catalog; the override adds a
 # second zone. TPUFLEET_CATALOG reaches both tpufleet and the emulator it starts.
@@ -215,17 +158,6 @@ ssh_w3() {
 }
 check "ssh -F STATE/ssh/config -o BatchMode=yes pod-w3 hostname works (worker 3)" ssh_w3
 
-# setup_once NODE WORKERS: every worker's ~/setup-runs has one line, its own hostname.
-setup_once() {
-  local node=$1 workers=$2 i out host
-  for ((i = 0; i < workers; i++)); do
-    host=$node-w$i
-    out=$(on "$host" 'hostname; cat ~/setup-runs') || { echo "$host: ssh failed"; return 1; }
-    mapfile -t lines <<<"$out"
-    [[ ${#lines[@]} -eq 2 && ${lines[1]} == "${lines[0]}" ]] ||
-      { echo "$host: hostname, then setup runs:"; echo "$out"; return 1; }
-  done
-}
 check "setup ran exactly once on each of the 4 workers" setup_once pod 4
 
 cloud_ops $zb $zc >"$tmp/ops.before"
@@ -536,88 +468,8 @@ down_queued() {
 }
 check "down qd removes the node, its queued resource and its SSH names" down_queued
 
-# ---------------------------------------------------------------------------------
-note "6. import a node made by hand"
-zi=us-east5-b
-ssh-keygen -q -t ed25519 -N '' -C alice -f "$tmp/alice"
-alice_entry="alice:$(cut -d' ' -f1,2 "$tmp/alice.pub") alice"
-make_by_hand() {
-  ecurl -sf --max-time 20 -X POST "$ep$(zone_api $zi)/nodes?nodeId=handmade" \
-    -H 'Content-Type: application/json' \
-    -d "$(jq -n --arg k "$alice_entry" \
-      '{acceleratorType: "v5litepod-4", runtimeVersion: "v2-alpha-tpuv5-lite", metadata: {"ssh-keys": $k}}')" \
-    >/dev/null || return 1
-  wait_for 30 eval '[[ $(api "$(zone_api $zi)/nodes/handmade" | jq -r .state) == READY ]]'
-}
-check "a node made through the API with curl (alice's key, no labels) becomes READY" make_by_hand
-remember_hosts
-import_it() {
-  tf import --provider emulator --project $project --zones $zi handmade >"$tmp/import.txt" 2>&1 ||
-    { cat "$tmp/import.txt"; return 1; }
-}
-check "tpufleet import --provider emulator --project $project --zones $zi handmade" import_it
-ssh_imported() {
-  local out want
-  out=$(on handmade hostname) || return 1
-  want=$(ecurl -s --max-time 20 -X POST "$ep$(zone_api $zi)/nodes/handmade:getGuestAttributes" \
-    -H 'Content-Type: application/json' -d '{}' | jq -r '.guestAttributes[0].queryValue.items[] | select(.key == "hostname") | .value')
-  [[ $out == "$want" ]] || { echo "handmade says '$out', its guest attributes '$want'"; return 1; }
-}
-check "ssh -F STATE/ssh/config handmade hostname works" ssh_imported
-keeps_keys() {
-  local keys
-  keys=$(api "$(zone_api $zi)/nodes/handmade" | jq -r '.metadata["ssh-keys"]')
-  grep -qxF "$alice_entry" <<<"$keys" || { echo "ssh-keys now: $keys"; return 1; }
-  [[ $(wc -l <<<"$keys") == 2 ]] || { echo "ssh-keys now: $keys"; return 1; }
-}
-check "handmade's ssh-keys still hold alice's key (and the fleet key)" keeps_keys
-alice_logs_in() {
-  local addr
-  addr=$(api "$(zone_api $zi)/nodes/handmade" | jq -r '.networkEndpoints[0].ipAddress')
-  timeout 30 ssh -F /dev/null -i "$tmp/alice" -o IdentitiesOnly=yes -o BatchMode=yes \
-    -o StrictHostKeyChecking=yes -o UserKnownHostsFile="$state/ssh/known_hosts" \
-    -o LogLevel=ERROR "alice@$addr" 'id -un' | grep -qx alice
-}
-check "alice still logs in to handmade with her own key" alice_logs_in
-imported_status() {
-  status_json handmade || return 1
-  [[ $(field handmade .fleet) == imported && $(field handmade .zone) == "$zi" &&
-     $(field handmade .state) == READY ]] || { cat "$tmp/status.json"; return 1; }
-}
-check "status shows handmade READY in fleet imported" imported_status
-
-# ---------------------------------------------------------------------------------
-note "6b. a node with fleet late's label but no record (issue 10)"
-make_stray() {
-  ecurl -sf --max-time 20 -X POST "$ep$(zone_api $zc)/nodes?nodeId=stray" \
-    -H 'Content-Type: application/json' \
-    -d '{"acceleratorType": "v4-8", "runtimeVersion": "tpu-ubuntu2204-base",
-         "labels": {"tpufleet-fleet": "late"}}' >/dev/null || return 1
-  wait_for 30 eval '[[ $(api "$(zone_api $zc)/nodes/stray" | jq -r .state) == READY ]]'
-}
-check "a node made with curl, labelled tpufleet-fleet=late, becomes READY in $zc" make_stray
-remember_hosts
-stray_in_status() {
-  tf status >"$tmp/status-local.txt" 2>&1 || { cat "$tmp/status-local.txt"; return 1; }
-  ! grep -q stray "$tmp/status-local.txt" || { cat "$tmp/status-local.txt"; return 1; }
-  status_json --refresh || { cat "$tmp/status.json"; return 1; }
-  jq -e --arg z "$zc" 'any(.untracked[]; .node == "stray" and .zone == $z and .fleet == "late")' \
-    "$tmp/status.json" >/dev/null || { cat "$tmp/status.json"; return 1; }
-}
-check "status --refresh (not plain status) reports stray as untracked" stray_in_status
-stray_in_up() {
-  tf up "$tmp/late.yaml" >"$tmp/late-3.txt" 2>&1 || { cat "$tmp/late-3.txt"; return 1; }
-  grep -q "untracked: stray in $zc carries fleet late's label" "$tmp/late-3.txt" ||
-    { cat "$tmp/late-3.txt"; return 1; }
-  [[ $(api "$(zone_api $zc)/nodes/stray" | jq -r .state) == READY ]] ||
-    { echo "up touched stray"; return 1; }
-}
-check "up of fleet late reports stray as untracked and leaves it alone" stray_in_up
-delete_stray() {
-  ecurl -sf --max-time 20 -X DELETE "$ep$(zone_api $zc)/nodes/stray" >/dev/null || return 1
-  wait_for 30 eval '[[ -z $(cloud_nodes $zc | grep " stray ") ]]'
-}
-check "stray deleted through the API" delete_stray
+# Sections 6 and 6b: import, and a node with a fleet's label but no record.
+source "$(dirname "$0")/fleet_e2e_import.sh"
 
 # ---------------------------------------------------------------------------------
 note "7. preemption of the spot pod"
@@ -657,6 +509,37 @@ check "pod has new workers, READY, setup done in status" new_workers
 check "setup ran once on each new worker" setup_once pod 4
 
 # ---------------------------------------------------------------------------------
+note "7b. up of 16 single-host nodes starts no ssh process (issue 11)"
+cat >"$tmp/sixteen.yaml" <<EOF
+fleet: sixteen
+provider: emulator
+nodes:
+  - name: s16
+    type: v5litepod-4
+    count: 16
+    zones: [us-west4-a]
+    setup: |
+      hostname >>~/setup-runs
+EOF
+# An ssh first in PATH that records being called and fails: up must not need it.
+mkdir -p "$tmp/fake-ssh"
+printf '#!/bin/sh\necho "ssh $*" >>"%s"\nexit 255\n' "$tmp/ssh-calls" >"$tmp/fake-ssh/ssh"
+chmod +x "$tmp/fake-ssh/ssh"
+up_without_ssh() {
+  : >"$tmp/ssh-calls"
+  PATH="$tmp/fake-ssh:$PATH" tf up "$tmp/sixteen.yaml" --timeout 2m >"$tmp/sixteen.txt" 2>&1 ||
+    { cat "$tmp/sixteen.txt" "$tmp/ssh-calls"; return 1; }
+  [[ ! -s $tmp/ssh-calls ]] || { echo "up ran ssh:"; cat "$tmp/ssh-calls"; return 1; }
+}
+check "up of 16 single-host nodes with setup exits 0 with a failing ssh first in PATH, never calling it" up_without_ssh
+remember_hosts
+setup_on_16() {
+  local i
+  for ((i = 0; i < 16; i++)); do setup_once "s16-$i" 1 || return 1; done
+}
+check "setup ran once on each of the 16 nodes" setup_on_16
+
+# ---------------------------------------------------------------------------------
 note "8. down --all"
 all_zones=($zb $zc us-west4-a us-central1-a $zq $zi)
 down_all() {
@@ -683,26 +566,6 @@ check "status says there are no nodes" status_empty
 
 # ---------------------------------------------------------------------------------
 note "the end: nothing of this run is left"
-stop_clean() {
-  local p ns left=""
-  [[ -s $tmp/netns && -s $tmp/sshd ]] || { echo "no worker namespaces or sshd were recorded"; return 1; }
-  tf emulator stop >/dev/null || return 1
-  sleep 0.2
-  for p in /proc/[0-9]*; do
-    ns=$(readlink "$p/ns/net" 2>/dev/null) || continue
-    grep -qxF "$ns" "$tmp/netns" && left+=" ${p#/proc/}($(tr '\0' ' ' <"$p/cmdline" | cut -c1-60))"
-  done
-  [[ -z $left ]] || { echo "processes still in the workers' namespaces:$left"; return 1; }
-  while read -r p; do
-    [[ -d /proc/$p && $(cat "/proc/$p/comm" 2>/dev/null) == sshd ]] && left+=" sshd:$p"
-  done <"$tmp/sshd"
-  [[ -z $left ]] || { echo "sshd left:$left"; return 1; }
-  left=$(pgrep -af "$tmp" | grep -v "^$$ ")
-  [[ -z $left ]] || { echo "processes left: $left"; return 1; }
-  left=$(ip -o link show | grep -o ' tpf[0-9a-z]*' | tr -d ' ' | sort -u | comm -12 - "$tmp/links")
-  [[ -z $left ]] || { echo "links left: $left"; return 1; }
-  [[ ! -e $TPUFLEET_EMULATOR_DIR ]] || { echo "state dir left"; return 1; }
-}
 check "emulator stop leaves no process, namespace, sshd, link or state dir of this run" stop_clean
 note "$(wc -l <"$tmp/netns") worker namespaces and $(wc -l <"$tmp/sshd") sshd were checked"
 

@@ -156,11 +156,13 @@ class AppWorld final : public cli::WorldHandle {
         providers_(env, pool),
         ssh_(state_dir + "/ssh/config"),
         fanout_(MakeFanout(env, clock_)),
+        local_fanout_(clock_),
         world_{*store_,
                clock_,
                providers_,
                ssh_,
                *fanout_,
+               local_fanout_,
                paths,
                DefaultLogin(Env(env, "USER"), Env(env, "SUDO_USER"), ::geteuid() == 0)} {}
 
@@ -173,6 +175,7 @@ class AppWorld final : public cli::WorldHandle {
   AppProviders providers_;
   OpenSshRunner ssh_;
   std::unique_ptr<Fanout> fanout_;
+  LocalFanout local_fanout_;
   World world_;
 };
 

@@ -1,6 +1,7 @@
 // Up: brings every node of a fleet spec into being and ready to use.
 //
-// For each node id of the spec, concurrently:
+// For each node id of the spec, as resumable steps that one loop advances for every node
+// at once (up_steps.h; no thread per node or per worker):
 //   1. Look at the cloud (every candidate zone, listed once for the whole fleet). A node
 //      of this fleet that exists is adopted; a preempted or terminated one is deleted
 //      and made again; one that another fleet or tool made stops the node with a
@@ -24,7 +25,10 @@
 //      key to the login's authorized_keys; a host key that fails verification fails the
 //      node at once, naming both fingerprints), then run the
 //      spec's setup script on every worker that has not run it (a recreated worker runs
-//      it again).
+//      it again). Both run on the libssh2 fan-out engine in this process, with the fleet
+//      key and the pinned host key, the workers of every node that is that far batched
+//      into one job: no `ssh` process. ssh-hosts machines, which take the user's own
+//      keys, are the exception: OpenSSH (World::ssh), one worker at a time.
 // Before all that, the fleet's recorded leftovers are deleted again; the report says how
 // that went, and names every node that carries the fleet's label but has no record
 // (untracked), which up never touches.
@@ -73,6 +77,7 @@ struct UpOptions {
   /// First and longest pause between polls of an operation or a node.
   std::chrono::milliseconds poll_min{250};
   std::chrono::milliseconds poll_max{std::chrono::seconds(2)};
+  /// At most this many nodes are being brought up at once (the rest wait their turn).
   int max_parallel_nodes = 32;
   /// ssh-hosts: asked about each host whose key is neither in the user's known_hosts nor
   /// pinned by an earlier up, with the key the host offers (unverified); true pins it.

@@ -85,7 +85,7 @@ TEST(Issue11, AnEditedSetupRunsAgainOnEveryWorkerAndTheDryRunSaysSo) {
   TestWorld t;
   FleetSpec first = t.Spec(Trainer("    setup: echo one\n"));
   ASSERT_EQ(t.Up(first).nodes[0].status, Status::Ok());
-  EXPECT_EQ(t.ssh.RunsWith("echo one"), 4);
+  EXPECT_EQ(t.workers.RunsWith("echo one"), 4);
 
   FleetSpec edited = t.Spec(Trainer("    setup: echo two\n"));
   Result<UpPlan> plan = PlanUp(edited, t.catalog, t.world);
@@ -98,7 +98,7 @@ TEST(Issue11, AnEditedSetupRunsAgainOnEveryWorkerAndTheDryRunSaysSo) {
   UpReport r = t.Up(edited);
   EXPECT_EQ(r.nodes[0].status, Status::Ok());
   EXPECT_TRUE(r.nodes[0].changed) << "up must not say nothing changed";
-  EXPECT_EQ(t.ssh.RunsWith("echo two"), 4) << "the new version runs on every worker";
+  EXPECT_EQ(t.workers.RunsWith("echo two"), 4) << "the new version runs on every worker";
   EXPECT_EQ(t.cloud.creates() + t.cloud.deletes(), 0) << "the node itself is kept";
   for (const WorkerRecord& w : t.Record("trainer").workers) {
     EXPECT_EQ(w.setup_digest, SetupDigest(edited.nodes[0].setup)) << w.index;
@@ -106,7 +106,7 @@ TEST(Issue11, AnEditedSetupRunsAgainOnEveryWorkerAndTheDryRunSaysSo) {
 
   UpReport again = t.Up(edited);
   EXPECT_FALSE(again.nodes[0].changed);
-  EXPECT_EQ(t.ssh.RunsWith("echo two"), 4) << "and once only";
+  EXPECT_EQ(t.workers.RunsWith("echo two"), 4) << "and once only";
   EXPECT_EQ(PlanUp(edited, t.catalog, t.world)->nodes[0].setup_reruns, 0);
 }
 

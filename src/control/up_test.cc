@@ -23,9 +23,8 @@ using testing::kBobKey;
 using testing::kProject;
 using testing::kZoneA;
 using testing::kZoneB;
-using testing::TestWorld;
-
 using testing::SmallNode;
+using testing::TestWorld;
 using testing::Trainer;
 
 std::string FleetPublicKey(TestWorld& t) {
@@ -190,22 +189,6 @@ TEST(Up, ANodeOutsideTheSpecsZonesNowIsKeptNotLeaked) {
   EXPECT_EQ(t.Record("trainer").zone, kZoneB);
 }
 
-TEST(Up, WaitsForHostKeysAndSsh) {
-  TestWorld t;
-  t.cloud.SetHostKeyDelay(3);
-  t.cloud.SetOperationPolls(4);
-  t.ssh.RefuseFirst(2);
-
-  UpReport r = t.Up(t.Spec(Trainer()));
-
-  EXPECT_EQ(r.nodes[0].status, Status::Ok());
-  EXPECT_EQ(t.cloud.CallCount("GetWorkerIdentities"), 4);
-  for (const WorkerRecord& w : t.Record("trainer").workers) {
-    EXPECT_FALSE(w.host_key.empty());
-  }
-  EXPECT_EQ(t.ssh.RunsOf("true"), 4 * 3) << "two refusals, then an answer, per worker";
-}
-
 TEST(Up, StockoutEverywhereSaysSoAndTheNextUpTriesAgain) {
   TestWorld t;
   t.cloud.SetStockout(kZoneB);
@@ -237,132 +220,6 @@ TEST(Up, CreateThatNeverReachedTheCloudIsMadeByTheNextUp) {
   EXPECT_EQ(t.Up(spec).nodes[0].status, Status::Ok());
   EXPECT_EQ(t.cloud.creates(), 2);
   EXPECT_EQ(t.cloud.AllNodes().size(), 1u);
-}
-
-TEST(Up, WorkerThatNeverAcceptsSshFailsTheNode) {
-  TestWorld t;
-  t.ssh.RefuseFirst(1000000);
-  UpOptions quick;
-  quick.timeout = std::chrono::minutes(2);
-
-  UpReport r = t.Up(t.Spec(Trainer()), quick);
-
-  EXPECT_EQ(r.nodes[0].status.code(), StatusCode::kUnavailable);
-  EXPECT_TRUE(Contains(r.nodes[0].status.message(), "does not accept SSH"))
-      << r.nodes[0].status.message();
-  EXPECT_TRUE(Contains(r.nodes[0].status.message(), "Connection refused"))
-      << r.nodes[0].status.message();
-}
-
-// Up of trainer, preempted just before the next call of `method`: up deletes it and
-// makes it again, and the preemption is one event.
-void ExpectMadeAgainWhenPreemptedAt(const std::string& method, int ssh_refusals) {
-  TestWorld t;
-  t.ssh.RefuseFirst(ssh_refusals);
-  t.cloud.SetStateOnNext(method, kZoneB, "trainer", NodeState::kPreempted);
-
-  UpReport r = t.Up(t.Spec(Trainer()));
-
-  EXPECT_EQ(r.nodes[0].status, Status::Ok());
-  EXPECT_EQ(t.cloud.creates(), 2);
-  EXPECT_EQ(t.cloud.CallCount("DeleteNode"), 1);
-  ASSERT_EQ(t.cloud.AllNodes().size(), 1u);
-  EXPECT_EQ(t.cloud.AllNodes()[0].state, NodeState::kReady);
-  EXPECT_EQ(t.Record("trainer").state, NodeState::kReady);
-  EXPECT_EQ(t.Events("preempted", "trainer").size(), 1u);
-}
-
-TEST(Up, NodePreemptedWhileBootingIsMadeAgain) {
-  ExpectMadeAgainWhenPreemptedAt("GetNode", 0);
-}
-
-TEST(Up, NodePreemptedWhileWaitingForSshIsMadeAgain) {
-  // READY when looked at, preempted by the time its host keys are read; ssh refuses.
-  ExpectMadeAgainWhenPreemptedAt("GetWorkerIdentities", 1);
-}
-
-// ---------------------------------------------------------------------------------------
-// Setup scripts.
-
-TEST(Up, SetupRunsOncePerWorkerAndAgainOnARecreatedNode) {
-  TestWorld t;
-  FleetSpec spec = t.Spec(Trainer("    setup: echo hello\n"));
-  const std::string setup = spec.nodes[0].setup;
-  ASSERT_FALSE(setup.empty());
-
-  ASSERT_EQ(t.Up(spec).nodes[0].status, Status::Ok());
-  EXPECT_EQ(t.ssh.RunsWith(setup), 4);
-  std::set<std::string> aliases;
-  for (const FakeSshRunner::Call& c : t.ssh.calls()) {
-    if (c.script != "true") {
-      aliases.insert(c.alias);
-    }
-  }
-  EXPECT_EQ(aliases, (std::set<std::string>{"trainer-w0", "trainer-w1", "trainer-w2",
-                                            "trainer-w3"}));
-  for (const WorkerRecord& w : t.Record("trainer").workers) {
-    EXPECT_TRUE(w.setup_done) << w.index;
-  }
-  EXPECT_EQ(t.Events("setup-done").size(), 4u);
-
-  UpReport again = t.Up(spec);
-  EXPECT_EQ(again.nodes[0].status, Status::Ok());
-  EXPECT_FALSE(again.nodes[0].changed);
-  EXPECT_EQ(t.ssh.RunsWith(setup), 4) << "a second up does not rerun setup";
-
-  // Preempted: up deletes it, makes it again (new VMs, new host keys), sets it up again.
-  std::string old_key = t.Record("trainer").workers[0].host_key;
-  t.cloud.Preempt(kZoneB, "trainer");
-  t.cloud.ClearCalls();
-  UpReport recreated = t.Up(spec);
-  EXPECT_EQ(recreated.nodes[0].status, Status::Ok());
-  EXPECT_TRUE(recreated.nodes[0].changed);
-  EXPECT_EQ(t.cloud.CallCount("DeleteNode"), 1);
-  EXPECT_EQ(t.cloud.creates(), 1);
-  EXPECT_EQ(t.ssh.RunsWith(setup), 8);
-  NodeRecord rec = t.Record("trainer");
-  EXPECT_EQ(rec.state, NodeState::kReady);
-  EXPECT_NE(rec.workers[0].host_key, old_key);
-  EXPECT_TRUE(Contains(t.KnownHosts(), rec.workers[0].host_key));
-  EXPECT_FALSE(Contains(t.KnownHosts(), old_key)) << "the old VM's key is unpinned";
-  EXPECT_EQ(t.Events("preempted", "trainer").size(), 1u);
-}
-
-TEST(Up, FailingSetupFailsThatNodeOnly) {
-  TestWorld t;
-  FleetSpec spec =
-      t.Spec(Trainer("    setup: ./install.sh\n" + SmallNode("eval", "    setup: ./install.sh\n")));
-  std::string output;
-  for (int i = 1; i <= 12; ++i) {
-    output += "step " + std::to_string(i) + "\n";
-  }
-  output += "E: No space left on device\n";
-  t.ssh.FailScriptsOn("trainer-w2", 3, output);
-
-  UpReport r = t.Up(spec);
-
-  ASSERT_EQ(r.nodes.size(), 2u);
-  EXPECT_EQ(r.nodes[0].status.code(), StatusCode::kFailedPrecondition);
-  const std::string& msg = r.nodes[0].status.message();
-  EXPECT_TRUE(Contains(msg, "worker 2 of trainer")) << msg;
-  EXPECT_TRUE(Contains(msg, "exit 3")) << msg;
-  EXPECT_TRUE(Contains(msg, "E: No space left on device")) << msg;
-  EXPECT_TRUE(Contains(msg, "step 4")) << msg;
-  EXPECT_FALSE(Contains(msg, "step 3\n")) << "only the last lines: " << msg;
-  EXPECT_TRUE(t.progress.Saw("trainer", NodePhase::kFailed));
-  EXPECT_EQ(r.nodes[1].status, Status::Ok()) << "eval comes up regardless";
-
-  NodeRecord rec = t.Record("trainer");
-  for (const WorkerRecord& w : rec.workers) {
-    EXPECT_EQ(w.setup_done, w.index != 2) << w.index;
-  }
-
-  // Fixed: the next up runs setup on worker 2 only.
-  t.ssh.FailScriptsOn("trainer-w2", 0, "");
-  int before = t.ssh.RunsWith("./install.sh");
-  UpReport fixed = t.Up(spec);
-  EXPECT_EQ(fixed.nodes[0].status, Status::Ok());
-  EXPECT_EQ(t.ssh.RunsWith("./install.sh"), before + 1);
 }
 
 // ---------------------------------------------------------------------------------------

@@ -11,14 +11,24 @@ Poller::Poller(Clock& clock, std::chrono::milliseconds min, std::chrono::millise
 bool Poller::Expired() const { return clock_.MonotonicNow() >= deadline_; }
 
 bool Poller::Pause() {
-  if (Expired()) {
+  Clock::MonoTime now = clock_.MonotonicNow();
+  std::optional<Clock::MonoTime> at = Next(now);
+  if (!at) {
     return false;
   }
-  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline_ -
-                                                                    clock_.MonotonicNow());
-  clock_.SleepFor(std::min(next_, left));
-  next_ = std::min(max_, next_ * 3 / 2);
+  clock_.SleepFor(*at - now);
   return true;
+}
+
+std::optional<Clock::MonoTime> Poller::Next(Clock::MonoTime now) {
+  if (now >= deadline_) {
+    return std::nullopt;
+  }
+  // Rounded up: a pause of 0 would poll again at once, as often as the loop turns.
+  auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline_ - now);
+  Clock::MonoTime at = now + std::min(next_, left);
+  next_ = std::min(max_, next_ * 3 / 2);
+  return at;
 }
 
 Status WaitOperation(CloudProvider& provider, CloudOperation op, Poller& poller) {

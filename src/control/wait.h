@@ -5,6 +5,7 @@
 #pragma once
 
 #include <chrono>
+#include <optional>
 
 #include "provider/provider.h"
 #include "util/clock.h"
@@ -19,6 +20,10 @@ class Poller {
 
   /// Sleeps the next pause; false (without sleeping) once the budget is spent.
   bool Pause();
+  /// Pause for a loop that does not sleep here: when the next poll is due, `now` plus the
+  /// next pause (cut at the deadline); the pause grows as Pause's does. nullopt once the
+  /// budget is spent.
+  std::optional<Clock::MonoTime> Next(Clock::MonoTime now);
   bool Expired() const;
 
  private:

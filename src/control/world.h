@@ -2,8 +2,8 @@
 // implementations) or by tests (fakes). control never constructs a provider, a store
 // or an SSH runner itself.
 //
-// Thread-safety: the members must be safe to use from several threads (up works on
-// its nodes concurrently).
+// Thread-safety: the members must be safe to use from several threads (FinishLeftovers
+// deletes leftovers concurrently; up drives its nodes from one loop in one thread).
 #pragma once
 
 #include <string>
@@ -48,8 +48,11 @@ struct World {
   Store& store;
   Clock& clock;
   ProviderSource& providers;
-  SshRunner& ssh;
+  SshRunner& ssh;  // up's login check and setup on ssh-hosts machines (the user's keys)
   Fanout& fanout;  // exec and cp: many workers at once
+  /// up's login check and setup: the fan-out engine in this process, so that `up` starts
+  /// no process (no ssh per worker, no connection holder left behind).
+  Fanout& local_fanout;
   ControlPaths paths;
   /// The user tpufleet logs in as on the nodes it creates: the local user's name when
   /// it is a valid, non-system login, else "tpufleet" (see DefaultLogin).

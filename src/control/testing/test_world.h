@@ -1,5 +1,5 @@
-// TestWorld: a World for control's tests, over fakes: a FakeCloud, a FakeSshRunner, a
-// FakeClock, a real SqliteStore on a temp file, and the SSH files (fleet key, config,
+// TestWorld: a World for control's tests, over fakes: a FakeCloud, a FakeFanout (with
+// FakeWorkers answering up's login checks and setup scripts), a FakeSshRunner, a FakeClock, a real SqliteStore on a temp file, and the SSH files (fleet key, config,
 // known_hosts, a stand-in ~/.ssh/config) in a temp dir removed afterwards.
 //
 // The catalog is the built-in one with a second v4 zone (us-central2-a): the built-in
@@ -10,9 +10,11 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "control/progress.h"
@@ -83,6 +85,72 @@ class ProgressLog final : public ProgressObserver {
   std::vector<NodeProgress> all_;  // guarded by mu_
 };
 
+/// The workers' side of up's login checks and setup scripts, answering through the
+/// FakeFanout: it records every (worker alias, script) run, answers exit 0 with no output,
+/// and can refuse the first N logins to each worker (as sshd does while a VM boots) or
+/// make every script but the "true" check exit non-zero on one worker (a failing setup).
+class FakeWorkers {
+ public:
+  struct Call {
+    std::string alias;   // "trainer-w2"
+    std::string script;  // what the worker's bash read on stdin
+  };
+
+  explicit FakeWorkers(FakeFanout& fanout) : fanout_(fanout) {
+    fanout_.respond = [this](const FanoutHost& host, size_t index, FanoutSink& sink) {
+      return Answer(host, index, sink);
+    };
+  }
+
+  /// The first `n` logins to each worker are refused.
+  void RefuseFirst(int n) { refuse_first_ = n; }
+  /// Scripts other than the "true" check exit `exit_code` on `alias`, printing `output`.
+  void FailScriptsOn(const std::string& alias, int exit_code, std::string output) {
+    failing_[alias] = {exit_code, std::move(output)};
+  }
+
+  const std::vector<Call>& calls() const { return calls_; }
+  /// How many runs of exactly `script` there were (on any worker).
+  int RunsOf(std::string_view script) const {
+    int n = 0;
+    for (const Call& c : calls_) {
+      n += c.script == script ? 1 : 0;
+    }
+    return n;
+  }
+  /// How many runs had a script containing `part` (setup arrives wrapped).
+  int RunsWith(std::string_view part) const {
+    int n = 0;
+    for (const Call& c : calls_) {
+      n += c.script.find(part) != std::string::npos ? 1 : 0;
+    }
+    return n;
+  }
+
+ private:
+  HostResult Answer(const FanoutHost& host, size_t index, FanoutSink& sink) {
+    const FanoutJob& job = fanout_.jobs.back();
+    calls_.push_back({host.name, job.stdin_header});
+    HostResult r;
+    if (refusals_[host.name]++ < refuse_first_) {
+      r.outcome = HostOutcome::kUnreachable;
+      r.message = "connect to " + host.address + " port 22: Connection refused";
+      return r;
+    }
+    if (auto it = failing_.find(host.name); it != failing_.end() && job.stdin_header != "true") {
+      sink.OnOutput(index, OutputStream::kStdout, it->second.second);
+      r.exit_code = it->second.first;
+    }
+    return r;
+  }
+
+  FakeFanout& fanout_;
+  std::vector<Call> calls_;
+  std::map<std::string, int> refusals_;  // logins so far per worker
+  std::map<std::string, std::pair<int, std::string>> failing_;
+  int refuse_first_ = 0;
+};
+
 inline Catalog TestCatalog() {
   Catalog builtin = ParseCatalog(BuiltinCatalogYaml(), "built-in catalog").value();
   return ParseCatalog("families:\n  v4:\n    zones: [us-central2-b, us-central2-a]\n",
@@ -97,7 +165,7 @@ class TestWorld {
         store(SqliteStore::Open(dir.path() + "/state.db").value()),
         cloud(catalog, kProject),
         providers(cloud),
-        world{*store, clock, providers, ssh, fanout,
+        world{*store, clock, providers, ssh, fanout, fanout,
               {dir.path() + "/state/ssh", dir.path() + "/home/.ssh/config"}, "tester"} {}
 
   /// A spec from YAML; the test fails (and an empty spec comes back) when it is bad.
@@ -145,6 +213,7 @@ class TestWorld {
   FakeCloud cloud;
   FakeSshRunner ssh;
   FakeFanout fanout;
+  FakeWorkers workers{fanout};
   FakeProviders providers;
   ProgressLog progress;
   World world;

@@ -1,0 +1,398 @@
+// NodeSteps' SSH steps (login check, setup) and UpSteps, which batches them over nodes
+// into fan-out jobs.
+#include <algorithm>
+#include <map>
+
+#include "control/host_keys.h"
+#include "control/ssh_sync.h"
+#include "control/up_internal.h"
+#include "control/up_steps.h"
+#include "ssh/ssh_files.h"
+#include "util/strings.h"
+
+namespace tpufleet::up_internal {
+namespace {
+
+// The last lines of a setup's output, indented, for its failure message.
+std::string LastLines(const std::string& output) {
+  constexpr size_t kLines = 10;  // enough for the error and what led to it
+  std::vector<std::string> lines = Split(std::string(Trim(output)), '\n');
+  size_t from = lines.size() > kLines ? lines.size() - kLines : 0;
+  std::string out;
+  for (size_t i = from; i < lines.size(); ++i) {
+    out += "  " + lines[i] + (i + 1 < lines.size() ? "\n" : "");
+  }
+  return out;
+}
+
+// Keeps each host's output (both streams, as they come, the last kSetupOutputKept
+// bytes) and its result.
+class KeepingSink final : public FanoutSink {
+ public:
+  explicit KeepingSink(size_t hosts) : runs_(hosts), done_(hosts, false) {}
+
+  void OnOutput(size_t host, OutputStream, std::string_view data) override {
+    std::string& out = runs_[host].output;
+    out.append(data);
+    if (out.size() > 2 * kSetupOutputKept) {  // trimmed now and then, not per write
+      out.erase(0, out.size() - kSetupOutputKept);
+    }
+  }
+  void OnResult(size_t host, const HostResult& result) override {
+    WorkerRun& run = runs_[host];
+    done_[host] = true;
+    if (run.output.size() > kSetupOutputKept) {
+      run.output.erase(0, run.output.size() - kSetupOutputKept);
+    }
+    switch (result.outcome) {
+      case HostOutcome::kExited:
+        run.exit_code = result.exit_code;
+        return;
+      case HostOutcome::kSignaled:
+        run.status = UnavailableError("killed by SIG" + result.signal);
+        return;
+      case HostOutcome::kTimeout:
+        run.status = TimeoutError(result.message);
+        return;
+      case HostOutcome::kHostKeyMismatch:  // no wait mends it: up stops that node at once
+        run.status = FailedPreconditionError(result.message);
+        return;
+      case HostOutcome::kUnreachable:
+      case HostOutcome::kAuthFailed:
+      case HostOutcome::kCancelled:
+        run.status = UnavailableError(result.message.empty()
+                                          ? std::string(HostOutcomeName(result.outcome))
+                                          : result.message);
+        return;
+    }
+  }
+
+  // The runs; a host that never had a result gets `missing`.
+  std::vector<WorkerRun> Take(const Status& missing) {
+    for (size_t i = 0; i < runs_.size(); ++i) {
+      if (!done_[i]) {
+        runs_[i].status = missing.ok() ? InternalError("no result") : missing;
+      }
+    }
+    return std::move(runs_);
+  }
+
+ private:
+  std::vector<WorkerRun> runs_;
+  std::vector<bool> done_;
+};
+
+}  // namespace
+
+std::vector<WorkerRun> RunOnWorkers(World& world, const std::vector<WorkerRef>& workers,
+                                    const std::string& script,
+                                    std::chrono::milliseconds timeout,
+                                    const std::string& openssh_script) {
+  std::vector<WorkerRun> runs(workers.size());
+  FanoutJob job;
+  job.key_path = world.paths.ssh_dir + "/id_ed25519";
+  job.command = "bash -s";
+  // The script reaches bash on stdin, as with `ssh HOST bash -s`: no shell parses it
+  // on the way, and the remote one sees it exactly once.
+  job.stdin_header = script;
+  job.command_timeout = timeout;
+  std::vector<size_t> on_engine;  // job.hosts[i] is workers[on_engine[i]]
+  for (size_t i = 0; i < workers.size(); ++i) {
+    const NodeRecord& rec = workers[i].node->record();
+    const WorkerRecord& w = rec.workers[workers[i].worker];
+    std::string alias = WorkerAlias(rec.name, w.index);
+    if (workers[i].node->ssh_hosts()) {
+      // The user's own machine takes the user's own keys: OpenSSH, one at a time.
+      Result<RunResult> r =
+          world.ssh.Run(alias, openssh_script.empty() ? script : openssh_script, timeout);
+      runs[i] = r.ok() ? WorkerRun{Status::Ok(), r->exit_code, std::move(r->output)}
+                       : WorkerRun{r.status(), 0, ""};
+      continue;
+    }
+    FanoutHost h;
+    h.name = alias;
+    h.address = w.address;
+    h.port = rec.port == 0 ? 22 : rec.port;
+    h.user = rec.login.empty() ? world.login : rec.login;
+    h.host_key = w.host_key;
+    job.hosts.push_back(std::move(h));
+    on_engine.push_back(i);
+  }
+  if (job.hosts.empty()) {
+    return runs;
+  }
+  KeepingSink sink(job.hosts.size());
+  Status started = world.local_fanout.Run(job, sink);
+  std::vector<WorkerRun> got = sink.Take(started);
+  for (size_t j = 0; j < on_engine.size(); ++j) {
+    runs[on_engine[j]] = std::move(got[j]);
+  }
+  return runs;
+}
+
+void NodeSteps::AfterSshFiles(const Status& synced, Clock::MonoTime now) {
+  now_ = now;
+  if (!synced.ok()) {
+    End(synced);
+    return;
+  }
+  // Every worker the same VM that accepted us and ran setup before: nothing to wait
+  // for, and a second `up` of a large fleet stays a few API reads.
+  // A worker that ran another version of the setup script runs the spec's again.
+  bool all_done = !rec_.workers.empty() &&
+                  std::none_of(rec_.workers.begin(), rec_.workers.end(),
+                               [&](const WorkerRecord& w) { return NeedsSetup(w, spec_.setup); });
+  if (all_done && !changed_) {
+    End(Status::Ok());
+    return;
+  }
+  StartLogin();
+}
+
+// Keys reach a new VM's accounts a little after READY (the guest agent): the login is
+// tried until it works or login_timeout passes.
+void NodeSteps::StartLogin() {
+  Report(NodePhase::kConnecting, zone_, ReadyDetail());
+  login_poller_.emplace(world_.clock, options_.poll_min, options_.poll_max,
+                        std::min(options_.timeout, options_.login_timeout));
+  login_ok_.assign(rec_.workers.size(), false);
+  login_last_.assign(rec_.workers.size(), Status::Ok());
+  Go(NodeStep::kLogin);
+}
+
+std::vector<size_t> NodeSteps::LoginPending() const {
+  std::vector<size_t> out;
+  for (size_t i = 0; i < login_ok_.size(); ++i) {
+    if (!login_ok_[i]) {
+      out.push_back(i);
+    }
+  }
+  return out;
+}
+
+void NodeSteps::AfterLogin(const std::vector<WorkerRun>& runs, Clock::MonoTime now) {
+  now_ = now;
+  std::vector<size_t> pending = LoginPending();
+  for (size_t i = 0; i < pending.size() && i < runs.size(); ++i) {
+    const WorkerRun& r = runs[i];
+    size_t w = pending[i];
+    if (r.status.ok() && r.exit_code == 0) {
+      login_ok_[w] = true;
+      continue;
+    }
+    if (r.status.code() == StatusCode::kFailedPrecondition) {
+      // The host key failed verification: no wait mends that.
+      End(r.status.WithContext("worker " + std::to_string(rec_.workers[w].index) + " of " +
+                               plan_.node + ": its host key is not the one pinned (expected " +
+                               SshKeyLineFingerprint(rec_.workers[w].host_key) + ")"));
+      return;
+    }
+    Status last = r.status.ok() ? UnavailableError("exit " + std::to_string(r.exit_code) +
+                                                   ": " + std::string(Trim(r.output)))
+                                : r.status;
+    // Say why we are still waiting: a refused key or a host key mismatch is the user's
+    // to fix, and they should not have to wait out the timeout to learn it.
+    Report(NodePhase::kConnecting, zone_,
+           "worker " + std::to_string(rec_.workers[w].index) + ": " +
+               last.message().substr(0, last.message().find('\n')));
+    login_last_[w] = std::move(last);
+  }
+  pending = LoginPending();
+  if (pending.empty()) {
+    StartSetup();
+    return;
+  }
+  // A spot node can be preempted while we wait for it; then waiting is pointless.
+  if (Result<CloudNode> n = provider_.GetNode(zone_, plan_.node); n.ok() && n->state.IsGone()) {
+    preempted_ = true;
+    gone_state_ = n->state;
+    End(FailedPreconditionError("node " + plan_.node + " was " + n->state.Name() +
+                                " while coming up"));
+    return;
+  }
+  std::optional<Clock::MonoTime> at = login_poller_->Next(now_);
+  if (!at) {
+    size_t w = pending.front();
+    End(login_last_[w].WithContext("worker " + std::to_string(rec_.workers[w].index) +
+                                   " of " + plan_.node + " does not accept SSH"));
+    return;
+  }
+  Go(NodeStep::kLogin, *at);
+}
+
+void NodeSteps::StartSetup() {
+  if (spec_.setup.empty()) {
+    // Nothing to run: the login the check made is all a worker needs.
+    for (WorkerRecord& w : rec_.workers) {
+      w.setup_done = true;
+      w.setup_digest = SetupDigest(spec_.setup);
+    }
+    End(Save());
+    return;
+  }
+  size_t pending = SetupPending().size();
+  if (pending == 0) {
+    End(Status::Ok());
+    return;
+  }
+  changed_ = true;
+  Report(NodePhase::kSetup, zone_, std::to_string(pending) + " workers");
+  Go(NodeStep::kSetup);
+}
+
+std::vector<size_t> NodeSteps::SetupPending() const {
+  std::vector<size_t> out;
+  for (size_t i = 0; i < rec_.workers.size(); ++i) {
+    // Workers that never ran it, and those that ran another version (the spec's setup
+    // was edited since): the spec's runs there now.
+    if (NeedsSetup(rec_.workers[i], spec_.setup)) {
+      out.push_back(i);
+    }
+  }
+  return out;
+}
+
+// The script's own commands read /dev/null, so one that reads stdin cannot swallow the
+// rest of the script.
+std::string NodeSteps::SetupScript() const { return "{\n" + spec_.setup + "\n} </dev/null\n"; }
+
+void NodeSteps::AfterSetup(const std::vector<WorkerRun>& runs, Clock::MonoTime now) {
+  now_ = now;
+  std::vector<size_t> pending = SetupPending();
+  Status first;  // the first failure, in worker order
+  for (size_t i = 0; i < pending.size() && i < runs.size(); ++i) {
+    const WorkerRun& r = runs[i];
+    WorkerRecord& w = rec_.workers[pending[i]];
+    std::string which = "worker " + std::to_string(w.index) + " of " + plan_.node;
+    Status s;
+    if (!r.status.ok()) {
+      s = r.status.WithContext("setup on " + which);
+    } else if (r.exit_code != 0) {
+      s = FailedPreconditionError("setup failed on " + which + " (exit " +
+                                  std::to_string(r.exit_code) + "):\n" + LastLines(r.output));
+    } else {
+      w.setup_done = true;
+      w.setup_digest = SetupDigest(spec_.setup);
+      s = world_.store.Transaction([&]() -> Status {
+        TPUFLEET_TRY(Save());
+        return Event("setup-done", "worker=" + std::to_string(w.index));
+      });
+    }
+    if (first.ok()) {
+      first = s;
+    }
+  }
+  End(first);
+}
+
+// ---------------------------------------------------------------------------------------
+// UpSteps
+
+UpSteps::UpSteps(World& world, const FleetSpec& fleet, const std::vector<NodePlan>& plans,
+                 CloudProvider& provider, const UpOptions& options, ProgressObserver& progress,
+                 const FleetKey* key)
+    : world_(world), fleet_(fleet), plans_(plans), provider_(provider), options_(options),
+      progress_(progress), key_(key), nodes_(plans.size()) {}
+
+std::vector<NodeSteps*> UpSteps::Due(NodeStep step, Clock::MonoTime now) {
+  std::vector<NodeSteps*> out;
+  for (const auto& n : nodes_) {
+    if (n && n->step() == step && n->due() <= now) {
+      out.push_back(n.get());
+    }
+  }
+  return out;
+}
+
+std::optional<Clock::MonoTime> UpSteps::Advance(Clock::MonoTime now) {
+  // Admit nodes in spec order while fewer than max_parallel_nodes are under way.
+  size_t active = std::count_if(nodes_.begin(), nodes_.end(), [](const auto& n) {
+    return n && n->step() != NodeStep::kDone;
+  });
+  size_t cap = static_cast<size_t>(std::max(1, options_.max_parallel_nodes));
+  for (size_t i = 0; i < nodes_.size() && active < cap; ++i) {
+    if (!nodes_[i]) {
+      nodes_[i] = std::make_unique<NodeSteps>(world_, fleet_, plans_[i], provider_, options_,
+                                              progress_, key_);
+      ++active;
+    }
+  }
+  // Each node's own steps, as long as the next one is due at once.
+  for (const auto& n : nodes_) {
+    while (n && n->step() != NodeStep::kDone && !IsBatchStep(n->step()) && n->due() <= now) {
+      n->Advance(now);
+    }
+  }
+  // The batched steps, for every node that reached them.
+  if (std::vector<NodeSteps*> due = Due(NodeStep::kSshFiles, now); !due.empty()) {
+    Status synced = SyncSshFiles(world_);
+    for (NodeSteps* n : due) {
+      n->AfterSshFiles(synced, now);
+    }
+  }
+  if (std::vector<NodeSteps*> due = Due(NodeStep::kLogin, now); !due.empty()) {
+    std::vector<WorkerRef> workers;
+    for (NodeSteps* n : due) {
+      for (size_t w : n->LoginPending()) {
+        workers.push_back({n, w});
+      }
+    }
+    // ssh-hosts logins (the user's own key) get the fleet key in their authorized_keys.
+    std::vector<WorkerRun> runs =
+        RunOnWorkers(world_, workers, "true", kLoginCheckTimeout,
+                     key_ ? AuthorizeFleetKeyScript(key_->public_key) : "");
+    size_t at = 0;
+    for (NodeSteps* n : due) {
+      size_t count = n->LoginPending().size();
+      n->AfterLogin({runs.begin() + at, runs.begin() + at + count}, now);
+      at += count;
+    }
+  }
+  // One job per setup script (the script is each job's stdin): the nodes of one entry
+  // of the spec share theirs.
+  std::map<std::string, std::vector<NodeSteps*>> by_script;
+  for (NodeSteps* n : Due(NodeStep::kSetup, now)) {
+    by_script[n->SetupScript()].push_back(n);
+  }
+  for (const auto& [script, due] : by_script) {
+    std::vector<WorkerRef> workers;
+    for (NodeSteps* n : due) {
+      for (size_t w : n->SetupPending()) {
+        workers.push_back({n, w});
+      }
+    }
+    std::vector<WorkerRun> runs = RunOnWorkers(world_, workers, script, options_.setup_timeout);
+    size_t at = 0;
+    for (NodeSteps* n : due) {
+      size_t count = n->SetupPending().size();
+      n->AfterSetup({runs.begin() + at, runs.begin() + at + count}, now);
+      at += count;
+    }
+  }
+  std::optional<Clock::MonoTime> wake;
+  active = 0;
+  bool waiting = false;  // a node not admitted yet
+  for (const auto& n : nodes_) {
+    if (!n) {
+      waiting = true;
+    } else if (n->step() != NodeStep::kDone) {
+      ++active;
+      wake = wake ? std::min(*wake, n->due()) : n->due();
+    }
+  }
+  if (waiting && active < cap) {
+    wake = now;  // a slot is free: the next node starts on the next turn
+  }
+  return wake;
+}
+
+std::vector<NodeOutcome> UpSteps::Outcomes() const {
+  std::vector<NodeOutcome> out;
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    out.push_back(nodes_[i] ? nodes_[i]->outcome()
+                            : NodeOutcome{plans_[i].node, InternalError("never started"), false});
+  }
+  return out;
+}
+
+}  // namespace tpufleet::up_internal

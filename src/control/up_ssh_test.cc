@@ -1,0 +1,264 @@
+// up's SSH steps: the login check and the setup script, on the fan-out engine.
+#include <gtest/gtest.h>
+
+#include <set>
+#include <string>
+
+#include "control/testing/test_world.h"
+#include "control/testing/up_specs.h"
+#include "control/up.h"
+#include "control/up_steps.h"
+#include "util/strings.h"
+
+namespace tpufleet {
+namespace {
+
+using testing::Contains;
+using testing::kZoneB;
+using testing::SmallNode;
+using testing::TestWorld;
+using testing::Trainer;
+
+TEST(Up, WaitsForHostKeysAndSsh) {
+  TestWorld t;
+  t.cloud.SetHostKeyDelay(3);
+  t.cloud.SetOperationPolls(4);
+  t.workers.RefuseFirst(2);
+
+  UpReport r = t.Up(t.Spec(Trainer()));
+
+  EXPECT_EQ(r.nodes[0].status, Status::Ok());
+  EXPECT_EQ(t.cloud.CallCount("GetWorkerIdentities"), 4);
+  for (const WorkerRecord& w : t.Record("trainer").workers) {
+    EXPECT_FALSE(w.host_key.empty());
+  }
+  EXPECT_EQ(t.workers.RunsOf("true"), 4 * 3) << "two refusals, then an answer, per worker";
+}
+
+TEST(Up, WorkerThatNeverAcceptsSshFailsTheNode) {
+  TestWorld t;
+  t.workers.RefuseFirst(1000000);
+  UpOptions quick;
+  quick.timeout = std::chrono::minutes(2);
+
+  UpReport r = t.Up(t.Spec(Trainer()), quick);
+
+  EXPECT_EQ(r.nodes[0].status.code(), StatusCode::kUnavailable);
+  EXPECT_TRUE(Contains(r.nodes[0].status.message(), "does not accept SSH"))
+      << r.nodes[0].status.message();
+  EXPECT_TRUE(Contains(r.nodes[0].status.message(), "Connection refused"))
+      << r.nodes[0].status.message();
+}
+
+// Up of trainer, preempted just before the next call of `method`: up deletes it and
+// makes it again, and the preemption is one event.
+void ExpectMadeAgainWhenPreemptedAt(const std::string& method, int ssh_refusals) {
+  TestWorld t;
+  t.workers.RefuseFirst(ssh_refusals);
+  t.cloud.SetStateOnNext(method, kZoneB, "trainer", NodeState::kPreempted);
+
+  UpReport r = t.Up(t.Spec(Trainer()));
+
+  EXPECT_EQ(r.nodes[0].status, Status::Ok());
+  EXPECT_EQ(t.cloud.creates(), 2);
+  EXPECT_EQ(t.cloud.CallCount("DeleteNode"), 1);
+  ASSERT_EQ(t.cloud.AllNodes().size(), 1u);
+  EXPECT_EQ(t.cloud.AllNodes()[0].state, NodeState::kReady);
+  EXPECT_EQ(t.Record("trainer").state, NodeState::kReady);
+  EXPECT_EQ(t.Events("preempted", "trainer").size(), 1u);
+}
+
+TEST(Up, NodePreemptedWhileBootingIsMadeAgain) {
+  ExpectMadeAgainWhenPreemptedAt("GetNode", 0);
+}
+
+TEST(Up, NodePreemptedWhileWaitingForSshIsMadeAgain) {
+  // READY when looked at, preempted by the time its host keys are read; ssh refuses.
+  ExpectMadeAgainWhenPreemptedAt("GetWorkerIdentities", 1);
+}
+
+// ---------------------------------------------------------------------------------------
+// Setup scripts.
+
+TEST(Up, SetupRunsOncePerWorkerAndAgainOnARecreatedNode) {
+  TestWorld t;
+  FleetSpec spec = t.Spec(Trainer("    setup: echo hello\n"));
+  const std::string setup = spec.nodes[0].setup;
+  ASSERT_FALSE(setup.empty());
+
+  ASSERT_EQ(t.Up(spec).nodes[0].status, Status::Ok());
+  EXPECT_EQ(t.workers.RunsWith(setup), 4);
+  std::set<std::string> aliases;
+  for (const testing::FakeWorkers::Call& c : t.workers.calls()) {
+    if (c.script != "true") {
+      aliases.insert(c.alias);
+    }
+  }
+  EXPECT_EQ(aliases, (std::set<std::string>{"trainer-w0", "trainer-w1", "trainer-w2",
+                                            "trainer-w3"}));
+  for (const WorkerRecord& w : t.Record("trainer").workers) {
+    EXPECT_TRUE(w.setup_done) << w.index;
+  }
+  EXPECT_EQ(t.Events("setup-done").size(), 4u);
+
+  UpReport again = t.Up(spec);
+  EXPECT_EQ(again.nodes[0].status, Status::Ok());
+  EXPECT_FALSE(again.nodes[0].changed);
+  EXPECT_EQ(t.workers.RunsWith(setup), 4) << "a second up does not rerun setup";
+
+  // Preempted: up deletes it, makes it again (new VMs, new host keys), sets it up again.
+  std::string old_key = t.Record("trainer").workers[0].host_key;
+  t.cloud.Preempt(kZoneB, "trainer");
+  t.cloud.ClearCalls();
+  UpReport recreated = t.Up(spec);
+  EXPECT_EQ(recreated.nodes[0].status, Status::Ok());
+  EXPECT_TRUE(recreated.nodes[0].changed);
+  EXPECT_EQ(t.cloud.CallCount("DeleteNode"), 1);
+  EXPECT_EQ(t.cloud.creates(), 1);
+  EXPECT_EQ(t.workers.RunsWith(setup), 8);
+  NodeRecord rec = t.Record("trainer");
+  EXPECT_EQ(rec.state, NodeState::kReady);
+  EXPECT_NE(rec.workers[0].host_key, old_key);
+  EXPECT_TRUE(Contains(t.KnownHosts(), rec.workers[0].host_key));
+  EXPECT_FALSE(Contains(t.KnownHosts(), old_key)) << "the old VM's key is unpinned";
+  EXPECT_EQ(t.Events("preempted", "trainer").size(), 1u);
+}
+
+TEST(Up, FailingSetupFailsThatNodeOnly) {
+  TestWorld t;
+  FleetSpec spec =
+      t.Spec(Trainer("    setup: ./install.sh\n" + SmallNode("eval", "    setup: ./install.sh\n")));
+  std::string output;
+  for (int i = 1; i <= 12; ++i) {
+    output += "step " + std::to_string(i) + "\n";
+  }
+  output += "E: No space left on device\n";
+  t.workers.FailScriptsOn("trainer-w2", 3, output);
+
+  UpReport r = t.Up(spec);
+
+  ASSERT_EQ(r.nodes.size(), 2u);
+  EXPECT_EQ(r.nodes[0].status.code(), StatusCode::kFailedPrecondition);
+  const std::string& msg = r.nodes[0].status.message();
+  EXPECT_TRUE(Contains(msg, "worker 2 of trainer")) << msg;
+  EXPECT_TRUE(Contains(msg, "exit 3")) << msg;
+  EXPECT_TRUE(Contains(msg, "E: No space left on device")) << msg;
+  EXPECT_TRUE(Contains(msg, "step 4")) << msg;
+  EXPECT_FALSE(Contains(msg, "step 3\n")) << "only the last lines: " << msg;
+  EXPECT_TRUE(t.progress.Saw("trainer", NodePhase::kFailed));
+  EXPECT_EQ(r.nodes[1].status, Status::Ok()) << "eval comes up regardless";
+
+  NodeRecord rec = t.Record("trainer");
+  for (const WorkerRecord& w : rec.workers) {
+    EXPECT_EQ(w.setup_done, w.index != 2) << w.index;
+  }
+
+  // Fixed: the next up runs setup on worker 2 only.
+  t.workers.FailScriptsOn("trainer-w2", 0, "");
+  int before = t.workers.RunsWith("./install.sh");
+  UpReport fixed = t.Up(spec);
+  EXPECT_EQ(fixed.nodes[0].status, Status::Ok());
+  EXPECT_EQ(t.workers.RunsWith("./install.sh"), before + 1);
+}
+
+
+// ---------------------------------------------------------------------------------------
+// Issue 11: one SSH transport, and node steps one loop drives.
+
+TEST(Issue11, UpLogsInAndRunsSetupOnTheFanoutEngineNotSsh) {
+  TestWorld t;
+  FleetSpec spec = t.Spec(Trainer("    setup: echo hello\n"));
+
+  ASSERT_EQ(t.Up(spec).nodes[0].status, Status::Ok());
+
+  EXPECT_TRUE(t.ssh.calls().empty()) << "no ssh process for a worker tpufleet made";
+  ASSERT_EQ(t.fanout.jobs.size(), 2u) << "one login check, one setup";
+  NodeRecord rec = t.Record("trainer");
+  for (const FanoutJob& job : t.fanout.jobs) {
+    EXPECT_EQ(job.key_path, t.world.paths.ssh_dir + "/id_ed25519");
+    EXPECT_EQ(job.command, "bash -s");
+    ASSERT_EQ(job.hosts.size(), 4u);
+    for (size_t i = 0; i < 4; ++i) {
+      EXPECT_EQ(job.hosts[i].name, "trainer-w" + std::to_string(i));
+      EXPECT_EQ(job.hosts[i].address, rec.workers[i].address);
+      EXPECT_EQ(job.hosts[i].user, "tester");
+      EXPECT_EQ(job.hosts[i].host_key, rec.workers[i].host_key) << "the pinned key";
+    }
+  }
+  EXPECT_EQ(t.fanout.jobs[0].stdin_header, "true");
+  EXPECT_TRUE(Contains(t.fanout.jobs[1].stdin_header, "echo hello"));
+}
+
+TEST(Issue11, SixteenNodesShareOneLoginJobAndOneSetupJob) {
+  TestWorld t;
+  FleetSpec spec = t.Spec(std::string("fleet: lab\nproject: ") + testing::kProject +
+                          "\nnodes:\n" + SmallNode("n", "    count: 16\n    setup: echo hi\n"));
+
+  UpReport r = t.Up(spec);
+
+  ASSERT_EQ(r.nodes.size(), 16u);
+  for (const NodeOutcome& o : r.nodes) {
+    EXPECT_EQ(o.status, Status::Ok()) << o.node;
+  }
+  ASSERT_EQ(t.fanout.jobs.size(), 2u) << "the nodes reach SSH together and go as one";
+  EXPECT_EQ(t.fanout.jobs[0].hosts.size(), 16u);
+  EXPECT_EQ(t.fanout.jobs[1].hosts.size(), 16u);
+  EXPECT_EQ(t.Events("setup-done").size(), 16u);
+}
+
+TEST(Issue11, SshHostsMachinesAreLoggedInToAndSetUpWithOpenSsh) {
+  // They take the user's own keys, which the fan-out engine does not hold.
+  TestWorld t;
+  CreateNodeRequest machines;
+  machines.node_id = "gpus";
+  machines.type = "v4-32";  // the fake's way to give it 4 workers
+  t.cloud.AddNode(machines);
+  FleetSpec spec = t.Spec(
+      "fleet: lab\nprovider: ssh-hosts\nnodes:\n  - name: gpus\n"
+      "    hosts: [198.18.0.10, 198.18.0.11, 198.18.0.12, 198.18.0.13]\n"
+      "    ssh_user: ops\n    setup: echo hi\n");
+
+  UpReport r = t.Up(spec);
+
+  ASSERT_EQ(r.nodes.size(), 1u);
+  EXPECT_EQ(r.nodes[0].status, Status::Ok());
+  EXPECT_TRUE(t.fanout.jobs.empty());
+  EXPECT_EQ(t.ssh.RunsOf("true"), 4);
+  EXPECT_EQ(t.ssh.RunsWith("echo hi"), 4);
+  for (const WorkerRecord& w : t.Record("gpus").workers) {
+    EXPECT_TRUE(w.setup_done) << w.index;
+  }
+}
+
+TEST(Issue11, TheStepsNeverSleepAndSayWhenToRunNext) {
+  TestWorld t;
+  t.cloud.SetOperationPolls(3);
+  FleetSpec spec = t.Spec(Trainer());
+  Result<UpPlan> plan = PlanUp(spec, t.catalog, t.world);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  UpOptions options;
+  FleetKey key = EnsureFleetKey(t.world.paths.ssh_dir).value();
+  up_internal::UpSteps steps(t.world, spec, plan->nodes, t.cloud, options, t.progress, &key);
+
+  int turns = 0;
+  while (true) {
+    Clock::MonoTime now = t.clock.MonotonicNow();
+    std::optional<Clock::MonoTime> wake = steps.Advance(now);
+    EXPECT_EQ(t.clock.MonotonicNow(), now) << "a step slept";
+    if (!wake) {
+      break;
+    }
+    ASSERT_LT(++turns, 100) << "no end in sight";
+    EXPECT_GE(*wake, now);
+    t.clock.Advance(*wake - now);
+  }
+
+  EXPECT_GE(turns, 3) << "the create's operation was polled on later turns";
+  std::vector<NodeOutcome> out = steps.Outcomes();
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].status, Status::Ok());
+  EXPECT_EQ(t.Record("trainer").state, NodeState::kReady);
+}
+
+}  // namespace
+}  // namespace tpufleet

@@ -1,0 +1,232 @@
+// The steps of `up` for one node, and the driver that advances every node of an `up`
+// from one loop; not for files other than up*.cc.
+//
+// NodeSteps brings one node id from its plan to ready as a sequence of resumable steps:
+// load the record, delete a node that is gone (recreate), create it zone by zone, wait
+// for the operation and the queued resource, wait for READY and the workers' host keys,
+// set the ssh-keys metadata; then three steps the driver batches for all nodes at once:
+// rewrite the SSH files, check that every worker accepts the fleet key, run the setup
+// script. A step is one short piece of work (a request, or its answer) that ends by
+// naming the next step and when it is due: nothing inside a step sleeps. Every write to
+// the store that up.h's crash-safety contract names comes before its request, as it did
+// when each node had a thread, so a killed `up` resumes from the records.
+//
+// UpSteps drives the nodes of one `up`: Advance(now) runs every node step that is due,
+// then the SSH work of all nodes at the login check or setup as one fan-out job each,
+// and says when it wants to run next. It owns no thread and never sleeps; `Up` sleeps
+// between calls, and an event loop can call it from a timer instead.
+//
+// Thread-safety: none; one thread advances an UpSteps and its NodeSteps.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "control/progress.h"
+#include "control/up.h"
+#include "control/wait.h"
+#include "control/world.h"
+#include "core/node_state.h"
+#include "core/up_plan.h"
+#include "ssh/fleet_key.h"
+
+namespace tpufleet::up_internal {
+
+/// A node is made again at most this often when it is preempted (or vanishes) on the way
+/// up: capacity that is taken away at once is unlikely to stay on the next try.
+inline constexpr int kPreemptedRetries = 3;
+/// One login check (connect, log in, run `true`) may take this long before it counts as
+/// a refusal and is tried again: a worker that has not let us in within 30 s is booting.
+inline constexpr std::chrono::seconds kLoginCheckTimeout{30};
+/// Of each worker's setup output the last this many bytes are kept (the message of a
+/// failed setup shows its last lines): a chatty script costs no more memory than this.
+inline constexpr size_t kSetupOutputKept = 64 * 1024;
+
+enum class NodeStep {
+  kStart,      // load the record and act on the plan
+  kOperation,  // a long-running operation (delete, create, ssh-keys, leftover) is polled
+  kQueued,     // a queued resource waits for capacity
+  kBooting,    // the node is polled until READY
+  kHostKeys,   // the workers' host keys are polled until all are published
+  kLeftover,   // what a stockout left behind is deleted before the next zone
+  kSshFiles,   // batched: the SSH files are rewritten from the store
+  kLogin,      // batched: every worker not yet in is asked to run `true`
+  kSetup,      // batched: the setup script runs on every worker that has not run it
+  kDone,
+};
+
+/// True for the steps UpSteps batches over nodes; the others are NodeSteps::Advance's.
+bool IsBatchStep(NodeStep step);
+
+/// How one worker's script ended, whichever transport carried it.
+struct WorkerRun {
+  Status status;        // OK when the script ran (whatever its exit); else why it did not
+  int exit_code = 0;    // the script's exit status when status is OK
+  std::string output;   // stdout and stderr as they came, the last kSetupOutputKept bytes
+};
+
+class NodeSteps {
+ public:
+  /// `plan` and `key` (null for ssh-hosts fleets) must outlive the steps. The node's
+  /// deadline (options.timeout) starts now.
+  NodeSteps(World& world, const FleetSpec& fleet, const NodePlan& plan,
+            CloudProvider& provider, const UpOptions& options, ProgressObserver& progress,
+            const FleetKey* key);
+  NodeSteps(const NodeSteps&) = delete;
+  NodeSteps& operator=(const NodeSteps&) = delete;
+
+  NodeStep step() const { return step_; }
+  Clock::MonoTime due() const { return due_; }
+  bool ssh_hosts() const { return fleet_.provider == Provider::kSshHosts; }
+  const NodeRecord& record() const { return rec_; }
+  /// The outcome so far; final once step() is kDone.
+  NodeOutcome outcome() const { return {plan_.node, status_, changed_}; }
+
+  /// Runs the node's current step. REQUIRES: due() <= now, !IsBatchStep(step()).
+  void Advance(Clock::MonoTime now);
+
+  // The batched steps: the driver does the work, the node takes the result.
+  /// kSshFiles: `synced` is how rewriting the SSH files went.
+  void AfterSshFiles(const Status& synced, Clock::MonoTime now);
+  /// kLogin: the workers (indices into record().workers) still to be checked.
+  std::vector<size_t> LoginPending() const;
+  /// kLogin: one run per LoginPending() worker, in that order.
+  void AfterLogin(const std::vector<WorkerRun>& runs, Clock::MonoTime now);
+  /// kSetup: the workers that have not run the spec's setup script (this version of
+  /// it), and the script as each worker's bash reads it on stdin.
+  std::vector<size_t> SetupPending() const;
+  std::string SetupScript() const;
+  /// kSetup: one run per SetupPending() worker, in that order.
+  void AfterSetup(const std::vector<WorkerRun>& runs, Clock::MonoTime now);
+
+ private:
+  enum class OpFor { kRemove, kCreate, kSshKeys, kLeftover };
+
+  // Steps (up_steps.cc). A Status that is not OK ends this attempt (End).
+  Status Begin();
+  Status StartRemove();
+  Status Removed();
+  Status StartCreate();
+  Status CreateNext();
+  Status CreateIn(const std::string& zone);
+  Status AdoptAfterConflict(const std::string& zone, const Status& conflict);
+  Status ZoneFailed(const Status& last);
+  Status CreateDone(const Status& done);
+  Status WaitFor(const CloudOperation& op, OpFor what);
+  Status PollOperation();
+  Status OperationDone(const Status& result);
+  Status PollQueued();
+  Status QueuedDone(const Status& result);
+  void StartBooting();
+  Status PollBooting();
+  Status PollHostKeys();
+  Status Ready(const std::vector<WorkerIdentity>& ids);
+  Status PollLeftover();
+  Status LeftoverDone(const Status& deleted);
+  // Steps (up_ssh.cc).
+  void StartLogin();
+  void StartSetup();
+
+  // Helpers (up_steps.cc).
+  void End(const Status& status);
+  void Go(NodeStep step) { Go(step, now_); }
+  void Go(NodeStep step, Clock::MonoTime at) {
+    step_ = step;
+    due_ = at;
+  }
+  bool PollLater(NodeStep step);
+  Status LoadRecord();
+  void FillFromSpec();
+  Status Adopt();
+  Status Save();
+  Status Event(const std::string& kind, const std::string& detail);
+  void Report(NodePhase phase, const std::string& zone, std::string detail = "");
+  std::string ReadyDetail() const;
+  CreateNodeRequest Request(const std::string& zone) const;
+  std::string DesiredSshKeys() const;
+  LeftoverRecord LeftoverIn(const std::string& zone, bool queued,
+                            const std::string& reason) const;
+  std::vector<WorkerRecord> MergeWorkers(const CloudNode& node,
+                                         const std::vector<WorkerIdentity>& ids) const;
+
+  World& world_;
+  const FleetSpec& fleet_;
+  const NodeSpec& spec_;
+  const NodePlan& plan_;
+  CloudProvider& provider_;
+  const UpOptions& options_;
+  ProgressObserver& progress_;
+  const FleetKey* key_;
+  Poller poller_;  // every cloud wait of the node shares its backoff and deadline
+
+  NodeStep step_ = NodeStep::kStart;
+  Clock::MonoTime due_;
+  Clock::MonoTime now_;         // the time of the call being served
+  PlanAction action_;           // the plan's, until a retry after a preemption
+  bool resume_;                 // the first create may reuse the recorded request id
+  int retries_ = 0;             // attempts made again after a preemption
+  bool preempted_ = false;      // the node was preempted while this attempt waited for it
+  bool vanished_ = false;       // the node disappeared while this attempt waited for it
+  NodeState gone_state_;        // its state then: PREEMPTED or TERMINATED
+  NodeRecord rec_;
+  std::string zone_;
+  bool changed_ = false;
+  Status status_;               // the outcome once kDone
+
+  CloudOperation op_;                   // kOperation: the operation polled
+  OpFor op_for_ = OpFor::kCreate;       // kOperation: what its end leads to
+  std::vector<std::string> zones_;      // the zones this create tries, in order
+  size_t zone_index_ = 0;               // the one being tried
+  Status stockout_;                     // the last zone's stockout
+  bool queued_from_create_ = false;     // kQueued: a create of ours (else: a plan's wait)
+  NodeState last_state_;                // the last state reported while polling
+  CloudNode node_;                      // the node as it was when READY
+  std::optional<Poller> login_poller_;  // kLogin: the login_timeout budget
+  std::vector<bool> login_ok_;          // kLogin: per worker, logged in
+  std::vector<Status> login_last_;      // kLogin: per worker, the last refusal
+};
+
+/// The run of each worker (node, index into its record's workers) of `script` with bash
+/// (on stdin): on the fan-out engine in this process with the fleet key and the pinned
+/// host key, or with OpenSSH for ssh-hosts machines (they take the user's own keys,
+/// which the engine does not hold); those run `openssh_script` when it is not empty.
+struct WorkerRef {
+  const NodeSteps* node;
+  size_t worker;
+};
+std::vector<WorkerRun> RunOnWorkers(World& world, const std::vector<WorkerRef>& workers,
+                                    const std::string& script,
+                                    std::chrono::milliseconds timeout,
+                                    const std::string& openssh_script = "");
+
+class UpSteps {
+ public:
+  /// One node per plan; at most options.max_parallel_nodes of them are worked on at once.
+  UpSteps(World& world, const FleetSpec& fleet, const std::vector<NodePlan>& plans,
+          CloudProvider& provider, const UpOptions& options, ProgressObserver& progress,
+          const FleetKey* key);
+
+  /// Runs every step that is due at `now` (the SSH steps of all nodes batched) and
+  /// returns when to call again, which may be `now`; nullopt once every node is done.
+  std::optional<Clock::MonoTime> Advance(Clock::MonoTime now);
+  /// One per plan, in plan order. REQUIRES: Advance returned nullopt.
+  std::vector<NodeOutcome> Outcomes() const;
+
+ private:
+  // The nodes at `step` that are due, in plan order.
+  std::vector<NodeSteps*> Due(NodeStep step, Clock::MonoTime now);
+
+  World& world_;
+  const FleetSpec& fleet_;
+  const std::vector<NodePlan>& plans_;
+  CloudProvider& provider_;
+  const UpOptions& options_;
+  ProgressObserver& progress_;
+  const FleetKey* key_;
+  std::vector<std::unique_ptr<NodeSteps>> nodes_;  // null until admitted
+};
+
+}  // namespace tpufleet::up_internal
