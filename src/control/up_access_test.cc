@@ -78,7 +78,7 @@ constexpr char kLab[] =
 
 class SshHostsUp : public ::testing::Test {
  protected:
-  SshHostsUp() : world_{*t_.store, t_.clock, hosts_, t_.ssh, t_.fanout, t_.world.paths, "tester"} {}
+  SshHostsUp() : world_{*t_.store, t_.clock, hosts_, t_.ssh, t_.fanout, t_.fanout, t_.world.paths, "tester"} {}
 
   UpReport Up(UpOptions options = {}) {
     Result<UpReport> r = tpufleet::Up(t_.Spec(kLab), t_.catalog, world_, options, t_.progress);

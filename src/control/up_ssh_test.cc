@@ -4,6 +4,7 @@
 #include <set>
 #include <string>
 
+#include "control/host_keys.h"
 #include "control/testing/test_world.h"
 #include "control/testing/up_specs.h"
 #include "control/up.h"
@@ -223,7 +224,9 @@ TEST(Issue11, SshHostsMachinesAreLoggedInToAndSetUpWithOpenSsh) {
   ASSERT_EQ(r.nodes.size(), 1u);
   EXPECT_EQ(r.nodes[0].status, Status::Ok());
   EXPECT_TRUE(t.fanout.jobs.empty());
-  EXPECT_EQ(t.ssh.RunsOf("true"), 4);
+  // The login check also gives each login the fleet key (host_keys.h).
+  std::string fleet_key = EnsureFleetKey(t.world.paths.ssh_dir).value().public_key;
+  EXPECT_EQ(t.ssh.RunsOf(AuthorizeFleetKeyScript(fleet_key)), 4);
   EXPECT_EQ(t.ssh.RunsWith("echo hi"), 4);
   for (const WorkerRecord& w : t.Record("gpus").workers) {
     EXPECT_TRUE(w.setup_done) << w.index;
