@@ -11,7 +11,7 @@
 #include <mutex>
 #include <random>
 
-#include "app/emulator_locator.h"
+#include "emulator/locator.h"
 #include "app/holder_command.h"
 #include "core/fleet_spec.h"
 #include "provider/gcp_credentials.h"
@@ -106,15 +106,15 @@ class AppProviders final : public ProviderSource {
     options.seed = std::random_device{}();
     std::unique_ptr<TokenSource> tokens;
     if (provider == ProviderName(Provider::kEmulator)) {
-      std::string dir = EmulatorStateDir(std::nullopt, env_);
-      std::optional<EmulatorDaemon> daemon = RunningEmulator(dir);
+      std::string dir = emulator::EmulatorStateDir(std::nullopt, env_);
+      std::optional<emulator::EmulatorDaemon> daemon = emulator::RunningEmulator(dir);
       if (!daemon) {
         return FailedPreconditionError("the fleet's provider is the emulator, and no emulator "
                                        "runs from " + dir + "; start it with `tpufleet "
                                        "emulator start`");
       }
       options.endpoint = daemon->endpoint;
-      TPUFLEET_ASSIGN_OR_RETURN(std::string token, ReadEmulatorToken(daemon->token_file, env_));
+      TPUFLEET_ASSIGN_OR_RETURN(std::string token, emulator::ReadEmulatorToken(daemon->token_file, env_));
       tokens = std::make_unique<EmulatorToken>(std::move(token), daemon->token_file);
     } else {
       TPUFLEET_ASSIGN_OR_RETURN(options.endpoint, ResolveTpuEndpoint(env));
