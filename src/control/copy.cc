@@ -235,7 +235,13 @@ Result<Source> ReadSource(const std::string& path, PrivateDir& scratch, size_t i
   s.mode = st.st_mode & 07777;
   if (S_ISDIR(st.st_mode)) {
     s.directory = true;
-    TPUFLEET_TRY(scratch.Make(fs::temp_directory_path().string(), "tpufleet-cp-"));
+    std::error_code ec;
+    fs::path tmp = fs::temp_directory_path(ec);
+    if (ec) {
+      return InvalidArgumentError("no temporary directory for the tar of " + path + ": " +
+                                  ec.message() + " (check TMPDIR)");
+    }
+    TPUFLEET_TRY(scratch.Make(tmp.string(), "tpufleet-cp-"));
     s.send_path = scratch.path() + "/" + std::to_string(index) + ".tar";
     UniqueFd tar(::open(s.send_path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
     if (tar.get() < 0) {
@@ -244,7 +250,10 @@ Result<Source> ReadSource(const std::string& path, PrivateDir& scratch, size_t i
     SpawnOptions options;
     options.search_path = true;
     options.inherit_env = true;
-    fs::path abs = fs::absolute(trimmed);
+    fs::path abs = fs::absolute(trimmed, ec);
+    if (ec) {
+      return ErrnoStatus(path, ec.value());
+    }
     TPUFLEET_ASSIGN_OR_RETURN(
         SubprocessResult r,
         RunSubprocess({"tar", "-c", "-f", s.send_path, "-C", abs.parent_path().string(), "--",

@@ -196,8 +196,9 @@ Result<CopyReport> Download(World& world, const CopyRequest& request, const Remo
                             ResolveTargets(world.store, {src.target}));
   const std::string& dest = request.destination;
   std::string base = fs::path(src.path).filename().string();
-  bool into_dir = fs::is_directory(dest);
-  if (workers.size() > 1 && fs::exists(dest) && !into_dir) {
+  std::error_code ec;  // a DEST that cannot be looked at is one that is not there yet
+  bool into_dir = fs::is_directory(dest, ec);
+  if (workers.size() > 1 && fs::exists(dest, ec) && !into_dir) {
     return InvalidArgumentError(dest + " is a file; several workers need a directory");
   }
   // One worker: into DEST (a directory) or as DEST. Several: DEST/NODE-wN/ each.
@@ -206,7 +207,6 @@ Result<CopyReport> Download(World& world, const CopyRequest& request, const Remo
   PrivateDir staging;
   if (workers.size() == 1 && !into_dir) {
     std::string parent = fs::path(dest).has_parent_path() ? fs::path(dest).parent_path().string() : ".";
-    std::error_code ec;
     fs::create_directories(parent, ec);
     TPUFLEET_TRY(staging.Make(parent, ".tpufleet-cp-"));
     dirs.push_back(staging.path());
@@ -229,7 +229,6 @@ Result<CopyReport> Download(World& world, const CopyRequest& request, const Remo
     }
   }
   if (!staging.path().empty()) {
-    std::error_code ec;
     if (report.workers[0].ok) {
       // The tar holds one entry, the remote path's base name (or "." for the home).
       fs::path got = staging.path() + "/" + (base.empty() || base == "~" ? "." : base);
