@@ -83,5 +83,80 @@ TEST_F(BadInputTest, BadRequestsToOtherRoutesAre400Not500) {
   }
 }
 
+// Every field of a node, in every wrong shape, in a create and in a patch of it.
+TEST_F(BadInputTest, NoShapeOfAnyNodeFieldIsA500) {
+  CreateNode("n1");
+  const std::vector<std::string> fields = {
+      "name", "description", "acceleratorType", "state", "runtimeVersion", "networkConfig",
+      "networkConfigs", "cidrBlock", "serviceAccount", "createTime", "schedulingConfig",
+      "networkEndpoints", "health", "labels", "metadata", "tags", "id", "dataDisks",
+      "apiVersion", "symptoms", "shieldedInstanceConfig", "acceleratorConfig",
+      "queuedResource", "multisliceNode", "upcomingMaintenance", "bootDiskConfig"};
+  const std::vector<Json> shapes = {Json("x"), Json(7), Json(-1.5), Json(true),
+                                    Json::array({1, "a", nullptr}), Json::object({{"a", 1}}),
+                                    Json::array({Json::object({{"a", Json::array()}})})};
+  int n = 0;
+  for (const std::string& field : fields) {
+    for (const Json& shape : shapes) {
+      Json body = NodeBody();
+      body[field] = shape;
+      Reply created = Post(std::string(kParent) + "/nodes?nodeId=x" + std::to_string(n++), body);
+      EXPECT_LT(created.status, 500) << "create, " << field << " = " << shape.dump() << ": "
+                                     << created.text;
+      Reply patched = Patch(NodePath("n1") + "?updateMask=" + field, Json{{field, shape}});
+      EXPECT_LT(patched.status, 500) << "patch, " << field << " = " << shape.dump() << ": "
+                                     << patched.text;
+    }
+  }
+}
+
+// The fields inside a node's messages, and a queued resource's node, in wrong shapes.
+TEST_F(BadInputTest, NoShapeOfANestedFieldIsA500) {
+  CreateNode("n1");
+  const std::vector<std::pair<std::string, std::string>> nested = {
+      {"acceleratorConfig", "type"},     {"acceleratorConfig", "topology"},
+      {"schedulingConfig", "spot"},      {"schedulingConfig", "preemptible"},
+      {"schedulingConfig", "reserved"},  {"networkConfig", "network"},
+      {"networkConfig", "subnetwork"},   {"networkConfig", "enableExternalIps"},
+      {"networkConfig", "canIpForward"}, {"networkConfig", "queueCount"},
+      {"serviceAccount", "email"},       {"serviceAccount", "scope"},
+      {"shieldedInstanceConfig", "enableSecureBoot"},
+      {"bootDiskConfig", "enableConfidentialCompute"}};
+  const std::vector<Json> shapes = {Json("x"), Json(7), Json(true), Json::array({1}),
+                                    Json::object({{"a", 1}}), Json(nullptr)};
+  int n = 0;
+  for (const auto& [outer, inner] : nested) {
+    for (const Json& shape : shapes) {
+      Json body = NodeBody();
+      body[outer] = Json{{inner, shape}};
+      if (outer == "acceleratorConfig") {
+        body.erase("acceleratorType");
+      }
+      std::string id = "x" + std::to_string(n++);
+      Reply r = Post(std::string(kParent) + "/nodes?nodeId=" + id, body);
+      EXPECT_LT(r.status, 500) << outer << "." << inner << " = " << shape.dump() << ": " << r.text;
+      Json node = body;
+      Json qr{{"tpu", {{"nodeSpec", Json::array({Json{{"parent", std::string(kParent).substr(4)},
+                                                       {"nodeId", "q" + id},
+                                                       {"node", node}}})}}}};
+      r = Post(std::string(kParent) + "/queuedResources?queuedResourceId=q" + id, qr);
+      EXPECT_LT(r.status, 500) << "queued " << outer << "." << inner << " = " << shape.dump()
+                               << ": " << r.text;
+      r = Patch(NodePath("n1") + "?updateMask=" + outer + "." + inner, Json{{outer, {{inner, shape}}}});
+      EXPECT_LT(r.status, 500) << "patch " << outer << "." << inner << ": " << r.text;
+    }
+  }
+  for (const Json& shape : {Json("x"), Json(7), Json::array({1}), Json::object({{"a", 1}})}) {
+    Json body = NodeBody();
+    body["dataDisks"] = Json::array({Json{{"sourceDisk", shape}, {"mode", shape}}});
+    Reply r = Post(std::string(kParent) + "/nodes?nodeId=d" + std::to_string(n++), body);
+    EXPECT_LT(r.status, 500) << "dataDisks " << shape.dump() << ": " << r.text;
+    for (const char* route : {":start", ":stop", ":getGuestAttributes"}) {
+      r = Send("POST", NodePath("n1") + route, shape.dump());
+      EXPECT_LT(r.status, 500) << route << " " << shape.dump() << ": " << r.text;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace tpufleet::emulator
