@@ -76,8 +76,8 @@ void NamespaceHosts::EmptyTrash() {
   while (!trash_stop_) {
     std::error_code ec;
     std::vector<fs::path> entries;
-    for (const fs::directory_entry& e : fs::directory_iterator(trash, ec)) {
-      entries.push_back(e.path());
+    for (const std::string& name : ListDirectory(trash.string())) {
+      entries.push_back(trash / name);
     }
     if (entries.empty()) {
       trash_cv_.wait(l);
@@ -87,8 +87,8 @@ void NamespaceHosts::EmptyTrash() {
     for (const fs::path& entry : entries) {
       // Worker by worker, so a stop request waits for one worker's files at most.
       std::vector<fs::path> parts;
-      for (const fs::directory_entry& e : fs::directory_iterator(entry, ec)) {
-        parts.push_back(e.path());
+      for (const std::string& name : ListDirectory(entry.string())) {
+        parts.push_back(entry / name);
       }
       for (const fs::path& part : parts) {
         {
@@ -175,9 +175,9 @@ Result<std::unique_ptr<NamespaceHosts>> NamespaceHosts::Create(const NamespaceHo
 }
 
 void NamespaceHosts::LoadNodeRecords() {
-  std::error_code ec;
-  for (const fs::directory_entry& e : fs::directory_iterator(options_.state_dir + "/nodes", ec)) {
-    Result<std::string> text = ReadFile(e.path().string() + "/node.json");
+  const std::string nodes = options_.state_dir + "/nodes";
+  for (const std::string& name : ListDirectory(nodes)) {
+    Result<std::string> text = ReadFile(nodes + "/" + name + "/node.json");
     if (!text.ok()) {
       continue;
     }
@@ -190,10 +190,10 @@ void NamespaceHosts::LoadNodeRecords() {
     node->spec.id = j.value("id", "");
     node->spec.accelerator_type = j.value("accelerator_type", "");
     node->spec.workers = j.value("workers", 0);
-    if (!hosts::ValidateNodeSpec(node->spec).ok() || e.path().filename() != node->spec.id) {
+    if (!hosts::ValidateNodeSpec(node->spec).ok() || name != node->spec.id) {
       continue;
     }
-    node->dir = e.path().string();
+    node->dir = nodes + "/" + name;
     nodes_[node->spec.name] = node;
   }
 }
