@@ -38,8 +38,19 @@ fi
 tmp=$(mktemp -d)
 export TPUFLEET_EMULATOR_DIR=$tmp/emulator TPUFLEET_STATE_DIR=$tmp/state HOME=$tmp/home
 mkdir -p "$HOME"
-trap '"$bin" down --all --yes >/dev/null 2>&1; "$bin" emulator stop >/dev/null 2>&1 || true
-      "$bin" holder stop >/dev/null 2>&1; rm -rf "$tmp"' EXIT
+# Every step of the clean-up runs whatever the one before it did: a failed `down` must
+# not leave the emulator running (set -e would end the trap at its first failure).
+cleanup() {
+  set +e
+  "$bin" down --all --yes >/dev/null 2>&1
+  "$bin" emulator stop >/dev/null 2>&1
+  "$bin" holder stop >/dev/null 2>&1
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+# How long the demo waits for the injected preemption to show (seconds): the emulator
+# turns a node PREEMPTED at once with --notice 0s; a minute means something is wrong.
+preempt_wait=${TPUFLEET_DEMO_PREEMPT_WAIT:-60}
 
 step "Start the local Cloud TPU" tpufleet emulator start
 tpufleet emulator start
@@ -79,7 +90,14 @@ tpufleet up examples/emulator-fleet.yaml
 step "Spot preemption, injected; up makes the node again" \
   "tpufleet emulator inject preempt demo-pod; tpufleet up examples/emulator-fleet.yaml"
 tpufleet emulator inject preempt demo-pod --notice 0s >/dev/null
-until tpufleet status --refresh demo-pod | grep -q PREEMPTED; do sleep 0.3; done
+deadline=$((SECONDS + preempt_wait))
+until tpufleet status --refresh demo-pod | grep -q PREEMPTED; do
+  if ((SECONDS >= deadline)); then
+    echo "demo: demo-pod did not turn PREEMPTED within ${preempt_wait}s of the injected preemption" >&2
+    exit 1
+  fi
+  sleep 0.3
+done
 tpufleet status demo-pod | head -2
 tpufleet up examples/emulator-fleet.yaml
 

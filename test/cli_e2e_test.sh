@@ -147,6 +147,16 @@ for f in "${facts[@]}"; do
   expect_line out "  \"chips_per_worker\": $per,"
 done
 
+check "the everyday CLI loads none of the emulator's libraries (cpp-httplib stays in tpufleet-emulator)"
+if command -v ldd >/dev/null; then
+  last_cmd="ldd $bin"
+  ldd "$bin" >"$tmp/out" 2>"$tmp/err" || true
+  ! grep -q "httplib" "$tmp/out" || fail "tpufleet links cpp-httplib"
+  grep -q "libc" "$tmp/out" || fail "ldd named no libraries"
+else
+  echo "skip: no ldd on this machine"
+fi
+
 check "catalog v4-32: topology, host, price and spot"
 run catalog v4-32
 expect_code 0

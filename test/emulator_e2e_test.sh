@@ -244,4 +244,60 @@ left=$(emulator_links | comm -12 - "$tmp/links.ours")
 [[ -z $left ]] || fail "links left: $left"
 ! pgrep -f "$tmp" >/dev/null || fail "processes left: $(pgrep -af "$tmp")"
 [[ ! -e $TPUFLEET_EMULATOR_DIR ]] || fail "state dir left"
+
+# Issue 11 (a new user's fix 6): an emulator started with `sudo -E` for a user (here
+# nobody), with --catalog. The daemon got no --catalog, and a stop by that user without
+# sudo ended in an uncaught filesystem_error.
+mine=$(mktemp -d)
+chmod 0711 "$mine"
+export TPUFLEET_EMULATOR_DIR=$mine/emulator
+cat >"$tmp/catalog.yaml" <<'YAML'
+families:
+  v9e:
+    generation: TPU v9e (a family only this test's catalog has)
+    api_type: V9E
+    suffix: chips
+    chips_per_worker: 4
+    max_single_host_chips: 4
+    sizes: [4]
+    topologies: {4: 2x2}
+    hbm_gib_per_chip: 16
+    hosts:
+      - {chips_per_worker: 4, machine_type: ct9e-test-4t, vcpus: 24, ram_gib: 48}
+    runtime_versions: [v2-alpha-tpuv9e]
+    zones: [us-central2-b]
+    prices:
+      - {region: us-central2, on_demand: 1.00, spot: 0.50, source: test}
+YAML
+cleanup_mine() {
+  "$bin" emulator stop >/dev/null 2>&1 || true
+  rm -rf "$mine" "$tmp"
+}
+trap cleanup_mine EXIT
+# As sudo -E sets them for root's commands: the state dir is nobody's.
+export SUDO_UID=$(id -u nobody) SUDO_GID=$(id -g nobody)
+"$bin" emulator start --catalog "$tmp/catalog.yaml" >"$tmp/start.txt"
+ep=$(grep -o 'http://127.0.0.1:[0-9]*/' "$tmp/start.txt" | head -1)
+api=${ep}v2/projects/e2e/locations/us-central2-b
+
+check "emulator start --catalog FILE: the started emulator serves FILE's types"
+code=$(ecurl -s -o "$tmp/v9e.json" -w '%{http_code}' -X POST "$api/nodes?nodeId=nine" \
+  -H 'Content-Type: application/json' \
+  -d '{"acceleratorType":"v9e-4","runtimeVersion":"v2-alpha-tpuv9e"}')
+[[ $code == 200 ]] || fail "a create of the catalog's v9e-4: HTTP $code $(cat "$tmp/v9e.json")"
+ecurl -sf "$api/nodes/nine" | grep -q '"acceleratorType": *"v9e-4"' ||
+  fail "no v9e-4 node: $(ecurl -s "$api/nodes/nine")"
+
+check "a stop by the user who ran sudo -E, without sudo, says to use sudo and exits 1"
+set +e
+runuser -u nobody -- env -u SUDO_UID -u SUDO_GID HOME=/nonexistent \
+  TPUFLEET_EMULATOR_DIR="$TPUFLEET_EMULATOR_DIR" \
+  timeout 30 "$bin" emulator stop >"$tmp/out" 2>"$tmp/err"; rc=$?
+set -e
+[[ $rc == 1 ]] && grep -q "sudo -E tpufleet emulator stop" "$tmp/err" ||
+  fail "nobody's stop: rc=$rc $(cat "$tmp/out" "$tmp/err")"
+! grep -q "filesystem_error\|terminate" "$tmp/err" || fail "nobody's stop aborted: $(cat "$tmp/err")"
+"$bin" emulator status >/dev/null || fail "nobody's stop stopped root's emulator"
+"$bin" emulator stop >/dev/null
+[[ ! -e $TPUFLEET_EMULATOR_DIR ]] || fail "state dir left after the second stop"
 echo "PASS: $checks checks"

@@ -4,7 +4,7 @@
 #include <random>
 #include <utility>
 
-#include "app/emulator_locator.h"
+#include "emulator/locator.h"
 #include "core/fleet_spec.h"
 #include "provider/gcp_tpu.h"
 
@@ -52,8 +52,8 @@ Result<ProviderTarget> TargetOf(const std::string& provider, const std::string& 
     TPUFLEET_ASSIGN_OR_RETURN(t.endpoint, ResolveTpuEndpoint(LookupIn(env)));
     return t;
   }
-  std::string dir = EmulatorStateDir(std::nullopt, env);
-  std::optional<EmulatorDaemon> daemon = RunningEmulator(dir);
+  std::string dir = emulator::EmulatorStateDir(std::nullopt, env);
+  std::optional<emulator::EmulatorDaemon> daemon = emulator::RunningEmulator(dir);
   if (!daemon) {
     return FailedPreconditionError("the fleet's provider is the emulator, and no emulator "
                                    "runs from " + dir + "; start it with `tpufleet "
@@ -61,7 +61,7 @@ Result<ProviderTarget> TargetOf(const std::string& provider, const std::string& 
   }
   t.endpoint = daemon->endpoint;
   t.emulator_token_file = daemon->token_file;
-  TPUFLEET_ASSIGN_OR_RETURN(t.emulator_token, ReadEmulatorToken(daemon->token_file, env));
+  TPUFLEET_ASSIGN_OR_RETURN(t.emulator_token, emulator::ReadEmulatorToken(daemon->token_file, env));
   return t;
 }
 

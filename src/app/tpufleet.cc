@@ -2,16 +2,16 @@
 #include <string>
 #include <vector>
 
-#include "app/emulator_command.h"
 #include "app/fleet_world.h"
 #include "app/holder_command.h"
 #include "app/run_cli.h"
 #include "cli/app.h"
+#include "cli/emulator_row.h"
 
 int main(int argc, char** argv) {
   tpufleet::app::FleetWorlds worlds;
   tpufleet::cli::App app{tpufleet::cli::CliCommands(), worlds.Factory()};
-  app.commands.push_back(tpufleet::app::EmulatorCommandRow(tpufleet::app::ExecEmulator));
+  app.commands.push_back(tpufleet::cli::EmulatorCommandRow(tpufleet::cli::ExecEmulator));
   app.commands.push_back(tpufleet::app::HolderCommandRow());
   return tpufleet::app::RunCli(app, std::vector<std::string>(argv + 1, argv + argc));
 }

@@ -1,4 +1,4 @@
-// TextTable: left-aligned columns for the CLI's human-readable output.
+// The CLI's human-readable output: TextTable (util/text_table.h) and number formats.
 //
 // Thread-safety: a plain value.
 #pragma once
@@ -8,20 +8,11 @@
 #include <vector>
 
 #include "util/log.h"
+#include "util/text_table.h"
 
 namespace tpufleet::cli {
 
-class TextTable {
- public:
-  explicit TextTable(std::vector<std::string> header) { rows_.push_back(std::move(header)); }
-  void AddRow(std::vector<std::string> row) { rows_.push_back(std::move(row)); }
-  /// Prints every row, columns separated by two spaces, no trailing blanks; each cell
-  /// on one line, through TerminalText (util/log.h).
-  void Print(std::ostream& out) const;
-
- private:
-  std::vector<std::vector<std::string>> rows_;
-};
+using ::tpufleet::TextTable;  // util/text_table.h
 
 /// "12", "12.5", "0.25": a number without trailing zeros (at most `decimals`).
 std::string FormatNumber(double v, int decimals = 2);

@@ -1,23 +1,20 @@
 #include "control/copy.h"
 
 #include <fcntl.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
-#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <map>
 #include <random>
 
+#include "control/copy_internal.h"
 #include "control/copy_relay_hop.h"
 #include "control/exec.h"
 #include "control/resolve.h"
-#include "control/tar_guard.h"
 #include "util/file.h"
 #include "util/secret.h"
 #include "util/strings.h"
@@ -49,16 +46,41 @@ constexpr const char* kReceiveDir =
     "if [ -d \"$d\" ]; then tar -x -f - -C \"$d\"; "
     "else mkdir -p \"$d\" && tar -x -f - -C \"$d\" --strip-components=1; fi";
 
-// $1 path: a tar of it on stdout.
-constexpr const char* kSendPath =
-    "[ -e \"$d\" ] || { echo \"no such file or directory: $1\" >&2; exit 1; }; "
-    "cd \"$(dirname \"$d\")\" && exec tar -c -f - \"$(basename \"$d\")\"";
+}  // namespace
+
+namespace copy_internal {
 
 std::string Script(const std::string& body, const std::vector<std::string>& args) {
   std::vector<std::string> words = {"sh", "-c", std::string(kExpandPath) + body, "tpufleet"};
   words.insert(words.end(), args.begin(), args.end());
   return ShellJoin(words);
 }
+
+PrivateDir::~PrivateDir() {
+  if (!path_.empty()) {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+}
+
+Status PrivateDir::Make(const std::string& parent, const std::string& prefix) {
+  if (!path_.empty()) {
+    return Status::Ok();
+  }
+  std::string name = parent + "/" + prefix + "XXXXXX";
+  if (::mkdtemp(name.data()) == nullptr) {
+    return ErrnoStatus("a private directory in " + parent, errno);
+  }
+  path_ = name;
+  return Status::Ok();
+}
+
+}  // namespace copy_internal
+
+namespace {
+
+using copy_internal::PrivateDir;
+using copy_internal::Script;
 
 // What each host of an upload printed and how it ended.
 class Collect final : public FanoutSink {
@@ -85,43 +107,12 @@ class Collect final : public FanoutSink {
     return why;
   }
   const std::string& Output(size_t host) const { return out_[host]; }
+  const HostResult& Outcome(size_t host) const { return results_[host]; }
 
  private:
   static constexpr size_t kKeep = 4096;  // messages, not data
   std::vector<std::string> out_, err_;
   std::vector<HostResult> results_;
-};
-
-// A new directory that only this user can enter (mkdtemp makes it 0700), removed with
-// what is in it when this goes: for what cp writes here that nobody else may read or
-// plant (a directory's tar, a download's staging).
-class PrivateDir {
- public:
-  PrivateDir() = default;
-  PrivateDir(const PrivateDir&) = delete;
-  PrivateDir& operator=(const PrivateDir&) = delete;
-  ~PrivateDir() {
-    if (!path_.empty()) {
-      std::error_code ec;
-      fs::remove_all(path_, ec);
-    }
-  }
-  /// Makes PARENT/PREFIXxxxxxx (once; later calls keep the first).
-  Status Make(const std::string& parent, const std::string& prefix) {
-    if (!path_.empty()) {
-      return Status::Ok();
-    }
-    std::string name = parent + "/" + prefix + "XXXXXX";
-    if (::mkdtemp(name.data()) == nullptr) {
-      return ErrnoStatus("a private directory in " + parent, errno);
-    }
-    path_ = name;
-    return Status::Ok();
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
 };
 
 struct Source {
@@ -200,6 +191,34 @@ std::vector<bool> Relay(World& world, const Source& src, const std::vector<Worke
   return done;
 }
 
+// Which of `workers` can be a relay hop (kRelayProbeCommand succeeded). A worker that
+// did not answer at all is marked failed in `report` with why, so that nothing after
+// (the chain, the direct send, the next source) waits for it again.
+std::vector<bool> ProbeHops(World& world, const std::vector<WorkerTarget>& workers,
+                            std::chrono::milliseconds connect_timeout, const Source& src,
+                            CopyReport& report) {
+  std::vector<bool> can_hop(workers.size(), false);
+  FanoutJob job = JobFor(world, workers);
+  for (FanoutHost& h : job.hosts) {
+    h.command = kRelayProbeCommand;
+  }
+  job.connect_timeout = connect_timeout;
+  Collect collect(workers.size());
+  Status run = RunResolving(world, workers, job, collect);  // a moved worker is found here
+  for (size_t i = 0; i < workers.size(); ++i) {
+    const HostResult& r = collect.Outcome(i);
+    if (!run.ok()) {
+      continue;  // no answer about anyone: the direct send tries them all
+    }
+    if (r.outcome != HostOutcome::kExited) {
+      report.workers[i].ok = false;
+      report.workers[i].message = src.path + ": " + collect.Failure(i);
+    }
+    can_hop[i] = r.ok();
+  }
+  return can_hop;
+}
+
 // A directory is made into a tar in `scratch` (made in the system's temporary
 // directory on first use), in a file created 0600 before tar writes it.
 Result<Source> ReadSource(const std::string& path, PrivateDir& scratch, size_t index) {
@@ -217,7 +236,13 @@ Result<Source> ReadSource(const std::string& path, PrivateDir& scratch, size_t i
   s.mode = st.st_mode & 07777;
   if (S_ISDIR(st.st_mode)) {
     s.directory = true;
-    TPUFLEET_TRY(scratch.Make(fs::temp_directory_path().string(), "tpufleet-cp-"));
+    std::error_code ec;
+    fs::path tmp = fs::temp_directory_path(ec);
+    if (ec) {
+      return InvalidArgumentError("no temporary directory for the tar of " + path + ": " +
+                                  ec.message() + " (check TMPDIR)");
+    }
+    TPUFLEET_TRY(scratch.Make(tmp.string(), "tpufleet-cp-"));
     s.send_path = scratch.path() + "/" + std::to_string(index) + ".tar";
     UniqueFd tar(::open(s.send_path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
     if (tar.get() < 0) {
@@ -226,7 +251,10 @@ Result<Source> ReadSource(const std::string& path, PrivateDir& scratch, size_t i
     SpawnOptions options;
     options.search_path = true;
     options.inherit_env = true;
-    fs::path abs = fs::absolute(trimmed);
+    fs::path abs = fs::absolute(trimmed, ec);
+    if (ec) {
+      return ErrnoStatus(path, ec.value());
+    }
     TPUFLEET_ASSIGN_OR_RETURN(
         SubprocessResult r,
         RunSubprocess({"tar", "-c", "-f", s.send_path, "-C", abs.parent_path().string(), "--",
@@ -260,25 +288,36 @@ Result<CopyReport> Upload(World& world, const CopyRequest& request, const Remote
   for (const auto& w : workers) {
     report.workers.push_back(CopyOutcome{w, true, "ssh", ""});
   }
+  std::vector<bool> can_hop;  // ProbeHops' answer, asked before the first relay
   for (const Source& src : sources) {
     report.bytes += src.size;
     std::vector<bool> relayed(workers.size(), false);
-    // A worker without a pinned host key is no hop of the chain: the direct copy below
-    // fails it alone.
-    std::vector<WorkerTarget> chain;
-    std::vector<size_t> chain_index;
-    for (size_t i = 0; i < workers.size(); ++i) {
-      if (!workers[i].host_key.empty()) {
-        chain.push_back(workers[i]);
-        chain_index.push_back(i);
-      }
-    }
     if (request.relay && !src.directory && src.size >= kRelayMinBytes &&
-        chain.size() >= kRelayMinWorkers) {
-      std::vector<bool> got = Relay(world, src, chain, dest.path, request.connect_timeout,
-                                    report.security_events);
-      for (size_t k = 0; k < chain.size(); ++k) {
-        relayed[chain_index[k]] = got[k];
+        workers.size() >= kRelayMinWorkers) {
+      if (can_hop.empty()) {
+        can_hop = ProbeHops(world, workers, request.connect_timeout, src, report);
+        // The probe refreshed the nodes of workers that moved: hops take the new addresses.
+        TPUFLEET_ASSIGN_OR_RETURN(std::vector<WorkerTarget> now,
+                                  ResolveTargets(world.store, {dest.target}));
+        if (now.size() == workers.size()) {
+          workers = std::move(now);
+        }
+      }
+      std::vector<WorkerTarget> hops;
+      std::vector<size_t> hop_index;
+      for (size_t i = 0; i < workers.size(); ++i) {
+        // A worker without a pinned host key is no hop: the direct copy fails it alone.
+        if (can_hop[i] && report.workers[i].ok && !workers[i].host_key.empty()) {
+          hops.push_back(workers[i]);
+          hop_index.push_back(i);
+        }
+      }
+      if (hops.size() >= kRelayMinWorkers) {
+        std::vector<bool> done = Relay(world, src, hops, dest.path, request.connect_timeout,
+                                       report.security_events);
+        for (size_t k = 0; k < hops.size(); ++k) {
+          relayed[hop_index[k]] = done[k];
+        }
       }
     }
     std::vector<WorkerTarget> direct;
@@ -314,216 +353,6 @@ Result<CopyReport> Upload(World& world, const CopyRequest& request, const Remote
     }
     if (src.directory) {
       ::unlink(src.send_path.c_str());  // now, not only when the last source is sent
-    }
-  }
-  return report;
-}
-
-// Who should own what cp makes here: the user behind sudo, when root runs cp with
-// SUDO_UID and SUDO_GID set (to another user); else nobody in particular (nullopt: the
-// files are the running user's, as tar makes them with --no-same-owner).
-struct Owner {
-  uid_t uid;
-  gid_t gid;
-};
-std::optional<Owner> SudoOwner() {
-  const char* uid = std::getenv("SUDO_UID");
-  const char* gid = std::getenv("SUDO_GID");
-  long long u = 0, g = 0;
-  if (::geteuid() != 0 || uid == nullptr || gid == nullptr || !ParseInt(uid, &u) ||
-      !ParseInt(gid, &g) || u <= 0 || g < 0) {
-    return std::nullopt;
-  }
-  return Owner{static_cast<uid_t>(u), static_cast<gid_t>(g)};
-}
-
-// Gives the directories `made` and the `names` under `dir` (never following a symlink)
-// to `owner`; "" or why not.
-std::string GiveTo(const std::vector<std::string>& made, const std::string& dir,
-                   const std::vector<std::string>& names, Owner owner) {
-  std::vector<std::string> paths = made;
-  for (const std::string& name : names) {
-    paths.push_back(dir + "/" + name);
-  }
-  for (const std::string& path : paths) {
-    if (::fchownat(AT_FDCWD, path.c_str(), owner.uid, owner.gid, AT_SYMLINK_NOFOLLOW) != 0 &&
-        errno != ENOENT) {
-      return ErrnoStatus("chown " + path, errno).message();
-    }
-  }
-  return "";
-}
-
-// Writes each host's tar stream, checked by a TarGuard, into a `tar -x` of its own.
-class Unpack final : public FanoutSink {
- public:
-  explicit Unpack(std::vector<std::string> dirs) : dirs_(std::move(dirs)) {
-    tars_.resize(dirs_.size());
-    errors_.resize(dirs_.size());
-    results_.resize(dirs_.size());
-    guards_.resize(dirs_.size());
-    made_.resize(dirs_.size());
-  }
-  ~Unpack() override {
-    for (size_t i = 0; i < tars_.size(); ++i) {
-      Close(i);
-    }
-  }
-  void OnOutput(size_t host, OutputStream stream, std::string_view data) override {
-    if (stream == OutputStream::kStderr) {
-      std::string& e = errors_[host];  // what went wrong, not what the worker can print
-      e.append(data.substr(0, kKeepErrorBytes - std::min(e.size(), kKeepErrorBytes)));
-      return;
-    }
-    Tar& t = tars_[host];
-    if (t.pid == 0 && !Open(host)) {
-      return;
-    }
-    // Only what the guard lets through reaches tar; after a refusal, nothing more does.
-    std::string safe;
-    if (!guards_[host].Feed(data, safe).ok()) {
-      t.in.Reset();
-    }
-    data = safe;
-    while (!data.empty() && t.in.get() >= 0) {
-      ssize_t n = ::send(t.in.get(), data.data(), data.size(), MSG_NOSIGNAL);
-      if (n < 0 && errno == EINTR) {
-        continue;
-      }
-      if (n <= 0) {
-        t.in.Reset();  // tar gave up; its exit status says why
-        break;
-      }
-      data.remove_prefix(static_cast<size_t>(n));
-    }
-  }
-  void OnResult(size_t host, const HostResult& result) override {
-    results_[host] = result;
-    int tar_status = Close(host);
-    std::string refused;
-    if (Status s = guards_[host].Feed("", refused); !s.ok()) {
-      errors_[host] = "refused: " + s.message();
-    } else if (result.ok() && tar_status != 0) {
-      errors_[host] += "tar could not unpack what the worker sent into " + dirs_[host];
-    } else if (result.ok() && owner_) {
-      errors_[host] = GiveTo(made_[host], dirs_[host], guards_[host].names(), *owner_);
-    }
-    if (result.ok() && !errors_[host].empty()) {
-      results_[host].outcome = HostOutcome::kExited;
-      results_[host].exit_code = 1;
-    }
-  }
-  std::string Failure(size_t host) const {
-    if (results_[host].ok()) {
-      return "";
-    }
-    std::string why = std::string(Trim(errors_[host]));
-    return why.empty() ? results_[host].message : why;
-  }
-
- private:
-  struct Tar {
-    pid_t pid = 0;
-    UniqueFd in;
-  };
-  bool Open(size_t host) {
-    // A socket, not a pipe: written with MSG_NOSIGNAL, a tar that gave up early (a
-    // directory it cannot write, a full disk) is EPIPE here, not a SIGPIPE that kills cp.
-    int fds[2];
-    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0) {
-      return false;
-    }
-    UniqueFd read_end(fds[0]);
-    tars_[host].in = UniqueFd(fds[1]);
-    std::error_code ec;
-    for (fs::path p = dirs_[host]; !p.empty() && !fs::exists(p, ec); p = p.parent_path()) {
-      made_[host].push_back(p.string());
-    }
-    fs::create_directories(dirs_[host], ec);
-    SpawnOptions options;
-    options.search_path = true;
-    options.inherit_env = true;
-    // --no-same-owner: run as root, tar would give the files the worker's uid, which
-    // here is some other local account's.
-    Result<pid_t> pid =
-        SpawnSubprocess({"tar", "-x", "--no-same-owner", "-f", "-", "-C", dirs_[host]}, options,
-                        {read_end.get(), -1});
-    if (!pid.ok()) {
-      errors_[host] = pid.status().message();
-      tars_[host].in.Reset();
-      return false;
-    }
-    tars_[host].pid = *pid;
-    return true;
-  }
-  int Close(size_t host) {
-    Tar& t = tars_[host];
-    t.in.Reset();
-    if (t.pid <= 0) {
-      return 0;
-    }
-    int status = 0;
-    ::waitpid(t.pid, &status, 0);
-    t.pid = -1;
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
-  }
-  std::vector<std::string> dirs_;
-  std::optional<Owner> owner_ = SudoOwner();
-  std::vector<TarGuard> guards_;
-  std::vector<std::vector<std::string>> made_;  // the directories Open created
-  std::vector<Tar> tars_;
-  static constexpr size_t kKeepErrorBytes = 4096;  // a message, however much was printed
-  std::vector<std::string> errors_;
-  std::vector<HostResult> results_;
-};
-
-Result<CopyReport> Download(World& world, const CopyRequest& request, const RemotePath& src) {
-  TPUFLEET_ASSIGN_OR_RETURN(std::vector<WorkerTarget> workers,
-                            ResolveTargets(world.store, {src.target}));
-  const std::string& dest = request.destination;
-  std::string base = fs::path(src.path).filename().string();
-  bool into_dir = fs::is_directory(dest);
-  if (workers.size() > 1 && fs::exists(dest) && !into_dir) {
-    return InvalidArgumentError(dest + " is a file; several workers need a directory");
-  }
-  // One worker: into DEST (a directory) or as DEST. Several: DEST/NODE-wN/ each.
-  std::vector<std::string> dirs;
-  // Staging beside DEST (for the rename) under a name nobody can guess or plant.
-  PrivateDir staging;
-  if (workers.size() == 1 && !into_dir) {
-    std::string parent = fs::path(dest).has_parent_path() ? fs::path(dest).parent_path().string() : ".";
-    std::error_code ec;
-    fs::create_directories(parent, ec);
-    TPUFLEET_TRY(staging.Make(parent, ".tpufleet-cp-"));
-    dirs.push_back(staging.path());
-  } else {
-    for (const auto& w : workers) {
-      dirs.push_back(workers.size() == 1 ? dest : dest + "/" + w.node + "-w" + std::to_string(w.worker));
-    }
-  }
-  FanoutJob job = JobFor(world, workers);
-  job.command = Script(kSendPath, {src.path});
-  job.connect_timeout = request.connect_timeout;
-  CopyReport report;
-  report.download = true;
-  {
-    Unpack unpack(dirs);
-    TPUFLEET_TRY(RunResolving(world, workers, job, unpack));
-    for (size_t i = 0; i < workers.size(); ++i) {
-      std::string why = unpack.Failure(i);
-      report.workers.push_back(CopyOutcome{workers[i], why.empty(), "ssh", why});
-    }
-  }
-  if (!staging.path().empty()) {
-    std::error_code ec;
-    if (report.workers[0].ok) {
-      // The tar holds one entry, the remote path's base name (or "." for the home).
-      fs::path got = staging.path() + "/" + (base.empty() || base == "~" ? "." : base);
-      fs::rename(got, dest, ec);
-      if (ec) {
-        report.workers[0].ok = false;
-        report.workers[0].message = "cannot move it to " + dest + ": " + ec.message();
-      }
     }
   }
   return report;
@@ -577,7 +406,7 @@ Result<CopyReport> Copy(World& world, const CopyRequest& request) {
     return Upload(world, request, *dest);
   }
   if (!dest && remote_sources.size() == 1 && request.sources.size() == 1) {
-    return Download(world, request, remote_sources[0]);
+    return copy_internal::Download(world, request, remote_sources[0]);
   }
   return InvalidArgumentError(
       "cp copies local paths to TARGET:PATH, or one TARGET:PATH to a local path "

@@ -14,8 +14,10 @@
 // A large file to many workers goes through a relay chain instead, so that the sender's
 // link and crypto carry it once, not once per worker: the first worker gets it over
 // SSH, and each worker writes it and forwards it to the next over TCP (a short Python
-// program on the worker; hops accept only earlier workers of the chain, a dead worker
-// is skipped). Each worker reports the SHA-256 of what it wrote; any worker whose
+// program on the worker; hops accept only earlier workers of the chain). Before the
+// chain is made, one short command on every worker (kRelayProbeCommand) finds who can
+// run a hop: a worker that does not answer costs its connect timeout there, once, and
+// is reported failed; no chain goes through it and no direct send waits for it again. Each worker reports the SHA-256 of what it wrote; any worker whose
 // digest or size differs from the local file's, or that the chain missed, gets the
 // file again directly over SSH. The chain is authenticated: each copy makes a random key
 // that the hops get on stdin (never in argv), every connection proves it before data
@@ -55,6 +57,10 @@ inline constexpr std::chrono::seconds kRelayIoTimeout{60};
 /// peers do: slower than that, the direct send is the better way anyway.
 inline constexpr std::chrono::seconds kRelayDeadlineBase{120};
 inline constexpr uint64_t kRelayMinRate = 1ull << 20;  // bytes per second
+/// Run on every worker before a chain is made: a worker where it succeeds can be a hop
+/// (it answers over SSH and has python3); one that answers without python3 gets the
+/// file directly; one that does not answer is failed, without being tried again.
+inline constexpr const char* kRelayProbeCommand = "command -v python3 >/dev/null";
 /// The per-copy key each hop gets on stdin: 32 bytes from the kernel's CSPRNG.
 inline constexpr size_t kRelayKeyBytes = 32;
 

@@ -1,5 +1,6 @@
 #include "util/file.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <pwd.h>
 #include <sys/stat.h>
@@ -10,6 +11,7 @@
 #include <climits>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 
 #include "util/secret.h"
 #include "util/strings.h"
@@ -224,6 +226,21 @@ Status MakePrivateDirs(const std::string& dir) {
     return FailedPreconditionError(dir + " exists and is not a directory");
   }
   return CheckOwnedByMe(dir, st, 022);
+}
+
+std::vector<std::string> ListDirectory(const std::string& dir) {
+  std::vector<std::string> names;
+  std::unique_ptr<DIR, int (*)(DIR*)> d(::opendir(dir.c_str()), ::closedir);
+  if (d == nullptr) {
+    return names;
+  }
+  while (const dirent* e = ::readdir(d.get())) {
+    std::string name = e->d_name;
+    if (name != "." && name != "..") {
+      names.push_back(std::move(name));
+    }
+  }
+  return names;
 }
 
 }  // namespace tpufleet

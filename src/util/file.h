@@ -15,6 +15,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "util/status.h"
 
@@ -57,6 +58,11 @@ Result<std::string> ThisProgram();
 
 /// "alice (uid 1000)", or "uid 1234" for a uid without a passwd entry.
 std::string DescribeUser(uid_t uid);
+
+/// The names in directory `dir` (not . or ..), in no order; empty when it cannot be read
+/// (or stops being readable part way). Never throws, unlike a range-for over a
+/// std::filesystem::directory_iterator, whose increments do on an error.
+std::vector<std::string> ListDirectory(const std::string& dir);
 
 /// "<path>: <strerror(err)>" for a system call on `path` that failed with `err`:
 /// NotFound (ENOENT), PermissionDenied (EACCES, EPERM) or Internal.

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <string>
 #include <vector>
@@ -64,6 +65,16 @@ class FileTest : public ::testing::Test {
   std::string dir_;
   mode_t saved_umask_ = 022;
 };
+
+TEST_F(FileTest, ListDirectoryNamesTheEntriesAndIsEmptyForWhatItCannotRead) {
+  ASSERT_EQ(WriteFileAtomic(Path("a"), "1", 0600), Status::Ok());
+  ASSERT_EQ(WriteFileAtomic(Path("b"), "2", 0600), Status::Ok());
+  std::vector<std::string> names = ListDirectory(dir_);
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(names, (std::vector<std::string>{"a", "b"}));
+  EXPECT_TRUE(ListDirectory(Path("no-such-dir")).empty());
+  EXPECT_TRUE(ListDirectory(Path("a")).empty());  // a file, not a directory
+}
 
 TEST_F(FileTest, WriteThenReadBack) {
   std::string data = "families:\n  v4: {}\n";

@@ -59,9 +59,7 @@ bool HasCapabilities() {
 // program with --disk=<state_dir>/nodes/…
 std::vector<pid_t> FindStaleInits(const std::string& state_dir) {
   std::vector<pid_t> out;
-  std::error_code ec;
-  for (const fs::directory_entry& e : fs::directory_iterator("/proc", ec)) {
-    std::string name = e.path().filename().string();
+  for (const std::string& name : ListDirectory("/proc")) {
     long long pid = 0;
     if (!ParseInt(name, &pid) || pid <= 1) {
       continue;

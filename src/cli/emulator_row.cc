@@ -1,7 +1,5 @@
-// The `emulator` row of the command table (flags and help), shared by tpufleet, whose
-// handler execs tpufleet-emulator, and tpufleet-emulator, which runs it. The split
-// keeps the emulator's libraries (cpp-httplib, OpenSSL, libcurl) out of the everyday
-// CLI: loading them tripled the start-up time of `tpufleet catalog`.
+#include "cli/emulator_row.h"
+
 #include <unistd.h>
 
 #include <cerrno>
@@ -10,12 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "app/emulator_command.h"
-
-namespace tpufleet::app {
-
-using cli::ExitStatus;
-using cli::Invocation;
+namespace tpufleet::cli {
 
 ExitStatus ExecEmulator(Invocation& inv) {
   char self[4096];
@@ -40,19 +33,20 @@ ExitStatus ExecEmulator(Invocation& inv) {
   cargv.push_back(nullptr);
   inv.out.flush();
   ::execv(program.c_str(), cargv.data());
-  return cli::Fail(inv, NotFoundError("cannot run " + program + ": " + std::strerror(errno) +
+  return Fail(inv, NotFoundError("cannot run " + program + ": " + std::strerror(errno) +
                                       " (it is installed next to tpufleet)"));
 }
 
-cli::Command EmulatorCommandRow(ExitStatus (*run)(Invocation&)) {
+Command EmulatorCommandRow(ExitStatus (*run)(Invocation&)) {
   return {"emulator",
           "Run a local Cloud TPU whose workers are real hosts (start, stop, status, inject)",
-          "start [--port P] [--config FILE] | stop | status | inject KIND [NODE] [flags]",
+          "start [--port P] [--config FILE] [--catalog FILE] | stop | status | inject KIND [NODE] [flags]",
           "start     starts the emulator in the background and prints its endpoint and\n"
           "          its token file (STATE/token, yours alone: every call needs the token;\n"
           "          gcloud takes it through CLOUDSDK_AUTH_ACCESS_TOKEN_FILE); a crashed\n"
           "          emulator's leftovers are cleaned first. Needs root: every worker is\n"
-          "          its own network namespace with a real sshd.\n"
+          "          its own network namespace with a real sshd. It serves the types of\n"
+          "          the catalog (--catalog FILE over the built-in one, as everywhere).\n"
           "stop      stops it and removes every worker, namespace, process and file it made.\n"
           "status    the emulator's nodes, their workers' addresses, and active faults\n"
           "          (--json adds endpoint and token_file).\n"
@@ -85,4 +79,4 @@ cli::Command EmulatorCommandRow(ExitStatus (*run)(Invocation&)) {
           run};
 }
 
-}  // namespace tpufleet::app
+}  // namespace tpufleet::cli

@@ -1,7 +1,7 @@
 // The emulator's state dir and token file as another local user would attack them
 // (issue 10, finding 6): a directory nobody made first is refused and left untouched,
 // and a token file others may read or change is not used.
-#include "app/emulator_locator.h"
+#include "emulator/locator.h"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -10,11 +10,11 @@
 #include <map>
 #include <string>
 
-#include "ssh/testing/temp_dir.h"
+#include "util/testing/temp_dir.h"
 #include "util/file.h"
 #include "util/testing/as_nobody.h"
 
-namespace tpufleet::app {
+namespace tpufleet::emulator {
 namespace {
 
 using Env = std::map<std::string, std::string>;
@@ -108,4 +108,4 @@ TEST(Issue10, ATokenFileOthersMayReadOrChangeIsNotUsed) {
 }
 
 }  // namespace
-}  // namespace tpufleet::app
+}  // namespace tpufleet::emulator

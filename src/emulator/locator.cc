@@ -1,4 +1,4 @@
-#include "app/emulator_locator.h"
+#include "emulator/locator.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -18,7 +18,7 @@
 #include "util/strings.h"
 #include "util/unique_fd.h"
 
-namespace tpufleet::app {
+namespace tpufleet::emulator {
 namespace {
 
 // Marks a directory as an emulator state dir. `start` writes it into a new or empty
@@ -258,4 +258,4 @@ Result<std::string> ReadEmulatorToken(const std::string& token_file,
   return token;
 }
 
-}  // namespace tpufleet::app
+}  // namespace tpufleet::emulator

@@ -19,7 +19,7 @@
 
 #include "util/status.h"
 
-namespace tpufleet::app {
+namespace tpufleet::emulator {
 
 /// The daemon's argv[0]; how a pid is told apart from a recycled one.
 inline constexpr const char* kEmulatorDaemonName = "tpufleet-emulator";
@@ -76,4 +76,4 @@ std::optional<EmulatorDaemon> RunningEmulator(const std::string& dir);
 Result<std::string> ReadEmulatorToken(const std::string& token_file,
                                       const std::map<std::string, std::string>& env);
 
-}  // namespace tpufleet::app
+}  // namespace tpufleet::emulator

@@ -1,0 +1,41 @@
+// What namespace_hosts.cc (the nodes' operations) and namespace_hosts_lifecycle.cc
+// (creating the hosts, their trash, cleaning a crashed emulator's leftovers) share: a
+// node's and a worker's state. Not for other callers.
+//
+// Thread-safety: a Node's fields are guarded by its op_mu (and the hosts' mu_ for the
+// map that holds it), as namespace_hosts.h says.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "emulator/hosts/namespace_hosts.h"
+
+namespace tpufleet::emulator {
+
+struct NamespaceHosts::Worker {
+  std::string dir;       // <state>/nodes/<id>/w<i>
+  std::string hostname;  // t1v-n-…-w-<i>
+  uint32_t address = 0;  // 0 until the first boot
+  std::string host_key;  // "ssh-ed25519 AAAA…", once booted
+  std::string veth;      // the machine's end, while running
+  pid_t pid = -1;        // the init, while running
+  bool cut = false;
+};
+
+struct NamespaceHosts::Node {
+  std::mutex op_mu;  // serialises the operations on this node
+  NodeHostSpec spec;
+  std::string dir;
+  std::vector<Worker> workers;
+  bool running = false;
+  bool preempted = false;
+  bool maintenance = false;
+  int64_t version = 0;  // of the worker documents last written
+};
+
+}  // namespace tpufleet::emulator
