@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/fleet_world.h"
+#include "cli/testing/lab_node.h"
 #include "cli/testing/lent_world.h"
 #include "cli/testing/run_cli.h"
 #include "control/exec.h"
@@ -41,15 +42,9 @@ class ExecCommandTest : public ::testing::Test {
     };
   }
   void Put(const std::string& name, int workers) {
-    NodeRecord r;
-    r.fleet = "lab";
-    r.name = name;
-    r.provider = "gcp-tpu";
-    r.state = NodeState::kReady;
-    r.login = "tester";
-    for (int i = 0; i < workers; ++i) {
-      r.workers.push_back({i, "198.18." + std::to_string(nodes_) + "." + std::to_string(i + 2),
-                           name + "-host-" + std::to_string(i), testing::kAliceKey, true, ""});
+    NodeRecord r = cli_testing::ReadyLabNode(name, workers, nodes_);
+    for (WorkerRecord& w : r.workers) {
+      w.hostname = name + "-host-" + std::to_string(w.index);
     }
     ++nodes_;
     ASSERT_EQ(t_.store->PutNode(r), Status::Ok());
