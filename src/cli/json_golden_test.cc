@@ -18,6 +18,7 @@
 
 #include "api/testing/golden.h"
 #include "cli/fleet_world.h"
+#include "cli/testing/lab_node.h"
 #include "cli/testing/lent_world.h"
 #include "cli/testing/run_cli.h"
 #include "control/leftovers.h"
@@ -92,16 +93,8 @@ class JsonGolden : public ::testing::Test {
   // A READY node of fleet lab on gcp-tpu, created now, logging in as tester, with
   // `workers` workers at 198.18.0.2 and up (their hostnames empty).
   NodeRecord Node(const std::string& name, int workers) {
-    NodeRecord r;
-    r.fleet = "lab";
-    r.name = name;
-    r.provider = "gcp-tpu";
-    r.state = NodeState::kReady;
-    r.login = "tester";
+    NodeRecord r = cli_testing::ReadyLabNode(name, workers);
     r.created_at = t_.clock.Now();
-    for (int i = 0; i < workers; ++i) {
-      r.workers.push_back({i, "198.18.0." + std::to_string(i + 2), "", testing::kAliceKey, true, ""});
-    }
     return r;
   }
 

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "cli/fleet_world.h"
+#include "cli/testing/lab_node.h"
 #include "cli/testing/lent_world.h"
 #include "cli/testing/run_cli.h"
 #include "control/ssh_sync.h"
@@ -38,18 +39,9 @@ class SshCommandsTest : public ::testing::Test {
   }
 
   NodeRecord& Put(const std::string& name, int workers) {
-    NodeRecord r;
-    r.fleet = "lab";
-    r.name = name;
-    r.provider = "gcp-tpu";
-    r.state = NodeState::kReady;
-    r.login = "tester";
+    NodeRecord r =
+        cli_testing::ReadyLabNode(name, workers, static_cast<int>(records_.size()));
     r.labels = {{"team", "a"}};
-    for (int i = 0; i < workers; ++i) {
-      r.workers.push_back(
-          {i, "198.18." + std::to_string(records_.size()) + "." + std::to_string(i + 2), "",
-           testing::kAliceKey, true, ""});
-    }
     records_.push_back(std::move(r));
     return records_.back();
   }
