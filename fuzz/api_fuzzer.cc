@@ -65,7 +65,7 @@ void CheckQueuedResource(const Result<CloudQueuedResource>& qr) {
   }
   Require(!qr->id.empty() && !qr->zone.empty());
   // Only a FAILED queued resource carries a failure, and then always one.
-  Require((qr->state == "FAILED") == !qr->failure.ok());
+  Require((qr->state == tpufleet::NodeState::kFailed) == !qr->failure.ok());
 }
 
 void CheckOperation(const Result<CloudOperation>& op) {
