@@ -135,27 +135,7 @@ prints_on() {
 tree_listing='find . -mindepth 1 -printf "%y %m %s %p\n" | LC_ALL=C sort &&
   find . -type f -print0 | LC_ALL=C sort -z | xargs -0 -r sha256sum --'
 
-# What this run made, so that its end can check all of it is gone: the workers' network
-# namespaces (by inode) and the sshd processes in them (pid and start time, as pids are
-# reused).
-root_netns=$(readlink /proc/self/ns/net)
-: >"$tmp/netns" && : >"$tmp/sshd"
-worker_inits() { pgrep -f "^tpufleet-emulator-worker --disk=$TPUFLEET_EMULATOR_DIR/"; }
-# "PID STARTTIME" of a process (field 22 of /proc/PID/stat, after the parenthesised name).
-pid_id() { local st; st=$(cat "/proc/$1/stat" 2>/dev/null) && echo "$1 $(cut -d' ' -f20 <<<"${st##*) }")"; }
-remember_hosts() {
-  local p ns
-  for p in $(worker_inits); do
-    ns=$(readlink "/proc/$p/ns/net" 2>/dev/null) || continue
-    [[ $ns != "$root_netns" ]] && echo "$ns" >>"$tmp/netns"
-  done
-  sort -u -o "$tmp/netns" "$tmp/netns"
-  for p in $(pgrep -x sshd); do
-    ns=$(readlink "/proc/$p/ns/net" 2>/dev/null) || continue
-    grep -qxF "$ns" "$tmp/netns" && pid_id "$p" >>"$tmp/sshd"
-  done
-  sort -u -o "$tmp/sshd" "$tmp/sshd"
-}
+track_hosts_begin  # e2e_lib.sh: what this run's emulator makes, checked at its end
 
 # ---------------------------------------------------------------------------------
 note "four v4-32 nodes (16 workers) on the emulator"
@@ -417,31 +397,6 @@ holder_stops() {
     { pgrep -af "holder serve --socket $state/"; return 1; }
 }
 check "holder stop ends the connection holder" holder_stops
-stop_clean() {
-  local p ns left="" id
-  [[ -s $tmp/netns && -s $tmp/sshd ]] || { echo "no worker namespaces or sshd were recorded"; return 1; }
-  tf emulator stop >/dev/null || return 1
-  sleep 0.2
-  # Namespace inodes are recycled: another emulator on this machine (a bench, another
-  # test) may hold one of ours by now. Its namespaces are those of its worker inits.
-  : >"$tmp/netns.others"
-  for p in $(pgrep -f '^tpufleet-emulator-worker --disk='); do
-    readlink "/proc/$p/ns/net" >>"$tmp/netns.others" 2>/dev/null
-  done
-  for p in /proc/[0-9]*; do
-    ns=$(readlink "$p/ns/net" 2>/dev/null) || continue
-    grep -qxF "$ns" "$tmp/netns" && ! grep -qxF "$ns" "$tmp/netns.others" &&
-      left+=" ${p#/proc/}($(tr '\0' ' ' <"$p/cmdline" | cut -c1-60))"
-  done
-  [[ -z $left ]] || { echo "processes still in the workers' namespaces:$left"; return 1; }
-  while read -r id; do
-    [[ $(pid_id "${id%% *}") == "$id" ]] && left+=" sshd:${id%% *}"
-  done <"$tmp/sshd"
-  [[ -z $left ]] || { echo "sshd left:$left"; return 1; }
-  left=$(pgrep -af "$tmp" | grep -v "^$$ ")
-  [[ -z $left ]] || { echo "processes left: $left"; return 1; }
-  [[ ! -e $TPUFLEET_EMULATOR_DIR ]] || { echo "state dir left"; return 1; }
-}
 check "emulator stop leaves no process, namespace, sshd or state dir of this run" stop_clean
 note "$(wc -l <"$tmp/netns") worker namespaces and $(wc -l <"$tmp/sshd") sshd were checked"
 

@@ -38,3 +38,64 @@ tf() {
 ecurl() {
   curl -H @<(printf 'Authorization: Bearer %s\n' "$(<"$TPUFLEET_EMULATOR_DIR/token")") "$@"
 }
+
+# ---- What a run's emulator made, so that its end can check all of it is gone: the
+# workers' network namespaces (by inode), the sshd processes in them (pid and start
+# time, as pids are reused) and the links that appeared while it ran. Call
+# track_hosts_begin before the emulator starts, remember_hosts whenever it has made
+# workers, and stop_clean [PATTERN] (other processes of the run, for pgrep) at the end.
+
+worker_inits() { pgrep -f "^tpufleet-emulator-worker --disk=$TPUFLEET_EMULATOR_DIR/"; }
+# "PID STARTTIME" of a process (field 22 of /proc/PID/stat, after the parenthesised name).
+pid_id() { local st; st=$(cat "/proc/$1/stat" 2>/dev/null) && echo "$1 $(cut -d' ' -f20 <<<"${st##*) }")"; }
+tpf_links() { ip -o link show | grep -o ' tpf[0-9a-z]*' | tr -d ' ' | sort -u; }
+
+track_hosts_begin() {
+  root_netns=$(readlink /proc/self/ns/net)
+  : >"$tmp/netns" && : >"$tmp/sshd" && : >"$tmp/links"
+  tpf_links >"$tmp/links.before"
+}
+
+remember_hosts() {
+  local p ns
+  for p in $(worker_inits); do
+    ns=$(readlink "/proc/$p/ns/net" 2>/dev/null) || continue
+    [[ $ns != "$root_netns" ]] && echo "$ns" >>"$tmp/netns"
+  done
+  sort -u -o "$tmp/netns" "$tmp/netns"
+  for p in $(pgrep -x sshd); do
+    ns=$(readlink "/proc/$p/ns/net" 2>/dev/null) || continue
+    grep -qxF "$ns" "$tmp/netns" && pid_id "$p" >>"$tmp/sshd"
+  done
+  sort -u -o "$tmp/sshd" "$tmp/sshd"
+  tpf_links | comm -23 - "$tmp/links.before" >>"$tmp/links"
+  sort -u -o "$tmp/links" "$tmp/links"
+}
+
+stop_clean() {
+  local p ns left="" id pattern="$tmp${1:+|$1}"
+  [[ -s $tmp/netns && -s $tmp/sshd ]] || { echo "no worker namespaces or sshd were recorded"; return 1; }
+  tf emulator stop >/dev/null || return 1
+  sleep 0.2
+  # Namespace inodes are recycled: another emulator on this machine (a bench, another
+  # test) may hold one of ours by now. Its namespaces are those of its worker inits.
+  : >"$tmp/netns.others"
+  for p in $(pgrep -f '^tpufleet-emulator-worker --disk='); do
+    readlink "/proc/$p/ns/net" >>"$tmp/netns.others" 2>/dev/null
+  done
+  for p in /proc/[0-9]*; do
+    ns=$(readlink "$p/ns/net" 2>/dev/null) || continue
+    grep -qxF "$ns" "$tmp/netns" && ! grep -qxF "$ns" "$tmp/netns.others" &&
+      left+=" ${p#/proc/}($(tr '\0' ' ' <"$p/cmdline" | cut -c1-60))"
+  done
+  [[ -z $left ]] || { echo "processes still in the workers' namespaces:$left"; return 1; }
+  while read -r id; do
+    [[ $(pid_id "${id%% *}") == "$id" ]] && left+=" sshd:${id%% *}"
+  done <"$tmp/sshd"
+  [[ -z $left ]] || { echo "sshd left:$left"; return 1; }
+  left=$(pgrep -af "$pattern" | grep -v "^$$ ")
+  [[ -z $left ]] || { echo "processes left: $left"; return 1; }
+  left=$(tpf_links | comm -12 - "$tmp/links")
+  [[ -z $left ]] || { echo "links left: $left"; return 1; }
+  [[ ! -e $TPUFLEET_EMULATOR_DIR ]] || { echo "state dir left"; return 1; }
+}

@@ -123,27 +123,7 @@ worker_field() {
     ".nodes[] | select(.node == \$n) | .workers[] | select(.index == \$i) | .$3" "$tmp/status.json"
 }
 
-# What this run made, so that its end can check all of it is gone: the workers' network
-# namespaces (by inode), the sshd processes in them, and the emulator's links.
-root_netns=$(readlink /proc/self/ns/net)
-: >"$tmp/netns" && : >"$tmp/sshd" && : >"$tmp/links"
-ip -o link show | grep -o ' tpf[0-9a-z]*' | tr -d ' ' | sort -u >"$tmp/links.before"
-remember_hosts() {
-  local p ns
-  for p in $(pgrep -f "tpufleet-emulator-worker --disk=$TPUFLEET_EMULATOR_DIR/"); do
-    ns=$(readlink "/proc/$p/ns/net" 2>/dev/null) || continue
-    [[ $ns != "$root_netns" ]] && echo "$ns" >>"$tmp/netns"
-  done
-  sort -u -o "$tmp/netns" "$tmp/netns"
-  for p in $(pgrep -x sshd); do
-    ns=$(readlink "/proc/$p/ns/net" 2>/dev/null) || continue
-    grep -qxF "$ns" "$tmp/netns" && echo "$p" >>"$tmp/sshd"
-  done
-  sort -u -o "$tmp/sshd" "$tmp/sshd"
-  ip -o link show | grep -o ' tpf[0-9a-z]*' | tr -d ' ' | sort -u |
-    comm -23 - "$tmp/links.before" >>"$tmp/links"
-  sort -u -o "$tmp/links" "$tmp/links"
-}
+track_hosts_begin  # e2e_lib.sh: what this run's emulator makes, checked at its end
 
 # ---------------------------------------------------------------------------------
 note "the emulator and a fleet of four v4-32 nodes (16 workers)"
@@ -480,27 +460,7 @@ holder_stops() {
   wait_for 10 no_procs "holder serve --socket $state/" || { pgrep -af "holder serve --socket $state/"; return 1; }
 }
 check "holder stop ends the connection holder exec started" holder_stops
-stop_clean() {
-  local p ns left=""
-  [[ -s $tmp/netns && -s $tmp/sshd ]] || { echo "no worker namespaces or sshd were recorded"; return 1; }
-  tf emulator stop >/dev/null || return 1
-  sleep 0.2
-  for p in /proc/[0-9]*; do
-    ns=$(readlink "$p/ns/net" 2>/dev/null) || continue
-    grep -qxF "$ns" "$tmp/netns" && left+=" ${p#/proc/}($(tr '\0' ' ' <"$p/cmdline" | cut -c1-60))"
-  done
-  [[ -z $left ]] || { echo "processes still in the workers' namespaces:$left"; return 1; }
-  while read -r p; do
-    [[ -d /proc/$p && $(cat "/proc/$p/comm" 2>/dev/null) == sshd ]] && left+=" sshd:$p"
-  done <"$tmp/sshd"
-  [[ -z $left ]] || { echo "sshd left:$left"; return 1; }
-  left=$(pgrep -af "$tmp|sleep ($mark_t|$mark_f)" | grep -v "^$$ ")
-  [[ -z $left ]] || { echo "processes left: $left"; return 1; }
-  left=$(ip -o link show | grep -o ' tpf[0-9a-z]*' | tr -d ' ' | sort -u | comm -12 - "$tmp/links")
-  [[ -z $left ]] || { echo "links left: $left"; return 1; }
-  [[ ! -e $TPUFLEET_EMULATOR_DIR ]] || { echo "state dir left"; return 1; }
-}
-check "emulator stop leaves no process, namespace, sshd, link or state dir of this run" stop_clean
+check "emulator stop leaves no process, namespace, sshd, link or state dir of this run" stop_clean "sleep ($mark_t|$mark_f)"
 note "$(wc -l <"$tmp/netns") worker namespaces and $(wc -l <"$tmp/sshd") sshd were checked"
 
 echo "# $n checks, $failed failed"
