@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstring>
 #include <iterator>
+#include <type_traits>
 
 #include <nlohmann/json.hpp>
 
@@ -123,10 +124,27 @@ class Stmt {
   Status prepared() const {
     return rc_ == SQLITE_OK ? Status::Ok() : SqliteError(db_, "preparing a statement");
   }
-  void Bind(int i, std::string_view s) {
-    sqlite3_bind_text(stmt_, i, s.data(), static_cast<int>(s.size()), SQLITE_TRANSIENT);
+  /// Binds `v` to ?i: text as text; a bool, an integer or a wall time (in microseconds)
+  /// as an integer.
+  template <typename T>
+  void Bind(int i, const T& v) {
+    if constexpr (std::is_same_v<T, bool>) {
+      sqlite3_bind_int64(stmt_, i, v ? 1 : 0);
+    } else if constexpr (std::is_integral_v<T>) {
+      sqlite3_bind_int64(stmt_, i, static_cast<int64_t>(v));
+    } else if constexpr (std::is_same_v<T, Clock::WallTime>) {
+      sqlite3_bind_int64(stmt_, i, ToMicros(v));
+    } else {
+      std::string_view s = v;
+      sqlite3_bind_text(stmt_, i, s.data(), static_cast<int>(s.size()), SQLITE_TRANSIENT);
+    }
   }
-  void Bind(int i, int64_t v) { sqlite3_bind_int64(stmt_, i, v); }
+  /// Binds `args` to ?1, ?2, … in order.
+  template <typename... Args>
+  void BindAll(const Args&... args) {
+    int i = 1;
+    (Bind(i++, args), ...);
+  }
   /// true: a row is ready; false: done. Errors come back through `status`.
   bool Step(Status* status) {
     int rc = sqlite3_step(stmt_);
@@ -158,12 +176,31 @@ class Stmt {
   int rc_;
 };
 
-// A leftover's key (fleet, name, zone, queued) as parameters 1 to 4.
-void BindLeftoverKey(Stmt& stmt, const LeftoverRecord& x) {
-  stmt.Bind(1, x.fleet);
-  stmt.Bind(2, x.name);
-  stmt.Bind(3, x.zone);
-  stmt.Bind(4, static_cast<int64_t>(x.queued ? 1 : 0));
+// The shape of every write: prepare `sql`, bind `args` to ?1, ?2, … in order, run it.
+template <typename... Args>
+Status RunStatement(sqlite3* db, const char* sql, const Args&... args) {
+  Stmt stmt(db, sql);
+  TPUFLEET_TRY(stmt.prepared());
+  stmt.BindAll(args...);
+  return stmt.Run();
+}
+
+// The shape of every read: prepare `sql`, bind `args` to ?1, ?2, … in order, and make
+// a T of each row with `row` (a Result<T>(const Stmt&)), stopping at the first error.
+template <typename T, typename Row, typename... Args>
+Result<std::vector<T>> SelectAll(sqlite3* db, const char* sql, const Row& row,
+                                 const Args&... args) {
+  Stmt stmt(db, sql);
+  TPUFLEET_TRY(stmt.prepared());
+  stmt.BindAll(args...);
+  std::vector<T> out;
+  Status s;
+  while (stmt.Step(&s)) {
+    TPUFLEET_ASSIGN_OR_RETURN(T t, row(stmt));
+    out.push_back(std::move(t));
+  }
+  TPUFLEET_TRY(s);
+  return out;
 }
 
 // OK when `st` (the database file's) is a regular file of this process's user that its
@@ -219,11 +256,11 @@ Result<std::unique_ptr<SqliteStore>> SqliteStore::Open(const std::string& path) 
   // Schema: read the version and create or migrate inside one write transaction, so two
   // processes opening a new file at once cannot both create it.
   TPUFLEET_TRY(store->Transaction([&]() -> Status {
-    Stmt version(db, "PRAGMA user_version");
-    TPUFLEET_TRY(version.prepared());
-    Status s;
-    int64_t v = version.Step(&s) ? version.Int(0) : 0;
-    TPUFLEET_TRY(s);
+    TPUFLEET_ASSIGN_OR_RETURN(
+        std::vector<int64_t> versions,
+        SelectAll<int64_t>(db, "PRAGMA user_version",
+                           [](const Stmt& q) -> Result<int64_t> { return q.Int(0); }));
+    int64_t v = versions.empty() ? 0 : versions[0];
     if (v > kSchemaVersion) {
       return FailedPreconditionError(path + " was written by a newer tpufleet (schema " +
                                      std::to_string(v) + ", this one knows " +
@@ -276,95 +313,75 @@ Status SqliteStore::Transaction(const std::function<Status()>& body) {
 
 Result<std::vector<NodeRecord>> SqliteStore::Nodes(std::string_view fleet) {
   std::lock_guard<std::recursive_mutex> l(mu_);
-  Stmt q(db_,
-         "SELECT fleet, name, provider, project, zone, type, runtime_version, capacity, "
-         "queued_resource, cloud_name, request_id, state, health, spec_hash, login, port, "
-         "created_at, updated_at, labels FROM nodes WHERE ?1 = '' OR fleet = ?1 "
-         "ORDER BY fleet, name");
-  TPUFLEET_TRY(q.prepared());
-  q.Bind(1, fleet);
-  std::vector<NodeRecord> out;
-  Status s;
-  while (q.Step(&s)) {
-    NodeRecord n;
-    n.fleet = q.Text(0);
-    n.name = q.Text(1);
-    n.provider = q.Text(2);
-    n.project = q.Text(3);
-    n.zone = q.Text(4);
-    n.type = q.Text(5);
-    n.runtime_version = q.Text(6);
-    n.capacity = q.Text(7);
-    n.queued_resource = q.Text(8);
-    n.cloud_name = q.Text(9);
-    n.request_id = q.Text(10);
-    n.state = NodeState::Parse(q.Text(11));  // stored as its wire name
-    n.health = q.Text(12);
-    n.spec_hash = q.Text(13);
-    n.login = q.Text(14);
-    n.port = static_cast<int>(q.Int(15));
-    n.created_at = FromMicros(q.Int(16));
-    n.updated_at = FromMicros(q.Int(17));
-    TPUFLEET_ASSIGN_OR_RETURN(n.labels, LabelsFromJson(q.Text(18), n.name));
-    out.push_back(std::move(n));
-  }
-  TPUFLEET_TRY(s);
-  for (NodeRecord& n : out) {
-    Stmt ws(db_,
+  TPUFLEET_ASSIGN_OR_RETURN(
+      std::vector<NodeRecord> nodes,
+      SelectAll<NodeRecord>(
+          db_,
+          "SELECT fleet, name, provider, project, zone, type, runtime_version, capacity, "
+          "queued_resource, cloud_name, request_id, state, health, spec_hash, login, port, "
+          "created_at, updated_at, labels FROM nodes WHERE ?1 = '' OR fleet = ?1 "
+          "ORDER BY fleet, name",
+          [](const Stmt& q) -> Result<NodeRecord> {
+            NodeRecord n;
+            n.fleet = q.Text(0);
+            n.name = q.Text(1);
+            n.provider = q.Text(2);
+            n.project = q.Text(3);
+            n.zone = q.Text(4);
+            n.type = q.Text(5);
+            n.runtime_version = q.Text(6);
+            n.capacity = q.Text(7);
+            n.queued_resource = q.Text(8);
+            n.cloud_name = q.Text(9);
+            n.request_id = q.Text(10);
+            n.state = NodeState::Parse(q.Text(11));  // stored as its wire name
+            n.health = q.Text(12);
+            n.spec_hash = q.Text(13);
+            n.login = q.Text(14);
+            n.port = static_cast<int>(q.Int(15));
+            n.created_at = FromMicros(q.Int(16));
+            n.updated_at = FromMicros(q.Int(17));
+            TPUFLEET_ASSIGN_OR_RETURN(n.labels, LabelsFromJson(q.Text(18), n.name));
+            return n;
+          },
+          fleet));
+  for (NodeRecord& n : nodes) {
+    TPUFLEET_ASSIGN_OR_RETURN(
+        n.workers,
+        SelectAll<WorkerRecord>(
+            db_,
             "SELECT idx, address, hostname, host_key, setup_done, setup_digest FROM workers "
-            "WHERE fleet = ?1 AND node = ?2 ORDER BY idx");
-    TPUFLEET_TRY(ws.prepared());
-    ws.Bind(1, n.fleet);
-    ws.Bind(2, n.name);
-    while (ws.Step(&s)) {
-      n.workers.push_back({static_cast<int>(ws.Int(0)), ws.Text(1), ws.Text(2), ws.Text(3),
-                           ws.Int(4) != 0, ws.Text(5)});
-    }
-    TPUFLEET_TRY(s);
+            "WHERE fleet = ?1 AND node = ?2 ORDER BY idx",
+            [](const Stmt& w) -> Result<WorkerRecord> {
+              return WorkerRecord{static_cast<int>(w.Int(0)), w.Text(1), w.Text(2), w.Text(3),
+                                  w.Int(4) != 0, w.Text(5)};
+            },
+            n.fleet, n.name));
   }
-  return out;
+  return nodes;
 }
 
 Status SqliteStore::PutNode(const NodeRecord& n) {
   std::lock_guard<std::recursive_mutex> l(mu_);
   auto write = [&]() -> Status {
     // REPLACE deletes the old row first, and with it (ON DELETE CASCADE) its workers.
-    Stmt put(db_,
-             "INSERT OR REPLACE INTO nodes (fleet, name, provider, project, zone, type, "
-             "runtime_version, capacity, queued_resource, cloud_name, request_id, state, "
-             "health, spec_hash, login, created_at, updated_at, port, labels) "
-             "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, "
-             "?17, ?18, ?19)");
-    TPUFLEET_TRY(put.prepared());
-    int i = 1;
-    for (const std::string* f : {&n.fleet, &n.name, &n.provider, &n.project, &n.zone, &n.type,
-                                 &n.runtime_version, &n.capacity, &n.queued_resource,
-                                 &n.cloud_name, &n.request_id}) {
-      put.Bind(i++, *f);
-    }
-    put.Bind(i++, n.state.Name());
-    for (const std::string* f : {&n.health, &n.spec_hash, &n.login}) {
-      put.Bind(i++, *f);
-    }
-    put.Bind(i++, ToMicros(n.created_at));
-    put.Bind(i++, ToMicros(n.updated_at));
-    put.Bind(i++, static_cast<int64_t>(n.port));
-    put.Bind(i++, LabelsToJson(n.labels));
-    TPUFLEET_TRY(put.Run());
+    TPUFLEET_TRY(RunStatement(
+        db_,
+        "INSERT OR REPLACE INTO nodes (fleet, name, provider, project, zone, type, "
+        "runtime_version, capacity, queued_resource, cloud_name, request_id, state, "
+        "health, spec_hash, login, created_at, updated_at, port, labels) "
+        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, "
+        "?17, ?18, ?19)",
+        n.fleet, n.name, n.provider, n.project, n.zone, n.type, n.runtime_version, n.capacity,
+        n.queued_resource, n.cloud_name, n.request_id, n.state.Name(), n.health, n.spec_hash,
+        n.login, n.created_at, n.updated_at, n.port, LabelsToJson(n.labels)));
     for (const WorkerRecord& w : n.workers) {
-      Stmt ins(db_,
-               "INSERT INTO workers (fleet, node, idx, address, hostname, host_key, setup_done, "
-               "setup_digest) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)");
-      TPUFLEET_TRY(ins.prepared());
-      ins.Bind(1, n.fleet);
-      ins.Bind(2, n.name);
-      ins.Bind(3, static_cast<int64_t>(w.index));
-      ins.Bind(4, w.address);
-      ins.Bind(5, w.hostname);
-      ins.Bind(6, w.host_key);
-      ins.Bind(7, static_cast<int64_t>(w.setup_done ? 1 : 0));
-      ins.Bind(8, w.setup_digest);
-      TPUFLEET_TRY(ins.Run());
+      TPUFLEET_TRY(RunStatement(
+          db_,
+          "INSERT INTO workers (fleet, node, idx, address, hostname, host_key, setup_done, "
+          "setup_digest) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+          n.fleet, n.name, w.index, w.address, w.hostname, w.host_key, w.setup_done,
+          w.setup_digest));
     }
     return Status::Ok();
   };
@@ -373,87 +390,62 @@ Status SqliteStore::PutNode(const NodeRecord& n) {
 
 Status SqliteStore::DeleteNode(std::string_view fleet, std::string_view name) {
   std::lock_guard<std::recursive_mutex> l(mu_);
-  Stmt del(db_, "DELETE FROM nodes WHERE fleet = ?1 AND name = ?2");
-  TPUFLEET_TRY(del.prepared());
-  del.Bind(1, fleet);
-  del.Bind(2, name);
-  return del.Run();
+  return RunStatement(db_, "DELETE FROM nodes WHERE fleet = ?1 AND name = ?2", fleet, name);
 }
 
 Result<std::vector<LeftoverRecord>> SqliteStore::Leftovers(std::string_view fleet) {
   std::lock_guard<std::recursive_mutex> l(mu_);
-  Stmt q(db_,
-         "SELECT fleet, name, zone, queued, provider, project, type, capacity, reason, "
-         "last_error, since FROM leftovers WHERE ?1 = '' OR fleet = ?1 "
-         "ORDER BY fleet, name, zone, queued");
-  TPUFLEET_TRY(q.prepared());
-  q.Bind(1, fleet);
-  std::vector<LeftoverRecord> out;
-  Status s;
-  while (q.Step(&s)) {
-    out.push_back({q.Text(0), q.Text(1), q.Text(2), q.Int(3) != 0, q.Text(4), q.Text(5),
-                   q.Text(6), q.Text(7), q.Text(8), q.Text(9), FromMicros(q.Int(10))});
-  }
-  TPUFLEET_TRY(s);
-  return out;
+  return SelectAll<LeftoverRecord>(
+      db_,
+      "SELECT fleet, name, zone, queued, provider, project, type, capacity, reason, "
+      "last_error, since FROM leftovers WHERE ?1 = '' OR fleet = ?1 "
+      "ORDER BY fleet, name, zone, queued",
+      [](const Stmt& q) -> Result<LeftoverRecord> {
+        return LeftoverRecord{q.Text(0), q.Text(1), q.Text(2), q.Int(3) != 0, q.Text(4), q.Text(5),
+                              q.Text(6), q.Text(7), q.Text(8), q.Text(9), FromMicros(q.Int(10))};
+      },
+      fleet);
 }
 
 Status SqliteStore::PutLeftover(const LeftoverRecord& x) {
   std::lock_guard<std::recursive_mutex> l(mu_);
-  Stmt put(db_,
-           "INSERT OR REPLACE INTO leftovers (fleet, name, zone, queued, provider, project, "
-           "type, capacity, reason, last_error, since) "
-           "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)");
-  TPUFLEET_TRY(put.prepared());
-  BindLeftoverKey(put, x);
-  int i = 5;
-  for (const std::string* f :
-       {&x.provider, &x.project, &x.type, &x.capacity, &x.reason, &x.last_error}) {
-    put.Bind(i++, *f);
-  }
-  put.Bind(i, ToMicros(x.since));
-  return put.Run();
+  return RunStatement(db_,
+                      "INSERT OR REPLACE INTO leftovers (fleet, name, zone, queued, provider, "
+                      "project, type, capacity, reason, last_error, since) "
+                      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+                      x.fleet, x.name, x.zone, x.queued, x.provider, x.project, x.type,
+                      x.capacity, x.reason, x.last_error, x.since);
 }
 
 Status SqliteStore::DeleteLeftover(const LeftoverRecord& x) {
   std::lock_guard<std::recursive_mutex> l(mu_);
-  Stmt del(db_,
-           "DELETE FROM leftovers WHERE fleet = ?1 AND name = ?2 AND zone = ?3 AND queued = ?4");
-  TPUFLEET_TRY(del.prepared());
-  BindLeftoverKey(del, x);
-  return del.Run();
+  return RunStatement(
+      db_, "DELETE FROM leftovers WHERE fleet = ?1 AND name = ?2 AND zone = ?3 AND queued = ?4",
+      x.fleet, x.name, x.zone, x.queued);
 }
 
 Status SqliteStore::AddEvent(const EventRecord& e) {
   std::lock_guard<std::recursive_mutex> l(mu_);
-  Stmt add(db_, "INSERT INTO events (time, fleet, node, kind, detail) VALUES (?1, ?2, ?3, ?4, ?5)");
-  TPUFLEET_TRY(add.prepared());
-  add.Bind(1, ToMicros(e.time));
-  add.Bind(2, e.fleet);
-  add.Bind(3, e.node);
-  add.Bind(4, e.kind);
-  add.Bind(5, e.detail);
-  return add.Run();
+  return RunStatement(
+      db_, "INSERT INTO events (time, fleet, node, kind, detail) VALUES (?1, ?2, ?3, ?4, ?5)",
+      e.time, e.fleet, e.node, e.kind, e.detail);
 }
 
 Result<std::vector<EventRecord>> SqliteStore::Events(const EventQuery& query) {
   std::lock_guard<std::recursive_mutex> l(mu_);
-  Stmt q(db_,
-         "SELECT id, time, fleet, node, kind, detail FROM events "
-         "WHERE (?1 = '' OR fleet = ?1) AND (?2 = '' OR node = ?2) AND (?3 = '' OR kind = ?3) "
-         "AND time >= ?4 ORDER BY id DESC LIMIT ?5");
-  TPUFLEET_TRY(q.prepared());
-  q.Bind(1, query.fleet);
-  q.Bind(2, query.node);
-  q.Bind(3, query.kind);
-  q.Bind(4, query.since ? ToMicros(*query.since) : INT64_MIN);
-  q.Bind(5, static_cast<int64_t>(query.limit));
-  std::vector<EventRecord> out;
-  Status s;
-  while (q.Step(&s)) {
-    out.push_back({q.Int(0), FromMicros(q.Int(1)), q.Text(2), q.Text(3), q.Text(4), q.Text(5)});
-  }
-  TPUFLEET_TRY(s);
+  TPUFLEET_ASSIGN_OR_RETURN(
+      std::vector<EventRecord> out,
+      SelectAll<EventRecord>(
+          db_,
+          "SELECT id, time, fleet, node, kind, detail FROM events "
+          "WHERE (?1 = '' OR fleet = ?1) AND (?2 = '' OR node = ?2) AND (?3 = '' OR kind = ?3) "
+          "AND time >= ?4 ORDER BY id DESC LIMIT ?5",
+          [](const Stmt& q) -> Result<EventRecord> {
+            return EventRecord{q.Int(0), FromMicros(q.Int(1)), q.Text(2), q.Text(3), q.Text(4),
+                               q.Text(5)};
+          },
+          query.fleet, query.node, query.kind,
+          query.since ? ToMicros(*query.since) : INT64_MIN, query.limit));
   std::reverse(out.begin(), out.end());
   return out;
 }

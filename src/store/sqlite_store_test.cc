@@ -13,24 +13,70 @@
 
 #include "util/testing/as_nobody.h"
 #include "util/testing/fake_clock.h"
+#include "util/testing/temp_dir.h"
 
 namespace tpufleet {
 namespace {
 
+// Schema 1 as the first release wrote it: a frozen copy, not the store's own kSchemaV1,
+// so an edit to that shipped step cannot pass unnoticed. The migration tests build the
+// files older releases wrote from it.
+constexpr const char* kFrozenSchemaV1 = R"sql(
+CREATE TABLE nodes (
+  fleet TEXT NOT NULL, name TEXT NOT NULL, provider TEXT NOT NULL, project TEXT NOT NULL,
+  zone TEXT NOT NULL, type TEXT NOT NULL, runtime_version TEXT NOT NULL,
+  capacity TEXT NOT NULL, queued_resource TEXT NOT NULL, cloud_name TEXT NOT NULL,
+  request_id TEXT NOT NULL, state TEXT NOT NULL, health TEXT NOT NULL,
+  spec_hash TEXT NOT NULL, login TEXT NOT NULL, port INTEGER NOT NULL,
+  created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL,
+  PRIMARY KEY (fleet, name));
+CREATE TABLE workers (
+  fleet TEXT NOT NULL, node TEXT NOT NULL, idx INTEGER NOT NULL, address TEXT NOT NULL,
+  hostname TEXT NOT NULL, host_key TEXT NOT NULL, setup_done INTEGER NOT NULL,
+  PRIMARY KEY (fleet, node, idx),
+  FOREIGN KEY (fleet, node) REFERENCES nodes (fleet, name) ON DELETE CASCADE);
+CREATE TABLE events (
+  id INTEGER PRIMARY KEY AUTOINCREMENT, time INTEGER NOT NULL, fleet TEXT NOT NULL,
+  node TEXT NOT NULL, kind TEXT NOT NULL, detail TEXT NOT NULL);
+CREATE INDEX events_by_node ON events (fleet, node, kind, time);
+)sql";
+
 class SqliteStoreTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/tpufleet-store-test.XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
-    path_ = dir_ + "/state.db";
+    ASSERT_FALSE(tmp_.path().empty());
+    dir_ = tmp_.path();
+    path_ = tmp_.Path("state.db");
   }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
 
   std::unique_ptr<SqliteStore> Open() {
     Result<std::unique_ptr<SqliteStore>> s = SqliteStore::Open(path_);
     EXPECT_TRUE(s.ok()) << s.status().ToString();
     return s.ok() ? std::move(*s) : nullptr;
+  }
+
+  // Runs `sql` on the database file behind the store's back, as an older release or an
+  // edit by hand would have written it.
+  void ExecOnFile(const std::string& sql) {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
+    int rc = sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr);
+    std::string error = sqlite3_errmsg(db);
+    sqlite3_close(db);
+    ASSERT_EQ(rc, SQLITE_OK) << error;
+  }
+
+  // Makes the file as an older release left it (`older_sql` run on it), opens the store
+  // on it (which migrates it) and reads fleet "lab"'s nodes, of which there must be one.
+  void OpenMigrated(const std::string& older_sql, std::unique_ptr<SqliteStore>* store,
+                    std::vector<NodeRecord>* nodes) {
+    ASSERT_NO_FATAL_FAILURE(ExecOnFile(older_sql));
+    *store = Open();
+    ASSERT_NE(*store, nullptr);
+    Result<std::vector<NodeRecord>> lab = (*store)->Nodes("lab");
+    ASSERT_TRUE(lab.ok()) << lab.status().ToString();
+    ASSERT_EQ(lab->size(), 1u);
+    *nodes = std::move(*lab);
   }
 
   NodeRecord Node(std::string name, int workers) {
@@ -60,6 +106,7 @@ class SqliteStoreTest : public ::testing::Test {
   }
 
   FakeClock clock_;
+  TempDir tmp_;
   std::string dir_;
   std::string path_;
 };
@@ -225,10 +272,7 @@ TEST_F(SqliteStoreTest, AFileFromANewerTpufleetIsRefused) {
   {
     auto store = Open();
   }
-  sqlite3* db = nullptr;
-  ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
-  ASSERT_EQ(sqlite3_exec(db, "PRAGMA user_version = 99", nullptr, nullptr, nullptr), SQLITE_OK);
-  sqlite3_close(db);
+  ASSERT_NO_FATAL_FAILURE(ExecOnFile("PRAGMA user_version = 99"));
   Result<std::unique_ptr<SqliteStore>> s = SqliteStore::Open(path_);
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.status().code(), StatusCode::kFailedPrecondition);
@@ -245,12 +289,7 @@ TEST_F(SqliteStoreTest, LabelsRoundTripAndAreReplacedWithTheNode) {
   ASSERT_TRUE(store->PutNode(n).ok());
   EXPECT_TRUE((*store->Nodes("lab"))[0].labels.empty());
 
-  sqlite3* db = nullptr;
-  ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
-  ASSERT_EQ(sqlite3_exec(db, "UPDATE nodes SET labels = '{\"team\": 1}'", nullptr, nullptr,
-                         nullptr),
-            SQLITE_OK);
-  sqlite3_close(db);
+  ASSERT_NO_FATAL_FAILURE(ExecOnFile("UPDATE nodes SET labels = '{\"team\": 1}'"));
   Result<std::vector<NodeRecord>> edited = store->Nodes("lab");
   EXPECT_EQ(edited.status().code(), StatusCode::kInternal);
   EXPECT_NE(edited.status().message().find("labels of node trainer"), std::string::npos);
@@ -259,52 +298,28 @@ TEST_F(SqliteStoreTest, LabelsRoundTripAndAreReplacedWithTheNode) {
 // A state file written by a build before labels (schema 1) opens, keeps its nodes, and
 // they have no labels until the next `up` records them.
 TEST_F(SqliteStoreTest, AVersion1FileIsMigratedAndItsNodesHaveNoLabels) {
-  sqlite3* db = nullptr;
-  ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
-  // A file as the first release wrote it: a frozen copy of schema 1, not the store's own
-  // kSchemaV1, so an edit to that shipped step cannot pass unnoticed.
-  const char* v1 = R"sql(
-CREATE TABLE nodes (
-  fleet TEXT NOT NULL, name TEXT NOT NULL, provider TEXT NOT NULL, project TEXT NOT NULL,
-  zone TEXT NOT NULL, type TEXT NOT NULL, runtime_version TEXT NOT NULL,
-  capacity TEXT NOT NULL, queued_resource TEXT NOT NULL, cloud_name TEXT NOT NULL,
-  request_id TEXT NOT NULL, state TEXT NOT NULL, health TEXT NOT NULL,
-  spec_hash TEXT NOT NULL, login TEXT NOT NULL, port INTEGER NOT NULL,
-  created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL,
-  PRIMARY KEY (fleet, name));
-CREATE TABLE workers (
-  fleet TEXT NOT NULL, node TEXT NOT NULL, idx INTEGER NOT NULL, address TEXT NOT NULL,
-  hostname TEXT NOT NULL, host_key TEXT NOT NULL, setup_done INTEGER NOT NULL,
-  PRIMARY KEY (fleet, node, idx),
-  FOREIGN KEY (fleet, node) REFERENCES nodes (fleet, name) ON DELETE CASCADE);
-CREATE TABLE events (
-  id INTEGER PRIMARY KEY AUTOINCREMENT, time INTEGER NOT NULL, fleet TEXT NOT NULL,
-  node TEXT NOT NULL, kind TEXT NOT NULL, detail TEXT NOT NULL);
-CREATE INDEX events_by_node ON events (fleet, node, kind, time);
+  // A file as the first release wrote it.
+  const std::string v1 = std::string(kFrozenSchemaV1) + R"sql(
 INSERT INTO nodes VALUES ('lab', 'old', 'gcp-tpu', 'p', 'us-central2-b', 'v4-8', 'rt',
   'spot', '', '', 'req', 'READY', '', 'h', 'alice', 0, 1, 2);
 INSERT INTO workers VALUES ('lab', 'old', 0, '198.18.0.2', 'w0', 'ssh-ed25519 AAAA0', 1);
 PRAGMA user_version = 1;
 )sql";
-  ASSERT_EQ(sqlite3_exec(db, v1, nullptr, nullptr, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
-  sqlite3_close(db);
+  std::unique_ptr<SqliteStore> store;
+  std::vector<NodeRecord> nodes;
+  ASSERT_NO_FATAL_FAILURE(OpenMigrated(v1, &store, &nodes));
+  EXPECT_EQ(nodes[0].name, "old");
+  EXPECT_TRUE(nodes[0].labels.empty());
+  ASSERT_EQ(nodes[0].workers.size(), 1u);
+  EXPECT_EQ(nodes[0].workers[0].address, "198.18.0.2");
 
-  auto store = Open();
-  ASSERT_NE(store, nullptr);
-  Result<std::vector<NodeRecord>> nodes = store->Nodes("lab");
-  ASSERT_TRUE(nodes.ok()) << nodes.status().ToString();
-  ASSERT_EQ(nodes->size(), 1u);
-  EXPECT_EQ((*nodes)[0].name, "old");
-  EXPECT_TRUE((*nodes)[0].labels.empty());
-  ASSERT_EQ((*nodes)[0].workers.size(), 1u);
-  EXPECT_EQ((*nodes)[0].workers[0].address, "198.18.0.2");
-
-  NodeRecord labelled = (*nodes)[0];
+  NodeRecord labelled = nodes[0];
   labelled.labels = {{"team", "a"}};
   ASSERT_TRUE(store->PutNode(labelled).ok());
   store.reset();
   auto reopened = Open();  // migrated once: opening again finds schema 4 and changes nothing
   EXPECT_EQ((*reopened->Nodes("lab"))[0].labels, labelled.labels);
+  sqlite3* db = nullptr;
   ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
   sqlite3_stmt* version = nullptr;
   ASSERT_EQ(sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &version, nullptr), SQLITE_OK);
@@ -351,42 +366,18 @@ TEST_F(SqliteStoreTest, LeftoversRoundTripAndAreForgottenOneByOne) {
 // A state file written before leftovers were recorded (schema 2) opens, keeps its nodes
 // and labels, and has no leftovers; one can be recorded at once.
 TEST_F(SqliteStoreTest, AVersion2FileIsMigratedAndHasNoLeftovers) {
-  sqlite3* db = nullptr;
-  ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
-  // A frozen copy of schema 2 as that release wrote it (schema 1, then its labels).
-  const char* v2 = R"sql(
-CREATE TABLE nodes (
-  fleet TEXT NOT NULL, name TEXT NOT NULL, provider TEXT NOT NULL, project TEXT NOT NULL,
-  zone TEXT NOT NULL, type TEXT NOT NULL, runtime_version TEXT NOT NULL,
-  capacity TEXT NOT NULL, queued_resource TEXT NOT NULL, cloud_name TEXT NOT NULL,
-  request_id TEXT NOT NULL, state TEXT NOT NULL, health TEXT NOT NULL,
-  spec_hash TEXT NOT NULL, login TEXT NOT NULL, port INTEGER NOT NULL,
-  created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL,
-  PRIMARY KEY (fleet, name));
-CREATE TABLE workers (
-  fleet TEXT NOT NULL, node TEXT NOT NULL, idx INTEGER NOT NULL, address TEXT NOT NULL,
-  hostname TEXT NOT NULL, host_key TEXT NOT NULL, setup_done INTEGER NOT NULL,
-  PRIMARY KEY (fleet, node, idx),
-  FOREIGN KEY (fleet, node) REFERENCES nodes (fleet, name) ON DELETE CASCADE);
-CREATE TABLE events (
-  id INTEGER PRIMARY KEY AUTOINCREMENT, time INTEGER NOT NULL, fleet TEXT NOT NULL,
-  node TEXT NOT NULL, kind TEXT NOT NULL, detail TEXT NOT NULL);
-CREATE INDEX events_by_node ON events (fleet, node, kind, time);
+  // Schema 2 as that release wrote it: schema 1, then its labels.
+  const std::string v2 = std::string(kFrozenSchemaV1) + R"sql(
 ALTER TABLE nodes ADD COLUMN labels TEXT NOT NULL DEFAULT '{}';
 INSERT INTO nodes VALUES ('lab', 'old', 'gcp-tpu', 'p', 'us-central2-b', 'v4-8', 'rt',
   'spot', '', '', 'req', 'REQUESTED', '', 'h', 'alice', 0, 1, 2, '{"team":"a"}');
 PRAGMA user_version = 2;
 )sql";
-  ASSERT_EQ(sqlite3_exec(db, v2, nullptr, nullptr, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
-  sqlite3_close(db);
-
-  auto store = Open();
-  ASSERT_NE(store, nullptr);
-  Result<std::vector<NodeRecord>> nodes = store->Nodes("lab");
-  ASSERT_TRUE(nodes.ok()) << nodes.status().ToString();
-  ASSERT_EQ(nodes->size(), 1u);
-  EXPECT_EQ((*nodes)[0].request_id, "req");
-  EXPECT_EQ((*nodes)[0].labels.at("team"), "a");
+  std::unique_ptr<SqliteStore> store;
+  std::vector<NodeRecord> nodes;
+  ASSERT_NO_FATAL_FAILURE(OpenMigrated(v2, &store, &nodes));
+  EXPECT_EQ(nodes[0].request_id, "req");
+  EXPECT_EQ(nodes[0].labels.at("team"), "a");
   Result<std::vector<LeftoverRecord>> leftovers = store->Leftovers("");
   ASSERT_TRUE(leftovers.ok()) << leftovers.status().ToString();
   EXPECT_TRUE(leftovers->empty());
@@ -407,21 +398,15 @@ TEST_F(SqliteStoreTest, Issue11AVersion3FileIsMigratedAndItsSetupVersionIsUnknow
     auto store = Open();  // today's schema, taken back to version 3 below
     ASSERT_TRUE(store->PutNode(Node("old", 1)).ok());
   }
-  sqlite3* db = nullptr;
-  ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
   const char* to_v3 =
       "ALTER TABLE workers DROP COLUMN setup_digest; PRAGMA user_version = 3;";
-  ASSERT_EQ(sqlite3_exec(db, to_v3, nullptr, nullptr, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
-  sqlite3_close(db);
-
-  auto store = Open();
-  ASSERT_NE(store, nullptr);
-  Result<std::vector<NodeRecord>> nodes = store->Nodes("lab");
-  ASSERT_TRUE(nodes.ok()) << nodes.status().ToString();
-  ASSERT_EQ((*nodes)[0].workers.size(), 1u);
-  EXPECT_TRUE((*nodes)[0].workers[0].setup_done);
-  EXPECT_EQ((*nodes)[0].workers[0].setup_digest, "");
-  NodeRecord n = (*nodes)[0];
+  std::unique_ptr<SqliteStore> store;
+  std::vector<NodeRecord> nodes;
+  ASSERT_NO_FATAL_FAILURE(OpenMigrated(to_v3, &store, &nodes));
+  ASSERT_EQ(nodes[0].workers.size(), 1u);
+  EXPECT_TRUE(nodes[0].workers[0].setup_done);
+  EXPECT_EQ(nodes[0].workers[0].setup_digest, "");
+  NodeRecord n = nodes[0];
   n.workers[0].setup_digest = "0123456789abcdef";
   ASSERT_TRUE(store->PutNode(n).ok());
   EXPECT_EQ((*store->Nodes("lab"))[0].workers[0].setup_digest, "0123456789abcdef");
