@@ -5,13 +5,12 @@
 #include "core/testing/catalog_fixtures.h"
 #include <stdlib.h>
 
-#include <filesystem>
-#include <fstream>
 #include <string>
 #include <vector>
 
 #include "cli/testing/run_cli.h"
 #include "util/strings.h"
+#include "util/testing/temp_dir.h"
 
 namespace tpufleet::cli {
 namespace {
@@ -28,21 +27,11 @@ using cli_testing::HasTableRow;
 class CatalogOverride : public ::testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/tpufleet-cli-test-XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
-
-  // Writes `text` to `name` under the test directory (creating directories) and
-  // returns its path.
-  std::string Write(const std::string& name, const std::string& text) {
-    std::filesystem::path p = std::filesystem::path(dir_) / name;
-    std::filesystem::create_directories(p.parent_path());
-    std::ofstream(p) << text;
-    return p.string();
+    ASSERT_FALSE(tmp_.path().empty());
+    dir_ = tmp_.path();
   }
 
+  TempDir tmp_;
   std::string dir_;
 };
 
@@ -55,7 +44,7 @@ constexpr const char* kCheaperV4 =
 
 
 TEST_F(CatalogOverride, FlagChangesOneFieldAndKeepsTheRest) {
-  std::string path = Write("cheap.yaml", kCheaperV4);
+  std::string path = tmp_.Write("cheap.yaml", kCheaperV4);
   json j = TpufleetJson({"catalog", "v4-32", "--catalog", path});
   EXPECT_EQ(j["price_per_chip_hour"].get<double>(), 2.50);
   EXPECT_EQ(j["chips"], 16);
@@ -75,38 +64,38 @@ TEST_F(CatalogOverride, FlagChangesOneFieldAndKeepsTheRest) {
 }
 
 TEST_F(CatalogOverride, SpotWithoutASpotPriceFails) {
-  std::string path = Write("cheap.yaml", kCheaperV4);
+  std::string path = tmp_.Write("cheap.yaml", kCheaperV4);
   Output o = Tpufleet({"estimate", "v4-32", "--hours", "10", "--spot", "--catalog", path});
   EXPECT_EQ(o.code, 1);
   EXPECT_EQ(o.err, "tpufleet: error: the catalog has no spot price for v4\n");
 }
 
 TEST_F(CatalogOverride, FlagBeforeTheCommandWithEquals) {
-  std::string path = Write("cheap.yaml", kCheaperV4);
+  std::string path = tmp_.Write("cheap.yaml", kCheaperV4);
   json j = TpufleetJson({"--catalog=" + path, "catalog", "v4-8"});
   EXPECT_EQ(j["price_per_chip_hour"].get<double>(), 2.50);
 }
 
 TEST_F(CatalogOverride, EnvironmentVariable) {
-  std::string path = Write("cheap.yaml", kCheaperV4);
+  std::string path = tmp_.Write("cheap.yaml", kCheaperV4);
   json j = TpufleetJson({"catalog", "v4-8"}, {{"HOME", kNoHome}, {"TPUFLEET_CATALOG", path}});
   EXPECT_EQ(j["price_per_chip_hour"].get<double>(), 2.50);
 }
 
 TEST_F(CatalogOverride, FlagWinsOverEnvironment) {
-  std::string cheap = Write("cheap.yaml", kCheaperV4);
-  std::string broken = Write("broken.yaml", "families: [\n");
+  std::string cheap = tmp_.Write("cheap.yaml", kCheaperV4);
+  std::string broken = tmp_.Write("broken.yaml", "families: [\n");
   json j = TpufleetJson({"catalog", "v4-8", "--catalog", cheap},
                         {{"HOME", kNoHome}, {"TPUFLEET_CATALOG", broken}});
   EXPECT_EQ(j["price_per_chip_hour"].get<double>(), 2.50);
 }
 
 TEST_F(CatalogOverride, ConfigDirectoryFiles) {
-  Write("xdg/tpufleet/catalog.yaml", kCheaperV4);
+  tmp_.Write("xdg/tpufleet/catalog.yaml", kCheaperV4);
   json xdg =
       TpufleetJson({"catalog", "v4-8"}, {{"HOME", kNoHome}, {"XDG_CONFIG_HOME", dir_ + "/xdg"}});
   EXPECT_EQ(xdg["price_per_chip_hour"].get<double>(), 2.50);
-  Write("home/.config/tpufleet/catalog.yaml", kCheaperV4);
+  tmp_.Write("home/.config/tpufleet/catalog.yaml", kCheaperV4);
   json home = TpufleetJson({"catalog", "v4-8"}, {{"HOME", dir_ + "/home"}});
   EXPECT_EQ(home["price_per_chip_hour"].get<double>(), 2.50);
   // No HOME, no override: the built-in price.
@@ -114,7 +103,7 @@ TEST_F(CatalogOverride, ConfigDirectoryFiles) {
 }
 
 TEST_F(CatalogOverride, NewFamily) {
-  std::string path = Write("v7x.yaml", std::string(testing::kNewFamilyV7x));
+  std::string path = tmp_.Write("v7x.yaml", std::string(testing::kNewFamilyV7x));
   json j = TpufleetJson({"catalog", "v7x-16", "--catalog", path});
   EXPECT_EQ(j["type"], "v7x-16");
   EXPECT_EQ(j["family"], "v7x");
@@ -132,7 +121,7 @@ TEST_F(CatalogOverride, NewFamily) {
 }
 
 TEST_F(CatalogOverride, NewFamilyMissingAFieldNamesFileAndField) {
-  std::string path = Write("partial.yaml", "families:\n  v7x:\n    api_type: V7X\n");
+  std::string path = tmp_.Write("partial.yaml", "families:\n  v7x:\n    api_type: V7X\n");
   Output o = Tpufleet({"catalog", "--catalog", path});
   EXPECT_EQ(o.code, 1);
   EXPECT_EQ(o.out, "");
@@ -141,7 +130,7 @@ TEST_F(CatalogOverride, NewFamilyMissingAFieldNamesFileAndField) {
 }
 
 TEST_F(CatalogOverride, MalformedFileGivesLineAndColumn) {
-  std::string path = Write("bad.yaml", "families:\n  v4:\n    prices: [\n      {region: x\n");
+  std::string path = tmp_.Write("bad.yaml", "families:\n  v4:\n    prices: [\n      {region: x\n");
   Output o = Tpufleet({"catalog", "v4-8", "--catalog", path});
   EXPECT_EQ(o.code, 1);
   EXPECT_EQ(o.out, "");
@@ -156,7 +145,7 @@ TEST_F(CatalogOverride, MalformedFileGivesLineAndColumn) {
 }
 
 TEST_F(CatalogOverride, UnknownFieldSuggests) {
-  std::string path = Write("typo.yaml", "families:\n  v4:\n    price: 2.5\n");
+  std::string path = tmp_.Write("typo.yaml", "families:\n  v4:\n    price: 2.5\n");
   Output o = Tpufleet({"catalog", "--catalog", path});
   EXPECT_EQ(o.code, 1);
   EXPECT_TRUE(StartsWith(o.err, "tpufleet: error: " + path +

@@ -2,7 +2,6 @@
 
 #include <dirent.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -15,29 +14,23 @@
 
 #include "util/testing/as_nobody.h"
 #include "util/testing/status_printer.h"
+#include "util/testing/temp_dir.h"
 
 namespace tpufleet {
 namespace {
 
-// A fresh directory under /tmp for each test, removed (with its files) afterwards.
+// A fresh directory for each test, removed (with its files) afterwards.
 class FileTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/tpufleet-file-test-XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
+    ASSERT_FALSE(tmp_.path().empty());
+    dir_ = tmp_.path();
     saved_umask_ = ::umask(022);
   }
 
-  void TearDown() override {
-    ::umask(saved_umask_);
-    for (const std::string& name : Names()) {
-      ::unlink((dir_ + "/" + name).c_str());
-    }
-    ::rmdir(dir_.c_str());
-  }
+  void TearDown() override { ::umask(saved_umask_); }
 
-  std::string Path(const std::string& name) const { return dir_ + "/" + name; }
+  std::string Path(const std::string& name) const { return tmp_.Path(name); }
 
   // The directory's entries, without "." and "..".
   std::vector<std::string> Names() const {
@@ -62,6 +55,7 @@ class FileTest : public ::testing::Test {
     return static_cast<int>(st.st_mode & 07777);
   }
 
+  TempDir tmp_;
   std::string dir_;
   mode_t saved_umask_ = 022;
 };
@@ -164,26 +158,9 @@ TEST_F(FileTest, UnreadableFileIsPermissionDenied) {
 // ---- Issue 10: what a local user could do to tpufleet's files ----
 
 // A directory anyone may write (as /tmp is, sticky), removed with its contents.
-class SharedDir {
+class SharedDir : public TempDir {
  public:
-  SharedDir() {
-    char tmpl[] = "/tmp/tpufleet-issue10-XXXXXX";
-    if (::mkdtemp(tmpl) != nullptr) {
-      path_ = tmpl;
-      ::chmod(path_.c_str(), 01777);
-    }
-  }
-  ~SharedDir() {
-    ::nftw(
-        path_.c_str(), [](const char* p, const struct stat*, int, FTW*) { return ::remove(p); },
-        16, FTW_DEPTH | FTW_PHYS);
-  }
-  SharedDir(const SharedDir&) = delete;
-  SharedDir& operator=(const SharedDir&) = delete;
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
+  SharedDir() { ::chmod(path().c_str(), 01777); }
 };
 
 TEST(Issue10, ReadFileStopsAtTheLimitOnADevice) {

@@ -15,6 +15,7 @@
 
 #include "util/file.h"
 #include "util/testing/status_printer.h"
+#include "util/testing/temp_dir.h"
 #include "util/unique_fd.h"
 
 namespace tpufleet {
@@ -55,25 +56,6 @@ bool GoneSoon(pid_t pid) {
   }
   return Gone(pid);
 }
-
-// A directory for one test, removed (with what the test put there) at the end.
-class ScratchDir {
- public:
-  ScratchDir() {
-    char tmpl[] = "/tmp/tpufleet-subprocess-XXXXXX";
-    if (::mkdtemp(tmpl) != nullptr) {
-      path_ = tmpl;
-    }
-  }
-  ~ScratchDir() {
-    ::unlink((path_ + "/pid").c_str());
-    ::rmdir(path_.c_str());
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
 
 TEST(RunSubprocess, FeedsStdinAndCollectsStdoutAndStderr) {
   Result<SubprocessResult> r =
@@ -129,7 +111,7 @@ TEST(RunSubprocess, NonZeroExitAndDeathBySignal) {
 }
 
 TEST(RunSubprocess, TimeoutKillsTheWholeProcessGroupAndReaps) {
-  ScratchDir tmp;
+  TempDir tmp;
   std::string pid_file = tmp.path() + "/pid";
   SpawnOptions options = Sh();
   options.own_process_group = true;
@@ -146,7 +128,7 @@ TEST(RunSubprocess, TimeoutKillsTheWholeProcessGroupAndReaps) {
 }
 
 TEST(RunSubprocess, WithoutAGroupOfItsOwnTimeoutKillsOnlyTheProgram) {
-  ScratchDir tmp;
+  TempDir tmp;
   std::string pid_file = tmp.path() + "/pid";
   Result<SubprocessResult> r =
       RunSubprocess(ShC("sleep 30 >/dev/null 2>&1 & echo $! > '" + pid_file + "'; wait"), "",

@@ -1,5 +1,8 @@
 // TempDir: a fresh directory under $TMPDIR (or /tmp) for one test, removed with
-// everything in it when the TempDir is destroyed, so a failing test leaves nothing.
+// everything in it when the TempDir is destroyed, so a failing test leaves nothing. The
+// one temporary-directory fixture of every module's tests (util, store, ssh, cli, …):
+// a test that needs a directory of files holds one, as a member of its fixture or a
+// local, and names its files with Path() or writes them with Write().
 //
 // Thread-safety: one owner.
 #pragma once
@@ -8,6 +11,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include <filesystem>
+#include <fstream>
 #include <string>
 
 namespace tpufleet {
@@ -43,6 +48,16 @@ class TempDir {
 
   /// "" when it could not be made.
   const std::string& path() const { return path_; }
+  /// `name` (a relative path) under the directory.
+  std::string Path(const std::string& name) const { return path_ + "/" + name; }
+  /// Writes `text` to `name` under the directory, creating the directories between, and
+  /// returns its path. The file gets the umask's mode; a test that needs another sets it.
+  std::string Write(const std::string& name, const std::string& text) const {
+    std::filesystem::path p = std::filesystem::path(path_) / name;
+    std::filesystem::create_directories(p.parent_path());
+    std::ofstream(p) << text;
+    return p.string();
+  }
 
  private:
   std::string path_;
