@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "core/testing/catalog_fixtures.h"
+#include "core/testing/fleet_spec_fixture.h"
 
 #include <map>
 #include <set>
@@ -35,6 +36,18 @@ struct Fact {
   const char* topology;
 };
 
+// The built-in catalog gives `f.type` the facts `f` lists.
+void ExpectFacts(const Fact& f) {
+  SCOPED_TRACE(f.type);
+  AcceleratorType t = MustLookup(f.type);
+  EXPECT_EQ(t.name, f.type);
+  EXPECT_EQ(t.chips, f.chips);
+  EXPECT_EQ(t.workers, f.workers);
+  EXPECT_EQ(t.chips_per_worker, f.chips_per_worker);
+  EXPECT_EQ(t.tensor_cores, f.tensor_cores);
+  EXPECT_EQ(t.topology, f.topology);
+}
+
 TEST(Lookup, AcceptanceFacts) {
   const Fact facts[] = {
       {"v4-32", 16, 4, 4, 32, "2x2x4"},      {"v5litepod-16", 16, 4, 4, 16, "4x4"},
@@ -42,13 +55,7 @@ TEST(Lookup, AcceptanceFacts) {
       {"v6e-256", 256, 64, 4, 256, "16x16"}, {"v3-8", 4, 1, 4, 8, "2x2"},
   };
   for (const Fact& f : facts) {
-    AcceleratorType t = MustLookup(f.type);
-    EXPECT_EQ(t.name, f.type);
-    EXPECT_EQ(t.chips, f.chips) << f.type;
-    EXPECT_EQ(t.workers, f.workers) << f.type;
-    EXPECT_EQ(t.chips_per_worker, f.chips_per_worker) << f.type;
-    EXPECT_EQ(t.tensor_cores, f.tensor_cores) << f.type;
-    EXPECT_EQ(t.topology, f.topology) << f.type;
+    ExpectFacts(f);
   }
 }
 
@@ -65,12 +72,7 @@ TEST(Lookup, MoreFactsFromTheReference) {
       {"v3-2048", 1024, 256, 4, 2048, "32x32"},
   };
   for (const Fact& f : facts) {
-    AcceleratorType t = MustLookup(f.type);
-    EXPECT_EQ(t.chips, f.chips) << f.type;
-    EXPECT_EQ(t.workers, f.workers) << f.type;
-    EXPECT_EQ(t.chips_per_worker, f.chips_per_worker) << f.type;
-    EXPECT_EQ(t.tensor_cores, f.tensor_cores) << f.type;
-    EXPECT_EQ(t.topology, f.topology) << f.type;
+    ExpectFacts(f);
   }
 }
 
@@ -249,54 +251,54 @@ TEST(Hosts, Totals) {
 
 // ---- Names that are not types.
 
+// Looking `type` up fails with InvalidArgument and exactly `message`.
+void ExpectLookupError(std::string_view type, const std::string& message) {
+  EXPECT_EQ(Builtin().Lookup(type).status(), InvalidArgumentError(message)) << type;
+}
+
+// Looking `type` up fails with a message that contains `part`.
+::testing::AssertionResult LookupErrorSays(std::string_view type, const std::string& part) {
+  return testing::Contains(Builtin().Lookup(type).status().message(), part);
+}
+
 TEST(LookupErrors, SizeThatDoesNotExistNamesTheNearestAndTheValidSizes) {
-  Result<AcceleratorType> t = Builtin().Lookup("v4-33");
-  EXPECT_EQ(t.status(),
-            InvalidArgumentError("\"v4-33\" is not a v4 slice size (nearest: v4-32, v4-64); the "
-                                 "number counts TensorCores and must be one of 8, 16, 32, 64, "
-                                 "128, 256, 512, 1024, 2048, 4096"));
+  ExpectLookupError("v4-33",
+                    "\"v4-33\" is not a v4 slice size (nearest: v4-32, v4-64); the "
+                    "number counts TensorCores and must be one of 8, 16, 32, 64, "
+                    "128, 256, 512, 1024, 2048, 4096");
 }
 
 TEST(LookupErrors, SizeBelowOrAboveTheRange) {
-  EXPECT_NE(Builtin().Lookup("v4-4").status().message().find("(nearest: v4-8)"), std::string::npos);
-  EXPECT_NE(Builtin().Lookup("v4-8192").status().message().find("(nearest: v4-4096)"),
-            std::string::npos);
-  EXPECT_NE(Builtin().Lookup("v4-0").status().message().find("(nearest: v4-8)"), std::string::npos);
+  EXPECT_TRUE(LookupErrorSays("v4-4", "(nearest: v4-8)"));
+  EXPECT_TRUE(LookupErrorSays("v4-8192", "(nearest: v4-4096)"));
+  EXPECT_TRUE(LookupErrorSays("v4-0", "(nearest: v4-8)"));
 }
 
 TEST(LookupErrors, ChipCountedFamiliesSayChips) {
-  Result<AcceleratorType> t = Builtin().Lookup("v5litepod-2");
-  EXPECT_EQ(t.status(),
-            InvalidArgumentError("\"v5litepod-2\" is not a v5litepod slice size (nearest: "
-                                 "v5litepod-1, v5litepod-4); the number counts chips and must be "
-                                 "one of 1, 4, 8, 16, 32, 64, 128, 256"));
+  ExpectLookupError("v5litepod-2",
+                    "\"v5litepod-2\" is not a v5litepod slice size (nearest: "
+                    "v5litepod-1, v5litepod-4); the number counts chips and must be "
+                    "one of 1, 4, 8, 16, 32, 64, 128, 256");
   // Users who count chips for v4 get told what the number means.
-  EXPECT_NE(Builtin().Lookup("v4-4").status().message().find("the number counts TensorCores"),
-            std::string::npos);
+  EXPECT_TRUE(LookupErrorSays("v4-4", "the number counts TensorCores"));
 }
 
 TEST(LookupErrors, UnknownFamily) {
-  Result<AcceleratorType> t = Builtin().Lookup("v7-8");
-  EXPECT_EQ(t.status(),
-            InvalidArgumentError("unknown accelerator type \"v7-8\" (did you mean v2-8, v3-8 or "
-                                 "v4-8?); types are named v2-N, v3-N, v4-N, v5litepod-N, v5p-N, "
-                                 "v6e-N, tpu7x-N (see `tpufleet catalog`)"));
+  ExpectLookupError("v7-8",
+                    "unknown accelerator type \"v7-8\" (did you mean v2-8, v3-8 or "
+                    "v4-8?); types are named v2-N, v3-N, v4-N, v5litepod-N, v5p-N, "
+                    "v6e-N, tpu7x-N (see `tpufleet catalog`)");
 }
 
 TEST(LookupErrors, MalformedNames) {
   const std::string kNamed =
       "; types are named v2-N, v3-N, v4-N, v5litepod-N, v5p-N, v6e-N, tpu7x-N (see `tpufleet "
       "catalog`)";
-  EXPECT_EQ(Builtin().Lookup("tpu-v4-8").status(),
-            InvalidArgumentError("unknown accelerator type \"tpu-v4-8\"" + kNamed));
-  EXPECT_EQ(Builtin().Lookup("").status(),
-            InvalidArgumentError("unknown accelerator type \"\"" + kNamed));
-  EXPECT_EQ(Builtin().Lookup("v4").status(),
-            InvalidArgumentError("unknown accelerator type \"v4\" (did you mean v4-8?)" + kNamed));
-  EXPECT_EQ(
-      Builtin().Lookup("V4-32").status(),
-      InvalidArgumentError(
-          "unknown accelerator type \"V4-32\" (did you mean v4-32, v2-32 or v3-32?)" + kNamed));
+  ExpectLookupError("tpu-v4-8", "unknown accelerator type \"tpu-v4-8\"" + kNamed);
+  ExpectLookupError("", "unknown accelerator type \"\"" + kNamed);
+  ExpectLookupError("v4", "unknown accelerator type \"v4\" (did you mean v4-8?)" + kNamed);
+  ExpectLookupError(
+      "V4-32", "unknown accelerator type \"V4-32\" (did you mean v4-32, v2-32 or v3-32?)" + kNamed);
   for (const char* bad : {"v4-", "v4--8", "v4-+8", "v4-8x", "v4-x8", "-8", "v4_8", "v4 8", "v4-8.0",
                           "v4-99999999999999999999"}) {
     Result<AcceleratorType> r = Builtin().Lookup(bad);

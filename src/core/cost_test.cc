@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -163,6 +164,20 @@ PlanRejection RejectionOf(const Plan& plan, std::string_view family) {
   return {std::string(family), "none", "none"};
 }
 
+// `plan` offers nothing: each of the built-in catalog's 7 families is rejected for `reason`,
+// and each family in `details` with that detail.
+void ExpectEveryFamilyRejected(const Plan& plan, std::string_view reason,
+                               const std::map<std::string, std::string>& details = {}) {
+  EXPECT_TRUE(plan.options.empty()) << Names(plan)[0];
+  ASSERT_EQ(plan.rejected.size(), 7u);
+  for (const PlanRejection& r : plan.rejected) {
+    EXPECT_EQ(r.reason, reason) << r.family;
+  }
+  for (const auto& [family, detail] : details) {
+    EXPECT_EQ(RejectionOf(plan, family).detail, detail) << family;
+  }
+}
+
 // The question from DESIGN.md: ~32 GB of accelerator memory and ~250 GB of host RAM.
 TEST(PlanHardware, ThirtyTwoGibHbmAnd250GibHostRam) {
   Plan plan = PlanHardware(Builtin(), Req(32, 250));
@@ -258,32 +273,27 @@ TEST(PlanHardware, ReplicasNeedChipsForEveryOne) {
 TEST(PlanHardware, ModelTooLargeForEveryFamily) {
   // 2,000,000 GiB: more than tpu7x-16384 holds (16384 devices x 96 GiB).
   Plan plan = PlanHardware(Builtin(), Req(2000000));
-  EXPECT_TRUE(plan.options.empty());
-  ASSERT_EQ(plan.rejected.size(), 7u);
-  for (const PlanRejection& r : plan.rejected) {
-    EXPECT_EQ(r.reason, "HBM") << r.family;
-  }
-  // 2,000,000 / 32 = 62,500 devices (one per v4 chip); v4-4096 has 2048.
-  EXPECT_EQ(RejectionOf(plan, "v4").detail,
-            "needs 62500 devices of 32 GiB (62500 per replica x 1); the largest slice, v4-4096, "
-            "has 2048");
-  // ceil(2,000,000 / 95) = 21,053.
-  EXPECT_EQ(RejectionOf(plan, "v5p").detail,
-            "needs 21053 devices of 95 GiB (21053 per replica x 1); the largest slice, v5p-12288, "
-            "has 6144");
-  // v3 counts TensorCores: 2,000,000 / 16 = 125,000 devices; v3-2048 has 2048.
-  EXPECT_EQ(RejectionOf(plan, "v3").detail,
-            "needs 125000 devices of 16 GiB (125000 per replica x 1); the largest slice, v3-2048, "
-            "has 2048");
+  ExpectEveryFamilyRejected(
+      plan, "HBM",
+      {// 2,000,000 / 32 = 62,500 devices (one per v4 chip); v4-4096 has 2048.
+       {"v4",
+        "needs 62500 devices of 32 GiB (62500 per replica x 1); the largest slice, v4-4096, "
+        "has 2048"},
+       // ceil(2,000,000 / 95) = 21,053.
+       {"v5p",
+        "needs 21053 devices of 95 GiB (21053 per replica x 1); the largest slice, v5p-12288, "
+        "has 6144"},
+       // v3 counts TensorCores: 2,000,000 / 16 = 125,000 devices; v3-2048 has 2048.
+       {"v3",
+        "needs 125000 devices of 16 GiB (125000 per replica x 1); the largest slice, v3-2048, "
+        "has 2048"}});
 }
 
 // A huge request overflowed int chip counts (ceil(1e300 / 16) cast to int), after which
 // every family "fit" with one chip per replica.
 TEST(PlanHardwareRegression, HugeRequestsFitNothing) {
   Plan huge = PlanHardware(Builtin(), Req(1e300));
-  EXPECT_TRUE(huge.options.empty()) << Names(huge)[0];
-  EXPECT_EQ(huge.rejected.size(), 7u);
-  EXPECT_EQ(RejectionOf(huge, "v4").reason, "HBM");
+  ExpectEveryFamilyRejected(huge, "HBM");
   // 1e10 GiB / 32 = 312,500,000 chips per replica, x 1,000,000 replicas > 2^31.
   Plan many = PlanHardware(Builtin(), Req(1e10, 0, 1000000));
   EXPECT_TRUE(many.options.empty()) << Names(many)[0];
@@ -294,17 +304,14 @@ TEST(PlanHardwareRegression, HugeRequestsFitNothing) {
 
 TEST(PlanHardware, HostRamTooLargeForEveryFamily) {
   Plan plan = PlanHardware(Builtin(), Req(8, 2000));
-  EXPECT_TRUE(plan.options.empty());
-  ASSERT_EQ(plan.rejected.size(), 7u);
-  for (const PlanRejection& r : plan.rejected) {
-    EXPECT_EQ(r.reason, "host RAM") << r.family;
-  }
-  EXPECT_EQ(RejectionOf(plan, "v6e").detail,
-            "needs 2000 GiB per worker; v6e slices with enough devices have at most 1440 GiB per "
-            "worker");
-  EXPECT_EQ(RejectionOf(plan, "v5litepod").detail,
-            "needs 2000 GiB per worker; v5litepod slices with enough devices have at most 384 GiB "
-            "per worker");
+  ExpectEveryFamilyRejected(
+      plan, "host RAM",
+      {{"v6e",
+        "needs 2000 GiB per worker; v6e slices with enough devices have at most 1440 GiB per "
+        "worker"},
+       {"v5litepod",
+        "needs 2000 GiB per worker; v5litepod slices with enough devices have at most 384 GiB "
+        "per worker"}});
 }
 
 TEST(PlanHardware, PriceCeilingLeavesOutDearTypes) {

@@ -6,20 +6,12 @@
 
 #include "core/testing/fleet_spec_fixture.h"
 
-namespace tpufleet {
+// In the fixture's namespace: its keys and helpers need no using-declarations.
+namespace tpufleet::testing {
 namespace {
 
 using std::chrono::hours;
 using std::chrono::seconds;
-using testing::Contains;
-using testing::FleetSpecTest;
-using testing::kEcdsa256;
-using testing::kEd25519;
-using testing::kEd25519Bob;
-using testing::kRsa;
-using testing::kShortEd25519;
-using testing::kSkEd25519;
-using testing::kTruncated;
 
 // ---------------------------------------------------------------------------------------
 // Node names and count.
@@ -70,12 +62,12 @@ TEST_F(FleetSpecTest, ExpandedNamesClash) {
 }
 
 TEST_F(FleetSpecTest, CountOutOfRange) {
-  EXPECT_TRUE(Contains(Error(V4Node("    count: 0\n")),
-                       "fleet.yaml:6:12: nodes[0].count: expected a whole number from 1 to 256"));
-  EXPECT_TRUE(
-      Contains(Error(V4Node("    count: -3\n")), "fleet.yaml:6:12: nodes[0].count: expected"));
-  EXPECT_TRUE(Contains(Error(V4Node("    count: 257\n")), "from 1 to 256"));
-  EXPECT_TRUE(Contains(Error(V4Node("    count: 1.5\n")), "expected a whole number"));
+  ExpectNodeErrors({
+      {"    count: 0\n", "fleet.yaml:6:12: nodes[0].count: expected a whole number from 1 to 256"},
+      {"    count: -3\n", "fleet.yaml:6:12: nodes[0].count: expected"},
+      {"    count: 257\n", "from 1 to 256"},
+      {"    count: 1.5\n", "expected a whole number"},
+  });
   Result<FleetSpec> r = Parse(V4Node("    count: 3\n"));
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->nodes[0].names, (std::vector<std::string>{"n-0", "n-1", "n-2"}));
@@ -113,11 +105,11 @@ TEST_F(FleetSpecTest, Queued) {
 }
 
 TEST_F(FleetSpecTest, Durations) {
-  EXPECT_TRUE(Contains(Error(V4Node("    ttl: 24 hours\n")),
-                       "fleet.yaml:6:10: nodes[0].ttl: '24 hours' is not a duration"));
-  EXPECT_TRUE(
-      Contains(Error(V4Node("    ttl: 0s\n")), "nodes[0].ttl: expected a duration above zero"));
-  EXPECT_TRUE(Contains(Error(V4Node("    ttl: -5\n")), "fleet.yaml:6:10: nodes[0].ttl: "));
+  ExpectNodeErrors({
+      {"    ttl: 24 hours\n", "fleet.yaml:6:10: nodes[0].ttl: '24 hours' is not a duration"},
+      {"    ttl: 0s\n", "nodes[0].ttl: expected a duration above zero"},
+      {"    ttl: -5\n", "fleet.yaml:6:10: nodes[0].ttl: "},
+  });
   EXPECT_EQ(Parse(V4Node("    ttl: 2d\n"))->nodes[0].ttl, hours(48));
   EXPECT_EQ(Parse(V4Node("    ttl: 90\n"))->nodes[0].ttl, seconds(90));  // bare seconds
 }
@@ -350,17 +342,16 @@ TEST_F(FleetSpecTest, ReadWriteDiskBelongsToOneNode) {
 // Labels, setup.
 
 TEST_F(FleetSpecTest, Labels) {
-  EXPECT_TRUE(Contains(Error(V4Node("    labels: {Team: nlp}\n")),
-                       "fleet.yaml:6:14: nodes[0].labels.Team: label key \"Team\" is not valid"));
-  EXPECT_TRUE(Contains(Error(V4Node("    labels: {team: NLP}\n")),
-                       "fleet.yaml:6:20: nodes[0].labels.team: label value \"NLP\" is not valid"));
-  EXPECT_TRUE(
-      Contains(Error(V4Node("    labels: {team: a b}\n")), "label value \"a b\" is not valid"));
-  EXPECT_TRUE(
-      Contains(Error(V4Node("    labels: {team: }\n")), "nodes[0].labels.team: expected a value"));
-  EXPECT_TRUE(Contains(Error(V4Node("    labels: {tpufleet-fleet: x}\n")), "reserved"));
-  EXPECT_TRUE(Contains(Error(V4Node("    labels: {k: " + std::string(64, 'v') + "}\n")),
-                       "1 to 63 characters"));
+  ExpectNodeErrors({
+      {"    labels: {Team: nlp}\n",
+       "fleet.yaml:6:14: nodes[0].labels.Team: label key \"Team\" is not valid"},
+      {"    labels: {team: NLP}\n",
+       "fleet.yaml:6:20: nodes[0].labels.team: label value \"NLP\" is not valid"},
+      {"    labels: {team: a b}\n", "label value \"a b\" is not valid"},
+      {"    labels: {team: }\n", "nodes[0].labels.team: expected a value"},
+      {"    labels: {tpufleet-fleet: x}\n", "reserved"},
+      {"    labels: {k: " + std::string(64, 'v') + "}\n", "1 to 63 characters"},
+  });
   std::string many = "    labels:\n";
   for (int i = 0; i <= kMaxLabels; ++i) {
     many += "      k" + std::to_string(i) + ": v\n";
@@ -455,4 +446,4 @@ TEST_F(FleetSpecTest, SshHostAddressesAndPorts) {
 }
 
 }  // namespace
-}  // namespace tpufleet
+}  // namespace tpufleet::testing

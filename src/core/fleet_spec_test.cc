@@ -6,16 +6,12 @@
 
 #include "core/testing/fleet_spec_fixture.h"
 
-namespace tpufleet {
+// In the fixture's namespace: its keys and helpers need no using-declarations.
+namespace tpufleet::testing {
 namespace {
 
 using std::chrono::hours;
 using std::chrono::seconds;
-using testing::Contains;
-using testing::FleetSpecTest;
-using testing::kEd25519;
-using testing::kEd25519Bob;
-using testing::kRsa;
 
 // ---------------------------------------------------------------------------------------
 // Valid specs and their resolved values.
@@ -263,10 +259,11 @@ TEST_F(FleetSpecTest, MisspelledZone) {
 }
 
 TEST_F(FleetSpecTest, ZoneListedTwiceOrEmpty) {
-  EXPECT_TRUE(Contains(Error(V4Node("    zones: [us-central2-b, us-central2-b]\n")),
-                       "nodes[0].zones[1]: us-central2-b is listed twice"));
-  EXPECT_TRUE(Contains(Error(V4Node("    zones: []\n")),
-                       "fleet.yaml:6:12: nodes[0].zones: expected at least one zone"));
+  ExpectNodeErrors({
+      {"    zones: [us-central2-b, us-central2-b]\n",
+       "nodes[0].zones[1]: us-central2-b is listed twice"},
+      {"    zones: []\n", "fleet.yaml:6:12: nodes[0].zones: expected at least one zone"},
+  });
 }
 
 TEST_F(FleetSpecTest, RuntimeVersionNotValidForFamily) {
@@ -443,4 +440,4 @@ TEST(FleetSpecChecks, Names) {
 }
 
 }  // namespace
-}  // namespace tpufleet
+}  // namespace tpufleet::testing

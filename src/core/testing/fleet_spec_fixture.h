@@ -6,6 +6,7 @@
 
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "core/fleet_spec.h"
 
@@ -72,6 +73,19 @@ class FleetSpecTest : public ::testing::Test {
     }
     EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
     return r.status().message();
+  }
+
+  // A node field (what V4Node() appends) and a part of the message it must fail with.
+  struct BadNodeField {
+    std::string more;
+    std::string message;
+  };
+  // Each case's V4Node(more) fails with a message that contains its `message`.
+  void ExpectNodeErrors(const std::vector<BadNodeField>& cases) {
+    for (const BadNodeField& c : cases) {
+      SCOPED_TRACE(c.more);
+      EXPECT_TRUE(Contains(Error(V4Node(c.more)), c.message));
+    }
   }
 
   // Lines 1-3 of most specs below; node entries start on line 4.
