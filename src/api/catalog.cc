@@ -5,11 +5,11 @@
 namespace tpufleet::api {
 namespace {
 
+using internal::ArrayOf;
 using internal::Dump;
+using internal::kDocumentIndent;
 using internal::OrNull;
 using nlohmann::json;
-
-constexpr int kIndent = 2;  // documents are indented by two spaces
 
 json FactsJson(const FamilyFacts& f) {
   return {{"family", f.family},
@@ -52,14 +52,14 @@ json NodeJson(const ValidatedNode& n) {
 }  // namespace
 
 std::string ToJson(const std::vector<CatalogFamily>& families) {
-  json all = json::array();
-  for (const CatalogFamily& f : families) {
-    json j = FactsJson(f.facts);
-    j["sizes"] = f.sizes;
-    j["types"] = f.types;
-    all.push_back(std::move(j));
-  }
-  return Dump(all, kIndent);
+  return Dump(ArrayOf(families,
+                      [](const CatalogFamily& f) {
+                        json j = FactsJson(f.facts);
+                        j["sizes"] = f.sizes;
+                        j["types"] = f.types;
+                        return j;
+                      }),
+              kDocumentIndent);
 }
 
 std::string ToJson(const CatalogType& t) {
@@ -82,7 +82,7 @@ std::string ToJson(const CatalogType& t) {
     j["spot_usd_per_hour_min"] = OrNull(t.price->spot_usd_per_hour_min);
     j["spot_usd_per_hour_max"] = OrNull(t.price->spot_usd_per_hour_max);
   }
-  return Dump(j, kIndent);
+  return Dump(j, kDocumentIndent);
 }
 
 std::string ToJson(const Estimate& e) {
@@ -100,22 +100,18 @@ std::string ToJson(const Estimate& e) {
   if (e.spot_max_usd) {
     j["spot_max_usd"] = *e.spot_max_usd;
   }
-  return Dump(j, kIndent);
+  return Dump(j, kDocumentIndent);
 }
 
 std::string ToJson(const ValidateReport& report) {
-  json nodes = json::array();
-  for (const ValidatedNode& n : report.nodes) {
-    nodes.push_back(NodeJson(n));
-  }
   return Dump({{"fleet", report.fleet},
                {"provider", report.provider},
                {"project", OrNull(report.project)},
-               {"nodes", nodes},
+               {"nodes", ArrayOf(report.nodes, NodeJson)},
                {"usd_per_hour", report.usd_per_hour},
                {"usd_per_day", report.usd_per_day},
                {"warnings", report.warnings}},
-              kIndent);
+              kDocumentIndent);
 }
 
 }  // namespace tpufleet::api

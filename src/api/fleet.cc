@@ -5,67 +5,42 @@
 namespace tpufleet::api {
 namespace {
 
+using internal::ArrayOf;
 using internal::Dump;
-using internal::ErrorJson;
+using internal::kDocumentIndent;
 using internal::OrNull;
+using internal::WithError;
 using nlohmann::json;
 
-// Documents are indented by two spaces.
-constexpr int kIndent = 2;
-
-json OutcomesJson(const std::vector<NodeOutcome>& outcomes) {
-  json out = json::array();
-  for (const NodeOutcome& o : outcomes) {
-    json j = {{"node", o.node}, {"ok", !o.error}, {"changed", o.changed}};
-    if (o.error) {
-      j["error"] = ErrorJson(*o.error);
-    }
-    out.push_back(std::move(j));
-  }
-  return out;
+json OutcomeJson(const NodeOutcome& o) {
+  return WithError({{"node", o.node}, {"ok", !o.error}, {"changed", o.changed}}, o.error);
 }
 
-json LeftoverOutcomesJson(const std::vector<LeftoverOutcome>& outcomes) {
-  json out = json::array();
-  for (const LeftoverOutcome& o : outcomes) {
-    json j = {{"node", o.node}, {"zone", o.zone}, {"fleet", o.fleet}, {"deleted", !o.error}};
-    if (o.error) {
-      j["error"] = ErrorJson(*o.error);
-    }
-    out.push_back(std::move(j));
-  }
-  return out;
+json LeftoverOutcomeJson(const LeftoverOutcome& o) {
+  return WithError(
+      {{"node", o.node}, {"zone", o.zone}, {"fleet", o.fleet}, {"deleted", !o.error}}, o.error);
 }
 
-json LeftoversJson(const std::vector<Leftover>& leftovers) {
-  json out = json::array();
-  for (const Leftover& x : leftovers) {
-    out.push_back({{"node", x.node}, {"zone", x.zone}, {"fleet", x.fleet},
-                   {"queued", x.queued}, {"reason", x.reason}, {"last_error", x.last_error}});
-  }
-  return out;
+json LeftoverJson(const Leftover& x) {
+  return {{"node", x.node},     {"zone", x.zone},     {"fleet", x.fleet},
+          {"queued", x.queued}, {"reason", x.reason}, {"last_error", x.last_error}};
 }
 
-json UntrackedJson(const std::vector<UntrackedNode>& nodes) {
-  json out = json::array();
-  for (const UntrackedNode& u : nodes) {
-    out.push_back({{"node", u.node}, {"zone", u.zone}, {"fleet", u.fleet},
-                   {"project", u.project}, {"state", u.state},
-                   {"duplicates_zone", u.duplicates_zone}});
-  }
-  return out;
+json UntrackedJson(const UntrackedNode& u) {
+  return {{"node", u.node},       {"zone", u.zone},   {"fleet", u.fleet},
+          {"project", u.project}, {"state", u.state}, {"duplicates_zone", u.duplicates_zone}};
+}
+
+json WorkerJson(const WorkerStatus& w) {
+  return {{"index", w.index}, {"address", w.address}, {"hostname", w.hostname},
+          {"setup_done", w.setup_done}};
 }
 
 json NodeStatusJson(const NodeStatus& n) {
-  json workers = json::array();
-  for (const WorkerStatus& w : n.workers) {
-    workers.push_back({{"index", w.index}, {"address", w.address}, {"hostname", w.hostname},
-                       {"setup_done", w.setup_done}});
-  }
   json j = {{"node", n.node},          {"fleet", n.fleet},        {"provider", n.provider},
             {"project", n.project},    {"zone", n.zone},          {"type", n.type},
             {"capacity", n.capacity},  {"state", n.state},        {"health", n.health},
-            {"workers", workers},      {"age_seconds", n.age_seconds},
+            {"workers", ArrayOf(n.workers, WorkerJson)}, {"age_seconds", n.age_seconds},
             {"labels", n.labels},      {"cost_usd", OrNull(n.cost_usd)},
             {"cost_is_upper_bound", n.cost_is_upper_bound}};
   if (!n.refresh_error.empty()) {
@@ -88,6 +63,19 @@ json LeftoverStatusJson(const LeftoverStatus& x) {
           {"cost_is_upper_bound", x.cost_is_upper_bound}};
 }
 
+json PlannedNodeJson(const PlannedNode& p) {
+  return {{"node", p.node},       {"action", p.action},
+          {"zones", p.zones},     {"state", p.state},
+          {"detail", p.detail},   {"setup_reruns", p.setup_reruns},
+          {"type", p.type},       {"capacity", p.capacity},
+          {"usd_per_hour", p.usd_per_hour}};
+}
+
+json EventJson(const Event& e) {
+  return {{"id", e.id},     {"time", e.time}, {"fleet", e.fleet},
+          {"node", e.node}, {"kind", e.kind}, {"detail", e.detail}};
+}
+
 }  // namespace
 
 std::optional<Error> ErrorOf(const Status& status) {
@@ -98,63 +86,43 @@ std::optional<Error> ErrorOf(const Status& status) {
 }
 
 std::string ToJson(const UpPlan& plan) {
-  json nodes = json::array();
-  for (const PlannedNode& p : plan.nodes) {
-    nodes.push_back({{"node", p.node}, {"action", p.action}, {"zones", p.zones},
-                     {"state", p.state}, {"detail", p.detail},
-                     {"setup_reruns", p.setup_reruns}, {"type", p.type},
-                     {"capacity", p.capacity}, {"usd_per_hour", p.usd_per_hour}});
-  }
-  return Dump({{"nodes", nodes},
+  return Dump({{"nodes", ArrayOf(plan.nodes, PlannedNodeJson)},
                {"usd_per_hour", plan.usd_per_hour},
-               {"leftovers", LeftoversJson(plan.leftovers)},
-               {"untracked", UntrackedJson(plan.untracked)}},
-              kIndent);
+               {"leftovers", ArrayOf(plan.leftovers, LeftoverJson)},
+               {"untracked", ArrayOf(plan.untracked, UntrackedJson)}},
+              kDocumentIndent);
 }
 
 std::string ToJson(const UpReport& report) {
   return Dump({{"fleet", report.fleet},
-               {"nodes", OutcomesJson(report.nodes)},
+               {"nodes", ArrayOf(report.nodes, OutcomeJson)},
                {"not_in_spec", report.not_in_spec},
-               {"leftovers_tried", LeftoverOutcomesJson(report.leftovers_tried)},
-               {"leftovers", LeftoversJson(report.leftovers)},
-               {"untracked", UntrackedJson(report.untracked)},
+               {"leftovers_tried", ArrayOf(report.leftovers_tried, LeftoverOutcomeJson)},
+               {"leftovers", ArrayOf(report.leftovers, LeftoverJson)},
+               {"untracked", ArrayOf(report.untracked, UntrackedJson)},
                {"ssh_config", report.ssh_config}},
-              kIndent);
+              kDocumentIndent);
 }
 
 std::string ToJson(const DownReport& report) {
-  return Dump({{"nodes", OutcomesJson(report.nodes)},
-               {"leftovers_tried", LeftoverOutcomesJson(report.leftovers_tried)}},
-              kIndent);
+  return Dump({{"nodes", ArrayOf(report.nodes, OutcomeJson)},
+               {"leftovers_tried", ArrayOf(report.leftovers_tried, LeftoverOutcomeJson)}},
+              kDocumentIndent);
 }
 
 std::string ToJson(const ImportReport& report) {
-  return Dump({{"nodes", OutcomesJson(report.nodes)}}, kIndent);
+  return Dump({{"nodes", ArrayOf(report.nodes, OutcomeJson)}}, kDocumentIndent);
 }
 
 std::string ToJson(const StatusReport& report) {
-  json nodes = json::array();
-  for (const NodeStatus& n : report.nodes) {
-    nodes.push_back(NodeStatusJson(n));
-  }
-  json leftovers = json::array();
-  for (const LeftoverStatus& x : report.leftovers) {
-    leftovers.push_back(LeftoverStatusJson(x));
-  }
-  return Dump({{"nodes", nodes},
-               {"leftovers", leftovers},
-               {"untracked", UntrackedJson(report.untracked)}},
-              kIndent);
+  return Dump({{"nodes", ArrayOf(report.nodes, NodeStatusJson)},
+               {"leftovers", ArrayOf(report.leftovers, LeftoverStatusJson)},
+               {"untracked", ArrayOf(report.untracked, UntrackedJson)}},
+              kDocumentIndent);
 }
 
 std::string ToJson(const std::vector<Event>& events) {
-  json out = json::array();
-  for (const Event& e : events) {
-    out.push_back({{"id", e.id}, {"time", e.time}, {"fleet", e.fleet}, {"node", e.node},
-                   {"kind", e.kind}, {"detail", e.detail}});
-  }
-  return Dump(out, kIndent);
+  return Dump(ArrayOf(events, EventJson), kDocumentIndent);
 }
 
 }  // namespace tpufleet::api

@@ -10,4 +10,11 @@ nlohmann::json ErrorJson(const Error& error) {
   return {{"code", error.code}, {"message", error.message}};
 }
 
+nlohmann::json WithError(nlohmann::json j, const std::optional<Error>& error) {
+  if (error) {
+    j["error"] = ErrorJson(*error);
+  }
+  return j;
+}
+
 }  // namespace tpufleet::api::internal

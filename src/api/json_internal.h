@@ -10,6 +10,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -22,6 +23,19 @@ namespace tpufleet::api::internal {
 /// a cloud's state: nothing promises they are text).
 std::string Dump(const nlohmann::json& j, int indent);
 
+/// Documents (every --json output but the one-line ones) are indented by two spaces.
+inline constexpr int kDocumentIndent = 2;
+
+/// A JSON array of `to_json(x)` for each x of `items`, in order.
+template <typename T, typename ToJson>
+nlohmann::json ArrayOf(const std::vector<T>& items, const ToJson& to_json) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const T& x : items) {
+    out.push_back(to_json(x));
+  }
+  return out;
+}
+
 /// The value, or null.
 template <typename T>
 nlohmann::json OrNull(const std::optional<T>& value) {
@@ -30,5 +44,8 @@ nlohmann::json OrNull(const std::optional<T>& value) {
 
 /// {"code", "message"}.
 nlohmann::json ErrorJson(const Error& error);
+
+/// `j` with "error": ErrorJson(*error) added when there is one.
+nlohmann::json WithError(nlohmann::json j, const std::optional<Error>& error);
 
 }  // namespace tpufleet::api::internal

@@ -5,10 +5,11 @@
 namespace tpufleet::api {
 namespace {
 
+using internal::ArrayOf;
 using internal::Dump;
+using internal::kDocumentIndent;
 using nlohmann::json;
 
-constexpr int kIndent = 2;    // documents are indented by two spaces
 constexpr int kOneLine = -1;  // nlohmann's "no newlines"
 
 }  // namespace
@@ -38,24 +39,23 @@ std::string ToJson(ExecReport report) {
                {"ok", report.ok},
                {"failed", report.failed},
                {"truncated", report.truncated}},
-              kIndent);
+              kDocumentIndent);
 }
 
 std::string ToJson(const CopyReport& report) {
-  json list = json::array();
-  for (const CopyWorker& w : report.workers) {
+  json list = ArrayOf(report.workers, [](const CopyWorker& w) {
     json j = {{"worker", w.worker}, {"ok", w.ok}, {"via", w.via}};
     if (!w.ok) {
       j["message"] = w.message;
     }
-    list.push_back(std::move(j));
-  }
+    return j;
+  });
   return Dump({{"workers", std::move(list)},
                {"bytes", report.bytes},
                {"seconds", report.seconds},
                {"security_events", report.security_events},
                {"ok", report.ok}},
-              kIndent);
+              kDocumentIndent);
 }
 
 std::string ToJson(const ForwardStarted& forward) {
