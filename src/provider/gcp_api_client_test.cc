@@ -76,8 +76,7 @@ TEST_F(ApiClientTest, TransientErrorsAreRetriedWithJitteredWaitsWithinTheirCaps)
       ScriptedHttpClient::Error(503, "UNAVAILABLE", "The service is currently unavailable."));
   http_.Push(ScriptedHttpClient::Error(
       429, "RESOURCE_EXHAUSTED", "Quota exceeded for quota metric 'Read requests' per minute",
-      Json::array({{{"@type", "type.googleapis.com/google.rpc.ErrorInfo"},
-                    {"reason", "RATE_LIMIT_EXCEEDED"}}})));
+      ScriptedHttpClient::ErrorInfo("RATE_LIMIT_EXCEEDED")));
   http_.Push(ScriptedHttpClient::Error(500, "INTERNAL", "Internal error encountered."));
   http_.Push(ScriptedHttpClient::Error(504, "DEADLINE_EXCEEDED", "timed out"));
   http_.Push(ScriptedHttpClient::Json(502, Json::object()));
@@ -135,19 +134,12 @@ TEST_F(ApiClientTest, GivesUpBeforeTheTotalTimeRunsOut) {
 }
 
 TEST_F(ApiClientTest, FinalAnswersAreNotRetried) {
-  struct Case {
-    HttpResponse answer;
-    StatusCode code;
-  };
-  for (const Case& c : std::vector<Case>{
+  for (const AnswerAndCode& c : std::vector<AnswerAndCode>{
            {ScriptedHttpClient::Error(404, "NOT_FOUND", "gone"), StatusCode::kNotFound},
            {ScriptedHttpClient::Error(409, "ALREADY_EXISTS", "taken"), StatusCode::kAlreadyExists},
            {ScriptedHttpClient::Error(400, "INVALID_ARGUMENT", "bad"),
             StatusCode::kInvalidArgument},
-           {ScriptedHttpClient::Error(
-                429, "RESOURCE_EXHAUSTED", "Quota limit 'X' has been exceeded.",
-                Json::array({{{"@type", "type.googleapis.com/google.rpc.ErrorInfo"},
-                              {"reason", "RESOURCE_QUOTA_EXCEEDED"}}})),
+           {ScriptedHttpClient::QuotaExceeded("Quota limit 'X' has been exceeded."),
             StatusCode::kFailedPrecondition},
        }) {
     ScriptedHttpClient http;

@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "provider/testing/scripted_http_client.h"
 #include "util/testing/status_printer.h"
 
 namespace tpufleet {
@@ -11,77 +12,64 @@ namespace {
 
 using Json = nlohmann::json;
 
-std::string Envelope(int http, const std::string& status, const std::string& message,
-                     Json details = Json::array()) {
-  return Json{
-      {"error", {{"code", http}, {"message", message}, {"status", status}, {"details", details}}}}
-      .dump();
+// What an HTTP `http` answer carrying Google's error envelope is taken for.
+Status Classify(int http, const std::string& status, const std::string& message,
+                Json details = Json::array()) {
+  return ClassifyHttpError(
+      http, ScriptedHttpClient::Error(http, status, message, std::move(details)).body);
 }
 
 Json ErrorInfo(const std::string& reason) {
-  return Json::array({{{"@type", "type.googleapis.com/google.rpc.ErrorInfo"},
-                       {"reason", reason},
-                       {"domain", "googleapis.com"}}});
+  return ScriptedHttpClient::ErrorInfo(reason, "googleapis.com");
 }
 
 TEST(GcpErrors, EnvelopeStatusNameDecidesNotTheHttpCode) {
   const std::string missing = "Resource 'projects/p/locations/z/nodes/x' was not found";
-  EXPECT_EQ(ClassifyHttpError(404, Envelope(404, "NOT_FOUND", missing)), NotFoundError(missing));
+  EXPECT_EQ(Classify(404, "NOT_FOUND", missing), NotFoundError(missing));
   const std::string taken = "Resource 'projects/p/locations/z/nodes/x' already exists";
-  EXPECT_EQ(ClassifyHttpError(409, Envelope(409, "ALREADY_EXISTS", taken)),
-            AlreadyExistsError(taken));
+  EXPECT_EQ(Classify(409, "ALREADY_EXISTS", taken), AlreadyExistsError(taken));
   // A 409 is not always a duplicate.
-  EXPECT_EQ(ClassifyHttpError(409, Envelope(409, "ABORTED", "concurrent change")),
-            UnavailableError("concurrent change"));
-  EXPECT_EQ(ClassifyHttpError(400, Envelope(400, "INVALID_ARGUMENT", "bad type")),
-            InvalidArgumentError("bad type"));
-  EXPECT_EQ(ClassifyHttpError(400, Envelope(400, "FAILED_PRECONDITION", "in state PREEMPTED")),
+  EXPECT_EQ(Classify(409, "ABORTED", "concurrent change"), UnavailableError("concurrent change"));
+  EXPECT_EQ(Classify(400, "INVALID_ARGUMENT", "bad type"), InvalidArgumentError("bad type"));
+  EXPECT_EQ(Classify(400, "FAILED_PRECONDITION", "in state PREEMPTED"),
             FailedPreconditionError("in state PREEMPTED"));
 }
 
 TEST(GcpErrors, PermissionAndAuthenticationAndBadLocation) {
-  EXPECT_EQ(
-      ClassifyHttpError(403, Envelope(403, "PERMISSION_DENIED", "no tpu.nodes.create")).code(),
-      StatusCode::kPermissionDenied);
-  EXPECT_EQ(ClassifyHttpError(401, Envelope(401, "UNAUTHENTICATED", "invalid credentials")).code(),
+  EXPECT_EQ(Classify(403, "PERMISSION_DENIED", "no tpu.nodes.create").code(),
+            StatusCode::kPermissionDenied);
+  EXPECT_EQ(Classify(401, "UNAUTHENTICATED", "invalid credentials").code(),
             StatusCode::kPermissionDenied);
   const std::string location = "Location us-east1-d is not found or access is unauthorized.";
-  EXPECT_EQ(ClassifyHttpError(403, Envelope(403, "PERMISSION_DENIED", location)),
-            PermissionDeniedError(location));
+  EXPECT_EQ(Classify(403, "PERMISSION_DENIED", location), PermissionDeniedError(location));
 }
 
 TEST(GcpErrors, QuotaStopsButRateLimitsAreRetried) {
   const std::string quota =
       "Quota limit 'TPUV6EPreemptiblePerProjectPerRegionForTPUAPI' has been exceeded. Limit: 0 "
       "in region us-east5.";
-  EXPECT_EQ(ClassifyHttpError(429, Envelope(429, "RESOURCE_EXHAUSTED", quota,
-                                            ErrorInfo("RESOURCE_QUOTA_EXCEEDED"))),
+  EXPECT_EQ(Classify(429, "RESOURCE_EXHAUSTED", quota, ErrorInfo("RESOURCE_QUOTA_EXCEEDED")),
             FailedPreconditionError(quota));
-  EXPECT_EQ(ClassifyHttpError(429, Envelope(429, "RESOURCE_EXHAUSTED", quota)),
+  EXPECT_EQ(Classify(429, "RESOURCE_EXHAUSTED", quota),
             FailedPreconditionError(quota));  // no details: the words say quota
   // The emulator's and Google's request-rate 429 says "Quota exceeded" too.
   const std::string rate =
       "Quota exceeded for quota metric 'Write requests' and limit 'Write requests per minute' "
       "of service 'tpu.googleapis.com' for consumer 'project_number:1'.";
-  EXPECT_EQ(ClassifyHttpError(
-                429, Envelope(429, "RESOURCE_EXHAUSTED", rate, ErrorInfo("RATE_LIMIT_EXCEEDED"))),
+  EXPECT_EQ(Classify(429, "RESOURCE_EXHAUSTED", rate, ErrorInfo("RATE_LIMIT_EXCEEDED")),
             UnavailableError(rate));
-  EXPECT_EQ(ClassifyHttpError(429, Envelope(429, "RESOURCE_EXHAUSTED", rate)),
-            UnavailableError(rate));
-  EXPECT_EQ(ClassifyHttpError(429, Envelope(429, "RESOURCE_EXHAUSTED",
-                                            "Maximum number of CreateNode requests per minute")),
+  EXPECT_EQ(Classify(429, "RESOURCE_EXHAUSTED", rate), UnavailableError(rate));
+  EXPECT_EQ(Classify(429, "RESOURCE_EXHAUSTED", "Maximum number of CreateNode requests per minute"),
             UnavailableError("Maximum number of CreateNode requests per minute"));
-  EXPECT_EQ(ClassifyHttpError(429, Envelope(429, "RESOURCE_EXHAUSTED", "slow down")),
-            UnavailableError("slow down"));
+  EXPECT_EQ(Classify(429, "RESOURCE_EXHAUSTED", "slow down"), UnavailableError("slow down"));
 }
 
 TEST(GcpErrors, ServerErrorsAreRetryable) {
-  EXPECT_EQ(ClassifyHttpError(500, Envelope(500, "INTERNAL", "Internal error encountered.")),
+  EXPECT_EQ(Classify(500, "INTERNAL", "Internal error encountered."),
             UnavailableError("Internal error encountered."));
-  EXPECT_EQ(ClassifyHttpError(503, Envelope(503, "UNAVAILABLE", "The service is unavailable.")),
+  EXPECT_EQ(Classify(503, "UNAVAILABLE", "The service is unavailable."),
             UnavailableError("The service is unavailable."));
-  EXPECT_EQ(ClassifyHttpError(504, Envelope(504, "DEADLINE_EXCEEDED", "timed out")),
-            TimeoutError("timed out"));
+  EXPECT_EQ(Classify(504, "DEADLINE_EXCEEDED", "timed out"), TimeoutError("timed out"));
   EXPECT_EQ(ClassifyHttpError(502, "<html>Bad Gateway</html>"),
             UnavailableError("HTTP 502: <html>Bad Gateway</html>"));
 }
@@ -92,7 +80,7 @@ TEST(GcpErrors, AnswersWithoutAnEnvelopeFallBackOnTheHttpCode) {
   EXPECT_EQ(ClassifyHttpError(400, "nope").code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(ClassifyHttpError(501, "").code(), StatusCode::kInternal);
   // An unknown status name falls back too.
-  EXPECT_EQ(ClassifyHttpError(404, Envelope(404, "WHATEVER", "gone")), NotFoundError("gone"));
+  EXPECT_EQ(Classify(404, "WHATEVER", "gone"), NotFoundError("gone"));
   // The body of a proxy page is shown shortened and redacted.
   Status s = ClassifyHttpError(400, "access_token=ya29.secret " + std::string(500, 'x'));
   EXPECT_EQ(s.message().find("ya29.secret"), std::string::npos) << s.message();

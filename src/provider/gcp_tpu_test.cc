@@ -340,16 +340,9 @@ TEST_F(GcpTpuTest, WorkerIdentitiesFromGuestAttributesOfAllWorkers) {
 }
 
 TEST_F(GcpTpuTest, ErrorsOfEveryKindReachTheCaller) {
-  struct Case {
-    HttpResponse answer;
-    StatusCode code;
-  };
-  for (const Case& c : std::vector<Case>{
+  for (const AnswerAndCode& c : std::vector<AnswerAndCode>{
            {ScriptedHttpClient::Error(409, "ALREADY_EXISTS", "exists"), StatusCode::kAlreadyExists},
-           {ScriptedHttpClient::Error(
-                429, "RESOURCE_EXHAUSTED", "Quota limit 'TPUV4' has been exceeded.",
-                Json::array({{{"@type", "type.googleapis.com/google.rpc.ErrorInfo"},
-                              {"reason", "RESOURCE_QUOTA_EXCEEDED"}}})),
+           {ScriptedHttpClient::QuotaExceeded("Quota limit 'TPUV4' has been exceeded."),
             StatusCode::kFailedPrecondition},
            {ScriptedHttpClient::Error(400, "INVALID_ARGUMENT",
                                       "CloudTpu received an invalid "

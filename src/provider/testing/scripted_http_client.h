@@ -24,6 +24,12 @@
 
 namespace tpufleet {
 
+/// An answer of the API and the code its caller must get (the rows of error tables).
+struct AnswerAndCode {
+  HttpResponse answer;
+  StatusCode code;
+};
+
 class ScriptedHttpClient final : public HttpClient {
  public:
   using Handler = std::function<Result<HttpResponse>(const HttpRequest&)>;
@@ -75,6 +81,20 @@ class ScriptedHttpClient final : public HttpClient {
                          {"message", message},
                          {"status", status},
                          {"details", std::move(details)}}}});
+  }
+  /// The details of an error envelope that give its reason (a google.rpc.ErrorInfo);
+  /// with its domain when `domain` is not empty.
+  static nlohmann::json ErrorInfo(const std::string& reason, const std::string& domain = "") {
+    nlohmann::json info = {{"@type", "type.googleapis.com/google.rpc.ErrorInfo"},
+                           {"reason", reason}};
+    if (!domain.empty()) {
+      info["domain"] = domain;
+    }
+    return nlohmann::json::array({info});
+  }
+  /// A quota's 429 (RESOURCE_EXHAUSTED for the reason RESOURCE_QUOTA_EXCEEDED).
+  static HttpResponse QuotaExceeded(const std::string& message) {
+    return Error(429, "RESOURCE_EXHAUSTED", message, ErrorInfo("RESOURCE_QUOTA_EXCEEDED"));
   }
 
  private:
