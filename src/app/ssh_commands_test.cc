@@ -40,11 +40,7 @@ constexpr seconds kForwardStopTimeout{10};
 
 class SshCommandsTest : public TestSshdFixture {
  protected:
-  void SetUp() override {
-    TestSshdFixture::SetUp();
-    if (IsSkipped() || HasFatalFailure()) {
-      return;
-    }
+  void SetUpWithSshd() override {
     state_ = sshd_->dir() + "/state";
     // tpufleet's own fleet key, which sshd trusts besides its test client key.
     Result<FleetKey> key = EnsureFleetKey(state_ + "/ssh");

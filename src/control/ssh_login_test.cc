@@ -105,11 +105,7 @@ TEST(ChooseLocalPort, TheSamePortWhenFreeElseAnother) {
 
 class SshLoginSshdTest : public TestSshdFixture {
  protected:
-  void SetUp() override {
-    TestSshdFixture::SetUp();
-    if (IsSkipped() || HasFatalFailure()) {
-      return;
-    }
+  void SetUpWithSshd() override {
     SshHostEntry dead = sshd_->Entry("dead-w0");
     dead.port = ClosedLoopbackPort();
     Result<std::string> config = sshd_->WriteConfig({sshd_->Entry("pod-w0"), dead});

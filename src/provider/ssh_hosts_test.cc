@@ -32,11 +32,7 @@ NodeSpec SshNode(std::string name, std::vector<std::string> hosts, int port) {
 
 class SshHostsTest : public TestSshdFixture {
  protected:
-  void SetUp() override {
-    TestSshdFixture::SetUp();
-    if (IsSkipped() || HasFatalFailure()) {
-      return;
-    }
+  void SetUpWithSshd() override {
     // The user's known_hosts: an ECDSA key first, then the server's ed25519 key, which
     // must be the one chosen.
     known_hosts_ = sshd_->dir() + "/user_known_hosts";

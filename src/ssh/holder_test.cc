@@ -50,11 +50,7 @@ size_t Count(const std::string& text, const std::string& what) {
 
 class HolderTest : public TestSshdFixture {
  protected:
-  void SetUp() override {
-    TestSshdFixture::SetUp();
-    if (IsSkipped() || HasFatalFailure()) {
-      return;
-    }
+  void SetUpWithSshd() override {
     socket_ = sshd_->dir() + "/holder.sock";
   }
   void TearDown() override {

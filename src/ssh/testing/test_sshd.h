@@ -255,18 +255,21 @@ class TestSshd {
 };
 
 /// A GoogleTest fixture with a TestSshd of its own for every test; the test is skipped
-/// when sshd is not installed. A subclass's SetUp calls this one first and returns when
-/// IsSkipped() or HasFatalFailure().
+/// when sshd is not installed. A subclass puts its own set-up in SetUpWithSshd, which
+/// runs only once the server is up (not when the test is skipped or sshd failed).
 class TestSshdFixture : public ::testing::Test {
  protected:
-  void SetUp() override {
+  void SetUp() final {
     if (!TestSshd::Installed()) {
       GTEST_SKIP() << TestSshd::kSkipReason;
     }
     Result<std::unique_ptr<TestSshd>> s = TestSshd::Start();
     ASSERT_TRUE(s.ok()) << s.status().ToString();
     sshd_ = std::move(*s);
+    SetUpWithSshd();
   }
+  /// The subclass's set-up, with sshd_ running.
+  virtual void SetUpWithSshd() {}
 
   std::unique_ptr<TestSshd> sshd_;
 };
