@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <set>
+#include <utility>
 
 #include "core/fleet_spec.h"
 #include "core/yaml_reader.h"
@@ -79,21 +80,26 @@ Status ParsePositiveInt(const Field& f, int* out) {
   return Status::Ok();
 }
 
+// When `f` gives `key`, reads it with `read` (Field::String, Field::StringList) into
+// *out; leaves *out as it is when it does not.
+template <typename T>
+Status ReadIfGiven(const Field& f, std::string_view key, Result<T> (Field::*read)() const,
+                   T* out) {
+  if (auto v = f.Get(key)) {
+    TPUFLEET_ASSIGN_OR_RETURN(*out, ((*v).*read)());
+  }
+  return Status::Ok();
+}
+
 // Reads the fields `f` gives into `fam`, leaving the others as they are.
 Status ParseFamilyFields(const Field& f, Family* fam) {
   TPUFLEET_TRY(f.CheckKeys({"generation", "aliases", "api_type", "suffix", "cores_per_chip",
                             "devices_per_chip", "chips_per_worker", "max_single_host_chips",
                             "sizes", "topologies", "hbm_gib_per_chip", "hosts",
                             "runtime_versions", "zones", "prices", "price_note", "source"}));
-  if (auto g = f.Get("generation")) {
-    TPUFLEET_ASSIGN_OR_RETURN(fam->generation, g->String());
-  }
-  if (auto a = f.Get("aliases")) {
-    TPUFLEET_ASSIGN_OR_RETURN(fam->aliases, a->StringList());
-  }
-  if (auto a = f.Get("api_type")) {
-    TPUFLEET_ASSIGN_OR_RETURN(fam->api_type, a->String());
-  }
+  TPUFLEET_TRY(ReadIfGiven(f, "generation", &Field::String, &fam->generation));
+  TPUFLEET_TRY(ReadIfGiven(f, "aliases", &Field::StringList, &fam->aliases));
+  TPUFLEET_TRY(ReadIfGiven(f, "api_type", &Field::String, &fam->api_type));
   if (auto s = f.Get("suffix")) {
     TPUFLEET_ASSIGN_OR_RETURN(std::string unit, s->String());
     if (unit == "tensor_cores") {
@@ -104,17 +110,13 @@ Status ParseFamilyFields(const Field& f, Family* fam) {
       return s->Error("expected tensor_cores or chips (what the number in the type name counts)");
     }
   }
-  if (auto c = f.Get("cores_per_chip")) {
-    TPUFLEET_TRY(ParsePositiveInt(*c, &fam->cores_per_chip));
-  }
-  if (auto d = f.Get("devices_per_chip")) {
-    TPUFLEET_TRY(ParsePositiveInt(*d, &fam->devices_per_chip));
-  }
-  if (auto c = f.Get("chips_per_worker")) {
-    TPUFLEET_TRY(ParsePositiveInt(*c, &fam->chips_per_worker));
-  }
-  if (auto c = f.Get("max_single_host_chips")) {
-    TPUFLEET_TRY(ParsePositiveInt(*c, &fam->max_single_host_chips));
+  for (const auto& [key, out] : {std::pair{"cores_per_chip", &fam->cores_per_chip},
+                                 std::pair{"devices_per_chip", &fam->devices_per_chip},
+                                 std::pair{"chips_per_worker", &fam->chips_per_worker},
+                                 std::pair{"max_single_host_chips", &fam->max_single_host_chips}}) {
+    if (auto c = f.Get(key)) {
+      TPUFLEET_TRY(ParsePositiveInt(*c, out));
+    }
   }
   if (auto s = f.Get("sizes")) {
     TPUFLEET_ASSIGN_OR_RETURN(std::vector<Field> items, s->Items());
@@ -148,21 +150,13 @@ Status ParseFamilyFields(const Field& f, Family* fam) {
   if (auto h = f.Get("hosts")) {
     TPUFLEET_TRY(ParseHosts(*h, &fam->hosts));
   }
-  if (auto r = f.Get("runtime_versions")) {
-    TPUFLEET_ASSIGN_OR_RETURN(fam->runtime_versions, r->StringList());
-  }
-  if (auto z = f.Get("zones")) {
-    TPUFLEET_ASSIGN_OR_RETURN(fam->zones, z->StringList());
-  }
+  TPUFLEET_TRY(ReadIfGiven(f, "runtime_versions", &Field::StringList, &fam->runtime_versions));
+  TPUFLEET_TRY(ReadIfGiven(f, "zones", &Field::StringList, &fam->zones));
   if (auto p = f.Get("prices")) {
     TPUFLEET_TRY(ParsePrices(*p, &fam->prices));
   }
-  if (auto n = f.Get("price_note")) {
-    TPUFLEET_ASSIGN_OR_RETURN(fam->price_note, n->String());
-  }
-  if (auto s = f.Get("source")) {
-    TPUFLEET_ASSIGN_OR_RETURN(fam->source, s->String());
-  }
+  TPUFLEET_TRY(ReadIfGiven(f, "price_note", &Field::String, &fam->price_note));
+  TPUFLEET_TRY(ReadIfGiven(f, "source", &Field::String, &fam->source));
   return Status::Ok();
 }
 

@@ -107,8 +107,13 @@ using fleet_spec_internal::CheckDocumentShape;
 using fleet_spec_internal::Choice;
 using fleet_spec_internal::IsDigit;
 using fleet_spec_internal::IsLower;
+using fleet_spec_internal::kCapacitySpellings;
+using fleet_spec_internal::kDiskModeSpellings;
+using fleet_spec_internal::kIdleActionSpellings;
+using fleet_spec_internal::kProviderSpellings;
 using fleet_spec_internal::ParseNode;
 using fleet_spec_internal::ParseUsers;
+using fleet_spec_internal::SpellingOf;
 using yaml::Field;
 
 Result<double> PositiveUsd(const Field& f) {
@@ -164,35 +169,19 @@ Status ParseBudget(const Field& f, BudgetSpec* budget) {
 }  // namespace
 
 std::string_view ProviderName(Provider p) {
-  switch (p) {
-    case Provider::kGcpTpu:
-      return "gcp-tpu";
-    case Provider::kEmulator:
-      return "emulator";
-    case Provider::kSshHosts:
-      return "ssh-hosts";
-  }
-  return "?";
+  return SpellingOf<Provider>(kProviderSpellings, p);
 }
 
 std::string_view CapacityName(Capacity c) {
-  switch (c) {
-    case Capacity::kOnDemand:
-      return "on-demand";
-    case Capacity::kSpot:
-      return "spot";
-    case Capacity::kReserved:
-      return "reserved";
-  }
-  return "?";
+  return SpellingOf<Capacity>(kCapacitySpellings, c);
 }
 
 std::string_view DiskModeName(DiskMode m) {
-  return m == DiskMode::kReadOnly ? "read-only" : "read-write";
+  return SpellingOf<DiskMode>(kDiskModeSpellings, m);
 }
 
 std::string_view IdleActionName(IdleAction a) {
-  return a == IdleAction::kDelete ? "delete" : "stop";
+  return SpellingOf<IdleAction>(kIdleActionSpellings, a);
 }
 
 Result<FleetSpec> ParseFleetSpec(std::string_view yaml_text, std::string_view origin,
@@ -215,9 +204,7 @@ Result<FleetSpec> ParseFleetSpec(std::string_view yaml_text, std::string_view or
 
   if (auto provider = root.Get("provider")) {
     TPUFLEET_ASSIGN_OR_RETURN(spec.provider,
-                              Choice<Provider>(*provider, {{"gcp-tpu", Provider::kGcpTpu},
-                                                           {"ssh-hosts", Provider::kSshHosts},
-                                                           {"emulator", Provider::kEmulator}}));
+                              Choice<Provider>(*provider, kProviderSpellings));
   }
   TPUFLEET_TRY(ParseProject(root, &spec));
 

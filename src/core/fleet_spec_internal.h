@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <map>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -51,16 +52,44 @@ Result<std::vector<std::pair<std::string, Field>>> StringItems(const Field& f, s
 /// A duration above zero ("30m", "6h", "2d").
 Result<std::chrono::seconds> PositiveDuration(const Field& f);
 
+/// An enum's spellings in a spec (and in output), in the order a message lists them.
+template <typename E>
+using Spellings = std::span<const std::pair<std::string_view, E>>;
+
+/// The one table of each enum's spellings: the parser reads them with Choice, the
+/// *Name functions (fleet_spec.h) with SpellingOf.
+inline constexpr std::pair<std::string_view, Provider> kProviderSpellings[] = {
+    {"gcp-tpu", Provider::kGcpTpu},
+    {"ssh-hosts", Provider::kSshHosts},
+    {"emulator", Provider::kEmulator}};
+inline constexpr std::pair<std::string_view, Capacity> kCapacitySpellings[] = {
+    {"on-demand", Capacity::kOnDemand}, {"spot", Capacity::kSpot}, {"reserved", Capacity::kReserved}};
+inline constexpr std::pair<std::string_view, DiskMode> kDiskModeSpellings[] = {
+    {"read-only", DiskMode::kReadOnly}, {"read-write", DiskMode::kReadWrite}};
+inline constexpr std::pair<std::string_view, IdleAction> kIdleActionSpellings[] = {
+    {"delete", IdleAction::kDelete}, {"stop", IdleAction::kStop}};
+
+/// How `value` is spelled; "?" for a value the table lacks.
+template <typename E>
+std::string_view SpellingOf(Spellings<E> names, E value) {
+  for (const auto& [name, v] : names) {
+    if (v == value) {
+      return name;
+    }
+  }
+  return "?";
+}
+
 /// One of `names`, by its spelling in the spec, with a suggestion when it is none.
 template <typename E>
-Result<E> Choice(const Field& f, const std::vector<std::pair<std::string, E>>& names) {
+Result<E> Choice(const Field& f, Spellings<E> names) {
   TPUFLEET_ASSIGN_OR_RETURN(std::string s, Word(f));
   std::vector<std::string> spellings;
   for (const auto& [name, value] : names) {
     if (name == s) {
       return value;
     }
-    spellings.push_back(name);
+    spellings.emplace_back(name);
   }
   return f.Error(QuoteForMessage(s) + " is not one of " + Join(spellings, ", ") +
                  DidYouMean(s, spellings));

@@ -71,8 +71,7 @@ Status ParseDataDisks(const Field& f, std::string_view project, std::vector<Data
     }
     if (auto mode = item.Get("mode")) {
       TPUFLEET_ASSIGN_OR_RETURN(disk.mode,
-                                Choice<DiskMode>(*mode, {{"read-only", DiskMode::kReadOnly},
-                                                         {"read-write", DiskMode::kReadWrite}}));
+                                Choice<DiskMode>(*mode, kDiskModeSpellings));
     }
     disks->push_back(std::move(disk));
   }
@@ -198,9 +197,7 @@ Status ParseTpuNode(const Field& f, const FleetSpec& fleet, const Catalog& catal
       return cap->Error("preemptible TPUs are now called spot; write capacity: spot");
     }
     TPUFLEET_ASSIGN_OR_RETURN(node->capacity,
-                              Choice<Capacity>(*cap, {{"on-demand", Capacity::kOnDemand},
-                                                      {"spot", Capacity::kSpot},
-                                                      {"reserved", Capacity::kReserved}}));
+                              Choice<Capacity>(*cap, kCapacitySpellings));
   }
 
   // `queued: true`, or a mapping when the request has a deadline.
@@ -234,8 +231,7 @@ Status ParseTpuNode(const Field& f, const FleetSpec& fleet, const Catalog& catal
     TPUFLEET_ASSIGN_OR_RETURN(policy.after, PositiveDuration(after));
     if (auto action = idle->Get("action")) {
       TPUFLEET_ASSIGN_OR_RETURN(policy.action,
-                                Choice<IdleAction>(*action, {{"delete", IdleAction::kDelete},
-                                                             {"stop", IdleAction::kStop}}));
+                                Choice<IdleAction>(*action, kIdleActionSpellings));
       if (policy.action == IdleAction::kStop && node->workers > 1) {
         return action->Error("TPU pods cannot be stopped, and " + node->type + " has " +
                              std::to_string(node->workers) +
