@@ -12,6 +12,7 @@
 
 #include "util/strings.h"
 #include "util/testing/status_printer.h"
+#include "util/testing/text_cases.h"
 
 namespace tpufleet {
 namespace {
@@ -337,10 +338,9 @@ TEST(Catalog, V4IsOnlyInUsCentral2B) {
 }
 
 TEST(RegionOfZone, DropsTheZoneLetter) {
-  EXPECT_EQ(RegionOfZone("us-central2-b"), "us-central2");
-  EXPECT_EQ(RegionOfZone("europe-west4-a"), "europe-west4");
-  EXPECT_EQ(RegionOfZone("asia-northeast1-b"), "asia-northeast1");
-  EXPECT_EQ(RegionOfZone("nodash"), "nodash");
+  testing::ExpectEachGives(RegionOfZone,
+                           {{"us-central2-b", "us-central2"}, {"europe-west4-a", "europe-west4"},
+                            {"asia-northeast1-b", "asia-northeast1"}, {"nodash", "nodash"}});
 }
 
 TEST(PriceFor, ZoneSelectsItsRegion) {

@@ -33,10 +33,9 @@ TEST_F(FleetSpecTest, InvalidNodeNames) {
 
 TEST_F(FleetSpecTest, NodeNameLeavesRoomForCountSuffix) {
   // With count 10 the last node is NAME-9: two more characters.
-  std::string e =
-      Error(Head() + "  - name: " + std::string(62, 'a') + "\n    type: v4-8\n    count: 10\n");
-  EXPECT_TRUE(Contains(e, "fleet.yaml:4:11: nodes[0].name:"));
-  EXPECT_TRUE(Contains(e, "with count 10 tpufleet adds \"-9\", so at most 61"));
+  EXPECT_TRUE(FailsWith(
+      Head() + "  - name: " + std::string(62, 'a') + "\n    type: v4-8\n    count: 10\n",
+      {"fleet.yaml:4:11: nodes[0].name:", "with count 10 tpufleet adds \"-9\", so at most 61"}));
   EXPECT_TRUE(
       Parse(Head() + "  - name: " + std::string(61, 'a') + "\n    type: v4-8\n    count: 10\n")
           .ok());
@@ -45,9 +44,9 @@ TEST_F(FleetSpecTest, NodeNameLeavesRoomForCountSuffix) {
 }
 
 TEST_F(FleetSpecTest, DuplicateNodeNames) {
-  std::string e = Error(Head() + "  - {name: a, type: v4-8}\n  - {name: a, type: v4-16}\n");
   EXPECT_TRUE(
-      Contains(e, "fleet.yaml:5:12: nodes[1].name: node id \"a\" is also made by nodes[0]"));
+      FailsWith(Head() + "  - {name: a, type: v4-8}\n  - {name: a, type: v4-16}\n",
+                {"fleet.yaml:5:12: nodes[1].name: node id \"a\" is also made by nodes[0]"}));
 }
 
 TEST_F(FleetSpecTest, ExpandedNamesClash) {
@@ -132,12 +131,10 @@ TEST_F(FleetSpecTest, IdlePolicy) {
 }
 
 TEST_F(FleetSpecTest, StopIsRefusedForPods) {
-  std::string e = Error(Head() +
-                        "  - name: trainer\n    type: v4-32\n"
-                        "    idle: {after: 2h, action: stop}\n");
-  EXPECT_TRUE(Contains(e,
-                       "fleet.yaml:6:31: nodes[0].idle.action: TPU pods cannot be stopped, "
-                       "and v4-32 has 4 worker VMs; use delete"));
+  EXPECT_TRUE(FailsWith(Head() + "  - name: trainer\n    type: v4-32\n"
+                                 "    idle: {after: 2h, action: stop}\n",
+                        {"fleet.yaml:6:31: nodes[0].idle.action: TPU pods cannot be stopped, "
+                         "and v4-32 has 4 worker VMs; use delete"}));
 }
 
 // ---------------------------------------------------------------------------------------
@@ -161,10 +158,9 @@ TEST_F(FleetSpecTest, AcceptsEveryKeyType) {
 }
 
 TEST_F(FleetSpecTest, BadKeysSayWhatIsWrong) {
-  std::string e = Error(UserSpecText("alice", "ssh-ed2519 AAAA alice@x"));
-  EXPECT_TRUE(Contains(e,
-                       "fleet.yaml:5:12: users[0].keys[0]: unknown key type \"ssh-ed2519\" "
-                       "(did you mean ssh-ed25519?)"));
+  EXPECT_TRUE(FailsWith(UserSpecText("alice", "ssh-ed2519 AAAA alice@x"),
+                        {"fleet.yaml:5:12: users[0].keys[0]: unknown key type \"ssh-ed2519\" "
+                         "(did you mean ssh-ed25519?)"}));
   EXPECT_TRUE(Contains(Error(UserSpecText("alice", kTruncated)), "damaged or cut short"));
   EXPECT_TRUE(Contains(Error(UserSpecText("alice", kShortEd25519)), "damaged or cut short"));
   EXPECT_TRUE(
@@ -278,11 +274,10 @@ TEST_F(FleetSpecTest, DiskModeAndSource) {
 }
 
 TEST_F(FleetSpecTest, DiskMustBeInTheFleetsProject) {
-  std::string e =
-      Error(DiskNode("v4-8", "      - {source: projects/other/zones/us-central2-b/disks/d}\n"));
-  EXPECT_TRUE(Contains(e,
-                       "fleet.yaml:7:18: nodes[0].data_disks[0].source: this disk is in "
-                       "project other, not the fleet's (p-demo)"));
+  EXPECT_TRUE(
+      FailsWith(DiskNode("v4-8", "      - {source: projects/other/zones/us-central2-b/disks/d}\n"),
+                {"fleet.yaml:7:18: nodes[0].data_disks[0].source: this disk is in "
+                 "project other, not the fleet's (p-demo)"}));
 }
 
 TEST_F(FleetSpecTest, ReadWriteDiskNeedsOneVm) {

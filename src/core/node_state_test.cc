@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <initializer_list>
 #include <vector>
 
 namespace tpufleet {
@@ -45,47 +46,46 @@ TEST(NodeStateTest, UnknownTextIsKeptForDisplay) {
   EXPECT_FALSE(s.MustRecreate());
 }
 
-TEST(NodeStateTest, Billed) {
-  for (NodeState s : {NodeState::kCreating, NodeState::kReady, NodeState::kRepairing,
-                      NodeState::kDeleting, NodeState::kStarting, NodeState::kUnreachable}) {
-    EXPECT_TRUE(s.IsBilled()) << s.Name();
+// `question` is true of every state in `yes` and false of every state in `no`.
+void ExpectAnswers(bool (NodeState::*question)() const, std::initializer_list<NodeState> yes,
+                   std::initializer_list<NodeState> no) {
+  for (NodeState s : yes) {
+    EXPECT_TRUE((s.*question)()) << s.Name();
   }
-  for (NodeState s : {NodeState::kNone, NodeState::kRequested, NodeState::kQueued,
-                      NodeState::kStockout, NodeState::kNotFound, NodeState::kStopped,
-                      NodeState::kFailed, NodeState::kPreempted, NodeState::kTerminated}) {
-    EXPECT_FALSE(s.IsBilled()) << s.Name();
+  for (NodeState s : no) {
+    EXPECT_FALSE((s.*question)()) << s.Name();
   }
 }
 
+TEST(NodeStateTest, Billed) {
+  ExpectAnswers(&NodeState::IsBilled,
+                {NodeState::kCreating, NodeState::kReady, NodeState::kRepairing,
+                 NodeState::kDeleting, NodeState::kStarting, NodeState::kUnreachable},
+                {NodeState::kNone, NodeState::kRequested, NodeState::kQueued, NodeState::kStockout,
+                 NodeState::kNotFound, NodeState::kStopped, NodeState::kFailed,
+                 NodeState::kPreempted, NodeState::kTerminated});
+}
+
 TEST(NodeStateTest, TheQuestions) {
-  EXPECT_TRUE(NodeState(NodeState::kReady).IsUsable());
-  EXPECT_FALSE(NodeState(NodeState::kRepairing).IsUsable());
-  EXPECT_TRUE(NodeState(NodeState::kPreempted).IsGone());
-  EXPECT_TRUE(NodeState(NodeState::kTerminated).IsGone());
-  EXPECT_FALSE(NodeState(NodeState::kStopped).IsGone());
-  for (NodeState s : {NodeState::kPreempted, NodeState::kTerminated, NodeState::kFailed,
-                      NodeState::kSuspended, NodeState::kSuspending}) {
-    EXPECT_TRUE(s.MustRecreate()) << s.Name();
-  }
-  EXPECT_FALSE(NodeState(NodeState::kWaitingForResources).MustRecreate());
-  EXPECT_TRUE(NodeState(NodeState::kRequested).IsInFlight());
-  EXPECT_TRUE(NodeState(NodeState::kQueued).IsInFlight());
-  EXPECT_FALSE(NodeState(NodeState::kStockout).IsInFlight());
-  EXPECT_TRUE(NodeState(NodeState::kStockout).MayBeUnlisted());
-  EXPECT_FALSE(NodeState(NodeState::kReady).MayBeUnlisted());
-  EXPECT_TRUE(NodeState(NodeState::kStopped).IsHalted());
-  EXPECT_TRUE(NodeState(NodeState::kUnreachable).IsHalted());
-  EXPECT_FALSE(NodeState(NodeState::kCreating).IsHalted());
-  for (auto v : {NodeState::kNotFound, NodeState::kPreempted, NodeState::kTerminated,
+  ExpectAnswers(&NodeState::IsUsable, {NodeState::kReady}, {NodeState::kRepairing});
+  ExpectAnswers(&NodeState::IsGone, {NodeState::kPreempted, NodeState::kTerminated},
+                {NodeState::kStopped});
+  ExpectAnswers(&NodeState::MustRecreate,
+                {NodeState::kPreempted, NodeState::kTerminated, NodeState::kFailed,
+                 NodeState::kSuspended, NodeState::kSuspending},
+                {NodeState::kWaitingForResources});
+  ExpectAnswers(&NodeState::IsInFlight, {NodeState::kRequested, NodeState::kQueued},
+                {NodeState::kStockout});
+  ExpectAnswers(&NodeState::MayBeUnlisted, {NodeState::kStockout}, {NodeState::kReady});
+  ExpectAnswers(&NodeState::IsHalted, {NodeState::kStopped, NodeState::kUnreachable},
+                {NodeState::kCreating});
+  ExpectAnswers(&NodeState::IsDown,
+                {NodeState::kNotFound, NodeState::kPreempted, NodeState::kTerminated,
                  NodeState::kStopped, NodeState::kStopping, NodeState::kDeleting,
-                 NodeState::kFailed}) {
-    EXPECT_TRUE(NodeState(v).IsDown()) << NodeState(v).Name();
-  }
-  // Still coming, or there but silent: worth connecting again.
-  for (auto v : {NodeState::kReady, NodeState::kCreating, NodeState::kRepairing,
-                 NodeState::kUnreachable, NodeState::kRequested}) {
-    EXPECT_FALSE(NodeState(v).IsDown()) << NodeState(v).Name();
-  }
+                 NodeState::kFailed},
+                // Still coming, or there but silent: worth connecting again.
+                {NodeState::kReady, NodeState::kCreating, NodeState::kRepairing,
+                 NodeState::kUnreachable, NodeState::kRequested});
 }
 
 TEST(NodeStateTest, TransitionEvents) {

@@ -5,6 +5,8 @@
 #include <map>
 #include <string>
 
+#include "util/testing/text_cases.h"
+
 namespace tpufleet {
 namespace {
 
@@ -17,12 +19,8 @@ TEST(Sha256, MatchesTheStandardVectors) {
 }
 
 TEST(Base64, EncodesWithPadding) {
-  EXPECT_EQ(Base64Encode(""), "");
-  EXPECT_EQ(Base64Encode("f"), "Zg==");
-  EXPECT_EQ(Base64Encode("fo"), "Zm8=");
-  EXPECT_EQ(Base64Encode("foo"), "Zm9v");
-  EXPECT_EQ(Base64Encode("foob"), "Zm9vYg==");
-  EXPECT_EQ(Base64Encode("\xfb\xff"), "+/8=");
+  testing::ExpectEachGives(Base64Encode, {{"", ""}, {"f", "Zg=="}, {"fo", "Zm8="}, {"foo", "Zm9v"},
+                                          {"foob", "Zm9vYg=="}, {"\xfb\xff", "+/8="}});
 }
 
 TEST(Base64, DecodesWhatItEncodes) {

@@ -6,8 +6,12 @@
 #include <cstdio>
 #include <cmath>
 #include <limits>
+#include <initializer_list>
 #include <string>
+#include <utility>
 #include <vector>
+
+#include "util/testing/text_cases.h"
 
 namespace tpufleet {
 namespace {
@@ -24,10 +28,8 @@ TEST(Split, KeepsEmptyPartsAndEnds) {
 }
 
 TEST(Trim, RemovesSpacesTabsAndNewlinesAtBothEnds) {
-  EXPECT_EQ(Trim("  v4-32 \t\r\n"), "v4-32");
-  EXPECT_EQ(Trim("a b"), "a b");
-  EXPECT_EQ(Trim(" \t\n "), "");
-  EXPECT_EQ(Trim(""), "");
+  testing::ExpectEachGives(Trim,
+                           {{"  v4-32 \t\r\n", "v4-32"}, {"a b", "a b"}, {" \t\n ", ""}, {"", ""}});
 }
 
 TEST(Join, PutsTheSeparatorOnlyBetween) {
@@ -104,23 +106,21 @@ TEST(ParseDuration, RejectsWhatIsNotADuration) {
 }
 
 TEST(ParseDuration, RejectsOverflow) {
-  EXPECT_FALSE(ParseDuration("99999999999999999999h").ok());  // does not fit in 64 bits
-  EXPECT_FALSE(ParseDuration("9999999999999999d").ok());      // fits, but x 86400 does not
-  EXPECT_FALSE(ParseDuration("99999999999999999999").ok());   // bare, beyond 64 bits
   // The limit is 2^40 seconds (about 34,800 years) in every spelling.
-  EXPECT_TRUE(ParseDuration("1099511627776s").ok());
-  EXPECT_FALSE(ParseDuration("1099511627777s").ok());
+  testing::ExpectAcceptsOnly(ParseDuration, {"1099511627776s"},
+                             {"99999999999999999999h",  // does not fit in 64 bits
+                              "9999999999999999d",      // fits, but x 86400 does not
+                              "99999999999999999999",   // bare, beyond 64 bits
+                              "1099511627777s"});
 }
 
 // A bare negative number and a bare number beyond the limit used to parse (ParseInt
 // accepted a sign; the limit was only checked with a unit).
 TEST(ParseDurationRegression, BareNumbersFollowTheSameRulesAsUnits) {
-  EXPECT_FALSE(ParseDuration("-1").ok());
-  EXPECT_FALSE(ParseDuration("-3600").ok());
-  EXPECT_TRUE(ParseDuration("1099511627776").ok());
-  EXPECT_FALSE(ParseDuration("1099511627777").ok());
-  // Several parts within the limit whose sum is not.
-  EXPECT_FALSE(ParseDuration("1099511627776s1s").ok());
+  testing::ExpectAcceptsOnly(ParseDuration, {"1099511627776"},
+                             {"-1", "-3600", "1099511627777",
+                              // Several parts within the limit whose sum is not.
+                              "1099511627776s1s"});
 }
 
 TEST(FormatDuration, ShortestExactForm) {
@@ -142,20 +142,29 @@ TEST(FormatDuration, RoundTripsThroughParseDuration) {
   }
 }
 
-TEST(ParseInt, AcceptsOnlyPlainDigits) {
-  long long v = -7;
-  EXPECT_TRUE(ParseInt("0", &v));
-  EXPECT_EQ(v, 0);
-  EXPECT_TRUE(ParseInt("42", &v));
-  EXPECT_EQ(v, 42);
-  EXPECT_TRUE(ParseInt("007", &v));
-  EXPECT_EQ(v, 7);
-  EXPECT_TRUE(ParseInt("9223372036854775807", &v));
-  EXPECT_EQ(v, std::numeric_limits<long long>::max());
-  for (const char* bad :
-       {"", " 1", "1 ", "+1", "1.0", "1e3", "0x10", "12a", "a12", "9223372036854775808"}) {
-    EXPECT_FALSE(ParseInt(bad, &v)) << "'" << bad << "' parsed as " << v;
+// `parse` (ParseInt or ParseDouble) takes each text of `good` to its value and refuses
+// each of `bad`.
+template <typename T>
+void ExpectParses(bool (*parse)(std::string_view, T*),
+                  std::initializer_list<std::pair<const char*, T>> good,
+                  std::initializer_list<const char*> bad) {
+  for (const auto& [text, want] : good) {
+    T v{};
+    EXPECT_TRUE(parse(text, &v)) << "'" << text << "'";
+    EXPECT_EQ(v, want) << "'" << text << "'";
   }
+  for (const char* text : bad) {
+    T v{};
+    EXPECT_FALSE(parse(text, &v)) << "'" << text << "' parsed as " << v;
+  }
+}
+
+TEST(ParseInt, AcceptsOnlyPlainDigits) {
+  ExpectParses<long long>(
+      ParseInt,
+      {{"0", 0}, {"42", 42}, {"007", 7},
+       {"9223372036854775807", std::numeric_limits<long long>::max()}},
+      {"", " 1", "1 ", "+1", "1.0", "1e3", "0x10", "12a", "a12", "9223372036854775808"});
 }
 
 // The header promised "false on a sign" but from_chars accepts a leading '-'.
@@ -167,25 +176,19 @@ TEST(ParseIntRegression, RejectsASign) {
 }
 
 TEST(ParseDouble, AcceptsFiniteDecimals) {
-  double v = 0;
-  EXPECT_TRUE(ParseDouble("12", &v));
-  EXPECT_EQ(v, 12.0);
-  EXPECT_TRUE(ParseDouble("0.5", &v));
-  EXPECT_EQ(v, 0.5);
-  EXPECT_TRUE(ParseDouble("1e3", &v));
-  EXPECT_EQ(v, 1000.0);
-  EXPECT_TRUE(ParseDouble("2.5E-1", &v));
-  EXPECT_EQ(v, 0.25);
-  EXPECT_TRUE(ParseDouble("-1.5", &v));  // callers check their own minimum
-  EXPECT_EQ(v, -1.5);
+  ExpectParses<double>(ParseDouble,
+                       {{"12", 12.0},
+                        {"0.5", 0.5},
+                        {"1e3", 1000.0},
+                        {"2.5E-1", 0.25},
+                        {"-1.5", -1.5}},  // callers check their own minimum
+                       {});
 }
 
 TEST(ParseDouble, RejectsEverythingElse) {
-  double v = 0;
-  for (const char* bad : {"", " 1", "1 ", "1,5", "1.5h", "inf", "-inf", "nan", "NaN", "infinity",
-                          "1e400", "0x10", "+1", "abc", "1..2"}) {
-    EXPECT_FALSE(ParseDouble(bad, &v)) << "'" << bad << "' parsed as " << v;
-  }
+  ExpectParses<double>(ParseDouble, {},
+                       {"", " 1", "1 ", "1,5", "1.5h", "inf", "-inf", "nan", "NaN", "infinity",
+                        "1e400", "0x10", "+1", "abc", "1..2"});
 }
 
 TEST(Fnv1a64, IsStable) {
@@ -236,12 +239,10 @@ TEST(FormatUsdRegression, NoMinusOnZero) {
 }
 
 TEST(ShellQuote, PlainWordsStayBareOthersAreSingleQuoted) {
-  EXPECT_EQ(ShellQuote("hostname"), "hostname");
-  EXPECT_EQ(ShellQuote("/tmp/a-b_c.txt"), "/tmp/a-b_c.txt");
-  EXPECT_EQ(ShellQuote(""), "''");
-  EXPECT_EQ(ShellQuote("FOO=1"), "'FOO=1'");
-  EXPECT_EQ(ShellQuote("a b"), "'a b'");
-  EXPECT_EQ(ShellQuote("it's"), "'it'\\''s'");
+  testing::ExpectEachGives(ShellQuote, {{"hostname", "hostname"},
+                                        {"/tmp/a-b_c.txt", "/tmp/a-b_c.txt"},
+                                        {"", "''"}, {"FOO=1", "'FOO=1'"}, {"a b", "'a b'"},
+                                        {"it's", "'it'\\''s'"}});
   EXPECT_EQ(ShellJoin({"echo", "$HOME", "a;b"}), "echo '$HOME' 'a;b'");
 }
 

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <initializer_list>
 #include <string>
 #include <utility>
 #include <vector>
@@ -73,6 +74,18 @@ class FleetSpecTest : public ::testing::Test {
     }
     EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
     return r.status().message();
+  }
+
+  // Whether `text` fails to parse with a message that contains each of `parts`.
+  ::testing::AssertionResult FailsWith(const std::string& text,
+                                       std::initializer_list<std::string> parts) {
+    std::string message = Error(text);
+    for (const std::string& part : parts) {
+      if (::testing::AssertionResult r = Contains(message, part); !r) {
+        return r;
+      }
+    }
+    return ::testing::AssertionSuccess();
   }
 
   // A node field (what V4Node() appends) and a part of the message it must fail with.
