@@ -102,18 +102,13 @@ Result<int> ChooseLocalPort(int remote_port, std::optional<int> wanted) {
 
 Result<std::unique_ptr<PortForward>> PortForward::Spawn(const std::vector<std::string>& argv,
                                                         int local_port) {
-  int pipe_fds[2];
-  if (::pipe2(pipe_fds, O_CLOEXEC) != 0) {
-    return ErrnoStatus("pipe", errno);
-  }
-  UniqueFd read_end(pipe_fds[0]);
-  UniqueFd write_end(pipe_fds[1]);
+  TPUFLEET_ASSIGN_OR_RETURN(Pipe pipe, MakePipe());
   SpawnOptions options;
   options.search_path = true;
   options.inherit_env = true;
-  TPUFLEET_ASSIGN_OR_RETURN(pid_t pid, SpawnSubprocess(argv, options, {-1, write_end.get()}));
-  ::fcntl(read_end.get(), F_SETFL, O_NONBLOCK);
-  return std::unique_ptr<PortForward>(new PortForward(pid, std::move(read_end), local_port));
+  TPUFLEET_ASSIGN_OR_RETURN(pid_t pid, SpawnSubprocess(argv, options, {-1, pipe.write.get()}));
+  ::fcntl(pipe.read.get(), F_SETFL, O_NONBLOCK);
+  return std::unique_ptr<PortForward>(new PortForward(pid, std::move(pipe.read), local_port));
 }
 
 PortForward::~PortForward() {

@@ -98,12 +98,8 @@ Result<std::vector<WorkerIdentity>> SshHostsProvider::GetWorkerIdentities(
 }
 
 const NodeSpec* SshHostsProvider::Find(std::string_view node_id) const {
-  for (const NodeSpec& n : nodes_) {
-    if (n.name == node_id) {
-      return &n;
-    }
-  }
-  return nullptr;
+  auto it = std::ranges::find(nodes_, node_id, &NodeSpec::name);
+  return it == nodes_.end() ? nullptr : &*it;
 }
 
 std::vector<CloudNode> SshHostsProvider::Probe(const std::vector<const NodeSpec*>& nodes) const {

@@ -226,36 +226,35 @@ Status ExecProgram(const std::vector<std::string>& argv) {
   return InternalError("cannot run " + argv[0] + ": " + std::strerror(err));
 }
 
+Result<Pipe> MakePipe() {
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) {
+    return ErrnoStatus("pipe", errno);
+  }
+  return Pipe{UniqueFd(fds[0]), UniqueFd(fds[1])};
+}
+
 Result<SubprocessResult> RunSubprocess(const std::vector<std::string>& argv, std::string_view input,
                                        std::chrono::milliseconds timeout,
                                        const SpawnOptions& options) {
   auto deadline = Mono::now() + timeout;
-  int in_pipe[2];
-  if (::pipe2(in_pipe, O_CLOEXEC) != 0) {
-    return ErrnoStatus("pipe", errno);
-  }
-  UniqueFd in_r(in_pipe[0]);
-  UniqueFd in_w(in_pipe[1]);
-  int out_pipe[2];
-  if (::pipe2(out_pipe, O_CLOEXEC) != 0) {
-    return ErrnoStatus("pipe", errno);
-  }
-  UniqueFd out_r(out_pipe[0]);
-  UniqueFd out_w(out_pipe[1]);
+  TPUFLEET_ASSIGN_OR_RETURN(Pipe in, MakePipe());
+  TPUFLEET_ASSIGN_OR_RETURN(Pipe out, MakePipe());
 
   ScopedSigpipeBlock no_sigpipe;
-  TPUFLEET_ASSIGN_OR_RETURN(pid_t pid, SpawnSubprocess(argv, options, {in_r.get(), out_w.get()}));
-  in_r.Reset();
-  out_w.Reset();
-  ::fcntl(in_w.get(), F_SETFL, O_NONBLOCK);
-  ::fcntl(out_r.get(), F_SETFL, O_NONBLOCK);
+  TPUFLEET_ASSIGN_OR_RETURN(pid_t pid,
+                            SpawnSubprocess(argv, options, {in.read.get(), out.write.get()}));
+  in.read.Reset();
+  out.write.Reset();
+  ::fcntl(in.write.get(), F_SETFL, O_NONBLOCK);
+  ::fcntl(out.read.get(), F_SETFL, O_NONBLOCK);
   if (input.empty()) {
-    in_w.Reset();
+    in.write.Reset();
   }
 
   SubprocessResult result;
   int status = 0;
-  bool finished = Pump(in_w, out_r, input, deadline, options.output_cap, result) &&
+  bool finished = Pump(in.write, out.read, input, deadline, options.output_cap, result) &&
                   WaitUntil(pid, deadline, &status);
   if (!finished) {
     // A group leader not yet reaped keeps its group id from being reused, so killing

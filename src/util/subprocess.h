@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "util/status.h"
+#include "util/unique_fd.h"
 
 namespace tpufleet {
 
@@ -50,6 +51,15 @@ struct SpawnOptions {
 };
 
 /// Where a spawned program's standard descriptors come from.
+/// A pipe's two ends, both close-on-exec.
+struct Pipe {
+  UniqueFd read;
+  UniqueFd write;
+};
+
+/// A new pipe; the errno's Status when there is none to be had (out of descriptors).
+Result<Pipe> MakePipe();
+
 struct SpawnStdio {
   int input = -1;   // its stdin; -1: /dev/null
   int output = -1;  // its stdout and stderr; -1: this process's own
