@@ -122,12 +122,12 @@ TEST_F(FleetSpecTest, IdlePolicy) {
   EXPECT_EQ(Parse(V4Node("    idle: {after: 30m, action: stop}\n"))->nodes[0].idle->action,
             IdleAction::kStop);
 
-  EXPECT_TRUE(Contains(Error(V4Node("    idle: {action: delete}\n")),
-                       "nodes[0].idle.after: this field is required"));
-  EXPECT_TRUE(Contains(Error(V4Node("    idle: {after: 0m}\n")),
-                       "nodes[0].idle.after: expected a duration above zero"));
-  EXPECT_TRUE(Contains(Error(V4Node("    idle: {after: 1h, action: pause}\n")),
-                       "nodes[0].idle.action: \"pause\" is not one of delete, stop"));
+  ExpectNodeErrors({
+      {"    idle: {action: delete}\n", "nodes[0].idle.after: this field is required"},
+      {"    idle: {after: 0m}\n", "nodes[0].idle.after: expected a duration above zero"},
+      {"    idle: {after: 1h, action: pause}\n",
+       "nodes[0].idle.action: \"pause\" is not one of delete, stop"},
+  });
 }
 
 TEST_F(FleetSpecTest, StopIsRefusedForPods) {
@@ -213,39 +213,32 @@ TEST_F(FleetSpecTest, InvalidUserNames) {
   EXPECT_TRUE(Parse(UserSpecText(std::string(32, 'a'), kEd25519)).ok());
 }
 
+// The head of a spec with fleet-wide users: the fleet, its project and `users:`.
+constexpr const char* kUsersHead = "fleet: demo\nproject: demo-project\nusers:\n";
+
+// One entry of a users list, indented by `indent`, as a flow mapping.
+std::string UserEntry(const std::string& indent, const std::string& name, const std::string& key,
+                      const std::string& more = "") {
+  return indent + "- {name: " + name + ", " + more + "keys: [\"" + key + "\"]}\n";
+}
+
 TEST_F(FleetSpecTest, DuplicateUsers) {
-  std::string spec =
-      "fleet: demo\nproject: demo-project\nusers:\n"
-      "  - {name: alice, keys: [\"" +
-      std::string(kEd25519) +
-      "\"]}\n"
-      "  - {name: alice, keys: [\"" +
-      kEd25519Bob +
-      "\"]}\n"
-      "nodes: [{name: n, type: v4-8}]\n";
+  std::string spec = kUsersHead + UserEntry("  ", "alice", kEd25519) +
+                     UserEntry("  ", "alice", kEd25519Bob) + "nodes: [{name: n, type: v4-8}]\n";
   EXPECT_TRUE(
       Contains(Error(spec), "fleet.yaml:5:12: users[1].name: alice is already given in users[0]"));
   // A node's own user may not repeat a fleet-wide one either.
-  spec =
-      "fleet: demo\nproject: demo-project\nusers:\n"
-      "  - {name: alice, keys: [\"" +
-      std::string(kEd25519) +
-      "\"]}\n"
-      "nodes:\n  - name: n\n    type: v4-8\n    users:\n"
-      "      - {name: alice, keys: [\"" +
-      kEd25519Bob + "\"]}\n";
+  spec = kUsersHead + UserEntry("  ", "alice", kEd25519) +
+         "nodes:\n  - name: n\n    type: v4-8\n    users:\n" +
+         UserEntry("      ", "alice", kEd25519Bob);
   EXPECT_TRUE(Contains(Error(spec),
                        "fleet.yaml:9:16: nodes[0].users[0].name: alice is already "
                        "given in users[0]"));
 }
 
 TEST_F(FleetSpecTest, SudoMustBeABoolean) {
-  std::string spec =
-      "fleet: demo\nproject: demo-project\nusers:\n"
-      "  - {name: alice, sudo: sometimes, keys: [\"" +
-      std::string(kEd25519) +
-      "\"]}\n"
-      "nodes: [{name: n, type: v4-8}]\n";
+  std::string spec = kUsersHead + UserEntry("  ", "alice", kEd25519, "sudo: sometimes, ") +
+                     "nodes: [{name: n, type: v4-8}]\n";
   EXPECT_TRUE(Contains(Error(spec), "users[0].sudo: expected true or false"));
 }
 
