@@ -392,45 +392,42 @@ TEST_F(FleetSpecTest, SshUserMayBeASystemAccount) {
 }
 
 TEST_F(FleetSpecTest, SshHostsRefusesTpuFieldsAndViceVersa) {
-  EXPECT_TRUE(
-      Contains(Error(std::string(kSshHead) + "  - name: gpus\n    hosts: [a]\n    type: v4-8\n"),
-               "fleet.yaml:6:5: nodes[0].type: not used with provider ssh-hosts"));
-  EXPECT_TRUE(
-      Contains(Error(std::string(kSshHead) + "  - name: gpus\n    hosts: [a]\n    ttl: 1h\n"),
-               "nodes[0].ttl: not used with provider ssh-hosts"));
-  EXPECT_TRUE(Contains(Error(V4Node("    hosts: [a]\n")),
-                       "fleet.yaml:6:5: nodes[0].hosts: only for provider ssh-hosts"));
-  EXPECT_TRUE(Contains(Error("fleet: lab\nprovider: ssh-hosts\nproject: demo-project\nnodes: "
-                             "[{name: g, hosts: [a]}]\n"),
-                       "fleet.yaml:3:1: project: not used with provider ssh-hosts"));
-  EXPECT_TRUE(Contains(Error("fleet: lab\nprovider: ssh-hosts\nbudget: {usd_total: 5}\nnodes: "
-                             "[{name: g, hosts: [a]}]\n"),
-                       "budget: not used with provider ssh-hosts"));
+  ExpectErrors({
+      {std::string(kSshHead) + "  - name: gpus\n    hosts: [a]\n    type: v4-8\n",
+       "fleet.yaml:6:5: nodes[0].type: not used with provider ssh-hosts"},
+      {std::string(kSshHead) + "  - name: gpus\n    hosts: [a]\n    ttl: 1h\n",
+       "nodes[0].ttl: not used with provider ssh-hosts"},
+      {V4Node("    hosts: [a]\n"), "fleet.yaml:6:5: nodes[0].hosts: only for provider ssh-hosts"},
+      {"fleet: lab\nprovider: ssh-hosts\nproject: demo-project\nnodes: "
+       "[{name: g, hosts: [a]}]\n",
+       "fleet.yaml:3:1: project: not used with provider ssh-hosts"},
+      {"fleet: lab\nprovider: ssh-hosts\nbudget: {usd_total: 5}\nnodes: "
+       "[{name: g, hosts: [a]}]\n",
+       "budget: not used with provider ssh-hosts"},
+  });
 }
 
 TEST_F(FleetSpecTest, SshHostAddressesAndPorts) {
   auto host = [](const std::string& h) {
     return std::string(kSshHead) + "  - name: g\n    hosts: ['" + h + "']\n";
   };
-  EXPECT_TRUE(
-      Contains(Error(host("-oProxyCommand=sh")),
-               "fleet.yaml:5:13: nodes[0].hosts[0]: \"-oProxyCommand=sh\" is not a host name"));
-  EXPECT_TRUE(Contains(Error(host("gpu1:22")), "give the port in the port field"));
-  EXPECT_TRUE(Contains(Error(host("a b")), "is not a host name or IP address"));
-  EXPECT_TRUE(Contains(Error(host("host-.example")), "is not a host name"));
-  EXPECT_TRUE(Contains(Error(std::string(kSshHead) + "  - name: g\n    hosts: []\n"),
-                       "nodes[0].hosts: expected at least one host address"));
-  EXPECT_TRUE(
-      Contains(Error(std::string(kSshHead) + "  - name: g\n    hosts: [a]\n    port: 70000\n"),
-               "nodes[0].port: expected a TCP port from 1 to 65535"));
-  EXPECT_TRUE(
-      Contains(Error(std::string(kSshHead) + "  - name: g\n    hosts: [a]\n    ssh_user: Bob\n"),
-               "nodes[0].ssh_user: \"Bob\" is not a valid user name"));
-  EXPECT_TRUE(Contains(
-      Error(std::string(kSshHead) + "  - {name: g, hosts: [a, b]}\n  - {name: h, hosts: [b]}\n"),
-      "nodes[1].hosts: b is already a host of nodes[0]"));
-  EXPECT_TRUE(Contains(Error(std::string(kSshHead) + "  - {name: g, hosts: [a, a]}\n"),
-                       "nodes[0].hosts[1]: a is listed twice"));
+  ExpectErrors({
+      {host("-oProxyCommand=sh"),
+       "fleet.yaml:5:13: nodes[0].hosts[0]: \"-oProxyCommand=sh\" is not a host name"},
+      {host("gpu1:22"), "give the port in the port field"},
+      {host("a b"), "is not a host name or IP address"},
+      {host("host-.example"), "is not a host name"},
+      {std::string(kSshHead) + "  - name: g\n    hosts: []\n",
+       "nodes[0].hosts: expected at least one host address"},
+      {std::string(kSshHead) + "  - name: g\n    hosts: [a]\n    port: 70000\n",
+       "nodes[0].port: expected a TCP port from 1 to 65535"},
+      {std::string(kSshHead) + "  - name: g\n    hosts: [a]\n    ssh_user: Bob\n",
+       "nodes[0].ssh_user: \"Bob\" is not a valid user name"},
+      {std::string(kSshHead) + "  - {name: g, hosts: [a, b]}\n  - {name: h, hosts: [b]}\n",
+       "nodes[1].hosts: b is already a host of nodes[0]"},
+      {std::string(kSshHead) + "  - {name: g, hosts: [a, a]}\n",
+       "nodes[0].hosts[1]: a is listed twice"},
+  });
 }
 
 }  // namespace

@@ -88,6 +88,19 @@ class FleetSpecTest : public ::testing::Test {
     return ::testing::AssertionSuccess();
   }
 
+  // A whole spec and a part of the message it must fail with.
+  struct BadSpec {
+    std::string text;
+    std::string message;
+  };
+  // Each case's text fails with a message that contains its `message`.
+  void ExpectErrors(const std::vector<BadSpec>& cases) {
+    for (const BadSpec& c : cases) {
+      SCOPED_TRACE(c.text);
+      EXPECT_TRUE(Contains(Error(c.text), c.message));
+    }
+  }
+
   // A node field (what V4Node() appends) and a part of the message it must fail with.
   struct BadNodeField {
     std::string more;
@@ -95,10 +108,11 @@ class FleetSpecTest : public ::testing::Test {
   };
   // Each case's V4Node(more) fails with a message that contains its `message`.
   void ExpectNodeErrors(const std::vector<BadNodeField>& cases) {
+    std::vector<BadSpec> specs;
     for (const BadNodeField& c : cases) {
-      SCOPED_TRACE(c.more);
-      EXPECT_TRUE(Contains(Error(V4Node(c.more)), c.message));
+      specs.push_back({V4Node(c.more), c.message});
     }
+    ExpectErrors(specs);
   }
 
   // Lines 1-3 of most specs below; node entries start on line 4.
