@@ -74,7 +74,7 @@ void AppendTail(std::string& out, const char* data, size_t n, size_t cap) {
 // Moves `input` into `in` and the program's output into `result` until the output ends
 // or `deadline` passes. False on the deadline.
 bool Pump(UniqueFd& in, UniqueFd& out, std::string_view input, Mono::time_point deadline,
-          size_t cap, SubprocessResult& result) {
+          size_t cap, ProgramResult& result) {
   size_t written = 0;
   while (out.get() >= 0) {
     auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Mono::now());
@@ -226,9 +226,9 @@ Status ExecProgram(const std::vector<std::string>& argv) {
   return InternalError("cannot run " + argv[0] + ": " + std::strerror(err));
 }
 
-Result<SubprocessResult> RunSubprocess(const std::vector<std::string>& argv, std::string_view input,
-                                       std::chrono::milliseconds timeout,
-                                       const SpawnOptions& options) {
+Result<ProgramResult> RunSubprocess(const std::vector<std::string>& argv, std::string_view input,
+                                    std::chrono::milliseconds timeout,
+                                    const SpawnOptions& options) {
   auto deadline = Mono::now() + timeout;
   int in_pipe[2];
   if (::pipe2(in_pipe, O_CLOEXEC) != 0) {
@@ -253,7 +253,7 @@ Result<SubprocessResult> RunSubprocess(const std::vector<std::string>& argv, std
     in_w.Reset();
   }
 
-  SubprocessResult result;
+  ProgramResult result;
   int status = 0;
   bool finished = Pump(in_w, out_r, input, deadline, options.output_cap, result) &&
                   WaitUntil(pid, deadline, &status);
@@ -271,6 +271,17 @@ Result<SubprocessResult> RunSubprocess(const std::vector<std::string>& argv, std
   }
   result.exit_code = DecodeWaitStatus(status);
   return result;
+}
+
+Result<ProgramResult> RunUserCommand(const std::vector<std::string>& argv, std::string_view input,
+                                     std::chrono::milliseconds timeout) {
+  SpawnOptions options{.search_path = true,
+                       .inherit_env = true,
+                       .env = {},
+                       .own_process_group = true,
+                       .close_other_fds = true,
+                       .output_cap = kMaxProgramOutput};
+  return RunSubprocess(argv, input, timeout, options);
 }
 
 }  // namespace tpufleet

@@ -20,7 +20,7 @@
 #include <filesystem>
 #include <thread>
 
-#include "emulator/hosts/subprocess.h"
+#include "emulator/hosts/system_programs.h"
 #include "util/file.h"
 #include "util/log.h"
 #include "util/strings.h"
