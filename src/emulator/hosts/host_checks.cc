@@ -197,7 +197,8 @@ Status CheckMachineSupport() {
   return Status::Ok();
 }
 
-Status ProbeSsh(const std::vector<std::string>& addresses, Clock& clock, Clock::MonoTime deadline) {
+Status WaitForSshdsListening(const std::vector<std::string>& addresses, Clock& clock,
+                             Clock::MonoTime deadline) {
   std::vector<std::string> pending = addresses;
   while (!pending.empty()) {
     std::vector<UniqueFd> socks;

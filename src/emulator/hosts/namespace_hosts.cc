@@ -333,7 +333,7 @@ Status NamespaceHosts::BootWorkers(Node& node) {
       reachable.push_back(FormatIpv4(w.address));
     }
   }
-  return hosts::ProbeSsh(reachable, clock_, deadline);
+  return hosts::WaitForSshdsListening(reachable, clock_, deadline);
 }
 
 Result<std::vector<WorkerInfo>> NamespaceHosts::Boot(const NodeHostSpec& spec, bool new_addresses) {
