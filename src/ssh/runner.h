@@ -8,7 +8,12 @@
 // shell and the remote shell sees it exactly once. Host keys are checked against the
 // pinned known_hosts (StrictHostKeyChecking yes comes from the config).
 //
-// Thread-safety: Run and Probe may be called from several threads at once.
+// Also here, for the machines tpufleet reaches with OpenSSH or plain TCP: ProbeSsh (is
+// an SSH server answering?), ConnectTcp (what ssh-proxy hands to ssh), and the host
+// keys of ssh-hosts machines (KnownHostKeys from the user's known_hosts, ScanHostKeys).
+//
+// Thread-safety: Run may be called from several threads at once; the functions are
+// stateless.
 #pragma once
 
 #include <chrono>
