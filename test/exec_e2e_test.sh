@@ -281,6 +281,27 @@ no_sleep_left() {
 check "after --timeout no sleep $mark_t is left on any worker" no_sleep_left "^sleep $mark_t\$"
 
 # ---------------------------------------------------------------------------------
+note "e2. Ctrl-C (issue 11: exec's interrupt is an object its run owns, not a global)"
+mark_c="419.$$3"
+exec_ctrl_c() {
+  local pid tf_exec_pid go
+  tf_exec ctrlc all -- sleep "$mark_c" &
+  pid=$!
+  bg_pids+=("$pid")
+  wait_for 90 eval '[[ $(count_procs "^sleep $mark_c\$") == 16 ]]' ||
+    { echo "not all 16 workers were sleeping"; return 1; }
+  tf_exec_pid=$(pgrep -f -x "$bin exec all -- sleep $mark_c") || { echo "no exec process"; return 1; }
+  go=$SECONDS
+  kill -INT "$tf_exec_pid"
+  wait "$pid"
+  note "exec ended $((SECONDS - go))s after SIGINT"
+  rc_is ctrlc 130 || { shows ctrlc; return 1; }
+  ((SECONDS - go < 15)) || { shows ctrlc; return 1; }
+}
+check "exec all -- sleep, then SIGINT: exit 130 at once" exec_ctrl_c
+check "after SIGINT no sleep $mark_c is left on any worker" no_sleep_left "^sleep $mark_c\$"
+
+# ---------------------------------------------------------------------------------
 note "f. --fail-fast"
 # ex-1/w1 fails (exit 7) once the test says so (a file on that worker); by then every
 # other worker is in its sleep, which --fail-fast must end.

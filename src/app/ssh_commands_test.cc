@@ -83,7 +83,7 @@ class SshCommandsTest : public TestSshdFixture {
     return o;
   }
 
-  Result<SubprocessResult> Run(std::vector<std::string> args) const {
+  Result<ProgramResult> Run(std::vector<std::string> args) const {
     args.insert(args.begin(), TPUFLEET_BINARY);
     return RunSubprocess(args, "", seconds(60), Options());
   }
@@ -155,13 +155,13 @@ class ForwardProcess {
 };
 
 TEST_F(SshCommandsTest, SshRunsTheCommandExactlyAsTypedOnTheNamedWorker) {
-  Result<SubprocessResult> r =
+  Result<ProgramResult> r =
       Run({"ssh", "pod:1", "--", "printf", "%s|", "a b", "$HOME", "it's", "*", "x;y", "-n"});
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->exit_code, 0) << r->output << sshd_->Log();
   EXPECT_EQ(r->output, "a b|$HOME|it's|*|x;y|-n|");
 
-  Result<SubprocessResult> code = Run({"ssh", "pod", "--", "sh", "-c", "exit 7"});
+  Result<ProgramResult> code = Run({"ssh", "pod", "--", "sh", "-c", "exit 7"});
   ASSERT_TRUE(code.ok()) << code.status().ToString();
   EXPECT_EQ(code->exit_code, 7) << "the remote command's exit status is tpufleet's: "
                                 << code->output;
@@ -201,7 +201,7 @@ TEST_F(SshCommandsTest, ForwardToAChosenLocalPortStopsOnSigterm) {
 }
 
 TEST_F(SshCommandsTest, ForwardThatSshCannotMakeSaysWhy) {
-  Result<SubprocessResult> r = Run({"forward", "dead", "8888"});
+  Result<ProgramResult> r = Run({"forward", "dead", "8888"});
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->exit_code, 1);
   EXPECT_NE(r->output.find("tpufleet: error: could not forward to dead/w0:8888: ssh exited "

@@ -1,52 +1,15 @@
 // `tpufleet exec TARGET… -- COMMAND [ARG…]`: the command on every worker the targets
 // name, at once, through the fan-out engine.
-#include <signal.h>
-
-#include <atomic>
 #include <ostream>
 
 #include "cli/command.h"
 #include "cli/exec_output.h"
 #include "cli/fleet_world.h"
+#include "cli/interrupt_watch.h"
 #include "control/exec.h"
 #include "control/resolve.h"
 
 namespace tpufleet::cli {
-
-namespace {
-
-// The one piece of process-wide state the CLI keeps, and why: a signal handler takes no
-// argument, so what it sets cannot live in the App; a lock-free atomic is safe to store
-// from a handler. Only InterruptFlag below sets it up and resets it.
-std::atomic<bool> g_interrupted{false};
-static_assert(std::atomic<bool>::is_always_lock_free, "set from a signal handler");
-
-void OnInterrupt(int) { g_interrupted = true; }
-
-// SIGINT and SIGTERM set g_interrupted while it lives (no SA_RESTART, so poll wakes).
-class InterruptFlag {
- public:
-  InterruptFlag() {
-    g_interrupted = false;
-    struct sigaction sa {};
-    sa.sa_handler = OnInterrupt;
-    sigemptyset(&sa.sa_mask);
-    ::sigaction(SIGINT, &sa, &old_int_);
-    ::sigaction(SIGTERM, &sa, &old_term_);
-  }
-  ~InterruptFlag() {
-    ::sigaction(SIGINT, &old_int_, nullptr);
-    ::sigaction(SIGTERM, &old_term_, nullptr);
-  }
-  InterruptFlag(const InterruptFlag&) = delete;
-  InterruptFlag& operator=(const InterruptFlag&) = delete;
-
- private:
-  struct sigaction old_int_ {};
-  struct sigaction old_term_ {};
-};
-
-}  // namespace
 
 ExitStatus RunExec(Invocation& inv) {
   const auto& pos = inv.args.positional;
@@ -89,15 +52,16 @@ ExitStatus RunExec(Invocation& inv) {
   ExecOutput::Mode mode = inv.json                 ? ExecOutput::Mode::kJson
                           : inv.args.Has("group") ? ExecOutput::Mode::kGrouped
                                                   : ExecOutput::Mode::kPrefixed;
-  InterruptFlag interrupt;
-  ExecOutput output(plan->workers, mode, inv.out, inv.err, &g_interrupted);
+  InterruptWatch interrupt;  // Ctrl-C stops the job; a second one ends tpufleet
+  ExecOutput output(plan->workers, mode, inv.out, inv.err,
+                    [&interrupt] { return interrupt.Interrupted(); });
   // A worker whose stored address does not answer is looked up again and retried.
   Status run = RunResolving(world, plan->workers, plan->job, output);
   if (!run.ok()) {
     return Fail(inv, run);
   }
   bool all_ok = output.Finish();
-  if (g_interrupted) {
+  if (interrupt.Interrupted()) {
     return ExitStatus::kInterrupted;
   }
   return all_ok ? ExitStatus::kOk : ExitStatus::kFailure;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
+#include <utility>
 
 #include "api/workers.h"
 #include "util/strings.h"
@@ -35,17 +36,18 @@ std::string FoldWorkerNames(const std::vector<WorkerTarget>& workers) {
 }
 
 ExecOutput::ExecOutput(const std::vector<WorkerTarget>& workers, Mode mode, std::ostream& out,
-                       std::ostream& err, const std::atomic<bool>* cancelled,
-                       ExecOutputLimits limits)
+                       std::ostream& err, std::function<bool()> cancelled, ExecOutputLimits limits)
     : workers_(workers),
       mode_(mode),
       out_(out),
       err_(err),
-      cancelled_(cancelled),
+      cancelled_(std::move(cancelled)),
       limits_(limits),
       state_(workers.size()) {}
 
-bool ExecOutput::Cancelled() { return cancelled_ && cancelled_->load(); }
+bool ExecOutput::Cancelled() {
+  return cancelled_ && cancelled_();
+}
 
 void ExecOutput::OnOutput(size_t host, OutputStream stream, std::string_view data) {
   int s = stream == OutputStream::kStdout ? 0 : 1;

@@ -13,8 +13,8 @@
 // Thread-safety: one thread (the engine calls the sink on the caller's thread).
 #pragma once
 
-#include <atomic>
 #include <cstddef>
+#include <functional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -48,10 +48,10 @@ class ExecOutput final : public FanoutSink {
  public:
   enum class Mode { kPrefixed, kGrouped, kJson };
 
-  /// `cancelled`: set (by a SIGINT handler) to stop the job.
+  /// `cancelled`: asked between steps; true stops the job (exec's is its
+  /// InterruptWatch). Empty: never.
   ExecOutput(const std::vector<WorkerTarget>& workers, Mode mode, std::ostream& out,
-             std::ostream& err, const std::atomic<bool>* cancelled,
-             ExecOutputLimits limits = {});
+             std::ostream& err, std::function<bool()> cancelled, ExecOutputLimits limits = {});
 
   void OnOutput(size_t host, OutputStream stream, std::string_view data) override;
   void OnResult(size_t host, const HostResult& result) override;
@@ -89,7 +89,7 @@ class ExecOutput final : public FanoutSink {
   Mode mode_;
   std::ostream& out_;
   std::ostream& err_;
-  const std::atomic<bool>* cancelled_;
+  const std::function<bool()> cancelled_;
   const ExecOutputLimits limits_;
   std::vector<Worker> state_;
   size_t buffered_ = 0;

@@ -79,7 +79,8 @@ class ExecOutputTest : public ::testing::Test {
   std::unique_ptr<ExecOutput> Make(const std::vector<WorkerTarget>& workers,
                                    ExecOutput::Mode mode) {
     workers_ = workers;
-    return std::make_unique<ExecOutput>(workers_, mode, out_, err_, &cancelled_);
+    return std::make_unique<ExecOutput>(workers_, mode, out_, err_,
+                                        [this] { return cancelled_.load(); });
   }
 
   std::vector<WorkerTarget> workers_;

@@ -128,9 +128,8 @@ Result<std::string> Sha256OfFile(const std::string& path) {
   SpawnOptions options;
   options.search_path = true;
   options.inherit_env = true;
-  TPUFLEET_ASSIGN_OR_RETURN(SubprocessResult r,
-                            RunSubprocess({"sha256sum", "--", path}, "",
-                                          std::chrono::minutes(10), options));
+  TPUFLEET_ASSIGN_OR_RETURN(ProgramResult r, RunSubprocess({"sha256sum", "--", path}, "",
+                                                           std::chrono::minutes(10), options));
   if (r.exit_code != 0 || r.output.size() < 64) {
     return InternalError("sha256sum " + path + ": " + r.output);
   }
@@ -256,10 +255,9 @@ Result<Source> ReadSource(const std::string& path, PrivateDir& scratch, size_t i
       return ErrnoStatus(path, ec.value());
     }
     TPUFLEET_ASSIGN_OR_RETURN(
-        SubprocessResult r,
-        RunSubprocess({"tar", "-c", "-f", s.send_path, "-C", abs.parent_path().string(), "--",
-                       abs.filename().string()},
-                      "", std::chrono::minutes(30), options));
+        ProgramResult r, RunSubprocess({"tar", "-c", "-f", s.send_path, "-C",
+                                        abs.parent_path().string(), "--", abs.filename().string()},
+                                       "", std::chrono::minutes(30), options));
     if (r.exit_code != 0) {
       return InternalError("tar of " + path + " failed: " + r.output);
     }

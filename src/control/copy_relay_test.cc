@@ -44,7 +44,7 @@ class LocalChain {
   std::function<void(int port)> before_listeners;  // before any hop starts
   std::function<void(int port)> before_first;      // after hops 1.., before hop 0
   std::function<std::string(std::string)> header;  // may change the stdin header
-  std::vector<SubprocessResult> results;
+  std::vector<ProgramResult> results;
   std::chrono::steady_clock::duration took{};
 
   void Run(const FanoutJob& job, const std::string& root) {
@@ -53,7 +53,7 @@ class LocalChain {
     if (before_listeners) {
       before_listeners(port);
     }
-    results.assign(job.hosts.size(), SubprocessResult{});
+    results.assign(job.hosts.size(), ProgramResult{});
     auto start = std::chrono::steady_clock::now();
     std::vector<std::thread> threads;
     auto hop = [&](size_t i) {
@@ -62,10 +62,10 @@ class LocalChain {
       std::string input = head + (i == 0 ? Read(job.stdin_path) : "");
       SpawnOptions options;
       options.env = {"HOME=" + home, "PATH=/usr/local/bin:/usr/bin:/bin"};
-      Result<SubprocessResult> r =
+      Result<ProgramResult> r =
           RunSubprocess({"/bin/sh", "-c", "cd " + ShellQuote(home) + " && " + job.hosts[i].command},
                         input, kHopLimit, options);
-      results[i] = r.ok() ? *r : SubprocessResult{-1, r.status().ToString()};
+      results[i] = r.ok() ? *r : ProgramResult{-1, r.status().ToString()};
     };
     for (size_t i = 1; i < job.hosts.size(); ++i) {
       threads.emplace_back(hop, i);
@@ -98,8 +98,8 @@ class RelayHopTest : public CopyTest {
     }
     ASSERT_EQ(t_.store->PutNode(lo), Status::Ok());
     file_ = local_ + "/big.bin";
-    SubprocessResult r = testing::RunLocal(
-        {"head", "-c", std::to_string(kRelayMinBytes), "/dev/urandom"});
+    ProgramResult r =
+        testing::RunLocal({"head", "-c", std::to_string(kRelayMinBytes), "/dev/urandom"});
     Write(file_, r.output);
     t_.fanout.respond = [this](const FanoutHost& host, size_t i, FanoutSink& sink) {
       if (host.command.empty() || host.command == kRelayProbeCommand) {

@@ -176,7 +176,7 @@ TEST(TarGuard, ClearsSetuidSetgidAndStickyAndKeepsTheChecksumRight) {
   std::string out;
   ASSERT_EQ(Guard(TarStream({Dir("code/", 01777), File("code/su", 06755, "#!/bin/sh\n")}), &out),
             Status::Ok());
-  SubprocessResult r = testing::RunLocal({"tar", "-t", "-v", "-f", "-"}, out);
+  ProgramResult r = testing::RunLocal({"tar", "-t", "-v", "-f", "-"}, out);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_TRUE(Contains(r.output, "drwxrwxrwx")) << r.output;
   EXPECT_TRUE(Contains(r.output, "-rwxr-xr-x")) << r.output;
@@ -378,7 +378,7 @@ TEST_F(CopyTest, Issue10NobodyCannotPlantTheWorkersTemporaryName) {
               return made == kPids ? 0 : 1;
             }),
             0);
-  SubprocessResult r = testing::RunOnWorker(jobs()[0].command, "payload", local_);
+  ProgramResult r = testing::RunOnWorker(jobs()[0].command, "payload", local_);
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(Read(victim), "precious");
   EXPECT_EQ(Read(shared + "/data.bin"), "payload");

@@ -178,7 +178,7 @@ TEST_F(CopyTest, AnUntrustedFileNameIsOnlyEverAQuotedArgument) {
   // its mode, and nothing else happened.
   std::string home = t_.dir.path() + "/home-w0";
   fs::create_directories(home);
-  SubprocessResult r = RunOnWorker(command, "payload", home);
+  ProgramResult r = RunOnWorker(command, "payload", home);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(Tree(home), (std::vector<std::string>{"in", "in/" + name}));
   EXPECT_EQ(Read(home + "/in/" + name), "payload");
@@ -194,7 +194,7 @@ TEST_F(CopyTest, TheReceiveScriptKeepsNoHalfFile) {
   fs::create_directories(home);
 
   // A stream that ends early (a dropped connection) leaves nothing under either name.
-  SubprocessResult r = RunOnWorker(jobs()[0].command, "123", home);
+  ProgramResult r = RunOnWorker(jobs()[0].command, "123", home);
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_TRUE(Contains(r.output, "received 3 of 5 bytes")) << r.output;
   EXPECT_EQ(Tree(home), std::vector<std::string>{});
@@ -225,13 +225,13 @@ TEST_F(CopyTest, ADirectoryIsStreamedAsATarThatIsRemovedAfterwards) {
     EXPECT_TRUE(fs::exists(tar_path)) << tar_path;
     tar_size = fs::file_size(tar_path);
     if (i == 0) {
-      SubprocessResult t = RunLocal({"tar", "-t", "-f", tar_path});
+      ProgramResult t = RunLocal({"tar", "-t", "-f", tar_path});
       EXPECT_EQ(t.exit_code, 0) << t.output;
       listing = Split(Trim(t.output), '\n');
       std::sort(listing.begin(), listing.end());
       // Run the receive script on the stream, into a new dir and into an existing one.
       std::string tar = Read(tar_path);
-      SubprocessResult r = RunOnWorker(job.command, tar, home);
+      ProgramResult r = RunOnWorker(job.command, tar, home);
       EXPECT_EQ(r.exit_code, 0) << r.output;
       std::vector<std::string> words = Words(job.command);
       EXPECT_EQ(words.size(), 5u) << job.command;

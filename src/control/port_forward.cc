@@ -14,7 +14,6 @@
 #include <ostream>
 #include <thread>
 
-#include "ssh/os.h"
 #include "util/file.h"
 #include "util/strings.h"
 #include "util/subprocess.h"

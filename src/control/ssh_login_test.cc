@@ -14,11 +14,11 @@
 #include <vector>
 
 #include "control/port_forward.h"
-#include "ssh/os.h"
 #include "ssh/testing/loopback.h"
 #include "ssh/testing/temp_dir.h"
 #include "ssh/testing/test_sshd.h"
 #include "util/file.h"
+#include "util/subprocess.h"
 #include "util/testing/status_printer.h"
 #include "util/unique_fd.h"
 
@@ -122,7 +122,7 @@ TEST_F(SshLoginSshdTest, ACommandRunsExactlyAsTyped) {
                                     "`id`",   "*",   "x;y", "-n"};
   Result<std::vector<std::string>> argv = SshLoginArgv(config_, Target("pod-w0"), words, false);
   ASSERT_TRUE(argv.ok()) << argv.status().ToString();
-  Result<ProgramResult> r = RunProgram(*argv, "", seconds(30));
+  Result<ProgramResult> r = RunUserCommand(*argv, "", seconds(30));
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->exit_code, 0) << r->output << sshd_->Log();
   EXPECT_EQ(r->output, "a b|$HOME|it's|`id`|*|x;y|-n|");

@@ -4,7 +4,6 @@
 #include <sys/file.h>
 
 #include <cerrno>
-#include <mutex>
 
 #include "core/fleet_spec.h"
 #include "util/file.h"
@@ -63,10 +62,10 @@ std::vector<SshHostEntry> SshEntriesFor(const std::vector<NodeRecord>& records,
 }
 
 Status SyncSshFiles(World& world) {
-  static std::mutex mu;
-  std::lock_guard<std::mutex> l(mu);
   // Other processes write these files too (an ssh-proxy's refresh while up runs): each
   // reads the store and writes under the lock, so the last writer had the newest store.
+  // The lock also orders threads of one process: each call opens the file anew, and
+  // flock(2) locks of two open file descriptions exclude each other.
   TPUFLEET_TRY(MakePrivateDirs(world.paths.ssh_dir));
   std::string lock_path = world.paths.ssh_dir + "/lock";
   UniqueFd lock(::open(lock_path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600));

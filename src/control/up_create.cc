@@ -1,37 +1,13 @@
 // NodeSteps' create: zone by zone, each request recorded before it is sent (up.h's
 // crash-safety contract), and what a stockout leaves behind deleted before the next zone.
-#include <mutex>
-#include <random>
-
 #include "control/leftovers.h"
 #include "control/up_internal.h"
 #include "control/up_steps.h"
 #include "core/zone_choice.h"
+#include "util/secret.h"
 #include "util/strings.h"
 
 namespace tpufleet::up_internal {
-namespace {
-
-// A fresh UUID (version 4) for a create's request id.
-std::string NewRequestId() {
-  static std::mutex mu;
-  static std::mt19937_64 rng{std::random_device{}()};
-  uint64_t a, b;
-  {
-    std::lock_guard<std::mutex> l(mu);
-    a = rng();
-    b = rng();
-  }
-  a = (a & ~0xf000ULL) | 0x4000ULL;                     // version 4
-  b = (b & ~(3ULL << 62)) | (2ULL << 62);               // variant 10
-  char buf[37];
-  snprintf(buf, sizeof buf, "%08x-%04x-%04x-%04x-%012llx", static_cast<unsigned>(a >> 32),
-           static_cast<unsigned>((a >> 16) & 0xffff), static_cast<unsigned>(a & 0xffff),
-           static_cast<unsigned>(b >> 48), static_cast<unsigned long long>(b & 0xffffffffffffULL));
-  return buf;
-}
-
-}  // namespace
 
 Status NodeSteps::StartCreate() {
   std::vector<std::string> zones = plan_.zones;
@@ -117,7 +93,7 @@ Status NodeSteps::CreateIn(const std::string& zone) {
   }
   FillFromSpec();
   if (!resume) {
-    rec_.request_id = NewRequestId();
+    TPUFLEET_ASSIGN_OR_RETURN(rec_.request_id, RandomUuid());
     rec_.created_at = world_.clock.Now();
   }
   rec_.zone = zone;

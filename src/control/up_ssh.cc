@@ -103,7 +103,7 @@ std::vector<WorkerRun> RunOnWorkers(World& world, const std::vector<WorkerRef>& 
     std::string alias = WorkerAlias(rec.name, w.index);
     if (workers[i].node->ssh_hosts()) {
       // The user's own machine takes the user's own keys: OpenSSH, one at a time.
-      Result<RunResult> r =
+      Result<ProgramResult> r =
           world.ssh.Run(alias, openssh_script.empty() ? script : openssh_script, timeout);
       runs[i] = r.ok() ? WorkerRun{Status::Ok(), r->exit_code, std::move(r->output)}
                        : WorkerRun{r.status(), 0, ""};

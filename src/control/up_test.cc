@@ -10,7 +10,6 @@
 #include "control/testing/up_specs.h"
 #include "core/zone_choice.h"
 #include "ssh/fleet_key.h"
-#include "ssh/os.h"
 #include "util/file.h"
 #include "util/strings.h"
 

@@ -83,7 +83,7 @@ RpcOr<Json> ApiServerImpl::AddFaultLocked(Fault f, Clock::MonoTime now, Clock::W
   if (!f.family.empty()) {
     f.family = catalog_.FindFamily(f.family)->name;
   }
-  NodeRecord* node = nullptr;
+  EmulatedNode* node = nullptr;
   if (!f.node.empty()) {
     auto it = nodes_.find(f.node);
     if (it == nodes_.end()) {
@@ -186,7 +186,7 @@ void ApiServerImpl::EndFaultLocked(const Fault& f) {
   if (it == nodes_.end()) {
     return;
   }
-  NodeRecord& n = it->second;
+  EmulatedNode& n = it->second;
   switch (f.kind) {
     case FaultKind::kCutOff:
       if (static_cast<size_t>(f.worker) < n.cut_off.size()) {

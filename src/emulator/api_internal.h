@@ -102,7 +102,9 @@ struct NodePreemption {
   std::string fault_id;
 };
 
-struct NodeRecord {
+/// A node as the emulator stores it: the server side of the Cloud TPU API, with the
+/// steps, faults and hosts behind it (core/node_record.h is the CLI's record of a node).
+struct EmulatedNode {
   std::string name;  // projects/p/locations/z/nodes/n
   std::string project;
   std::string zone;
@@ -243,7 +245,7 @@ class ApiServerImpl {
   /// "node" or "queued_resource.tpu.node_spec[0].node").
   RpcOr<NodeInput> ParseNodeInput(const Json& body, std::string_view at,
                                   std::string_view zone) const;
-  Json RenderNode(const NodeRecord& n) const;
+  Json RenderNode(const EmulatedNode& n) const;
   HttpResponse ListNodes(const Call& c);
   HttpResponse GetNode(const Call& c, const std::string& id);
   HttpResponse CreateNode(const Call& c);
@@ -255,10 +257,10 @@ class ApiServerImpl {
   /// The node `id` that stop or start (`verb`) acts on: NotFound when there is none,
   /// InvalidArgument when it has several workers (Cloud TPU stops and starts only
   /// single TPU nodes).
-  RpcOr<NodeRecord*> SingleWorkerNodeLocked(const Call& c, const std::string& id,
-                                            std::string_view verb);
-  RpcError BadState(std::string_view verb, const NodeRecord& n);
-  RpcError Busy(const NodeRecord& n) const;
+  RpcOr<EmulatedNode*> SingleWorkerNodeLocked(const Call& c, const std::string& id,
+                                              std::string_view verb);
+  RpcError BadState(std::string_view verb, const EmulatedNode& n);
+  RpcError Busy(const EmulatedNode& n) const;
 
   // api_queued.cc
   Json RenderQueuedResource(const QueuedResourceRecord& q) const;
@@ -272,42 +274,42 @@ class ApiServerImpl {
                                    Clock::WallTime wall);
   void SetQrStateLocked(QueuedResourceRecord& q, QrState s, Clock::MonoTime now,
                         std::string initiator = "USER");
-  std::vector<NodeRecord*> NodesOfLocked(const std::string& qr_name);
+  std::vector<EmulatedNode*> NodesOfLocked(const std::string& qr_name);
   void ProvisionLocked(QueuedResourceRecord& q, Clock::MonoTime now, Clock::WallTime wall);
 
   // api_progress.cc: time-driven transitions, capacity and quota, host work.
   void AdvanceLocked(Clock::MonoTime now, Clock::WallTime wall);
   void FinishStepLocked(const std::string& name, Clock::MonoTime now, Clock::WallTime wall);
-  void AdvanceMaintenanceLocked(NodeRecord& n, Clock::MonoTime now, Clock::WallTime wall);
-  void PreemptLocked(NodeRecord& n);
+  void AdvanceMaintenanceLocked(EmulatedNode& n, Clock::MonoTime now, Clock::WallTime wall);
+  void PreemptLocked(EmulatedNode& n);
   /// Creates a node record in CREATING and starts its create step (Boot, or a stockout
   /// failure when capacity is short). `op` may be "".
-  NodeRecord& StartCreateLocked(const Call& c, const std::string& node_id, NodeInput input,
-                                const std::string& op, const std::string& queued_resource,
-                                bool multislice);
+  EmulatedNode& StartCreateLocked(const Call& c, const std::string& node_id, NodeInput input,
+                                  const std::string& op, const std::string& queued_resource,
+                                  bool multislice);
   /// Starts deleting `n` (DELETING, Destroy), aborting any step it had.
-  void StartDeleteLocked(NodeRecord& n, const std::string& op, Clock::MonoTime now);
-  NodeStep& NewStepLocked(NodeRecord& n, NodeStep::Kind kind, const std::string& op,
+  void StartDeleteLocked(EmulatedNode& n, const std::string& op, Clock::MonoTime now);
+  NodeStep& NewStepLocked(EmulatedNode& n, NodeStep::Kind kind, const std::string& op,
                           Millis duration, Clock::MonoTime now);
   /// Ends `n`'s pending maintenance and preemption and removes their faults: a node
   /// that stops, is deleted or is preempted keeps neither.
-  void DropNodeEventsLocked(NodeRecord& n);
+  void DropNodeEventsLocked(EmulatedNode& n);
   void EraseNodeLocked(const std::string& name);
   Millis Scaled(Millis d, Clock::MonoTime now) const;
 
   enum class Waiter { kNone, kStep, kMaintenance };
   /// Counts one more host call for `waiter` (the node's step or maintenance, which must
   /// exist) and returns the seq its report must carry; 0 for Waiter::kNone.
-  uint64_t AddHostCallLocked(NodeRecord& n, Waiter waiter);
-  void PostBootLocked(NodeRecord& n, bool new_addresses, Waiter waiter);
-  void PostHostCallLocked(NodeRecord& n, std::string what, std::function<Status(WorkerHosts&)> call,
-                          Waiter waiter);
+  uint64_t AddHostCallLocked(EmulatedNode& n, Waiter waiter);
+  void PostBootLocked(EmulatedNode& n, bool new_addresses, Waiter waiter);
+  void PostHostCallLocked(EmulatedNode& n, std::string what,
+                          std::function<Status(WorkerHosts&)> call, Waiter waiter);
   /// Records the end of a host call for the step or maintenance numbered `seq`.
   void ReportHostCallLocked(const std::string& name, const std::string& uid, Waiter waiter,
                             uint64_t seq, const Status& status);
   std::string NewUidLocked();
 
-  bool HoldsCapacity(const NodeRecord& n) const;
+  bool HoldsCapacity(const EmulatedNode& n) const;
   long long CapacityLimitOf(std::string_view zone, const Family& family) const;
   long long CapacityUsedLocked(std::string_view zone, const Family& family) const;
   /// The stockout error when `chips` more of `family` do not fit in `zone` now.
@@ -339,7 +341,7 @@ class ApiServerImpl {
   std::mutex mu_;
   std::mt19937_64 rng_;                              // guarded by mu_
   uint64_t next_seq_ = 1;                            // guarded by mu_
-  std::map<std::string, NodeRecord> nodes_;          // by name; guarded by mu_
+  std::map<std::string, EmulatedNode> nodes_;        // by name; guarded by mu_
   std::map<std::string, QueuedResourceRecord> qrs_;  // by name; guarded by mu_
   std::map<std::string, OperationRecord> ops_;       // by name; guarded by mu_
   struct RequestId {

@@ -146,7 +146,7 @@ RpcOr<ApiServerImpl::NodeInput> ApiServerImpl::ParseNodeInput(const Json& body, 
   return in;
 }
 
-Json ApiServerImpl::RenderNode(const NodeRecord& n) const {
+Json ApiServerImpl::RenderNode(const EmulatedNode& n) const {
   Json j = n.spec;
   j["name"] = n.name;
   j["acceleratorType"] = n.type.name;
@@ -226,26 +226,26 @@ Json ApiServerImpl::RenderNode(const NodeRecord& n) const {
   return j;
 }
 
-RpcError ApiServerImpl::BadState(std::string_view verb, const NodeRecord& n) {
+RpcError ApiServerImpl::BadState(std::string_view verb, const EmulatedNode& n) {
   return InvalidArgument("Cloud TPU received a bad request. " + std::string(verb) +
                          " is not supported while in state " + std::string(NodeStateName(n.state)) +
                          " " + Eid());
 }
 
-RpcError ApiServerImpl::Busy(const NodeRecord& n) const {
+RpcError ApiServerImpl::Busy(const EmulatedNode& n) const {
   return RpcError{RpcCode::kAborted,
                   "Resource '" + n.name + "' is busy with operation " +
                       (n.step ? n.step->op : std::string()) + "; retry when it is done.",
                   Json::array({ResourceInfoDetail(n.name)})};
 }
 
-RpcOr<NodeRecord*> ApiServerImpl::SingleWorkerNodeLocked(const Call& c, const std::string& id,
-                                                         std::string_view verb) {
+RpcOr<EmulatedNode*> ApiServerImpl::SingleWorkerNodeLocked(const Call& c, const std::string& id,
+                                                           std::string_view verb) {
   auto it = nodes_.find(c.parent + "/nodes/" + id);
   if (it == nodes_.end()) {
     return NotFound(c.parent + "/nodes/" + id);
   }
-  NodeRecord& n = it->second;
+  EmulatedNode& n = it->second;
   if (n.type.workers > 1) {
     return InvalidArgument("Cloud TPU received a bad request. " + std::string(verb) +
                            " is only available for single TPU nodes; \"" + n.type.name + "\" has " +
@@ -318,7 +318,7 @@ HttpResponse ApiServerImpl::DeleteNode(const Call& c, const std::string& id) {
   if (it == nodes_.end()) {
     return ErrorResponse(NotFound(c.parent + "/nodes/" + id));
   }
-  NodeRecord& n = it->second;
+  EmulatedNode& n = it->second;
   if (n.state == NodeState::kDeleting) {
     return ErrorResponse(BadState("delete", n));
   }
@@ -329,11 +329,11 @@ HttpResponse ApiServerImpl::DeleteNode(const Call& c, const std::string& id) {
 }
 
 HttpResponse ApiServerImpl::StopNode(const Call& c, const std::string& id) {
-  RpcOr<NodeRecord*> found = SingleWorkerNodeLocked(c, id, "stop");
+  RpcOr<EmulatedNode*> found = SingleWorkerNodeLocked(c, id, "stop");
   if (!found.ok()) {
     return ErrorResponse(found.error());
   }
-  NodeRecord& n = *found.value();
+  EmulatedNode& n = *found.value();
   if (n.state != NodeState::kReady) {
     return ErrorResponse(BadState("stop", n));
   }
@@ -351,11 +351,11 @@ HttpResponse ApiServerImpl::StopNode(const Call& c, const std::string& id) {
 }
 
 HttpResponse ApiServerImpl::StartNode(const Call& c, const std::string& id) {
-  RpcOr<NodeRecord*> found = SingleWorkerNodeLocked(c, id, "start");
+  RpcOr<EmulatedNode*> found = SingleWorkerNodeLocked(c, id, "start");
   if (!found.ok()) {
     return ErrorResponse(found.error());
   }
-  NodeRecord& n = *found.value();
+  EmulatedNode& n = *found.value();
   if (n.state != NodeState::kStopped) {
     return ErrorResponse(BadState("start", n));
   }
@@ -385,7 +385,7 @@ HttpResponse ApiServerImpl::PatchNode(const Call& c, const std::string& id) {
   if (it == nodes_.end()) {
     return ErrorResponse(NotFound(c.parent + "/nodes/" + id));
   }
-  NodeRecord& n = it->second;
+  EmulatedNode& n = it->second;
   std::string mask = c.req->Query("updateMask");
   if (Trim(mask).empty()) {
     return ErrorResponse(
@@ -463,7 +463,7 @@ HttpResponse ApiServerImpl::GetGuestAttributes(const Call& c, const std::string&
   if (it == nodes_.end()) {
     return ErrorResponse(NotFound(c.parent + "/nodes/" + id));
   }
-  const NodeRecord& n = it->second;
+  const EmulatedNode& n = it->second;
   RpcOr<Json> body = ParseBody(c);
   if (!body.ok()) {
     return ErrorResponse(body.error());

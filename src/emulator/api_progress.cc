@@ -18,7 +18,7 @@ std::string ApiServerImpl::NewUidLocked() {
   return std::to_string(1000000000000000000ULL + rng_() % 8000000000000000000ULL);
 }
 
-NodeStep& ApiServerImpl::NewStepLocked(NodeRecord& n, NodeStep::Kind kind, const std::string& op,
+NodeStep& ApiServerImpl::NewStepLocked(EmulatedNode& n, NodeStep::Kind kind, const std::string& op,
                                        Millis duration, Clock::MonoTime now) {
   NodeStep s;
   s.kind = kind;
@@ -29,12 +29,13 @@ NodeStep& ApiServerImpl::NewStepLocked(NodeRecord& n, NodeStep::Kind kind, const
   return *n.step;
 }
 
-NodeRecord& ApiServerImpl::StartCreateLocked(const Call& c, const std::string& node_id,
-                                             NodeInput input, const std::string& op,
-                                             const std::string& queued_resource, bool multislice) {
+EmulatedNode& ApiServerImpl::StartCreateLocked(const Call& c, const std::string& node_id,
+                                               NodeInput input, const std::string& op,
+                                               const std::string& queued_resource,
+                                               bool multislice) {
   std::optional<RpcError> stockout =
       CheckCapacityLocked(c.zone, *input.type.family, input.type.chips, c.now);
-  NodeRecord rec;
+  EmulatedNode rec;
   rec.name = c.parent + "/nodes/" + node_id;
   rec.project = c.project;
   rec.zone = c.zone;
@@ -48,7 +49,7 @@ NodeRecord& ApiServerImpl::StartCreateLocked(const Call& c, const std::string& n
   rec.queued_resource = queued_resource;
   rec.multislice = multislice;
   std::string name = rec.name;
-  NodeRecord& n = nodes_.insert_or_assign(name, std::move(rec)).first->second;
+  EmulatedNode& n = nodes_.insert_or_assign(name, std::move(rec)).first->second;
   if (stockout) {
     NodeStep& s = NewStepLocked(n, NodeStep::kCreate, op, config_.timings.stockout_fail, c.now);
     s.fail = std::move(*stockout);
@@ -59,7 +60,7 @@ NodeRecord& ApiServerImpl::StartCreateLocked(const Call& c, const std::string& n
   return n;
 }
 
-void ApiServerImpl::StartDeleteLocked(NodeRecord& n, const std::string& op, Clock::MonoTime now) {
+void ApiServerImpl::StartDeleteLocked(EmulatedNode& n, const std::string& op, Clock::MonoTime now) {
   if (n.step && !n.step->op.empty() && n.step->op != op) {
     FailOperationLocked(
         n.step->op,
@@ -73,7 +74,7 @@ void ApiServerImpl::StartDeleteLocked(NodeRecord& n, const std::string& op, Cloc
       n, "Destroy", [name = n.name](WorkerHosts& h) { return h.Destroy(name); }, Waiter::kStep);
 }
 
-void ApiServerImpl::DropNodeEventsLocked(NodeRecord& n) {
+void ApiServerImpl::DropNodeEventsLocked(EmulatedNode& n) {
   if (n.maintenance) {
     faults_.Remove(n.maintenance->fault_id);
     n.maintenance.reset();
@@ -111,7 +112,7 @@ void ApiServerImpl::AdvanceLocked(Clock::MonoTime now, Clock::WallTime wall) {
     if (it == nodes_.end()) {
       continue;
     }
-    NodeRecord& n = it->second;
+    EmulatedNode& n = it->second;
     if (n.preemption && now >= n.preemption->at) {
       PreemptLocked(n);
     }
@@ -149,7 +150,7 @@ void ApiServerImpl::AdvanceLocked(Clock::MonoTime now, Clock::WallTime wall) {
 }
 
 void ApiServerImpl::FinishStepLocked(const std::string& name, Clock::MonoTime, Clock::WallTime) {
-  NodeRecord& n = nodes_.at(name);
+  EmulatedNode& n = nodes_.at(name);
   NodeStep step = std::move(*n.step);
   n.step.reset();
   auto internal = [](const Status& s) {
@@ -202,7 +203,7 @@ void ApiServerImpl::FinishStepLocked(const std::string& name, Clock::MonoTime, C
   }
 }
 
-void ApiServerImpl::PreemptLocked(NodeRecord& n) {
+void ApiServerImpl::PreemptLocked(EmulatedNode& n) {
   DropNodeEventsLocked(n);
   if (n.step) {
     FailOperationLocked(
@@ -216,7 +217,8 @@ void ApiServerImpl::PreemptLocked(NodeRecord& n) {
       n, "Halt", [name = n.name](WorkerHosts& h) { return h.Halt(name); }, Waiter::kNone);
 }
 
-void ApiServerImpl::AdvanceMaintenanceLocked(NodeRecord& n, Clock::MonoTime now, Clock::WallTime) {
+void ApiServerImpl::AdvanceMaintenanceLocked(EmulatedNode& n, Clock::MonoTime now,
+                                             Clock::WallTime) {
   NodeMaintenance& m = *n.maintenance;
   if (m.phase == NodeMaintenance::kNotice && now >= m.due) {
     if (n.state != NodeState::kReady) {
@@ -252,7 +254,7 @@ void ApiServerImpl::AdvanceMaintenanceLocked(NodeRecord& n, Clock::MonoTime now,
 
 // --- host work ---------------------------------------------------------------
 
-uint64_t ApiServerImpl::AddHostCallLocked(NodeRecord& n, Waiter waiter) {
+uint64_t ApiServerImpl::AddHostCallLocked(EmulatedNode& n, Waiter waiter) {
   switch (waiter) {
     case Waiter::kNone:
       return 0;
@@ -266,7 +268,7 @@ uint64_t ApiServerImpl::AddHostCallLocked(NodeRecord& n, Waiter waiter) {
   return 0;
 }
 
-void ApiServerImpl::PostBootLocked(NodeRecord& n, bool new_addresses, Waiter waiter) {
+void ApiServerImpl::PostBootLocked(EmulatedNode& n, bool new_addresses, Waiter waiter) {
   NodeHostSpec spec;
   spec.name = n.name;
   spec.id = n.uid;
@@ -295,7 +297,7 @@ void ApiServerImpl::PostBootLocked(NodeRecord& n, bool new_addresses, Waiter wai
   });
 }
 
-void ApiServerImpl::PostHostCallLocked(NodeRecord& n, std::string what,
+void ApiServerImpl::PostHostCallLocked(EmulatedNode& n, std::string what,
                                        std::function<Status(WorkerHosts&)> call, Waiter waiter) {
   uint64_t seq = AddHostCallLocked(n, waiter);
   work_.Post(n.name, [this, name = n.name, uid = n.uid, what = std::move(what),
@@ -320,7 +322,7 @@ void ApiServerImpl::ReportHostCallLocked(const std::string& name, const std::str
   if (it == nodes_.end() || it->second.uid != uid) {
     return;
   }
-  NodeRecord& n = it->second;
+  EmulatedNode& n = it->second;
   if (waiter == Waiter::kStep && n.step && n.step->seq == seq) {
     n.step->host_calls--;
     if (!status.ok() && n.step->host_status.ok()) {
@@ -336,7 +338,7 @@ void ApiServerImpl::ReportHostCallLocked(const std::string& name, const std::str
 
 // --- capacity and quota ------------------------------------------------------
 
-bool ApiServerImpl::HoldsCapacity(const NodeRecord& n) const {
+bool ApiServerImpl::HoldsCapacity(const EmulatedNode& n) const {
   if (n.step && n.step->fail) {
     return false;  // a create or start that met a stockout got nothing
   }

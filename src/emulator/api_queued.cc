@@ -145,8 +145,8 @@ void ApiServerImpl::SetQrStateLocked(QueuedResourceRecord& q, QrState s, Clock::
   q.initiator = std::move(initiator);
 }
 
-std::vector<NodeRecord*> ApiServerImpl::NodesOfLocked(const std::string& qr_name) {
-  std::vector<NodeRecord*> out;
+std::vector<EmulatedNode*> ApiServerImpl::NodesOfLocked(const std::string& qr_name) {
+  std::vector<EmulatedNode*> out;
   for (auto& [name, n] : nodes_) {
     if (n.queued_resource == qr_name) {
       out.push_back(&n);
@@ -372,7 +372,7 @@ HttpResponse ApiServerImpl::DeleteQueuedResource(const Call& c, const std::strin
          Json::array()});
   }
   std::string force = c.req->Query("force");
-  std::vector<NodeRecord*> nodes = NodesOfLocked(q.name);
+  std::vector<EmulatedNode*> nodes = NodesOfLocked(q.name);
   if (!nodes.empty() && force != "true" && force != "1") {
     return ErrorResponse({RpcCode::kFailedPrecondition,
                           "Cloud TPU received a bad request. Queued resource '" + q.name +
@@ -390,7 +390,7 @@ HttpResponse ApiServerImpl::DeleteQueuedResource(const Call& c, const std::strin
   q.pending_op = op.name;
   SetQrStateLocked(q, QrState::kDeleting, c.now);
   q.due = c.now + Scaled(config_.timings.qr_delete, c.now);
-  for (NodeRecord* n : nodes) {
+  for (EmulatedNode* n : nodes) {
     if (n->state != NodeState::kDeleting) {
       StartDeleteLocked(*n, "", c.now);
     }
@@ -506,34 +506,35 @@ bool ApiServerImpl::AdvanceQueuedResourceLocked(QueuedResourceRecord& q, Clock::
         break;
       }
       case QrState::kProvisioning: {
-        std::vector<NodeRecord*> nodes = NodesOfLocked(q.name);
+        std::vector<EmulatedNode*> nodes = NodesOfLocked(q.name);
         if (nodes.size() < q.plan.size()) {
           q.failure = RpcError{RpcCode::kInternal, "an internal error has occurred", Json::array()};
           SetQrStateLocked(q, QrState::kFailed, now, "SERVICE");
-          for (NodeRecord* n : nodes) {
+          for (EmulatedNode* n : nodes) {
             if (n->state != NodeState::kDeleting) {
               StartDeleteLocked(*n, "", now);
             }
           }
-        } else if (std::all_of(nodes.begin(), nodes.end(),
-                               [](const NodeRecord* n) { return n->state == NodeState::kReady; })) {
+        } else if (std::all_of(nodes.begin(), nodes.end(), [](const EmulatedNode* n) {
+                     return n->state == NodeState::kReady;
+                   })) {
           SetQrStateLocked(q, QrState::kActive, now);
         }
         break;
       }
       case QrState::kActive: {
-        std::vector<NodeRecord*> nodes = NodesOfLocked(q.name);
-        bool preempted = std::any_of(nodes.begin(), nodes.end(), [](const NodeRecord* n) {
+        std::vector<EmulatedNode*> nodes = NodesOfLocked(q.name);
+        bool preempted = std::any_of(nodes.begin(), nodes.end(), [](const EmulatedNode* n) {
           return n->state == NodeState::kPreempted;
         });
         bool lost = nodes.size() < q.plan.size() ||
-                    std::any_of(nodes.begin(), nodes.end(), [](const NodeRecord* n) {
+                    std::any_of(nodes.begin(), nodes.end(), [](const EmulatedNode* n) {
                       return n->state == NodeState::kDeleting;
                     });
         if (preempted || lost) {
           // The service deletes what is left: a SUSPENDED request has no nodes.
           SetQrStateLocked(q, QrState::kSuspending, now, preempted ? "SERVICE" : "USER");
-          for (NodeRecord* n : nodes) {
+          for (EmulatedNode* n : nodes) {
             if (n->state != NodeState::kDeleting) {
               StartDeleteLocked(*n, "", now);
             }

@@ -6,6 +6,7 @@
 #include "provider/gcp_errors.h"
 #include "util/encoding.h"
 #include "util/log.h"
+#include "util/secret.h"
 
 namespace tpufleet {
 namespace {
@@ -57,16 +58,7 @@ std::string TpuApiClient::NewRequestId() {
     hi = rng_();
     lo = rng_();
   }
-  hi = (hi & ~0xf000ULL) | 0x4000ULL;                         // version 4
-  lo = (lo & 0x3fffffffffffffffULL) | 0x8000000000000000ULL;  // RFC 4122 variant
-  char buf[40];
-  std::snprintf(buf, sizeof buf, "%08llx-%04llx-%04llx-%04llx-%012llx",
-                static_cast<unsigned long long>(hi >> 32),
-                static_cast<unsigned long long>((hi >> 16) & 0xffff),
-                static_cast<unsigned long long>(hi & 0xffff),
-                static_cast<unsigned long long>(lo >> 48),
-                static_cast<unsigned long long>(lo & 0xffffffffffffULL));
-  return buf;
+  return FormatUuidV4(hi, lo);
 }
 
 Result<Json> TpuApiClient::Attempt(const ApiRequest& request, const std::string& url) {

@@ -5,12 +5,12 @@
 
 #include <chrono>
 
-#include "ssh/os.h"
 #include "ssh/testing/loopback.h"
 #include "ssh/testing/temp_dir.h"
 #include "ssh/testing/test_sshd.h"
 #include "util/file.h"
 #include "util/strings.h"
+#include "util/subprocess.h"
 #include "util/testing/status_printer.h"
 
 namespace tpufleet {
@@ -37,8 +37,8 @@ class SshHostsTest : public TestSshdFixture {
     // must be the one chosen.
     known_hosts_ = sshd_->dir() + "/user_known_hosts";
     Result<ProgramResult> gen =
-        RunProgram({"ssh-keygen", "-q", "-t", "ecdsa", "-N", "", "-f", sshd_->dir() + "/ecdsa"}, "",
-                   seconds(30));
+        RunUserCommand({"ssh-keygen", "-q", "-t", "ecdsa", "-N", "", "-f", sshd_->dir() + "/ecdsa"},
+                       "", seconds(30));
     ASSERT_TRUE(gen.ok() && gen->exit_code == 0);
     std::vector<std::string> ecdsa =
         Split(std::string(Trim(*ReadFile(sshd_->dir() + "/ecdsa.pub"))), ' ');
@@ -87,7 +87,8 @@ TEST_F(SshHostsTest, Issue11AHashedEntryForANonStandardPortIsFound) {
   ASSERT_EQ(WriteFileAtomic(known_hosts_, "[127.0.0.1]:" + std::to_string(sshd_->port()) +
                                               " " + sshd_->host_key() + "\n", 0600),
             Status::Ok());
-  Result<ProgramResult> hashed = RunProgram({"ssh-keygen", "-H", "-f", known_hosts_}, "", seconds(30));
+  Result<ProgramResult> hashed =
+      RunUserCommand({"ssh-keygen", "-H", "-f", known_hosts_}, "", seconds(30));
   ASSERT_TRUE(hashed.ok() && hashed->exit_code == 0);
   ASSERT_EQ(ReadFile(known_hosts_)->find("127.0.0.1"), std::string::npos) << "not hashed";
   SshHostsProvider provider({SshNode("lab", {"127.0.0.1"}, sshd_->port())}, known_hosts_);

@@ -20,6 +20,7 @@
 #include "ssh/testing/temp_dir.h"
 #include "ssh/testing/test_sshd.h"
 #include "util/file.h"
+#include "util/subprocess.h"
 #include "util/testing/fake_clock.h"
 
 namespace tpufleet {
@@ -104,7 +105,7 @@ TEST_F(FanoutEngineTest, StdinFileReachesEveryHostIntact) {
   auto job = Job({Host("w0"), Host("w1"), Host("w2")}, "sha256sum | cut -d' ' -f1");
   job.stdin_path = path;
   auto sink = Run(job);
-  auto local = RunProgram({"sha256sum", path}, "", std::chrono::seconds(10));
+  auto local = RunUserCommand({"sha256sum", path}, "", std::chrono::seconds(10));
   ASSERT_TRUE(local.ok());
   std::string want = local->output.substr(0, 64) + "\n";
   for (size_t i = 0; i < 3; ++i) {

@@ -8,7 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "ssh/os.h"
+#include "ssh/openssh.h"
 #include "util/encoding.h"
 #include "util/file.h"
 #include "util/strings.h"
@@ -101,7 +101,7 @@ Status Generate(const std::string& dir, const std::string& key_path) {
     ::unlink((tmp_key + ".pub").c_str());
     ::rmdir(tmp_dir.c_str());
   };
-  Result<ProgramResult> r = RunProgram(
+  Result<ProgramResult> r = RunOpenSsh(
       {"ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", std::string(kComment), "-f", tmp_key},
       "", kKeygenTimeout);
   if (!r.ok() || r->exit_code != 0) {

@@ -14,7 +14,7 @@
 #include <cstring>
 
 #include "core/fleet_spec.h"
-#include "ssh/os.h"
+#include "ssh/openssh.h"
 #include "ssh/ssh_files.h"
 #include "util/file.h"
 #include "util/strings.h"
@@ -201,8 +201,8 @@ std::string HomeDir() {
 OpenSshRunner::OpenSshRunner(std::string config_path, std::string ssh_binary)
     : config_path_(std::move(config_path)), ssh_binary_(std::move(ssh_binary)) {}
 
-Result<RunResult> OpenSshRunner::Run(std::string_view alias, std::string_view script,
-                                     std::chrono::milliseconds timeout) {
+Result<ProgramResult> OpenSshRunner::Run(std::string_view alias, std::string_view script,
+                                         std::chrono::milliseconds timeout) {
   TPUFLEET_TRY(CheckSshAlias(alias));
   auto connect_s = std::chrono::ceil<std::chrono::seconds>(
       std::clamp<std::chrono::milliseconds>(timeout, std::chrono::seconds(1), kSshConnectTimeout));
@@ -214,7 +214,7 @@ Result<RunResult> OpenSshRunner::Run(std::string_view alias, std::string_view sc
       "-o",         "ConnectTimeout=" + std::to_string(connect_s.count()),
       "--",         std::string(alias),
       "bash",       "-s"};
-  Result<ProgramResult> r = RunProgram(argv, script, timeout);
+  Result<ProgramResult> r = RunOpenSsh(argv, script, timeout);
   if (!r.ok()) {
     if (r.status().code() == StatusCode::kTimeout) {
       return TimeoutError("ssh " + std::string(alias) + ": the script did not finish within " +
@@ -233,7 +233,7 @@ Result<RunResult> OpenSshRunner::Run(std::string_view alias, std::string_view sc
     }
     return UnavailableError("ssh " + std::string(alias) + ": " + LastLine(r->output));
   }
-  return RunResult{r->exit_code, std::move(r->output)};
+  return r;
 }
 
 Status ProbeSsh(const std::string& address, int port, std::chrono::milliseconds timeout) {
@@ -264,7 +264,7 @@ Result<std::vector<std::string>> KnownHostKeys(const std::string& host, int port
     return ErrnoStatus(path, errno);
   }
   std::string name = (port == 0 || port == 22) ? host : "[" + host + "]:" + std::to_string(port);
-  TPUFLEET_ASSIGN_OR_RETURN(ProgramResult r, RunProgram({"ssh-keygen", "-F", name, "-f", path}, "",
+  TPUFLEET_ASSIGN_OR_RETURN(ProgramResult r, RunOpenSsh({"ssh-keygen", "-F", name, "-f", path}, "",
                                                         kKeygenLookupTimeout));
   if (r.exit_code != 0 && r.exit_code != 1) {
     return InternalError("ssh-keygen -F " + name + " -f " + path + " failed (exit " +
@@ -281,10 +281,9 @@ Result<std::vector<std::string>> ScanHostKeys(const std::string& host, int port)
   TPUFLEET_TRY(CheckHostAddress(host));
   std::string name = HostPort(host, port == 0 ? 22 : port);
   TPUFLEET_ASSIGN_OR_RETURN(
-      ProgramResult r,
-      RunProgram({"ssh-keyscan", "-T", std::to_string(kKeyscanTimeout.count()), "-p",
-                  std::to_string(port == 0 ? 22 : port), "--", host},
-                 "", kKeyscanTimeout * 2));
+      ProgramResult r, RunOpenSsh({"ssh-keyscan", "-T", std::to_string(kKeyscanTimeout.count()),
+                                   "-p", std::to_string(port == 0 ? 22 : port), "--", host},
+                                  "", kKeyscanTimeout * 2));
   std::vector<std::string> keys = HostKeysOf(r.output);
   if (keys.empty()) {
     return UnavailableError("ssh on " + name + " offered no host key (ssh-keyscan: " +

@@ -8,7 +8,12 @@
 // shell and the remote shell sees it exactly once. Host keys are checked against the
 // pinned known_hosts (StrictHostKeyChecking yes comes from the config).
 //
-// Thread-safety: Run and Probe may be called from several threads at once.
+// Also here, for the machines tpufleet reaches with OpenSSH or plain TCP: ProbeSsh (is
+// an SSH server answering?), ConnectTcp (what ssh-proxy hands to ssh), and the host
+// keys of ssh-hosts machines (KnownHostKeys from the user's known_hosts, ScanHostKeys).
+//
+// Thread-safety: Run may be called from several threads at once; the functions are
+// stateless.
 #pragma once
 
 #include <chrono>
@@ -17,6 +22,7 @@
 #include <vector>
 
 #include "util/status.h"
+#include "util/subprocess.h"
 #include "util/unique_fd.h"
 
 namespace tpufleet {
@@ -26,11 +32,6 @@ namespace tpufleet {
 /// the kernel's TCP timeout (about two minutes). Shorter when the Run timeout is.
 inline constexpr std::chrono::seconds kSshConnectTimeout{10};
 
-struct RunResult {
-  int exit_code = 0;   // the remote command's exit status (255: ssh itself failed)
-  std::string output;  // stdout and stderr interleaved, the last 64 KiB
-};
-
 class SshRunner {
  public:
   SshRunner() = default;
@@ -39,20 +40,22 @@ class SshRunner {
   virtual ~SshRunner() = default;
 
   /// Runs `script` with bash on the host `alias` of the config. A non-zero exit is a
-  /// RunResult, not an error; Unavailable when ssh could not connect or authenticate
-  /// (with ssh's own message), Timeout when `timeout` passed (the process is killed),
-  /// FailedPrecondition when the server's host key is not the pinned one ("Host key
-  /// verification failed", with the offered key's fingerprint): no retry mends that.
-  virtual Result<RunResult> Run(std::string_view alias, std::string_view script,
-                                std::chrono::milliseconds timeout) = 0;
+  /// ProgramResult (the remote command's exit status, 255 when ssh itself failed; its
+  /// output, the last kMaxProgramOutput bytes), not an error; Unavailable when ssh could
+  /// not connect or authenticate (with ssh's own message), Timeout when `timeout` passed
+  /// (the process is killed), FailedPrecondition when the server's host key is not the
+  /// pinned one ("Host key verification failed", with the offered key's fingerprint): no
+  /// retry mends that.
+  virtual Result<ProgramResult> Run(std::string_view alias, std::string_view script,
+                                    std::chrono::milliseconds timeout) = 0;
 };
 
 class OpenSshRunner final : public SshRunner {
  public:
   /// `config_path`: tpufleet's ssh config (ssh_files.h). `ssh_binary`: "ssh" (PATH).
   explicit OpenSshRunner(std::string config_path, std::string ssh_binary = "ssh");
-  Result<RunResult> Run(std::string_view alias, std::string_view script,
-                        std::chrono::milliseconds timeout) override;
+  Result<ProgramResult> Run(std::string_view alias, std::string_view script,
+                            std::chrono::milliseconds timeout) override;
 
  private:
   const std::string config_path_;

@@ -11,12 +11,14 @@
 #include <chrono>
 #include <thread>
 
+#include "ssh/openssh.h"
 #include "ssh/ssh_files.h"
 #include "ssh/testing/loopback.h"
 #include "ssh/testing/temp_dir.h"
 #include "ssh/testing/test_sshd.h"
 #include "util/file.h"
 #include "util/strings.h"
+#include "util/subprocess.h"
 #include "util/testing/status_printer.h"
 #include "util/unique_fd.h"
 
@@ -123,7 +125,7 @@ TEST_F(SshdTest, RunsTheScriptExactlyAsWritten) {
       "cat <<'EOF'\n"
       "$(not run) && ; | > <\n"
       "EOF\n";
-  Result<RunResult> r = runner.Run("w0", script, seconds(20));
+  Result<ProgramResult> r = runner.Run("w0", script, seconds(20));
   ASSERT_TRUE(r.ok()) << r.status().ToString() << "\n" << sshd_->Log();
   EXPECT_EQ(r->exit_code, 0);
   EXPECT_EQ(r->output,
@@ -135,14 +137,14 @@ TEST_F(SshdTest, RunsTheScriptExactlyAsWritten) {
 TEST_F(SshdTest, ALargeScriptArrivesWhole) {
   OpenSshRunner runner(config_);
   std::string script = ": '" + std::string(300'000, 'x') + "'\necho done\n";
-  Result<RunResult> r = runner.Run("w0", script, seconds(20));
+  Result<ProgramResult> r = runner.Run("w0", script, seconds(20));
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->output, "done\n");
 }
 
 TEST_F(SshdTest, NonZeroExitIsAResult) {
   OpenSshRunner runner(config_);
-  Result<RunResult> r = runner.Run("w0", "echo out; echo err >&2; exit 7\n", seconds(20));
+  Result<ProgramResult> r = runner.Run("w0", "echo out; echo err >&2; exit 7\n", seconds(20));
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->exit_code, 7);
   EXPECT_NE(r->output.find("out\n"), std::string::npos);
@@ -152,7 +154,7 @@ TEST_F(SshdTest, NonZeroExitIsAResult) {
 // Issue 11: it was Unavailable, which up retried for minutes; no retry mends it.
 TEST_F(SshdTest, WrongPinnedHostKeyIsFailedPreconditionWithTheOfferedFingerprint) {
   TempDir other;
-  Result<ProgramResult> gen = RunProgram(
+  Result<ProgramResult> gen = RunUserCommand(
       {"ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", other.path() + "/k"}, "", seconds(30));
   ASSERT_TRUE(gen.ok() && gen->exit_code == 0);
   std::vector<std::string> words =
@@ -162,7 +164,7 @@ TEST_F(SshdTest, WrongPinnedHostKeyIsFailedPreconditionWithTheOfferedFingerprint
   Result<std::string> config = sshd_->WriteConfig({e});
   ASSERT_TRUE(config.ok());
   OpenSshRunner runner(*config);
-  Result<RunResult> r = runner.Run("w0", "echo should-not-run\n", seconds(20));
+  Result<ProgramResult> r = runner.Run("w0", "echo should-not-run\n", seconds(20));
   EXPECT_EQ(r.status().code(), StatusCode::kFailedPrecondition) << r.status().ToString();
   EXPECT_NE(r.status().message().find("Host key verification failed"), std::string::npos)
       << r.status().ToString();
@@ -182,7 +184,7 @@ TEST_F(SshdTest, ScanHostKeysSaysWhatTheServerOffers) {
 
 TEST_F(SshdTest, UnknownAliasIsUnavailableAndHostileAliasRefused) {
   OpenSshRunner runner(config_);
-  Result<RunResult> r = runner.Run("no-such-alias", "true\n", seconds(20));
+  Result<ProgramResult> r = runner.Run("no-such-alias", "true\n", seconds(20));
   EXPECT_EQ(r.status().code(), StatusCode::kUnavailable) << r.status().ToString();
   r = runner.Run("-oProxyCommand=touch /tmp/x", "true\n", seconds(20));
   EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument) << r.status().ToString();
@@ -192,7 +194,7 @@ TEST_F(SshdTest, TimeoutKillsSshAndLeavesNothing) {
   OpenSshRunner runner(config_);
   std::string pid_file = sshd_->dir() + "/remote.pid";
   auto start = std::chrono::steady_clock::now();
-  Result<RunResult> r =
+  Result<ProgramResult> r =
       runner.Run("w0", "echo $$ > '" + pid_file + "'\nexec sleep 30\n", milliseconds(500));
   EXPECT_EQ(r.status().code(), StatusCode::kTimeout) << r.status().ToString();
   EXPECT_LT(std::chrono::steady_clock::now() - start, seconds(5));
@@ -221,7 +223,7 @@ TEST_F(SshdTest, KnownHostKeysFindsPlainAndHashedEntries) {
   EXPECT_EQ(*keys, std::vector<std::string>{sshd_->host_key()});
 
   // Hashed (HashKnownHosts yes): only ssh-keygen can tell which host a line is for.
-  Result<ProgramResult> hashed = RunProgram({"ssh-keygen", "-H", "-f", known}, "", seconds(10));
+  Result<ProgramResult> hashed = RunUserCommand({"ssh-keygen", "-H", "-f", known}, "", seconds(10));
   ASSERT_TRUE(hashed.ok() && hashed->exit_code == 0);
   ASSERT_EQ(ReadFile(known)->find("127.0.0.1"), std::string::npos);
   keys = KnownHostKeys("127.0.0.1", sshd_->port(), known);
@@ -233,6 +235,13 @@ TEST_F(SshdTest, KnownHostKeysFindsPlainAndHashedEntries) {
   EXPECT_EQ(KnownHostKeys("10.9.9.9", 0, sshd_->dir() + "/missing").status().code(),
             StatusCode::kNotFound);
   EXPECT_EQ(KnownHostKeys("-oX", 0, known).status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST(RunOpenSsh, MissingProgramSaysToInstallOpenSsh) {
+  Result<ProgramResult> r = RunOpenSsh({"tpufleet-no-such-program"}, "", seconds(1));
+  EXPECT_EQ(r.status().code(), StatusCode::kFailedPrecondition) << r.status().ToString();
+  EXPECT_NE(r.status().message().find("openssh-client"), std::string::npos)
+      << r.status().ToString();
 }
 
 }  // namespace

@@ -10,7 +10,6 @@
 #include <set>
 
 #include "core/fleet_spec.h"
-#include "ssh/os.h"
 #include "util/encoding.h"
 #include "util/file.h"
 #include "util/strings.h"

@@ -7,10 +7,10 @@
 
 #include <cstring>
 
-#include "ssh/os.h"
 #include "ssh/testing/temp_dir.h"
 #include "util/file.h"
 #include "util/strings.h"
+#include "util/subprocess.h"
 #include "util/testing/as_nobody.h"
 #include "util/testing/status_printer.h"
 
@@ -377,7 +377,7 @@ TEST(Issue11, ProxyCommandWordsReachTheProgramExactlyThroughEveryShell) {
     if (::access(shell, X_OK) != 0) {
       continue;  // not installed here
     }
-    Result<ProgramResult> r = RunProgram({shell, "-c", *command}, "", std::chrono::seconds(10));
+    Result<ProgramResult> r = RunUserCommand({shell, "-c", *command}, "", std::chrono::seconds(10));
     ASSERT_TRUE(r.ok()) << shell << ": " << r.status().ToString();
     EXPECT_EQ(r->exit_code, 0) << shell;
     EXPECT_EQ(r->output, want) << shell << " ran: " << *command;

@@ -259,6 +259,21 @@ TEST(WriteFileAtomic, LeavesNothingWhenTheRenameFails) {
   EXPECT_EQ(names, std::vector<std::string>{"target"});
 }
 
+TEST(MakePrivateDirs, MakesParentsWithMode0700) {
+  TempDir tmp;
+  auto Path = [&](const std::string& name) { return tmp.path() + "/" + name; };
+  std::string dir = Path("a/b/c");
+  ASSERT_EQ(MakePrivateDirs(dir), Status::Ok());
+  for (const std::string& d : {Path("a"), Path("a/b"), dir}) {
+    struct stat st;
+    ASSERT_EQ(::stat(d.c_str(), &st), 0) << d;
+    EXPECT_EQ(st.st_mode & 07777, 0700u) << d;
+  }
+  EXPECT_EQ(MakePrivateDirs(dir), Status::Ok());  // exists: fine
+  ASSERT_EQ(WriteFileAtomic(Path("file"), "x"), Status::Ok());
+  EXPECT_EQ(MakePrivateDirs(Path("file")).code(), StatusCode::kFailedPrecondition);
+}
+
 TEST(Issue10, MakePrivateDirsRefusesADirectoryPreCreatedByAnotherUser) {
   if (auto why = NobodySkipReason()) {
     GTEST_SKIP() << *why;

@@ -3,6 +3,7 @@
 #include <sys/random.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 
 #include "util/encoding.h"
@@ -40,6 +41,28 @@ Result<std::string> RandomHex(size_t n) {
 Result<std::string> NewSecretToken(std::string_view prefix) {
   TPUFLEET_ASSIGN_OR_RETURN(std::string bytes, RandomBytes(kSecretBytes));
   return std::string(prefix) + Base64UrlEncode(bytes);
+}
+
+Result<std::string> RandomUuid() {
+  TPUFLEET_ASSIGN_OR_RETURN(std::string raw, RandomBytes(2 * sizeof(uint64_t)));
+  uint64_t hi = 0;
+  uint64_t lo = 0;
+  std::memcpy(&hi, raw.data(), sizeof hi);
+  std::memcpy(&lo, raw.data() + sizeof hi, sizeof lo);
+  return FormatUuidV4(hi, lo);
+}
+
+std::string FormatUuidV4(uint64_t hi, uint64_t lo) {
+  hi = (hi & ~0xf000ULL) | 0x4000ULL;                         // version 4
+  lo = (lo & 0x3fffffffffffffffULL) | 0x8000000000000000ULL;  // RFC 4122 variant (10)
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%08llx-%04llx-%04llx-%04llx-%012llx",
+                static_cast<unsigned long long>(hi >> 32),
+                static_cast<unsigned long long>((hi >> 16) & 0xffff),
+                static_cast<unsigned long long>(hi & 0xffff),
+                static_cast<unsigned long long>(lo >> 48),
+                static_cast<unsigned long long>(lo & 0xffffffffffffULL));
+  return buf;
 }
 
 bool ConstantTimeEquals(std::string_view a, std::string_view b) {

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -27,6 +28,15 @@ Result<std::string> RandomHex(size_t n);
 /// A fresh secret fit for an HTTP header and a file: `prefix` then kSecretBytes
 /// random bytes in base64url (43 characters).
 Result<std::string> NewSecretToken(std::string_view prefix);
+
+/// A fresh random UUID (version 4, RFC 4122 variant) from the kernel's CSPRNG: an API
+/// request id no other process or run can repeat. Internal when the kernel refuses.
+Result<std::string> RandomUuid();
+
+/// The version 4 UUID spelled by the 128 bits `hi`, `lo`, their version and variant
+/// bits overwritten: for a caller that draws them from a generator of its own (a seeded
+/// one, so that a test can fix them).
+std::string FormatUuidV4(uint64_t hi, uint64_t lo);
 
 /// True when `a` and `b` are equal. Takes the same time for any two strings of one
 /// length; the length of the expected secret is not itself a secret.

@@ -74,7 +74,7 @@ void AppendTail(std::string& out, const char* data, size_t n, size_t cap) {
 // Moves `input` into `in` and the program's output into `result` until the output ends
 // or `deadline` passes. False on the deadline.
 bool Pump(UniqueFd& in, UniqueFd& out, std::string_view input, Mono::time_point deadline,
-          size_t cap, SubprocessResult& result) {
+          size_t cap, ProgramResult& result) {
   size_t written = 0;
   while (out.get() >= 0) {
     auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Mono::now());
@@ -234,9 +234,9 @@ Result<Pipe> MakePipe() {
   return Pipe{UniqueFd(fds[0]), UniqueFd(fds[1])};
 }
 
-Result<SubprocessResult> RunSubprocess(const std::vector<std::string>& argv, std::string_view input,
-                                       std::chrono::milliseconds timeout,
-                                       const SpawnOptions& options) {
+Result<ProgramResult> RunSubprocess(const std::vector<std::string>& argv, std::string_view input,
+                                    std::chrono::milliseconds timeout,
+                                    const SpawnOptions& options) {
   auto deadline = Mono::now() + timeout;
   TPUFLEET_ASSIGN_OR_RETURN(Pipe in, MakePipe());
   TPUFLEET_ASSIGN_OR_RETURN(Pipe out, MakePipe());
@@ -252,7 +252,7 @@ Result<SubprocessResult> RunSubprocess(const std::vector<std::string>& argv, std
     in.write.Reset();
   }
 
-  SubprocessResult result;
+  ProgramResult result;
   int status = 0;
   bool finished = Pump(in.write, out.read, input, deadline, options.output_cap, result) &&
                   WaitUntil(pid, deadline, &status);
@@ -270,6 +270,17 @@ Result<SubprocessResult> RunSubprocess(const std::vector<std::string>& argv, std
   }
   result.exit_code = DecodeWaitStatus(status);
   return result;
+}
+
+Result<ProgramResult> RunUserCommand(const std::vector<std::string>& argv, std::string_view input,
+                                     std::chrono::milliseconds timeout) {
+  SpawnOptions options{.search_path = true,
+                       .inherit_env = true,
+                       .env = {},
+                       .own_process_group = true,
+                       .close_other_fds = true,
+                       .output_cap = kMaxProgramOutput};
+  return RunSubprocess(argv, input, timeout, options);
 }
 
 }  // namespace tpufleet

@@ -10,6 +10,9 @@
 //
 // RunSubprocess always reaps the program before it returns, also on a timeout.
 // SpawnSubprocess leaves reaping to the caller. ExecProgram replaces this process.
+// RunUserCommand is RunSubprocess with the policy of a command the user could have typed
+// (OpenSSH's ssh, ssh-keygen, ssh-keyscan; tests' sh and tar). ProgramResult is what
+// every finished program leaves, local or remote (ssh/runner.h returns it too).
 //
 // Thread-safety: stateless; safe from any thread (posix_spawn, never fork followed by
 // arbitrary code). RunSubprocess blocks SIGPIPE in the calling thread while it writes.
@@ -79,18 +82,30 @@ Result<pid_t> SpawnSubprocess(const std::vector<std::string>& argv, const SpawnO
 /// process (std::cout) is lost: flush it first.
 Status ExecProgram(const std::vector<std::string>& argv);
 
-struct SubprocessResult {
+/// A finished program: how it ended and what it said.
+struct ProgramResult {
   int exit_code = -1;  // the exit status, or 128 + signal when a signal killed it
   std::string output;  // stdout and stderr, interleaved as written (see output_cap)
 };
 
 /// Runs argv as `options` say, with `input` on its stdin, and waits until its output
-/// ends and it exits. A non-zero exit is a SubprocessResult. Errors as SpawnSubprocess;
+/// ends and it exits. A non-zero exit is a ProgramResult. Errors as SpawnSubprocess;
 /// Timeout when it ran past `timeout` (it, or its group, is killed with SIGKILL and
 /// reaped first); Internal when a pipe cannot be made. A program that exits without
 /// reading all of `input` is no error.
-Result<SubprocessResult> RunSubprocess(const std::vector<std::string>& argv, std::string_view input,
-                                       std::chrono::milliseconds timeout,
-                                       const SpawnOptions& options);
+Result<ProgramResult> RunSubprocess(const std::vector<std::string>& argv, std::string_view input,
+                                    std::chrono::milliseconds timeout, const SpawnOptions& options);
+
+/// How much of a user command's output RunUserCommand keeps: a runaway script must not
+/// fill memory, and the end is what explains a failure.
+inline constexpr size_t kMaxProgramOutput = 64 * 1024;
+
+/// Runs argv as a command the user typed would run: argv[0] looked up in $PATH, this
+/// process's environment (ssh needs HOME and SSH_AUTH_SOCK), a process group of its own,
+/// so a timeout kills whatever it started too (a ProxyCommand, say), and only the last
+/// kMaxProgramOutput bytes of output kept. Errors as RunSubprocess: FailedPrecondition
+/// when argv[0] is not installed, Timeout when it ran past `timeout`.
+Result<ProgramResult> RunUserCommand(const std::vector<std::string>& argv, std::string_view input,
+                                     std::chrono::milliseconds timeout);
 
 }  // namespace tpufleet

@@ -58,7 +58,7 @@ bool GoneSoon(pid_t pid) {
 }
 
 TEST(RunSubprocess, FeedsStdinAndCollectsStdoutAndStderr) {
-  Result<SubprocessResult> r =
+  Result<ProgramResult> r =
       RunSubprocess(ShC("cat; echo err >&2; exit 3"), "hello\n", seconds(10), Sh());
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->exit_code, 3);
@@ -70,7 +70,7 @@ TEST(RunSubprocess, LargeInputAndOutputTogetherDoNotDeadlock) {
   // cat writes back while it reads: both pipes fill unless input and output are pumped
   // at the same time.
   std::string input(4 << 20, 'x');
-  Result<SubprocessResult> r = RunSubprocess({"/bin/cat"}, input, seconds(20), Sh());
+  Result<ProgramResult> r = RunSubprocess({"/bin/cat"}, input, seconds(20), Sh());
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->exit_code, 0);
   EXPECT_EQ(r->output.size(), input.size());
@@ -79,7 +79,7 @@ TEST(RunSubprocess, LargeInputAndOutputTogetherDoNotDeadlock) {
 
 TEST(RunSubprocess, SurvivesAProgramThatIgnoresItsInput) {
   // `true` exits without reading: the write gets EPIPE, and no SIGPIPE kills us.
-  Result<SubprocessResult> r =
+  Result<ProgramResult> r =
       RunSubprocess({"/bin/true"}, std::string(1 << 20, 'x'), seconds(10), Sh());
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->exit_code, 0);
@@ -88,24 +88,23 @@ TEST(RunSubprocess, SurvivesAProgramThatIgnoresItsInput) {
 TEST(RunSubprocess, OutputCapKeepsTheTail) {
   SpawnOptions options = Sh();
   options.output_cap = 1000;
-  Result<SubprocessResult> r = RunSubprocess(ShC("head -c 300000 /dev/zero | tr '\\0' x; echo END"),
-                                             "", seconds(10), options);
+  Result<ProgramResult> r = RunSubprocess(ShC("head -c 300000 /dev/zero | tr '\\0' x; echo END"),
+                                          "", seconds(10), options);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->output, std::string(996, 'x') + "END\n");
 }
 
 TEST(RunSubprocess, NoCapKeepsEverything) {
-  Result<SubprocessResult> r =
-      RunSubprocess(ShC("head -c 300000 /dev/zero"), "", seconds(10), Sh());
+  Result<ProgramResult> r = RunSubprocess(ShC("head -c 300000 /dev/zero"), "", seconds(10), Sh());
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->output.size(), 300000u);
 }
 
 TEST(RunSubprocess, NonZeroExitAndDeathBySignal) {
-  Result<SubprocessResult> exited = RunSubprocess(ShC("exit 7"), "", seconds(10), Sh());
+  Result<ProgramResult> exited = RunSubprocess(ShC("exit 7"), "", seconds(10), Sh());
   ASSERT_TRUE(exited.ok()) << exited.status().ToString();
   EXPECT_EQ(exited->exit_code, 7);
-  Result<SubprocessResult> killed = RunSubprocess(ShC("kill -TERM $$"), "", seconds(10), Sh());
+  Result<ProgramResult> killed = RunSubprocess(ShC("kill -TERM $$"), "", seconds(10), Sh());
   ASSERT_TRUE(killed.ok()) << killed.status().ToString();
   EXPECT_EQ(killed->exit_code, 128 + SIGTERM);
 }
@@ -116,8 +115,8 @@ TEST(RunSubprocess, TimeoutKillsTheWholeProcessGroupAndReaps) {
   SpawnOptions options = Sh();
   options.own_process_group = true;
   auto start = std::chrono::steady_clock::now();
-  Result<SubprocessResult> r = RunSubprocess(ShC("sleep 30 & echo $! > '" + pid_file + "'; wait"),
-                                             "", milliseconds(300), options);
+  Result<ProgramResult> r = RunSubprocess(ShC("sleep 30 & echo $! > '" + pid_file + "'; wait"), "",
+                                          milliseconds(300), options);
   EXPECT_EQ(r.status().code(), StatusCode::kTimeout) << r.status().ToString();
   EXPECT_LT(std::chrono::steady_clock::now() - start, seconds(5));
   EXPECT_TRUE(NoChildLeft());
@@ -130,7 +129,7 @@ TEST(RunSubprocess, TimeoutKillsTheWholeProcessGroupAndReaps) {
 TEST(RunSubprocess, WithoutAGroupOfItsOwnTimeoutKillsOnlyTheProgram) {
   TempDir tmp;
   std::string pid_file = tmp.path() + "/pid";
-  Result<SubprocessResult> r =
+  Result<ProgramResult> r =
       RunSubprocess(ShC("sleep 30 >/dev/null 2>&1 & echo $! > '" + pid_file + "'; wait"), "",
                     milliseconds(300), Sh());
   EXPECT_EQ(r.status().code(), StatusCode::kTimeout) << r.status().ToString();
@@ -144,7 +143,7 @@ TEST(RunSubprocess, WithoutAGroupOfItsOwnTimeoutKillsOnlyTheProgram) {
 
 TEST(RunSubprocess, TimeoutAlsoWhenTheProgramClosesItsOutputAndStaysAlive) {
   auto start = std::chrono::steady_clock::now();
-  Result<SubprocessResult> r =
+  Result<ProgramResult> r =
       RunSubprocess(ShC("exec >&- 2>&-; sleep 30"), "", milliseconds(300), Sh());
   EXPECT_EQ(r.status().code(), StatusCode::kTimeout) << r.status().ToString();
   EXPECT_LT(std::chrono::steady_clock::now() - start, seconds(5));
@@ -155,13 +154,13 @@ TEST(RunSubprocess, OwnProcessGroupWhenAsked) {
   std::string script = "echo $$; cut -d' ' -f5 /proc/$$/stat";
   SpawnOptions options = Sh();
   options.own_process_group = true;
-  Result<SubprocessResult> own = RunSubprocess(ShC(script), "", seconds(10), options);
+  Result<ProgramResult> own = RunSubprocess(ShC(script), "", seconds(10), options);
   ASSERT_TRUE(own.ok()) << own.status().ToString();
   size_t nl = own->output.find('\n');
   ASSERT_NE(nl, std::string::npos) << own->output;
   EXPECT_EQ(own->output.substr(nl + 1), own->output.substr(0, nl + 1));  // pgid == pid
 
-  Result<SubprocessResult> shared = RunSubprocess(ShC(script), "", seconds(10), Sh());
+  Result<ProgramResult> shared = RunSubprocess(ShC(script), "", seconds(10), Sh());
   ASSERT_TRUE(shared.ok()) << shared.status().ToString();
   nl = shared->output.find('\n');
   EXPECT_EQ(shared->output.substr(nl + 1), std::to_string(::getpgrp()) + "\n");
@@ -170,18 +169,18 @@ TEST(RunSubprocess, OwnProcessGroupWhenAsked) {
 TEST(RunSubprocess, MissingProgramIsFailedPrecondition) {
   SpawnOptions search = Sh();
   search.search_path = true;
-  Result<SubprocessResult> by_name =
+  Result<ProgramResult> by_name =
       RunSubprocess({"tpufleet-no-such-program"}, "", seconds(1), search);
   EXPECT_EQ(by_name.status().code(), StatusCode::kFailedPrecondition)
       << by_name.status().ToString();
-  Result<SubprocessResult> by_path =
+  Result<ProgramResult> by_path =
       RunSubprocess({"/nonexistent/tpufleet-no-such-program"}, "", seconds(1), Sh());
   EXPECT_EQ(by_path.status().code(), StatusCode::kFailedPrecondition)
       << by_path.status().ToString();
 }
 
 TEST(RunSubprocess, WithoutSearchPathOnlyAnAbsolutePathRuns) {
-  Result<SubprocessResult> r = RunSubprocess({"true"}, "", seconds(1), Sh());
+  Result<ProgramResult> r = RunSubprocess({"true"}, "", seconds(1), Sh());
   EXPECT_EQ(r.status().code(), StatusCode::kInternal) << r.status().ToString();
   EXPECT_EQ(RunSubprocess({}, "", seconds(1), Sh()).status().code(), StatusCode::kInternal);
 }
@@ -189,7 +188,7 @@ TEST(RunSubprocess, WithoutSearchPathOnlyAnAbsolutePathRuns) {
 TEST(RunSubprocess, SearchPathFindsAProgramByName) {
   SpawnOptions options = Sh();
   options.search_path = true;
-  Result<SubprocessResult> r = RunSubprocess({"sh", "-c", "echo hi"}, "", seconds(10), options);
+  Result<ProgramResult> r = RunSubprocess({"sh", "-c", "echo hi"}, "", seconds(10), options);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->output, "hi\n");
 }
@@ -198,7 +197,7 @@ TEST(RunSubprocess, EnvironmentIsExactlyTheGivenOne) {
   ASSERT_EQ(::setenv("TPUFLEET_SUBPROCESS_TEST", "secret", 1), 0);
   SpawnOptions exact;
   exact.env = {"ONLY=this"};
-  Result<SubprocessResult> r = RunSubprocess({"/usr/bin/env"}, "", seconds(10), exact);
+  Result<ProgramResult> r = RunSubprocess({"/usr/bin/env"}, "", seconds(10), exact);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->output, "ONLY=this\n");
 
@@ -220,13 +219,13 @@ TEST(RunSubprocess, NoDescriptorLeaksIntoTheChildWhenAsked) {
   ASSERT_GE(leaky.get(), 3);
   std::string script = "if [ -e /proc/self/fd/" + std::to_string(leaky.get()) +
                        " ]; then echo open; else echo closed; fi";
-  Result<SubprocessResult> closed = RunSubprocess(ShC(script), "", seconds(10), Sh());
+  Result<ProgramResult> closed = RunSubprocess(ShC(script), "", seconds(10), Sh());
   ASSERT_TRUE(closed.ok()) << closed.status().ToString();
   EXPECT_EQ(closed->output, "closed\n");
 
   SpawnOptions inherit_fds = Sh();
   inherit_fds.close_other_fds = false;
-  Result<SubprocessResult> open = RunSubprocess(ShC(script), "", seconds(10), inherit_fds);
+  Result<ProgramResult> open = RunSubprocess(ShC(script), "", seconds(10), inherit_fds);
   ASSERT_TRUE(open.ok()) << open.status().ToString();
   EXPECT_EQ(open->output, "open\n");
 }
@@ -282,6 +281,57 @@ TEST(ExecProgram, AMissingProgramReturnsAndLeavesTheSignalMaskAsItWas) {
   EXPECT_NE(s.message().find("not installed"), std::string::npos) << s.message();
   EXPECT_EQ(sigismember(&after, SIGUSR2), 1);
   EXPECT_EQ(ExecProgram({}).code(), StatusCode::kInternal);
+}
+
+// RunUserCommand: the policy of a command the user typed (PATH, own environment, own
+// process group, the output's tail kept).
+TEST(RunUserCommand, CollectsOutputAndExitCode) {
+  Result<ProgramResult> r =
+      RunUserCommand({"sh", "-c", "echo out; echo err >&2; exit 3"}, "", seconds(10));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->exit_code, 3);
+  EXPECT_EQ(r->output, "out\nerr\n");
+}
+
+TEST(RunUserCommand, FeedsInputLargerThanAPipe) {
+  std::string input(1 << 20, 'x');
+  Result<ProgramResult> r = RunUserCommand({"wc", "-c"}, input, seconds(10));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->output, std::to_string(input.size()) + "\n");
+}
+
+TEST(RunUserCommand, SurvivesAProgramThatIgnoresItsInput) {
+  // `true` exits without reading: the write gets EPIPE, and no SIGPIPE kills us.
+  Result<ProgramResult> r = RunUserCommand({"true"}, std::string(1 << 20, 'x'), seconds(10));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->exit_code, 0);
+}
+
+TEST(RunUserCommand, KeepsTheLastOutputOnly) {
+  Result<ProgramResult> r = RunUserCommand(
+      {"sh", "-c", "head -c 300000 /dev/zero | tr '\\0' x; echo END"}, "", seconds(10));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->output.size(), kMaxProgramOutput);
+  EXPECT_EQ(r->output.substr(r->output.size() - 5), "xEND\n");
+}
+
+TEST(RunUserCommand, MissingProgramIsFailedPrecondition) {
+  Result<ProgramResult> r = RunUserCommand({"tpufleet-no-such-program"}, "", seconds(1));
+  EXPECT_EQ(r.status().code(), StatusCode::kFailedPrecondition) << r.status().ToString();
+}
+
+TEST(RunUserCommand, TimeoutKillsTheWholeProcessGroup) {
+  ScratchDir tmp;
+  std::string pid_file = tmp.path() + "/pid";
+  auto start = std::chrono::steady_clock::now();
+  Result<ProgramResult> r = RunUserCommand(
+      {"sh", "-c", "sleep 30 & echo $! > '" + pid_file + "'; wait"}, "", milliseconds(300));
+  EXPECT_EQ(r.status().code(), StatusCode::kTimeout) << r.status().ToString();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, seconds(5));
+  Result<std::string> pid_text = ReadFile(pid_file);
+  ASSERT_TRUE(pid_text.ok()) << pid_text.status().ToString();
+  pid_t grandchild = std::stoi(*pid_text);
+  EXPECT_TRUE(GoneSoon(grandchild)) << "the background sleep survived the timeout";
 }
 
 }  // namespace

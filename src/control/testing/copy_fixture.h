@@ -30,18 +30,18 @@ namespace copy_fs = std::filesystem;
 // Helpers
 
 // Runs `argv` (looked up in PATH, this environment) and returns its exit code and output.
-inline SubprocessResult RunLocal(const std::vector<std::string>& argv, const std::string& input = "") {
+inline ProgramResult RunLocal(const std::vector<std::string>& argv, const std::string& input = "") {
   SpawnOptions options;
   options.search_path = true;
   options.inherit_env = true;
-  Result<SubprocessResult> r = RunSubprocess(argv, input, std::chrono::seconds(60), options);
+  Result<ProgramResult> r = RunSubprocess(argv, input, std::chrono::seconds(60), options);
   EXPECT_TRUE(r.ok()) << r.status().ToString();
-  return r.ok() ? *r : SubprocessResult{};
+  return r.ok() ? *r : ProgramResult{};
 }
 
 // The words a shell makes of `command` (what the worker's login shell runs).
 inline std::vector<std::string> Words(const std::string& command) {
-  SubprocessResult r = RunLocal({"/bin/sh", "-c", "printf '%s\\0' " + command});
+  ProgramResult r = RunLocal({"/bin/sh", "-c", "printf '%s\\0' " + command});
   EXPECT_EQ(r.exit_code, 0) << r.output;
   std::vector<std::string> words;
   size_t start = 0;
@@ -54,7 +54,7 @@ inline std::vector<std::string> Words(const std::string& command) {
 }
 
 inline std::string Sha256(const std::string& path) {
-  SubprocessResult r = RunLocal({"sha256sum", "--", path});
+  ProgramResult r = RunLocal({"sha256sum", "--", path});
   EXPECT_EQ(r.exit_code, 0) << r.output;
   return r.output.substr(0, 64);
 }
@@ -98,14 +98,15 @@ inline std::vector<std::string> Tree(const std::string& dir) {
 
 // Runs a receive script (a job's command) as a worker's login shell would, with
 // `input` on stdin, HOME=`home` and the working directory `home`.
-inline SubprocessResult RunOnWorker(const std::string& command, const std::string& input,
-                             const std::string& home) {
+inline ProgramResult RunOnWorker(const std::string& command, const std::string& input,
+                                 const std::string& home) {
   SpawnOptions options;
   options.env = {"HOME=" + home, "PATH=/usr/local/bin:/usr/bin:/bin"};
-  Result<SubprocessResult> r = RunSubprocess(
-      {"/bin/sh", "-c", "cd " + ShellQuote(home) + " && " + command}, input, std::chrono::seconds(60), options);
+  Result<ProgramResult> r =
+      RunSubprocess({"/bin/sh", "-c", "cd " + ShellQuote(home) + " && " + command}, input,
+                    std::chrono::seconds(60), options);
   EXPECT_TRUE(r.ok()) << r.status().ToString();
-  return r.ok() ? *r : SubprocessResult{};
+  return r.ok() ? *r : ProgramResult{};
 }
 
 inline HostResult Exited(int code) {
@@ -169,7 +170,7 @@ class CopyTest : public ::testing::Test {
 
 // A tar stream of `name` under `parent`, as the worker's `tar -c` sends it.
 inline std::string TarOf(const std::string& parent, const std::string& name) {
-  SubprocessResult r = RunLocal({"tar", "-c", "-f", "-", "-C", parent, "--", name});
+  ProgramResult r = RunLocal({"tar", "-c", "-f", "-", "-C", parent, "--", name});
   EXPECT_EQ(r.exit_code, 0);
   return r.output;
 }

@@ -14,7 +14,7 @@
 #include <optional>
 #include <set>
 
-#include "emulator/hosts/subprocess.h"
+#include "emulator/hosts/system_programs.h"
 #include "util/file.h"
 #include "util/log.h"
 #include "util/strings.h"

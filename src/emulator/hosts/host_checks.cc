@@ -20,7 +20,7 @@
 #include <filesystem>
 #include <thread>
 
-#include "emulator/hosts/subprocess.h"
+#include "emulator/hosts/system_programs.h"
 #include "util/file.h"
 #include "util/log.h"
 #include "util/strings.h"
@@ -197,7 +197,8 @@ Status CheckMachineSupport() {
   return Status::Ok();
 }
 
-Status ProbeSsh(const std::vector<std::string>& addresses, Clock& clock, Clock::MonoTime deadline) {
+Status WaitForSshdsListening(const std::vector<std::string>& addresses, Clock& clock,
+                             Clock::MonoTime deadline) {
   std::vector<std::string> pending = addresses;
   while (!pending.empty()) {
     std::vector<UniqueFd> socks;

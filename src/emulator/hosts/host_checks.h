@@ -47,9 +47,11 @@ Status CheckStateDirOwner(const std::string& dir);
 /// what to do otherwise.
 Status CheckMachineSupport();
 
-/// Connects to port 22 of every address until each has accepted once; TimeoutError
-/// naming the silent ones at `deadline`.
-Status ProbeSsh(const std::vector<std::string>& addresses, Clock& clock, Clock::MonoTime deadline);
+/// Waits until port 22 of every address has accepted a TCP connection once (a booting
+/// worker's sshd listens; no SSH is spoken: ssh/runner.h's ProbeSsh reads the banner of
+/// one server); TimeoutError naming the silent ones at `deadline`.
+Status WaitForSshdsListening(const std::vector<std::string>& addresses, Clock& clock,
+                             Clock::MonoTime deadline);
 
 /// Takes the flock that says "an emulator uses this state dir" (<dir>/hosts.lock); its
 /// fd. FailedPrecondition when another live emulator holds it.

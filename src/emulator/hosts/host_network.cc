@@ -9,7 +9,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "emulator/hosts/subprocess.h"
+#include "emulator/hosts/system_programs.h"
 #include "util/file.h"
 #include "util/log.h"
 #include "util/strings.h"
@@ -49,7 +49,7 @@ Status DeleteSlotLinks(const std::string& ip, int slot) {
     return Status::Ok();
   }
   // -force: keep going when a veth vanished meanwhile (its namespace just died).
-  TPUFLEET_ASSIGN_OR_RETURN(CommandResult r, RunCommand({ip, "-force", "-batch", "-"}, batch));
+  TPUFLEET_ASSIGN_OR_RETURN(ProgramResult r, RunCommand({ip, "-force", "-batch", "-"}, batch));
   for (const std::string& link : HostNetwork::ListLinks()) {
     if (link == bridge || StartsWith(link, prefix)) {
       return InternalError("could not delete " + link + ": " + std::string(Trim(r.output)));

@@ -28,7 +28,7 @@
 
 #include "emulator/hosts/host_checks.h"
 #include "emulator/hosts/namespace_hosts.h"
-#include "emulator/hosts/subprocess.h"
+#include "emulator/hosts/system_programs.h"
 #include "util/clock.h"
 #include "util/file.h"
 #include "util/strings.h"

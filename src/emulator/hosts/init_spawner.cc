@@ -12,7 +12,7 @@
 #include <cstring>
 #include <future>
 
-#include "emulator/hosts/subprocess.h"
+#include "emulator/hosts/system_programs.h"
 #include "emulator/hosts/worker_init.h"
 
 namespace tpufleet::emulator::hosts {

@@ -17,7 +17,7 @@
 #include "emulator/hosts/host_network.h"
 #include "emulator/hosts/init_spawner.h"
 #include "emulator/hosts/namespace_hosts_internal.h"
-#include "emulator/hosts/subprocess.h"
+#include "emulator/hosts/system_programs.h"
 #include "emulator/hosts/worker_disk.h"
 #include "emulator/hosts/worker_document.h"
 #include "emulator/hosts/worker_setup.h"
@@ -333,7 +333,7 @@ Status NamespaceHosts::BootWorkers(Node& node) {
       reachable.push_back(FormatIpv4(w.address));
     }
   }
-  return hosts::ProbeSsh(reachable, clock_, deadline);
+  return hosts::WaitForSshdsListening(reachable, clock_, deadline);
 }
 
 Result<std::vector<WorkerInfo>> NamespaceHosts::Boot(const NodeHostSpec& spec, bool new_addresses) {

@@ -26,7 +26,7 @@
 
 #include "emulator/hosts/host_network.h"
 #include "emulator/hosts/namespace_hosts.h"
-#include "emulator/hosts/subprocess.h"
+#include "emulator/hosts/system_programs.h"
 #include "util/clock.h"
 #include "util/file.h"
 #include "util/strings.h"
@@ -34,7 +34,6 @@
 namespace tpufleet::emulator::hosts_test {
 
 namespace fs = std::filesystem;
-using hosts::CommandResult;
 using hosts::FindProgram;
 using hosts::RunCommand;
 using std::chrono::milliseconds;
@@ -248,9 +247,9 @@ class NamespaceHostsTest : public ::testing::Test {
   }
 
   // Real OpenSSH, host keys pinned from Boot's answer.
-  CommandResult Ssh(const std::string& user, const std::string& address, const std::string& cmd,
+  ProgramResult Ssh(const std::string& user, const std::string& address, const std::string& cmd,
                     int connect_timeout_s = 10) {
-    Result<CommandResult> r = RunCommand({ssh_,
+    Result<ProgramResult> r = RunCommand({ssh_,
                                           "-F",
                                           "/dev/null",
                                           "-i",
@@ -274,11 +273,11 @@ class NamespaceHostsTest : public ::testing::Test {
                                           cmd},
                                          "", kSshTimeout);
     EXPECT_TRUE(r.ok()) << r.status().ToString();
-    return r.ok() ? *r : CommandResult{};
+    return r.ok() ? *r : ProgramResult{};
   }
 
   // curl inside a worker's network namespace (the metadata server is only there).
-  CommandResult Curl(pid_t init, const std::string& path, bool flavor = true,
+  ProgramResult Curl(pid_t init, const std::string& path, bool flavor = true,
                      int max_seconds = 10) {
     std::vector<std::string> argv = {
         nsenter_, "--target", std::to_string(init),       "--net", "--", curl_, "-s",
@@ -288,12 +287,12 @@ class NamespaceHostsTest : public ::testing::Test {
       argv.push_back("Metadata-Flavor: Google");
     }
     argv.push_back("http://169.254.169.254/computeMetadata/v1/" + path);
-    Result<CommandResult> r = RunCommand(argv, "", milliseconds((max_seconds + 5) * 1000));
+    Result<ProgramResult> r = RunCommand(argv, "", milliseconds((max_seconds + 5) * 1000));
     EXPECT_TRUE(r.ok()) << r.status().ToString();
-    return r.ok() ? *r : CommandResult{};
+    return r.ok() ? *r : ProgramResult{};
   }
 
-  static std::string Body(const CommandResult& r) {
+  static std::string Body(const ProgramResult& r) {
     size_t end = r.output.find("\r\n\r\n");
     return end == std::string::npos ? "" : r.output.substr(end + 4);
   }

@@ -99,7 +99,7 @@ TEST_F(NamespaceHostsTest, Issue10TheMachineFollowsNoLinkAWorkerPlants) {
   for (const auto& [name, target] : machine_dirs) {
     plant += " && rm -rf " + name + " && ln -s " + target + " " + name;
   }
-  CommandResult planted =
+  ProgramResult planted =
       Ssh("alice", w[0].address, "sudo -n sh -c '" + plant + "' && echo planted");
   ASSERT_EQ(planted.output, "planted\n") << planted.output;
   ASSERT_TRUE(hosts_->Halt(kNode).ok());

@@ -14,7 +14,7 @@
 #include "emulator/hosts/host_network.h"
 #include "emulator/hosts/init_spawner.h"
 #include "emulator/hosts/namespace_hosts_internal.h"
-#include "emulator/hosts/subprocess.h"
+#include "emulator/hosts/system_programs.h"
 #include "emulator/hosts/worker_disk.h"
 #include "emulator/hosts/worker_document.h"
 #include "util/file.h"

@@ -26,12 +26,12 @@ TEST_F(NamespaceHostsTest, BootsFourWorkersEachWithItsOwnSshd) {
   EXPECT_EQ(names.size(), 4u);
   EXPECT_EQ(keys.size(), 4u) << "every worker has its own host key";
   for (const WorkerInfo& i : w) {
-    CommandResult r = Ssh("alice", i.address, "hostname");
+    ProgramResult r = Ssh("alice", i.address, "hostname");
     EXPECT_EQ(r.exit_code, 0) << r.output;
     EXPECT_EQ(Trim(r.output), i.hostname);
   }
   // No root login, as on a TPU VM; and the worker's users are not the machine's.
-  CommandResult root = Ssh("alice", w[0].address, "id -un; sudo -n id -un");
+  ProgramResult root = Ssh("alice", w[0].address, "id -un; sudo -n id -un");
   EXPECT_EQ(root.exit_code, 0) << root.output;
   EXPECT_EQ(root.output, "alice\nroot\n");
   EXPECT_EQ(Must(ReadFile("/etc/passwd")), host_passwd_);
@@ -46,13 +46,13 @@ TEST_F(NamespaceHostsTest, MetadataServerAnswersLikeATpuVm) {
   ASSERT_EQ(w.size(), 4u);
   std::vector<pid_t> pids = hosts_->InitPids(kNode);
   for (int i = 0; i < 4; ++i) {
-    CommandResult r = Curl(pids[static_cast<size_t>(i)], "instance/attributes/agent-worker-number");
+    ProgramResult r = Curl(pids[static_cast<size_t>(i)], "instance/attributes/agent-worker-number");
     EXPECT_EQ(r.exit_code, 0) << r.output;
     EXPECT_NE(r.output.find("Metadata-Flavor: Google\r\n"), std::string::npos) << r.output;
     EXPECT_NE(r.output.find("ETag: "), std::string::npos);
     EXPECT_EQ(Body(r), std::to_string(i));
   }
-  CommandResult endpoints = Curl(pids[2], "instance/attributes/worker-network-endpoints");
+  ProgramResult endpoints = Curl(pids[2], "instance/attributes/worker-network-endpoints");
   std::vector<std::string> parts = Split(Body(endpoints), ',');
   ASSERT_EQ(parts.size(), 4u) << endpoints.output;
   for (size_t i = 0; i < 4; ++i) {
@@ -67,10 +67,10 @@ TEST_F(NamespaceHostsTest, MetadataServerAnswersLikeATpuVm) {
   EXPECT_EQ(Body(Curl(pids[1], "instance/maintenance-event")), "NONE");
   EXPECT_NE(Body(Curl(pids[1], "instance/service-accounts/default/token")).find("\"access_token\""),
             std::string::npos);
-  CommandResult no_flavor = Curl(pids[1], "instance/preempted", /*flavor=*/false);
+  ProgramResult no_flavor = Curl(pids[1], "instance/preempted", /*flavor=*/false);
   EXPECT_NE(no_flavor.output.find("HTTP/1.1 403"), std::string::npos) << no_flavor.output;
   // From a user's session on the worker, by the usual name.
-  CommandResult from_user = Ssh(
+  ProgramResult from_user = Ssh(
       "alice", w[3].address,
       "curl -s -H 'Metadata-Flavor: Google' "
       "http://metadata.google.internal/computeMetadata/v1/instance/attributes/agent-worker-number");
@@ -81,13 +81,13 @@ TEST_F(NamespaceHostsTest, WorkersHaveTheirOwnFilesUsersAndLocks) {
   std::vector<WorkerInfo> w = BootOrDie(Spec(KeyLine("alice")));
   ASSERT_EQ(w.size(), 4u);
   std::string unique = "tpf-test-" + std::to_string(::getpid());
-  CommandResult made = Ssh("alice", w[0].address,
+  ProgramResult made = Ssh("alice", w[0].address,
                            "echo w0 > /tmp/" + unique + " && echo w0 > ~/" + unique +
                                " && touch /tmp/libtpu_lockfile && sudo -n touch /etc/" + unique +
                                " /usr/local/" + unique);
   ASSERT_EQ(made.exit_code, 0) << made.output;
   EXPECT_EQ(Ssh("alice", w[0].address, "cat /tmp/" + unique + " ~/" + unique).output, "w0\nw0\n");
-  CommandResult absent = Ssh("alice", w[1].address,
+  ProgramResult absent = Ssh("alice", w[1].address,
                              "test ! -e /tmp/" + unique + " && test ! -e ~/" + unique +
                                  " && test ! -e /tmp/libtpu_lockfile && test ! -e /etc/" + unique +
                                  " && test ! -e /usr/local/" + unique + " && echo clean");
@@ -106,12 +106,12 @@ TEST_F(NamespaceHostsTest, SshKeysPatchAddsAndRemovesUsersOnEveryWorker) {
   ASSERT_TRUE(
       hosts_->SetMetadata(kNode, {{"ssh-keys", KeyLine("alice") + "\n" + KeyLine("bob")}}).ok());
   for (const WorkerInfo& i : w) {
-    CommandResult r = Ssh("bob", i.address, "id -un");
+    ProgramResult r = Ssh("bob", i.address, "id -un");
     EXPECT_EQ(r.output, "bob\n") << i.address << ": " << r.output;
   }
   ASSERT_TRUE(hosts_->SetMetadata(kNode, {{"ssh-keys", "# alice left\n" + KeyLine("bob")}}).ok());
   for (const WorkerInfo& i : w) {
-    CommandResult alice = Ssh("alice", i.address, "true");
+    ProgramResult alice = Ssh("alice", i.address, "true");
     EXPECT_EQ(alice.exit_code, 255) << "alice still gets in on " << i.address;
     EXPECT_NE(alice.output.find("Permission denied"), std::string::npos) << alice.output;
     EXPECT_EQ(Ssh("bob", i.address, "true").exit_code, 0);
@@ -132,16 +132,16 @@ class GuestAgentRegression : public NamespaceHostsTest {
   std::string WorkerLog() { return Must(ReadFile(state_ + "/nodes/1001/w0/worker.log")); }
 
   // ssh as `login` with `key_owner`'s key.
-  CommandResult SshWithKey(const std::string& key_owner, const std::string& login,
+  ProgramResult SshWithKey(const std::string& key_owner, const std::string& login,
                            const std::string& address, const std::string& cmd) {
-    Result<CommandResult> r = RunCommand(
+    Result<ProgramResult> r = RunCommand(
         {ssh_, "-F", "/dev/null", "-i", root_ + "/" + key_owner, "-o", "IdentitiesOnly=yes", "-o",
          "BatchMode=yes", "-o", "UserKnownHostsFile=" + root_ + "/known_hosts", "-o",
          "StrictHostKeyChecking=yes", "-o", "ConnectTimeout=10", "-o", "LogLevel=ERROR",
          login + "@" + address, "--", cmd},
         "", kSshTimeout);
     EXPECT_TRUE(r.ok()) << r.status().ToString();
-    return r.ok() ? *r : CommandResult{};
+    return r.ok() ? *r : ProgramResult{};
   }
 };
 
@@ -156,13 +156,13 @@ TEST_F(GuestAgentRegression, OnlyAccountsTheAgentMadeGetKeys) {
                                                          "\ncarol:" + pub_["bob"]}})
                   .ok());
   for (const char* user : {"nobody", "carol"}) {
-    CommandResult r = SshWithKey("bob", user, w[0].address, "true");
+    ProgramResult r = SshWithKey("bob", user, w[0].address, "true");
     EXPECT_EQ(r.exit_code, 255) << user << " got in: " << r.output;
   }
   if (!had_nonexistent) {
     EXPECT_FALSE(fs::exists("/nonexistent")) << "nobody's home was made on the machine";
   }
-  CommandResult groups = Ssh("alice", w[0].address,
+  ProgramResult groups = Ssh("alice", w[0].address,
                              "getent group google-sudoers; sudo -n test -e ~carol/.ssh && echo keys");
   EXPECT_EQ(groups.exit_code, 1) << groups.output;  // no ~carol/.ssh
   EXPECT_EQ(groups.output.find("nobody"), std::string::npos) << groups.output;
@@ -186,7 +186,7 @@ TEST_F(GuestAgentRegression, KeysGoOnlyIntoTheHomeTheAgentMade) {
       hosts_->SetMetadata(kNode, {{"ssh-keys", KeyLine("alice") + "\nalice:" + pub_["bob"]}}).ok());
   EXPECT_EQ(Ssh("bob", w[0].address, "true").exit_code, 255);
   // (alice cannot log in any more to look: sshd reads the moved home too.)
-  Result<CommandResult> moved =
+  Result<ProgramResult> moved =
       RunCommand({nsenter_, "--target", std::to_string(hosts_->InitPids(kNode)[0]), "--mount",
                   "--", "ls", "-A", "/var/tmp/elsewhere"});
   ASSERT_TRUE(moved.ok());
@@ -214,7 +214,7 @@ TEST_F(GuestAgentRegression, MachineLoginsAreNotOnTheWorker) {
   }
   std::vector<WorkerInfo> w = BootOrDie(Spec(keys, 1));
   ASSERT_EQ(w.size(), 1u);
-  CommandResult users = Ssh("alice", w[0].address,
+  ProgramResult users = Ssh("alice", w[0].address,
                             "getent passwd | awk -F: '$3 >= 1000 && $3 != 65534 {print $1}' | LC_ALL=C sort");
   std::set<std::string> want = {"alice"};
   if (!machine_login.empty()) {
@@ -222,13 +222,13 @@ TEST_F(GuestAgentRegression, MachineLoginsAreNotOnTheWorker) {
   }
   EXPECT_EQ(users.output, Join(std::vector<std::string>(want.begin(), want.end()), "\n") + "\n");
   // No password hash of the machine's is readable there.
-  CommandResult hashes =
+  ProgramResult hashes =
       Ssh("alice", w[0].address, "sudo -n awk -F: '$2 != \"*\" && $2 != \"!\"' /etc/shadow");
   EXPECT_EQ(hashes.exit_code, 0);
   EXPECT_EQ(hashes.output, "") << hashes.output;
   if (!machine_login.empty()) {
     // A new account of that name, made by the agent, with its home on the worker.
-    CommandResult r = SshWithKey("bob", machine_login, w[0].address, "pwd");
+    ProgramResult r = SshWithKey("bob", machine_login, w[0].address, "pwd");
     EXPECT_EQ(r.output, "/home/" + machine_login + "\n") << machine_login;
   }
   EXPECT_EQ(Must(ReadFile("/etc/passwd")), host_passwd_);
@@ -253,7 +253,7 @@ TEST_F(NamespaceHostsTest, NoticesReachTheMetadataServerBeforeAnythingElse) {
 TEST_F(NamespaceHostsTest, HaltKillsEverythingOnTheWorkers) {
   std::vector<WorkerInfo> w = BootOrDie(Spec(KeyLine("alice")));
   ASSERT_EQ(w.size(), 4u);
-  CommandResult bg = Ssh("alice", w[0].address,
+  ProgramResult bg = Ssh("alice", w[0].address,
                          "nohup sleep 4242 >/dev/null 2>&1 & setsid sleep 4243 >/dev/null 2>&1 "
                          "< /dev/null & echo started");
   ASSERT_EQ(bg.output, "started\n");
@@ -283,7 +283,7 @@ TEST_F(NamespaceHostsTest, HaltKillsEverythingOnTheWorkers) {
     }
     return true;
   })) << "processes survived the halt";
-  CommandResult down = Ssh("alice", w[0].address, "true", /*connect_timeout_s=*/3);
+  ProgramResult down = Ssh("alice", w[0].address, "true", /*connect_timeout_s=*/3);
   EXPECT_EQ(down.exit_code, 255) << down.output;
   std::string bridge = hosts_->bridge();
   std::string slot = bridge.substr(5);
@@ -320,7 +320,7 @@ TEST_F(NamespaceHostsTest, CutOffMakesAWorkerUnreachableAndBack) {
   EXPECT_EQ(Ssh("alice", w[1].address, "true", 2).exit_code, 255);
   EXPECT_EQ(Ssh("alice", w[0].address, "true").exit_code, 0);
   // Nor can the other workers reach it.
-  CommandResult peer = Ssh("alice", w[0].address,
+  ProgramResult peer = Ssh("alice", w[0].address,
                            "timeout 3 bash -c 'echo > /dev/tcp/" + w[1].address +
                                "/22' 2>/dev/null && echo reached || echo unreachable");
   EXPECT_EQ(peer.output, "unreachable\n");
@@ -491,7 +491,7 @@ TEST_F(WorkerRootRegression, CannotChangeTheMachine) {
   ASSERT_EQ(w.size(), 1u);
   const std::string mark = "/tpufleet-worker-root-test-" + std::to_string(::getpid());
   // Each line prints "<check> <exit code>"; 0 would be a way out.
-  CommandResult r = Ssh(
+  ProgramResult r = Ssh(
       "alice", w[0].address,
       "t() { name=$1; shift; sudo -n \"$@\" >/dev/null 2>&1; echo \"$name $?\"; }; "
       "t write-root touch " + mark + "; "
@@ -520,7 +520,7 @@ TEST_F(WorkerRootRegression, CannotChangeTheMachine) {
   EXPECT_FALSE(fs::exists(mark, ec));
   fs::remove(mark, ec);
   // What users do still works: sudo, and writing where the worker has its own files.
-  CommandResult ok = Ssh("alice", w[0].address,
+  ProgramResult ok = Ssh("alice", w[0].address,
                          "sudo -n touch /etc/ok /usr/local/ok /var/ok /opt/ok ~/ok /tmp/ok && "
                          "echo hi > /dev/null && sudo -n id -un");
   EXPECT_EQ(ok.output, "root\n") << ok.output;

@@ -7,7 +7,7 @@
 #include <cerrno>
 #include <vector>
 
-#include "emulator/hosts/subprocess.h"
+#include "emulator/hosts/system_programs.h"
 #include "util/strings.h"
 
 namespace tpufleet::emulator::hosts {

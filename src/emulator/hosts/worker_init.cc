@@ -19,7 +19,7 @@
 #include "emulator/hosts/guest_agent.h"
 #include "emulator/hosts/metadata_server.h"
 #include "emulator/hosts/ssh_keys.h"
-#include "emulator/hosts/subprocess.h"
+#include "emulator/hosts/system_programs.h"
 #include "emulator/hosts/worker_document.h"
 #include "emulator/hosts/worker_setup.h"
 #include "util/file.h"

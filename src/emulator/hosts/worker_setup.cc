@@ -18,7 +18,7 @@
 #include <cstring>
 #include <vector>
 
-#include "emulator/hosts/subprocess.h"
+#include "emulator/hosts/system_programs.h"
 #include "util/file.h"
 #include "util/strings.h"
 

@@ -24,8 +24,8 @@ class FakeSshRunner final : public SshRunner {
     std::string script;
   };
 
-  Result<RunResult> Run(std::string_view alias, std::string_view script,
-                        std::chrono::milliseconds) override {
+  Result<ProgramResult> Run(std::string_view alias, std::string_view script,
+                            std::chrono::milliseconds) override {
     std::lock_guard<std::mutex> l(mu_);
     std::string a(alias);
     calls_.push_back({a, std::string(script)});
@@ -38,7 +38,7 @@ class FakeSshRunner final : public SshRunner {
     if (auto it = failing_.find(a); it != failing_.end() && script != "true") {
       return it->second;
     }
-    return RunResult{0, ""};
+    return ProgramResult{0, ""};
   }
 
   /// The first `n` runs on each alias fail with Unavailable.
@@ -63,7 +63,7 @@ class FakeSshRunner final : public SshRunner {
   /// Scripts other than the "true" probe exit `exit_code` on `alias`, printing `output`.
   void FailScriptsOn(const std::string& alias, int exit_code, std::string output) {
     std::lock_guard<std::mutex> l(mu_);
-    failing_[alias] = RunResult{exit_code, std::move(output)};
+    failing_[alias] = ProgramResult{exit_code, std::move(output)};
   }
 
   std::vector<Call> calls() const {
@@ -91,11 +91,11 @@ class FakeSshRunner final : public SshRunner {
 
  private:
   mutable std::mutex mu_;
-  std::vector<Call> calls_;                   // guarded by mu_
-  std::map<std::string, int> refusals_;       // guarded by mu_: runs so far per alias
-  std::map<std::string, RunResult> failing_;  // guarded by mu_
-  std::map<std::string, Status> errors_;      // guarded by mu_
-  int refuse_first_ = 0;                      // guarded by mu_
+  std::vector<Call> calls_;                       // guarded by mu_
+  std::map<std::string, int> refusals_;           // guarded by mu_: runs so far per alias
+  std::map<std::string, ProgramResult> failing_;  // guarded by mu_
+  std::map<std::string, Status> errors_;          // guarded by mu_
+  int refuse_first_ = 0;                          // guarded by mu_
 };
 
 }  // namespace tpufleet

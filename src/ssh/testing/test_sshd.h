@@ -34,7 +34,6 @@
 #include <vector>
 
 #include "ssh/fleet_key.h"
-#include "ssh/os.h"
 #include "ssh/runner.h"
 #include "ssh/ssh_files.h"
 #include "ssh/testing/loopback.h"
@@ -42,6 +41,7 @@
 #include "util/file.h"
 #include "util/status.h"
 #include "util/strings.h"
+#include "util/subprocess.h"
 
 namespace tpufleet {
 
@@ -138,9 +138,9 @@ class TestSshd {
       return InternalError("cannot make a temporary directory");
     }
     const std::string host_key = dir() + "/host_ed25519";
-    TPUFLEET_ASSIGN_OR_RETURN(
-        ProgramResult r, RunProgram({"ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", host_key},
-                                    "", std::chrono::seconds(30)));
+    TPUFLEET_ASSIGN_OR_RETURN(ProgramResult r, RunUserCommand({"ssh-keygen", "-q", "-t", "ed25519",
+                                                               "-N", "", "-f", host_key},
+                                                              "", std::chrono::seconds(30)));
     if (r.exit_code != 0) {
       return InternalError("ssh-keygen: " + r.output);
     }

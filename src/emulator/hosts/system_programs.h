@@ -1,4 +1,4 @@
-// Running the machine's tools (ip, ssh-keygen, useradd, …) without a shell.
+// Running the machine's system programs (ip, ssh-keygen, useradd, …) without a shell.
 //
 // These are util/subprocess.h with the policy a root daemon wants. Every command is an
 // argv array handed to posix_spawn: no string ever reaches a shell, so user names and
@@ -42,15 +42,11 @@ Result<std::string> FindProgram(const std::string& name, const std::string& pack
 Result<pid_t> SpawnProgram(const std::vector<std::string>& argv, SpawnStdio stdio,
                            const std::vector<std::string>& env = {});
 
-/// exit_code: the exit status, or 128 + signal when it was killed; output: stdout and
-/// stderr, interleaved as written, all of it.
-using CommandResult = SubprocessResult;
-
 /// Runs argv (argv[0] an absolute path) with `input` on stdin, PATH=kSystemPath and
 /// LC_ALL=C, and waits for it. An error only when it could not be started or ran past
 /// `timeout` (then it is killed, not the processes it started); a non-zero exit is a
-/// CommandResult.
-Result<CommandResult> RunCommand(const std::vector<std::string>& argv,
+/// ProgramResult, with all of its output.
+Result<ProgramResult> RunCommand(const std::vector<std::string>& argv,
                                  const std::string& input = "",
                                  std::chrono::milliseconds timeout = kDefaultCommandTimeout);
 

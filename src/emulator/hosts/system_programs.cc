@@ -1,4 +1,4 @@
-#include "emulator/hosts/subprocess.h"
+#include "emulator/hosts/system_programs.h"
 
 #include <sys/wait.h>
 #include <unistd.h>
@@ -45,14 +45,14 @@ Result<pid_t> SpawnProgram(const std::vector<std::string>& argv, SpawnStdio stdi
   return SpawnSubprocess(argv, SystemProgram(env), stdio);
 }
 
-Result<CommandResult> RunCommand(const std::vector<std::string>& argv, const std::string& input,
+Result<ProgramResult> RunCommand(const std::vector<std::string>& argv, const std::string& input,
                                  std::chrono::milliseconds timeout) {
   return RunSubprocess(argv, input, timeout, SystemProgram({"LC_ALL=C"}));
 }
 
 Status RunChecked(const std::vector<std::string>& argv, const std::string& input,
                   std::chrono::milliseconds timeout) {
-  TPUFLEET_ASSIGN_OR_RETURN(CommandResult r, RunCommand(argv, input, timeout));
+  TPUFLEET_ASSIGN_OR_RETURN(ProgramResult r, RunCommand(argv, input, timeout));
   if (r.exit_code != 0) {
     std::string out(Trim(r.output));
     return InternalError(argv[0] + " failed (exit " + std::to_string(r.exit_code) + ")" +
