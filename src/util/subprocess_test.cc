@@ -321,8 +321,8 @@ TEST(RunUserCommand, MissingProgramIsFailedPrecondition) {
 }
 
 TEST(RunUserCommand, TimeoutKillsTheWholeProcessGroup) {
-  ScratchDir tmp;
-  std::string pid_file = tmp.path() + "/pid";
+  TempDir tmp;
+  std::string pid_file = tmp.Path("pid");
   auto start = std::chrono::steady_clock::now();
   Result<ProgramResult> r = RunUserCommand(
       {"sh", "-c", "sleep 30 & echo $! > '" + pid_file + "'; wait"}, "", milliseconds(300));
