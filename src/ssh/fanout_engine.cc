@@ -71,6 +71,10 @@ std::string SessionError(LIBSSH2_SESSION* session) {
 
 namespace {
 
+// "10s", "2m": a timeout in a message, in whole seconds.
+std::string Seconds(milliseconds timeout) {
+  return FormatDuration(duration_cast<std::chrono::seconds>(timeout));
+}
 
 Result<PinnedKey> ParsePinnedKey(const std::string& line) {
   std::vector<std::string> words;
@@ -409,7 +413,7 @@ void FanoutEngine::CheckDeadlines() {
     if (connecting && now_ >= c->deadline) {
       FailConn(*c, HostOutcome::kTimeout,
                "no SSH login within " +
-                   FormatDuration(duration_cast<std::chrono::seconds>(c->connect_timeout)));
+                   Seconds(c->connect_timeout));
       continue;
     }
     if (c->state != Conn::kReady) {
@@ -420,22 +424,18 @@ void FanoutEngine::CheckDeadlines() {
       // frozen) answers no channel request, and TCP may never say so: try a fresh one.
       FailConn(*c, HostOutcome::kTimeout,
                "the worker's sshd started no command within " +
-                   FormatDuration(duration_cast<std::chrono::seconds>(
-                       c->task->job->spec.connect_timeout)));
+                   Seconds(c->task->job->spec.connect_timeout));
       continue;
     }
     if (c->task && now_ >= c->task->input_deadline) {
       CancelTask(*c->task, HostOutcome::kTimeout,
                  "the worker took none of its input for " +
-                     FormatDuration(duration_cast<std::chrono::seconds>(
-                         c->task->job->spec.input_stall_timeout)));
+                     Seconds(c->task->job->spec.input_stall_timeout));
       continue;
     }
     if (c->task && now_ >= c->task->deadline) {
       CancelTask(*c->task, HostOutcome::kTimeout,
-                 "still running after " +
-                     FormatDuration(duration_cast<std::chrono::seconds>(
-                         c->task->job->spec.command_timeout)));
+                 "still running after " + Seconds(c->task->job->spec.command_timeout));
       continue;
     }
     if (now_ >= c->next_keepalive) {
@@ -555,6 +555,51 @@ size_t FanoutEngine::CloseIdle(milliseconds idle) {
     it = close ? conns_.erase(it) : std::next(it);
   }
   return conns_.size();
+}
+
+namespace {
+
+// LocalFanout::Open's session: one engine on the caller's loop; a turn-end hook (added
+// after the engine's, so it runs after the engine forgot what finished) calls back.
+class EngineSession final : public FanoutSession {
+ public:
+  explicit EngineSession(EventLoop& loop)
+      : loop_(loop), engine_(loop),
+        turn_end_(loop.AtTurnEnd([this](Clock::MonoTime) { CallBack(); })) {}
+  ~EngineSession() override { loop_.Remove(turn_end_); }
+
+  Status Start(const FanoutJob& job, FanoutSink& sink, Done done) override {
+    TPUFLEET_ASSIGN_OR_RETURN(FanoutEngine::JobId id, engine_.Start(job, sink));
+    running_.emplace(id, std::move(done));
+    return Status::Ok();
+  }
+
+ private:
+  void CallBack() {
+    std::vector<Done> over;  // taken out first: a callback may start the next job
+    for (auto it = running_.begin(); it != running_.end();) {
+      if (engine_.Finished(it->first)) {
+        over.push_back(std::move(it->second));
+        it = running_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    for (Done& d : over) {
+      d();
+    }
+  }
+
+  EventLoop& loop_;
+  FanoutEngine engine_;
+  EventLoop::Id turn_end_;
+  std::map<FanoutEngine::JobId, Done> running_;
+};
+
+}  // namespace
+
+std::unique_ptr<FanoutSession> LocalFanout::Open(EventLoop& loop) {
+  return std::make_unique<EngineSession>(loop);
 }
 
 Status LocalFanout::Run(const FanoutJob& job, FanoutSink& sink) {

@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ssh/fanout_engine.h"
+#include "ssh/testing/nobody_dir.h"
 #include "ssh/testing/temp_dir.h"
 #include "ssh/testing/test_sshd.h"
 #include "util/file.h"
@@ -50,13 +51,7 @@ size_t Count(const std::string& text, const std::string& what) {
 
 class HolderTest : public TestSshdFixture {
  protected:
-  void SetUp() override {
-    TestSshdFixture::SetUp();
-    if (IsSkipped() || HasFatalFailure()) {
-      return;
-    }
-    socket_ = sshd_->dir() + "/holder.sock";
-  }
+  void SetUpWithSshd() override { socket_ = sshd_->dir() + "/holder.sock"; }
   void TearDown() override {
     if (server_.joinable()) {
       (void)StopHolder(socket_);
@@ -337,9 +332,8 @@ TEST(Issue10, AHolderSocketInADirectoryOfAnotherUserIsRefused) {
   }
   // nobody pre-created the state dir (in a shared, sticky dir) and listens in it.
   TempDir tmp;
-  ASSERT_EQ(::chmod(tmp.path().c_str(), 01777), 0);
-  std::string dir = tmp.path() + "/state";
-  ASSERT_EQ(RunAsNobody([&] { return ::mkdir(dir.c_str(), 0755) == 0 ? 0 : 1; }), 0);
+  std::string dir = NobodysDir(tmp, "state", 0755);
+  ASSERT_FALSE(dir.empty());
   std::string path = dir + "/holder.sock";
   ForgedHolder forged(path, -1);
   ASSERT_TRUE(forged.listening());
@@ -416,7 +410,8 @@ std::vector<std::pair<int, std::string>> RawRequest(const std::string& path,
 // A holder served on a thread of the test, stopped and joined however the test ends.
 class ServedHolder {
  public:
-  ServedHolder(const std::string& path, Clock& clock) : path_(path) {
+  // Serves on a socket in a temporary directory of its own, on `clock`.
+  explicit ServedHolder(Clock& clock) : path_(tmp_.path() + "/holder.sock") {
     thread_ = std::thread([this, &clock] { served_ = ServeHolder(path_, clock); });
     Status answered = UnavailableError("never answered");
     for (int i = 0; i < 300 && !answered.ok(); ++i) {  // its thread may still be starting
@@ -427,6 +422,7 @@ class ServedHolder {
   }
   ~ServedHolder() { (void)Stop(); }
   bool answering() const { return answering_; }
+  const std::string& path() const { return path_; }
   // Stops it; its ServeHolder's status.
   Status Stop() {
     if (thread_.joinable()) {
@@ -437,6 +433,7 @@ class ServedHolder {
   }
 
  private:
+  TempDir tmp_;
   const std::string path_;
   std::thread thread_;
   Status served_;
@@ -449,11 +446,10 @@ class ServedHolder {
 // with one error frame (InvalidArgument, saying what is wrong) and its socket closed,
 // and the holder goes on serving.
 TEST(Issue11, AMalformedHolderRequestIsAnsweredWithAnErrorAndTheHolderLives) {
-  TempDir tmp;
-  std::string path = tmp.path() + "/holder.sock";
   RealClock clock;
-  ServedHolder holder(path, clock);
+  ServedHolder holder(clock);
   ASSERT_TRUE(holder.answering());
+  const std::string& path = holder.path();
 
   const std::string host =
       R"({"name":"w0","address":"127.0.0.1","port":22,"user":"me","host_key":"ssh-ed25519 AAAA",)"
@@ -514,11 +510,10 @@ TEST(Issue11, AMalformedHolderRequestIsAnsweredWithAnErrorAndTheHolderLives) {
 // the holder from ever ending as idle. Now it is told after kHolderRequestTimeout, on
 // the holder's clock, and its socket closed.
 TEST(Issue11, AClientThatNeverFinishesItsRequestIsToldAndLetGo) {
-  TempDir tmp;
-  std::string path = tmp.path() + "/holder.sock";
   FakeClock clock;
-  ServedHolder holder(path, clock);
+  ServedHolder holder(clock);
   ASSERT_TRUE(holder.answering());
+  const std::string& path = holder.path();
   std::thread later([&] {
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
     clock.Advance(kHolderRequestTimeout);

@@ -1,6 +1,6 @@
 // SshRunner: runs a script on one worker and waits for it; the seam `up` uses for the
-// login check and the setup script on ssh-hosts machines, which take the user's own keys
-// (workers tpufleet made go through the libssh2 fan-out engine, fanout.h).
+// login check on ssh-hosts machines, which take the user's own keys until it has put
+// the fleet key in (everything else goes through the libssh2 fan-out engine, fanout.h).
 //
 // OpenSshRunner spawns the system `ssh` (posix_spawn, no shell, arguments as a vector)
 // with tpufleet's config file: `ssh -F CONFIG -o BatchMode=yes -o ConnectTimeout=N

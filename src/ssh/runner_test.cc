@@ -70,11 +70,7 @@ int ZombieChildren() {
 
 class SshdTest : public TestSshdFixture {
  protected:
-  void SetUp() override {
-    TestSshdFixture::SetUp();
-    if (IsSkipped() || HasFatalFailure()) {
-      return;
-    }
+  void SetUpWithSshd() override {
     Result<std::string> config = sshd_->WriteConfig({sshd_->Entry("w0")});
     ASSERT_TRUE(config.ok()) << config.status().ToString();
     config_ = *config;

@@ -266,7 +266,11 @@ class TestSshdFixture : public ::testing::Test {
     Result<std::unique_ptr<TestSshd>> s = TestSshd::Start();
     ASSERT_TRUE(s.ok()) << s.status().ToString();
     sshd_ = std::move(*s);
+    SetUpWithSshd();
   }
+  /// What a fixture does once its sshd runs (not called when the test was skipped or
+  /// the sshd did not start).
+  virtual void SetUpWithSshd() {}
 
   std::unique_ptr<TestSshd> sshd_;
 };
