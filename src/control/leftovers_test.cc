@@ -316,13 +316,8 @@ TEST(Issue11, LeftoversAreDeletedFromOneLoopWithNoThreadOfTheirOwn) {
     made.node_id = name;
     made.type = "v4-8";
     t.cloud.AddNode(made);
-    LeftoverRecord x;
-    x.fleet = "lab";
-    x.name = name;
-    x.zone = kZoneB;
-    x.provider = "gcp-tpu";
-    x.project = kProject;
-    x.reason = "stockout";
+    LeftoverRecord x{"lab", name, kZoneB, false, "gcp-tpu", kProject, "v4-8", "spot", "stockout",
+                     "", t.clock.Now()};
     ASSERT_EQ(t.store->PutLeftover(x), Status::Ok());
   }
   ThreadsSeen progress;
