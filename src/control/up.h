@@ -84,8 +84,8 @@ struct UpOptions {
   int max_parallel_nodes = 32;
   /// ssh-hosts: asked about each host whose key is neither in the user's known_hosts nor
   /// pinned by an earlier up, with the key the host offers (unverified); true pins it.
-  /// Unset, or false: that node fails, saying how to pin the key. Calls may come from
-  /// several nodes' threads at once.
+  /// Unset, or false: that node fails, saying how to pin the key. Called on up's
+  /// thread, one question at a time.
   std::function<bool(const HostKeyQuestion&)> confirm_host_key;
 };
 
