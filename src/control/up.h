@@ -30,8 +30,9 @@
 //      into one job: no `ssh` process. The jobs run on the event loop that drives the
 //      nodes' steps, so other nodes' cloud polls go on meanwhile, and a worker's setup
 //      reuses its login check's connection. ssh-hosts machines, which take the user's
-//      own keys, are the exception for the login check: OpenSSH (World::ssh), one
-//      worker at a time; their setup then runs on the engine like any worker's.
+//      own keys, are the exception for the login check: OpenSSH (World::ssh), an `ssh`
+//      process per worker, all at once, watched by the same loop; their setup then runs
+//      on the engine like any worker's.
 // Before all that, the fleet's recorded leftovers are deleted again; the report says how
 // that went, and names every node that carries the fleet's label but has no record
 // (untracked), which up never touches.

@@ -248,9 +248,10 @@ struct UpSteps::Job {
   std::vector<NodeSteps*> nodes;
   std::vector<size_t> counts;  // workers per node, in nodes' order
   void (NodeSteps::*after)(const std::vector<WorkerRun>&, Clock::MonoTime);
-  std::vector<WorkerRun> runs;        // one per worker; the engine's filled at the end
-  std::vector<size_t> on_engine;      // runs[on_engine[i]] is the job's host i
-  std::unique_ptr<KeepingSink> sink;  // the engine's hosts
+  std::vector<WorkerRun> runs;        // one per worker, filled as its part ends
+  std::vector<size_t> on_engine;      // runs[on_engine[i]] is the fan-out job's host i
+  std::unique_ptr<KeepingSink> sink;  // the fan-out job's hosts
+  int parts = 0;  // parts still running: the fan-out job, each OpenSSH run, StartJob
 };
 
 UpSteps::UpSteps(World& world, const FleetSpec& fleet, const std::vector<NodePlan>& plans,
@@ -299,8 +300,12 @@ void UpSteps::StartJob(const std::vector<NodeSteps*>& nodes,
                        const std::string& script, std::chrono::milliseconds timeout,
                        const std::string& openssh_script) {
   auto job = std::make_unique<Job>();
-  job->nodes = nodes;
-  job->after = after;
+  Job* j = job.get();
+  jobs_.push_back(std::move(job));
+  j->nodes = nodes;
+  j->after = after;
+  // StartJob's own part, ended on the next turn: the job never ends inside Advance.
+  j->parts = 1;
   FanoutJob spec;
   spec.key_path = world_.paths.ssh_dir + "/id_ed25519";
   spec.command = "bash -s";
@@ -310,19 +315,26 @@ void UpSteps::StartJob(const std::vector<NodeSteps*>& nodes,
   spec.command_timeout = timeout;
   for (NodeSteps* n : nodes) {
     std::vector<size_t> workers = (n->*pending)();
-    job->counts.push_back(workers.size());
+    j->counts.push_back(workers.size());
     const NodeRecord& rec = n->record();
     for (size_t i : workers) {
       const WorkerRecord& w = rec.workers[i];
       std::string alias = WorkerAlias(rec.name, w.index);
-      job->runs.emplace_back();
+      size_t at = j->runs.size();
+      j->runs.emplace_back();
       if (n->ssh_hosts() && !openssh_script.empty()) {
         // The user's own machine takes the user's own keys: OpenSSH, for the login check
-        // that puts the fleet key in the login's authorized_keys. From then on (setup)
-        // it is reached like any worker, as exec reaches it.
-        Result<RunResult> r = world_.ssh.Run(alias, openssh_script, timeout);
-        job->runs.back() = r.ok() ? WorkerRun{Status::Ok(), r->exit_code, std::move(r->output)}
-                                  : WorkerRun{r.status(), 0, ""};
+        // that puts the fleet key in the login's authorized_keys (all of them at once, in
+        // child processes the loop watches). From then on (setup) it is reached like any
+        // worker, as exec reaches it.
+        ++j->parts;
+        world_.ssh.Start(loop_, alias, openssh_script, timeout,
+                         [this, j, at](Result<RunResult> r) {
+                           j->runs[at] = r.ok() ? WorkerRun{Status::Ok(), r->exit_code,
+                                                            std::move(r->output)}
+                                                : WorkerRun{r.status(), 0, ""};
+                           PartDone(j);
+                         });
         continue;
       }
       FanoutHost h;
@@ -332,34 +344,36 @@ void UpSteps::StartJob(const std::vector<NodeSteps*>& nodes,
       h.user = rec.login.empty() ? world_.login : rec.login;
       h.host_key = w.host_key;
       spec.hosts.push_back(std::move(h));
-      job->on_engine.push_back(job->runs.size() - 1);
+      j->on_engine.push_back(at);
     }
   }
-  Job* j = job.get();
-  jobs_.push_back(std::move(job));
   j->sink = std::make_unique<KeepingSink>(spec.hosts.size());
-  Status started = spec.hosts.empty()
-                       ? Status::Ok()
-                       : session_->Start(spec, *j->sink, [this, j] { JobDone(j); });
-  if (spec.hosts.empty() || !started.ok()) {
-    // Nothing (more) runs: the job ends on the next turn, as one that ran would.
-    std::vector<WorkerRun> got = j->sink->Take(started);
-    for (size_t i = 0; i < j->on_engine.size(); ++i) {
-      j->runs[j->on_engine[i]] = std::move(got[i]);
+  if (!spec.hosts.empty()) {
+    Status started = session_->Start(spec, *j->sink, [this, j] {
+      TakeEngineRuns(j, Status::Ok());
+      PartDone(j);
+    });
+    if (started.ok()) {
+      ++j->parts;
+    } else {
+      TakeEngineRuns(j, started);  // every host gets why the job could not start
     }
-    j->on_engine.clear();
-    loop_.After(std::chrono::nanoseconds(0), [this, j](Clock::MonoTime) { JobDone(j); });
+  }
+  loop_.After(std::chrono::nanoseconds(0), [this, j](Clock::MonoTime) { PartDone(j); });
+}
+
+void UpSteps::TakeEngineRuns(Job* j, const Status& missing) {
+  std::vector<WorkerRun> got = j->sink->Take(missing);
+  for (size_t i = 0; i < j->on_engine.size(); ++i) {
+    j->runs[j->on_engine[i]] = std::move(got[i]);
   }
 }
 
-void UpSteps::JobDone(Job* j) {
-  Clock::MonoTime now = loop_.Now();
-  if (!j->on_engine.empty()) {
-    std::vector<WorkerRun> got = j->sink->Take(Status::Ok());
-    for (size_t i = 0; i < j->on_engine.size(); ++i) {
-      j->runs[j->on_engine[i]] = std::move(got[i]);
-    }
+void UpSteps::PartDone(Job* j) {
+  if (--j->parts > 0) {
+    return;
   }
+  Clock::MonoTime now = loop_.Now();
   auto it = std::find_if(jobs_.begin(), jobs_.end(), [&](const auto& p) { return p.get() == j; });
   std::unique_ptr<Job> job = std::move(*it);
   jobs_.erase(it);

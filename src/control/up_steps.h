@@ -234,14 +234,17 @@ class UpSteps {
   // says which), as one job; when it ends, `after` hands each node its runs. Workers
   // run on the fan-out session with the fleet key and the pinned host key; but when
   // `openssh_script` is given (the login check), ssh-hosts machines run it with OpenSSH
-  // (World::ssh, one at a time), as they take only the user's own keys until it has put
-  // the fleet key in their login's authorized_keys.
+  // (World::ssh's Start: all at once, watched by the loop), as they take only the
+  // user's own keys until it has put the fleet key in their login's authorized_keys.
   void StartJob(const std::vector<NodeSteps*>& nodes,
                 std::vector<size_t> (NodeSteps::*pending)() const,
                 void (NodeSteps::*after)(const std::vector<WorkerRun>&, Clock::MonoTime),
                 const std::string& script, std::chrono::milliseconds timeout,
                 const std::string& openssh_script = "");
-  void JobDone(Job* job);
+  // The fan-out job's runs into the job's, `missing` for hosts that had no result.
+  void TakeEngineRuns(Job* job, const Status& missing);
+  // One part of the job ended; the last hands the nodes their runs.
+  void PartDone(Job* job);
 
   World& world_;
   const FleetSpec& fleet_;

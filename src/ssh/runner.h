@@ -12,10 +12,12 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "util/event_loop.h"
 #include "util/status.h"
 #include "util/unique_fd.h"
 
@@ -45,6 +47,16 @@ class SshRunner {
   /// verification failed", with the offered key's fingerprint): no retry mends that.
   virtual Result<RunResult> Run(std::string_view alias, std::string_view script,
                                 std::chrono::milliseconds timeout) = 0;
+
+  /// What Run returns, handed to Start's caller.
+  using Done = std::function<void(Result<RunResult>)>;
+  /// Run without blocking: starts the script and returns at once; `done` gets what Run
+  /// would have returned, on the loop's thread (never from inside Start). Several may
+  /// run at once. This default runs Run on a turn of the loop, which waits for it (for
+  /// runners with nothing to watch: tests' fakes). REQUIRES: the loop turns until
+  /// `done` has run.
+  virtual void Start(EventLoop& loop, std::string_view alias, std::string_view script,
+                     std::chrono::milliseconds timeout, Done done);
 };
 
 class OpenSshRunner final : public SshRunner {
@@ -53,8 +65,14 @@ class OpenSshRunner final : public SshRunner {
   explicit OpenSshRunner(std::string config_path, std::string ssh_binary = "ssh");
   Result<RunResult> Run(std::string_view alias, std::string_view script,
                         std::chrono::milliseconds timeout) override;
+  /// ssh runs as a child process whose output the loop watches; its stdin is fed as the
+  /// pipe takes it, and `timeout` kills its process group.
+  void Start(EventLoop& loop, std::string_view alias, std::string_view script,
+             std::chrono::milliseconds timeout, Done done) override;
 
  private:
+  std::vector<std::string> Argv(std::string_view alias, std::chrono::milliseconds timeout) const;
+
   const std::string config_path_;
   const std::string ssh_binary_;
 };
