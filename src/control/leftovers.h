@@ -14,10 +14,11 @@
 // own; `up` and `status --refresh` report it (FindUntracked).
 //
 // Thread-safety: the functions may run concurrently over one World; FinishLeftovers
-// starts a thread per leftover.
+// drives every leftover's Deletion from one event loop on the caller's thread.
 #pragma once
 
 #include <chrono>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -38,8 +39,36 @@ struct DeleteOptions {
   std::chrono::milliseconds poll_max{std::chrono::seconds(2)};
 };
 
-/// Deletes node `name` in `zone` (when `queued`, its queued resource first, with force)
-/// and waits until the cloud has let it go. OK when it is gone already.
+/// Deleting node `name` in `zone` (when `queued`, its queued resource first, with force)
+/// until the cloud has let it go, as steps a loop drives: each Step makes one request
+/// and never sleeps. Waits (an operation, a node still DELETING) take the poller's
+/// pauses and end at its deadline. The provider and poller must outlive it.
+class Deletion {
+ public:
+  Deletion(CloudProvider& provider, std::string zone, std::string name, bool queued,
+           Poller& poller);
+
+  /// Makes the next request; returns when the next Step is due (perhaps `now`), or
+  /// nullopt once the deletion is over and result() says how: OK when the node is gone
+  /// (or was gone already).
+  std::optional<Clock::MonoTime> Step(Clock::MonoTime now);
+  const Status& result() const { return result_; }
+
+ private:
+  enum class Stage { kQueued, kOperation, kLook };
+  std::optional<Clock::MonoTime> Wait(CloudOperation op, Clock::MonoTime now);
+  std::optional<Clock::MonoTime> Finish(Status status);
+
+  CloudProvider& provider_;
+  const std::string zone_;
+  const std::string name_;
+  Poller& poller_;
+  Stage stage_;
+  CloudOperation op_;  // kOperation: the operation polled
+  Status result_;
+};
+
+/// A Deletion run to its end on the poller's clock (sleeping between steps).
 Status DeleteAndWait(CloudProvider& provider, const std::string& zone, const std::string& name,
                      bool queued, Poller& poller);
 
@@ -53,7 +82,8 @@ struct LeftoverOutcome {
   Status status;            // OK: gone and forgotten; else it stays recorded
 };
 
-/// Deletes every recorded leftover of `fleet` ("" = every fleet), concurrently; each one
+/// Deletes every recorded leftover of `fleet` ("" = every fleet), concurrently (their
+/// Deletions on one event loop, no thread of their own); each one
 /// the cloud confirms gone is forgotten (with a "leftover-deleted" event), each failure
 /// is kept with its error for the next try. Progress is reported as node
 /// "NAME (leftover)". The Status is an error only when the store cannot be read.

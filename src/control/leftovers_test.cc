@@ -6,7 +6,10 @@
 
 #include <gtest/gtest.h>
 
+#include <mutex>
+#include <set>
 #include <string>
+#include <thread>
 
 #include "control/down.h"
 #include "control/fleet_status.h"
@@ -277,6 +280,63 @@ TEST(Issue10, StatusRefreshReportsAnUnrecordedNodeInTheZonesItLists) {
   EXPECT_EQ(fresh->untracked[0].name, "stray");
   EXPECT_EQ(fresh->untracked[0].zone, kZoneB);
   EXPECT_EQ(fresh->nodes.size(), 1u);
+}
+
+// Which threads reported progress, and how often.
+class ThreadsSeen final : public ProgressObserver {
+ public:
+  void OnProgress(const NodeProgress&) override {
+    std::lock_guard<std::mutex> l(mu_);
+    threads_.insert(std::this_thread::get_id());
+    ++reports_;
+  }
+  std::set<std::thread::id> threads() const {
+    std::lock_guard<std::mutex> l(mu_);
+    return threads_;
+  }
+  int reports() const {
+    std::lock_guard<std::mutex> l(mu_);
+    return reports_;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::set<std::thread::id> threads_;  // guarded by mu_
+  int reports_ = 0;                    // guarded by mu_
+};
+
+// FinishLeftovers started a thread per leftover. Now one event loop on the caller's
+// thread drives every deletion, their operation polls interleaved.
+TEST(Issue11, LeftoversAreDeletedFromOneLoopWithNoThreadOfTheirOwn) {
+  TestWorld t;
+  t.cloud.SetOperationPolls(3);
+  for (const char* name : {"a", "b", "c"}) {
+    CreateNodeRequest made;
+    made.zone = kZoneB;
+    made.node_id = name;
+    made.type = "v4-8";
+    t.cloud.AddNode(made);
+    LeftoverRecord x{"lab", name, kZoneB, false, "gcp-tpu", kProject, "v4-8", "spot", "stockout",
+                     "", t.clock.Now()};
+    ASSERT_EQ(t.store->PutLeftover(x), Status::Ok());
+  }
+  ThreadsSeen progress;
+  auto start = t.clock.MonotonicNow();
+
+  Result<std::vector<LeftoverOutcome>> r = FinishLeftovers(t.world, "lab", {}, progress);
+
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_EQ(r->size(), 3u);
+  for (const LeftoverOutcome& o : *r) {
+    EXPECT_EQ(o.status, Status::Ok()) << o.leftover.name;
+    EXPECT_FALSE(t.cloud.Node(kZoneB, o.leftover.name)) << o.leftover.name;
+  }
+  EXPECT_TRUE(Leftovers(t).empty());
+  EXPECT_EQ(progress.reports(), 6) << "deleting, then deleted, for each";
+  EXPECT_EQ(progress.threads(), std::set<std::thread::id>{std::this_thread::get_id()})
+      << "no thread per leftover";
+  // Three operations of three polls each, side by side: the time of one, not of three.
+  EXPECT_LT(t.clock.MonotonicNow() - start, std::chrono::seconds(3));
 }
 
 }  // namespace

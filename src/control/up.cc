@@ -1,10 +1,10 @@
 #include "control/up.h"
 
 #include <algorithm>
-#include <optional>
 
 #include "control/up_steps.h"
 #include "ssh/fleet_key.h"
+#include "util/event_loop.h"
 #include "util/strings.h"
 
 namespace tpufleet {
@@ -37,20 +37,14 @@ Result<UpReport> Up(const FleetSpec& fleet, const Catalog& catalog, World& world
   TPUFLEET_ASSIGN_OR_RETURN(UpPlan plan, PlanUp(fleet, catalog, world));
   const std::vector<NodePlan>& plans = plan.nodes;
   report.untracked = std::move(plan.untracked);
-  // One loop drives every node; it sleeps only when no step is due.
-  up_internal::UpSteps steps(world, fleet, plans, *provider, options, progress,
-                             &key);
-  while (true) {
-    Clock::MonoTime now = world.clock.MonotonicNow();
-    std::optional<Clock::MonoTime> wake = steps.Advance(now);
-    if (!wake) {
-      break;
-    }
-    if (*wake > now) {
-      world.clock.SleepFor(*wake - now);
-    }
+  // One event loop drives every node's steps and their SSH jobs; it waits only when no
+  // step is due and no worker has anything to say.
+  EventLoop loop(world.clock);
+  {
+    up_internal::UpSteps steps(world, fleet, plans, *provider, options, progress, &key, loop);
+    TPUFLEET_TRY(loop.RunUntil([&] { return steps.done(); }));
+    report.nodes = steps.Outcomes();
   }
-  report.nodes = steps.Outcomes();
 
   TPUFLEET_ASSIGN_OR_RETURN(std::vector<NodeRecord> records, world.store.Nodes(fleet.name));
   for (const NodeRecord& r : records) {

@@ -27,8 +27,12 @@
 //      spec's setup script on every worker that has not run it (a recreated worker runs
 //      it again). Both run on the libssh2 fan-out engine in this process, with the fleet
 //      key and the pinned host key, the workers of every node that is that far batched
-//      into one job: no `ssh` process. ssh-hosts machines, which take the user's own
-//      keys, are the exception: OpenSSH (World::ssh), one worker at a time.
+//      into one job: no `ssh` process. The jobs run on the event loop that drives the
+//      nodes' steps, so other nodes' cloud polls go on meanwhile, and a worker's setup
+//      reuses its login check's connection. ssh-hosts machines, which take the user's
+//      own keys, are the exception for the login check: OpenSSH (World::ssh), an `ssh`
+//      process per worker, all at once, watched by the same loop; their setup then runs
+//      on the engine like any worker's.
 // Before all that, the fleet's recorded leftovers are deleted again; the report says how
 // that went, and names every node that carries the fleet's label but has no record
 // (untracked), which up never touches.
@@ -81,8 +85,8 @@ struct UpOptions {
   int max_parallel_nodes = 32;
   /// ssh-hosts: asked about each host whose key is neither in the user's known_hosts nor
   /// pinned by an earlier up, with the key the host offers (unverified); true pins it.
-  /// Unset, or false: that node fails, saying how to pin the key. Calls may come from
-  /// several nodes' threads at once.
+  /// Unset, or false: that node fails, saying how to pin the key. Called on up's
+  /// thread, one question at a time.
   std::function<bool(const HostKeyQuestion&)> confirm_host_key;
 };
 

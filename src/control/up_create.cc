@@ -136,15 +136,14 @@ Status NodeSteps::CreateDone(const Status& done) {
       // A failed create may leave a node behind (Cloud TPU sometimes does); it would
       // hold the id and quota, so it is deleted before the next zone (kLeftover).
       stockout_ = done;
+      leftover_.emplace(provider_, zone_, plan_.node, /*queued=*/false, poller_);
       Go(NodeStep::kLeftover);
       return Status::Ok();
     }
     return ZoneFailed(done);
   }
   if (spec_.queued) {
-    queued_from_create_ = true;
-    last_state_ = NodeState::kNone;
-    Go(NodeStep::kQueued);
+    StartQueued(/*from_create=*/true);
     return Status::Ok();
   }
   StartBooting();
@@ -164,9 +163,7 @@ Status NodeSteps::AdoptAfterConflict(const std::string& zone, const Status& conf
     return Status::Ok();
   }
   if (spec_.queued) {  // our queued resource, its node not made yet
-    queued_from_create_ = true;
-    last_state_ = NodeState::kNone;
-    Go(NodeStep::kQueued);
+    StartQueued(/*from_create=*/true);
     return Status::Ok();
   }
   return conflict;
@@ -178,29 +175,13 @@ LeftoverRecord NodeSteps::LeftoverIn(const std::string& zone, bool queued,
           rec_.type,   rec_.capacity, reason, "", rec_.created_at};
 }
 
-// What DeleteAndWait (leftovers.h) does, a step at a time.
+// The stockout's leftover is deleted a request at a time (a Deletion, leftovers.h).
 Status NodeSteps::PollLeftover() {
-  Result<CloudNode> node = provider_.GetNode(zone_, plan_.node);
-  if (node.status().code() == StatusCode::kNotFound) {
-    return LeftoverDone(Status::Ok());
+  if (std::optional<Clock::MonoTime> at = leftover_->Step(now_)) {
+    Go(NodeStep::kLeftover, *at);
+    return Status::Ok();
   }
-  if (!node.ok()) {
-    return LeftoverDone(node.status());
-  }
-  if (node->state != NodeState::kDeleting) {
-    Result<CloudOperation> op = provider_.DeleteNode(zone_, plan_.node);
-    if (op.ok()) {
-      return WaitFor(*op, OpFor::kLeftover);
-    }
-    if (op.status().code() != StatusCode::kNotFound) {
-      return LeftoverDone(op.status());
-    }
-  }
-  if (!PollLater(NodeStep::kLeftover)) {
-    return LeftoverDone(
-        TimeoutError("node " + plan_.node + " in " + zone_ + " is still DELETING"));
-  }
-  return Status::Ok();
+  return LeftoverDone(leftover_->result());
 }
 
 // A stockout's leftover is gone, or remembered for the next up or down to delete before

@@ -84,52 +84,6 @@ class KeepingSink final : public FanoutSink {
 
 }  // namespace
 
-std::vector<WorkerRun> RunOnWorkers(World& world, const std::vector<WorkerRef>& workers,
-                                    const std::string& script,
-                                    std::chrono::milliseconds timeout,
-                                    const std::string& openssh_script) {
-  std::vector<WorkerRun> runs(workers.size());
-  FanoutJob job;
-  job.key_path = world.paths.ssh_dir + "/id_ed25519";
-  job.command = "bash -s";
-  // The script reaches bash on stdin, as with `ssh HOST bash -s`: no shell parses it
-  // on the way, and the remote one sees it exactly once.
-  job.stdin_header = script;
-  job.command_timeout = timeout;
-  std::vector<size_t> on_engine;  // job.hosts[i] is workers[on_engine[i]]
-  for (size_t i = 0; i < workers.size(); ++i) {
-    const NodeRecord& rec = workers[i].node->record();
-    const WorkerRecord& w = rec.workers[workers[i].worker];
-    std::string alias = WorkerAlias(rec.name, w.index);
-    if (workers[i].node->ssh_hosts()) {
-      // The user's own machine takes the user's own keys: OpenSSH, one at a time.
-      Result<ProgramResult> r =
-          world.ssh.Run(alias, openssh_script.empty() ? script : openssh_script, timeout);
-      runs[i] = r.ok() ? WorkerRun{Status::Ok(), r->exit_code, std::move(r->output)}
-                       : WorkerRun{r.status(), 0, ""};
-      continue;
-    }
-    FanoutHost h;
-    h.name = alias;
-    h.address = w.address;
-    h.port = rec.port == 0 ? 22 : rec.port;
-    h.user = rec.login.empty() ? world.login : rec.login;
-    h.host_key = w.host_key;
-    job.hosts.push_back(std::move(h));
-    on_engine.push_back(i);
-  }
-  if (job.hosts.empty()) {
-    return runs;
-  }
-  KeepingSink sink(job.hosts.size());
-  Status started = world.local_fanout.Run(job, sink);
-  std::vector<WorkerRun> got = sink.Take(started);
-  for (size_t j = 0; j < on_engine.size(); ++j) {
-    runs[on_engine[j]] = std::move(got[j]);
-  }
-  return runs;
-}
-
 void NodeSteps::AfterSshFiles(const Status& synced, Clock::MonoTime now) {
   now_ = now;
   if (!synced.ok()) {
@@ -288,23 +242,152 @@ void NodeSteps::AfterSetup(const std::vector<WorkerRun>& runs, Clock::MonoTime n
 // ---------------------------------------------------------------------------------------
 // UpSteps
 
+// An SSH job under way: its nodes (in no other job meanwhile), the workers of each, and
+// what hands them their runs.
+struct UpSteps::Job {
+  std::vector<NodeSteps*> nodes;
+  std::vector<size_t> counts;  // workers per node, in nodes' order
+  void (NodeSteps::*after)(const std::vector<WorkerRun>&, Clock::MonoTime);
+  std::vector<WorkerRun> runs;        // one per worker, filled as its part ends
+  std::vector<size_t> on_engine;      // runs[on_engine[i]] is the fan-out job's host i
+  std::unique_ptr<KeepingSink> sink;  // the fan-out job's hosts
+  int parts = 0;  // parts still running: the fan-out job, each OpenSSH run, StartJob
+};
+
 UpSteps::UpSteps(World& world, const FleetSpec& fleet, const std::vector<NodePlan>& plans,
                  CloudProvider& provider, const UpOptions& options, ProgressObserver& progress,
-                 const FleetKey* key)
+                 const FleetKey* key, EventLoop& loop)
     : world_(world), fleet_(fleet), plans_(plans), provider_(provider), options_(options),
-      progress_(progress), key_(key), nodes_(plans.size()) {}
+      progress_(progress), key_(key), loop_(loop), session_(world.local_fanout.Open(loop)),
+      nodes_(plans.size()) {
+  wake_ = loop_.Now();
+  timer_ = loop_.At(*wake_, [this](Clock::MonoTime now) {
+    timer_ = 0;
+    Advance(now);
+  });
+}
+
+UpSteps::~UpSteps() {
+  loop_.Remove(timer_);
+  session_.reset();  // no job calls back after this
+}
+
+bool UpSteps::done() const {
+  return jobs_.empty() && std::all_of(nodes_.begin(), nodes_.end(), [](const auto& n) {
+           return n && n->step() == NodeStep::kDone;
+         });
+}
+
+bool UpSteps::InJob(const NodeSteps* n) const {
+  return std::any_of(jobs_.begin(), jobs_.end(), [&](const auto& j) {
+    return std::find(j->nodes.begin(), j->nodes.end(), n) != j->nodes.end();
+  });
+}
 
 std::vector<NodeSteps*> UpSteps::Due(NodeStep step, Clock::MonoTime now) {
   std::vector<NodeSteps*> out;
   for (const auto& n : nodes_) {
-    if (n && n->step() == step && n->due() <= now) {
+    if (n && !InJob(n.get()) && n->step() == step && n->due() <= now) {
       out.push_back(n.get());
     }
   }
   return out;
 }
 
-std::optional<Clock::MonoTime> UpSteps::Advance(Clock::MonoTime now) {
+void UpSteps::StartJob(const std::vector<NodeSteps*>& nodes,
+                       std::vector<size_t> (NodeSteps::*pending)() const,
+                       void (NodeSteps::*after)(const std::vector<WorkerRun>&, Clock::MonoTime),
+                       const std::string& script, std::chrono::milliseconds timeout,
+                       const std::string& openssh_script) {
+  auto job = std::make_unique<Job>();
+  Job* j = job.get();
+  jobs_.push_back(std::move(job));
+  j->nodes = nodes;
+  j->after = after;
+  // StartJob's own part, ended on the next turn: the job never ends inside Advance.
+  j->parts = 1;
+  FanoutJob spec;
+  spec.key_path = world_.paths.ssh_dir + "/id_ed25519";
+  spec.command = "bash -s";
+  // The script reaches bash on stdin, as with `ssh HOST bash -s`: no shell parses it
+  // on the way, and the remote one sees it exactly once.
+  spec.stdin_header = script;
+  spec.command_timeout = timeout;
+  for (NodeSteps* n : nodes) {
+    std::vector<size_t> workers = (n->*pending)();
+    j->counts.push_back(workers.size());
+    const NodeRecord& rec = n->record();
+    for (size_t i : workers) {
+      const WorkerRecord& w = rec.workers[i];
+      std::string alias = WorkerAlias(rec.name, w.index);
+      size_t at = j->runs.size();
+      j->runs.emplace_back();
+      if (n->ssh_hosts() && !openssh_script.empty()) {
+        // The user's own machine takes the user's own keys: OpenSSH, for the login check
+        // that puts the fleet key in the login's authorized_keys (all of them at once, in
+        // child processes the loop watches). From then on (setup) it is reached like any
+        // worker, as exec reaches it.
+        ++j->parts;
+        world_.ssh.Start(loop_, alias, openssh_script, timeout,
+                         [this, j, at](Result<ProgramResult> r) {
+                           j->runs[at] = r.ok() ? WorkerRun{Status::Ok(), r->exit_code,
+                                                            std::move(r->output)}
+                                                : WorkerRun{r.status(), 0, ""};
+                           PartDone(j);
+                         });
+        continue;
+      }
+      FanoutHost h;
+      h.name = alias;
+      h.address = w.address;
+      h.port = rec.port == 0 ? 22 : rec.port;
+      h.user = rec.login.empty() ? world_.login : rec.login;
+      h.host_key = w.host_key;
+      spec.hosts.push_back(std::move(h));
+      j->on_engine.push_back(at);
+    }
+  }
+  j->sink = std::make_unique<KeepingSink>(spec.hosts.size());
+  if (!spec.hosts.empty()) {
+    Status started = session_->Start(spec, *j->sink, [this, j] {
+      TakeEngineRuns(j, Status::Ok());
+      PartDone(j);
+    });
+    if (started.ok()) {
+      ++j->parts;
+    } else {
+      TakeEngineRuns(j, started);  // every host gets why the job could not start
+    }
+  }
+  loop_.After(std::chrono::nanoseconds(0), [this, j](Clock::MonoTime) { PartDone(j); });
+}
+
+void UpSteps::TakeEngineRuns(Job* j, const Status& missing) {
+  std::vector<WorkerRun> got = j->sink->Take(missing);
+  for (size_t i = 0; i < j->on_engine.size(); ++i) {
+    j->runs[j->on_engine[i]] = std::move(got[i]);
+  }
+}
+
+void UpSteps::PartDone(Job* j) {
+  if (--j->parts > 0) {
+    return;
+  }
+  Clock::MonoTime now = loop_.Now();
+  auto it = std::find_if(jobs_.begin(), jobs_.end(), [&](const auto& p) { return p.get() == j; });
+  std::unique_ptr<Job> job = std::move(*it);
+  jobs_.erase(it);
+  size_t at = 0;
+  for (size_t k = 0; k < job->nodes.size(); ++k) {
+    auto from = job->runs.begin() + static_cast<std::ptrdiff_t>(at);
+    (job->nodes[k]->*(job->after))({from, from + static_cast<std::ptrdiff_t>(job->counts[k])},
+                                   now);
+    at += job->counts[k];
+  }
+  Advance(now);
+}
+
+void UpSteps::Advance(Clock::MonoTime now) {
   // Admit nodes in spec order while fewer than max_parallel_nodes are under way.
   size_t active = std::count_if(nodes_.begin(), nodes_.end(), [](const auto& n) {
     return n && n->step() != NodeStep::kDone;
@@ -331,22 +414,9 @@ std::optional<Clock::MonoTime> UpSteps::Advance(Clock::MonoTime now) {
     }
   }
   if (std::vector<NodeSteps*> due = Due(NodeStep::kLogin, now); !due.empty()) {
-    std::vector<WorkerRef> workers;
-    for (NodeSteps* n : due) {
-      for (size_t w : n->LoginPending()) {
-        workers.push_back({n, w});
-      }
-    }
     // ssh-hosts logins (the user's own key) get the fleet key in their authorized_keys.
-    std::vector<WorkerRun> runs =
-        RunOnWorkers(world_, workers, "true", kLoginCheckTimeout,
-                     key_ ? AuthorizeFleetKeyScript(key_->public_key) : "");
-    size_t at = 0;
-    for (NodeSteps* n : due) {
-      size_t count = n->LoginPending().size();
-      n->AfterLogin({runs.begin() + at, runs.begin() + at + count}, now);
-      at += count;
-    }
+    StartJob(due, &NodeSteps::LoginPending, &NodeSteps::AfterLogin, "true", kLoginCheckTimeout,
+             key_ ? AuthorizeFleetKeyScript(key_->public_key) : "");
   }
   // One job per setup script (the script is each job's stdin): the nodes of one entry
   // of the spec share theirs.
@@ -355,20 +425,10 @@ std::optional<Clock::MonoTime> UpSteps::Advance(Clock::MonoTime now) {
     by_script[n->SetupScript()].push_back(n);
   }
   for (const auto& [script, due] : by_script) {
-    std::vector<WorkerRef> workers;
-    for (NodeSteps* n : due) {
-      for (size_t w : n->SetupPending()) {
-        workers.push_back({n, w});
-      }
-    }
-    std::vector<WorkerRun> runs = RunOnWorkers(world_, workers, script, options_.setup_timeout);
-    size_t at = 0;
-    for (NodeSteps* n : due) {
-      size_t count = n->SetupPending().size();
-      n->AfterSetup({runs.begin() + at, runs.begin() + at + count}, now);
-      at += count;
-    }
+    StartJob(due, &NodeSteps::SetupPending, &NodeSteps::AfterSetup, script,
+             options_.setup_timeout);
   }
+  // The timer, for the next step due of a node in no job.
   std::optional<Clock::MonoTime> wake;
   active = 0;
   bool waiting = false;  // a node not admitted yet
@@ -377,13 +437,23 @@ std::optional<Clock::MonoTime> UpSteps::Advance(Clock::MonoTime now) {
       waiting = true;
     } else if (n->step() != NodeStep::kDone) {
       ++active;
-      wake = wake ? std::min(*wake, n->due()) : n->due();
+      if (!InJob(n.get())) {
+        wake = wake ? std::min(*wake, n->due()) : n->due();
+      }
     }
   }
   if (waiting && active < cap) {
     wake = now;  // a slot is free: the next node starts on the next turn
   }
-  return wake;
+  loop_.Remove(timer_);
+  timer_ = 0;
+  wake_ = wake;
+  if (wake) {
+    timer_ = loop_.At(*wake, [this](Clock::MonoTime at) {
+      timer_ = 0;
+      Advance(at);
+    });
+  }
 }
 
 std::vector<NodeOutcome> UpSteps::Outcomes() const {

@@ -207,8 +207,9 @@ TEST(Issue11, SixteenNodesShareOneLoginJobAndOneSetupJob) {
   EXPECT_EQ(t.Events("setup-done").size(), 16u);
 }
 
-TEST(Issue11, SshHostsMachinesAreLoggedInToAndSetUpWithOpenSsh) {
-  // They take the user's own keys, which the fan-out engine does not hold.
+TEST(Issue11, SshHostsMachinesAreLoggedInToWithOpenSshThenSetUpOnTheEngine) {
+  // They take the user's own keys, which the fan-out engine does not hold, until the
+  // login check has put the fleet key in; setup then runs as on any worker (as exec).
   TestWorld t;
   CreateNodeRequest machines;
   machines.node_id = "gpus";
@@ -223,14 +224,51 @@ TEST(Issue11, SshHostsMachinesAreLoggedInToAndSetUpWithOpenSsh) {
 
   ASSERT_EQ(r.nodes.size(), 1u);
   EXPECT_EQ(r.nodes[0].status, Status::Ok());
-  EXPECT_TRUE(t.fanout.jobs.empty());
   // The login check also gives each login the fleet key (host_keys.h).
   std::string fleet_key = EnsureFleetKey(t.world.paths.ssh_dir).value().public_key;
   EXPECT_EQ(t.ssh.RunsOf(AuthorizeFleetKeyScript(fleet_key)), 4);
-  EXPECT_EQ(t.ssh.RunsWith("echo hi"), 4);
+  EXPECT_EQ(t.ssh.calls().size(), 4u) << "only the login check goes through OpenSSH";
+  ASSERT_EQ(t.fanout.jobs.size(), 1u) << "setup, on the engine, all four at once";
+  const FanoutJob& job = t.fanout.jobs[0];
+  EXPECT_TRUE(Contains(job.stdin_header, "echo hi"));
+  ASSERT_EQ(job.hosts.size(), 4u);
+  NodeRecord rec = t.Record("gpus");
+  for (size_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(job.hosts[i].user, "ops");
+    EXPECT_EQ(job.hosts[i].host_key, rec.workers[i].host_key) << "the pinned key";
+  }
   for (const WorkerRecord& w : t.Record("gpus").workers) {
     EXPECT_TRUE(w.setup_done) << w.index;
   }
+}
+
+TEST(Issue11, ALongSetupDoesNotHoldUpAnotherNodesCloudPolls) {
+  // "slow" reaches its setup at once, and its setup runs for ten minutes; "waiting" sits
+  // in the queue for many cloud polls meanwhile. Each poll goes on while the setup runs.
+  TestWorld t;
+  t.cloud.SetQueuedWaitPolls(50);
+  t.fanout.clock = &t.clock;
+  t.fanout.run_time = [](const FanoutJob& job) -> std::chrono::nanoseconds {
+    return Contains(job.stdin_header, "./long-setup.sh") ? std::chrono::minutes(10)
+                                                         : std::chrono::minutes(0);
+  };
+  FleetSpec spec = t.Spec(std::string("fleet: lab\nproject: ") + testing::kProject +
+                          "\nnodes:\n" + SmallNode("slow", "    setup: ./long-setup.sh\n") +
+                          SmallNode("waiting", "    capacity: spot\n    queued: true\n"));
+
+  UpReport r = t.Up(spec);
+
+  ASSERT_EQ(r.nodes.size(), 2u);
+  EXPECT_EQ(r.nodes[0].status, Status::Ok());
+  EXPECT_EQ(r.nodes[1].status, Status::Ok());
+  std::vector<std::string> ready;
+  for (const NodeProgress& p : t.progress.all()) {
+    if (p.phase == NodePhase::kReady) {
+      ready.push_back(p.node);
+    }
+  }
+  EXPECT_EQ(ready, (std::vector<std::string>{"waiting", "slow"}))
+      << "the queued node came up while the other's setup ran";
 }
 
 TEST(Issue11, TheStepsNeverSleepAndSayWhenToRunNext) {
@@ -241,19 +279,19 @@ TEST(Issue11, TheStepsNeverSleepAndSayWhenToRunNext) {
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   UpOptions options;
   FleetKey key = EnsureFleetKey(t.world.paths.ssh_dir).value();
-  up_internal::UpSteps steps(t.world, spec, plan->nodes, t.cloud, options, t.progress, &key);
+  EventLoop loop(t.clock);
+  up_internal::UpSteps steps(t.world, spec, plan->nodes, t.cloud, options, t.progress, &key,
+                             loop);
 
   int turns = 0;
-  while (true) {
+  while (!steps.done()) {
     Clock::MonoTime now = t.clock.MonotonicNow();
-    std::optional<Clock::MonoTime> wake = steps.Advance(now);
+    loop.RunOnce(std::chrono::milliseconds(0));
     EXPECT_EQ(t.clock.MonotonicNow(), now) << "a step slept";
-    if (!wake) {
-      break;
-    }
     ASSERT_LT(++turns, 100) << "no end in sight";
-    EXPECT_GE(*wake, now);
-    t.clock.Advance(*wake - now);
+    if (std::optional<Clock::MonoTime> wake = steps.wake(); wake && *wake > now) {
+      t.clock.Advance(*wake - now);
+    }
   }
 
   EXPECT_GE(turns, 3) << "the create's operation was polled on later turns";

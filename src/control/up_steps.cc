@@ -99,9 +99,7 @@ Status NodeSteps::Begin() {
       zone_ = plan_.zones.empty() ? "" : plan_.zones.front();
       TPUFLEET_TRY(Adopt());
       if (action_ == PlanAction::kWait && spec_.queued) {
-        queued_from_create_ = false;
-        last_state_ = NodeState::kNone;
-        Go(NodeStep::kQueued);
+        StartQueued(/*from_create=*/false);
         return Status::Ok();
       }
       StartBooting();
@@ -234,12 +232,6 @@ Status NodeSteps::OperationDone(const Status& result) {
       TPUFLEET_TRY(result);
       Go(NodeStep::kSshFiles);
       return Status::Ok();
-    case OpFor::kLeftover:
-      if (!result.ok()) {
-        return LeftoverDone(result);
-      }
-      Go(NodeStep::kLeftover);  // look again: gone, or still there
-      return Status::Ok();
   }
   return InternalError("unknown operation");
 }
@@ -287,6 +279,12 @@ Status NodeSteps::QueuedDone(const Status& result) {
   }
   StartBooting();
   return Status::Ok();
+}
+
+void NodeSteps::StartQueued(bool from_create) {
+  queued_from_create_ = from_create;
+  last_state_ = NodeState::kNone;
+  Go(NodeStep::kQueued);
 }
 
 void NodeSteps::StartBooting() {

@@ -11,12 +11,16 @@
 // the store that up.h's crash-safety contract names comes before its request, as it did
 // when each node had a thread, so a killed `up` resumes from the records.
 //
-// UpSteps drives the nodes of one `up`: Advance(now) runs every node step that is due,
-// then the SSH work of all nodes at the login check or setup as one fan-out job each,
-// and says when it wants to run next. It owns no thread and never sleeps; `Up` sleeps
-// between calls, and an event loop can call it from a timer instead.
+// UpSteps drives the nodes of one `up` on an EventLoop (util/event_loop.h): a timer runs
+// every node step that is due, then starts the SSH work of all nodes at the login check
+// or setup as one fan-out job each, on a FanoutSession (ssh/fanout.h) of the same loop,
+// and arms itself for the next step due. The jobs run while the loop goes on (a long
+// setup holds up no other node's cloud polls); each job's end hands its nodes their
+// runs. It owns no thread and never sleeps; the loop's owner turns the loop (`Up`:
+// EventLoop::RunUntil). The session's later jobs reuse the connections of earlier ones,
+// so a worker's login check and its setup cost one SSH handshake.
 //
-// Thread-safety: none; one thread advances an UpSteps and its NodeSteps.
+// Thread-safety: none; the loop's thread advances an UpSteps and its NodeSteps.
 #pragma once
 
 #include <chrono>
@@ -25,13 +29,16 @@
 #include <string>
 #include <vector>
 
+#include "control/leftovers.h"
 #include "control/progress.h"
 #include "control/up.h"
 #include "control/wait.h"
 #include "control/world.h"
 #include "core/node_state.h"
 #include "core/up_plan.h"
+#include "ssh/fanout.h"
 #include "ssh/fleet_key.h"
+#include "util/event_loop.h"
 
 namespace tpufleet::up_internal {
 
@@ -47,7 +54,7 @@ inline constexpr size_t kSetupOutputKept = 64 * 1024;
 
 enum class NodeStep {
   kStart,      // load the record and act on the plan
-  kOperation,  // a long-running operation (delete, create, ssh-keys, leftover) is polled
+  kOperation,  // a long-running operation (delete, create, ssh-keys) is polled
   kQueued,     // a queued resource waits for capacity
   kBooting,    // the node is polled until READY
   kHostKeys,   // the workers' host keys are polled until all are published
@@ -103,7 +110,7 @@ class NodeSteps {
   void AfterSetup(const std::vector<WorkerRun>& runs, Clock::MonoTime now);
 
  private:
-  enum class OpFor { kRemove, kCreate, kSshKeys, kLeftover };
+  enum class OpFor { kRemove, kCreate, kSshKeys };
 
   // Steps (up_steps.cc). A Status that is not OK ends this attempt (End).
   Status Begin();
@@ -118,6 +125,7 @@ class NodeSteps {
   Status WaitFor(const CloudOperation& op, OpFor what);
   Status PollOperation();
   Status OperationDone(const Status& result);
+  void StartQueued(bool from_create);
   Status PollQueued();
   Status QueuedDone(const Status& result);
   void StartBooting();
@@ -181,6 +189,7 @@ class NodeSteps {
   std::vector<std::string> zones_;      // the zones this create tries, in order
   size_t zone_index_ = 0;               // the one being tried
   Status stockout_;                     // the last zone's stockout
+  std::optional<Deletion> leftover_;    // kLeftover: the stockout's leftover deleted
   bool queued_from_create_ = false;     // kQueued: a create of ours (else: a plan's wait)
   NodeState last_state_;                // the last state reported while polling
   CloudNode node_;                      // the node as it was when READY
@@ -189,35 +198,53 @@ class NodeSteps {
   std::vector<Status> login_last_;      // kLogin: per worker, the last refusal
 };
 
-/// The run of each worker (node, index into its record's workers) of `script` with bash
-/// (on stdin): on the fan-out engine in this process with the fleet key and the pinned
-/// host key, or with OpenSSH for ssh-hosts machines (they take the user's own keys,
-/// which the engine does not hold); those run `openssh_script` when it is not empty.
+/// A worker of a node: an index into its record's workers.
 struct WorkerRef {
-  const NodeSteps* node;
+  NodeSteps* node;
   size_t worker;
 };
-std::vector<WorkerRun> RunOnWorkers(World& world, const std::vector<WorkerRef>& workers,
-                                    const std::string& script,
-                                    std::chrono::milliseconds timeout,
-                                    const std::string& openssh_script = "");
 
 class UpSteps {
  public:
   /// One node per plan; at most options.max_parallel_nodes of them are worked on at once.
+  /// The first steps are due at once. REQUIRES: `loop` outlives the steps.
   UpSteps(World& world, const FleetSpec& fleet, const std::vector<NodePlan>& plans,
           CloudProvider& provider, const UpOptions& options, ProgressObserver& progress,
-          const FleetKey* key);
+          const FleetKey* key, EventLoop& loop);
+  ~UpSteps();
+  UpSteps(const UpSteps&) = delete;
+  UpSteps& operator=(const UpSteps&) = delete;
 
-  /// Runs every step that is due at `now` (the SSH steps of all nodes batched) and
-  /// returns when to call again, which may be `now`; nullopt once every node is done.
-  std::optional<Clock::MonoTime> Advance(Clock::MonoTime now);
-  /// One per plan, in plan order. REQUIRES: Advance returned nullopt.
+  /// True once every node is done (and no SSH job runs).
+  bool done() const;
+  /// When the steps' timer is armed for (nullopt: none is, as while SSH jobs run).
+  std::optional<Clock::MonoTime> wake() const { return wake_; }
+  /// One per plan, in plan order. REQUIRES: done().
   std::vector<NodeOutcome> Outcomes() const;
 
  private:
-  // The nodes at `step` that are due, in plan order.
+  struct Job;
+  // Runs every step that is due at `now` (the SSH steps of all nodes batched) and arms
+  // the timer for the next one.
+  void Advance(Clock::MonoTime now);
+  bool InJob(const NodeSteps* node) const;
+  // The nodes at `step` that are due and in no SSH job, in plan order.
   std::vector<NodeSteps*> Due(NodeStep step, Clock::MonoTime now);
+  // Starts `script` with bash (on stdin) on the pending workers of `nodes` (`pending`
+  // says which), as one job; when it ends, `after` hands each node its runs. Workers
+  // run on the fan-out session with the fleet key and the pinned host key; but when
+  // `openssh_script` is given (the login check), ssh-hosts machines run it with OpenSSH
+  // (World::ssh's Start: all at once, watched by the loop), as they take only the
+  // user's own keys until it has put the fleet key in their login's authorized_keys.
+  void StartJob(const std::vector<NodeSteps*>& nodes,
+                std::vector<size_t> (NodeSteps::*pending)() const,
+                void (NodeSteps::*after)(const std::vector<WorkerRun>&, Clock::MonoTime),
+                const std::string& script, std::chrono::milliseconds timeout,
+                const std::string& openssh_script = "");
+  // The fan-out job's runs into the job's, `missing` for hosts that had no result.
+  void TakeEngineRuns(Job* job, const Status& missing);
+  // One part of the job ended; the last hands the nodes their runs.
+  void PartDone(Job* job);
 
   World& world_;
   const FleetSpec& fleet_;
@@ -226,7 +253,12 @@ class UpSteps {
   const UpOptions& options_;
   ProgressObserver& progress_;
   const FleetKey* key_;
-  std::vector<std::unique_ptr<NodeSteps>> nodes_;  // null until admitted
+  EventLoop& loop_;
+  std::unique_ptr<FanoutSession> session_;          // world.local_fanout's, on loop_
+  std::vector<std::unique_ptr<NodeSteps>> nodes_;   // null until admitted
+  std::vector<std::unique_ptr<Job>> jobs_;          // the SSH jobs running
+  EventLoop::Id timer_ = 0;                         // Advance's, armed for wake_
+  std::optional<Clock::MonoTime> wake_;
 };
 
 }  // namespace tpufleet::up_internal

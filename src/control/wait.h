@@ -25,6 +25,7 @@ class Poller {
   /// budget is spent.
   std::optional<Clock::MonoTime> Next(Clock::MonoTime now);
   bool Expired() const;
+  Clock& clock() const { return clock_; }
 
  private:
   Clock& clock_;

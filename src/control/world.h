@@ -2,8 +2,8 @@
 // implementations) or by tests (fakes). control never constructs a provider, a store
 // or an SSH runner itself.
 //
-// Thread-safety: the members must be safe to use from several threads (FinishLeftovers
-// deletes leftovers concurrently; up drives its nodes from one loop in one thread).
+// Thread-safety: the members must be safe to use from several threads (down deletes
+// nodes concurrently; up and FinishLeftovers drive theirs from one loop in one thread).
 #pragma once
 
 #include <string>
@@ -48,10 +48,10 @@ struct World {
   Store& store;
   Clock& clock;
   ProviderSource& providers;
-  SshRunner& ssh;  // up's login check and setup on ssh-hosts machines (the user's keys)
+  SshRunner& ssh;  // up's login check on ssh-hosts machines (the user's keys)
   Fanout& fanout;  // exec and cp: many workers at once
-  /// up's login check and setup: the fan-out engine in this process, so that `up` starts
-  /// no process (no ssh per worker, no connection holder left behind).
+  /// up's login check and setup: the fan-out engine in this process, on up's event loop
+  /// (Open), so that `up` starts no process (no ssh per worker, no holder left behind).
   Fanout& local_fanout;
   ControlPaths paths;
   /// The user tpufleet logs in as on the nodes it creates: the local user's name when

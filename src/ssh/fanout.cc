@@ -1,6 +1,50 @@
 #include "ssh/fanout.h"
 
+#include <map>
+
 namespace tpufleet {
+namespace {
+
+// Fanout::Open's default: each job runs with Run (blocking) on the turn after Start.
+class BlockingSession final : public FanoutSession {
+ public:
+  BlockingSession(Fanout& fanout, EventLoop& loop) : fanout_(fanout), loop_(loop) {}
+  ~BlockingSession() override {
+    for (const auto& [n, id] : timers_) {
+      loop_.Remove(id);
+    }
+  }
+
+  Status Start(const FanoutJob& job, FanoutSink& sink, Done done) override {
+    uint64_t n = next_++;
+    timers_[n] = loop_.After(std::chrono::nanoseconds(0), [this, n, job, &sink,
+                                                           done = std::move(done)](
+                                                              Clock::MonoTime) {
+      timers_.erase(n);
+      Status s = fanout_.Run(job, sink);
+      if (!s.ok()) {
+        // Run refused the job after Start said it would run: every host gets the reason.
+        for (size_t i = 0; i < job.hosts.size(); ++i) {
+          sink.OnResult(i, {HostOutcome::kUnreachable, 0, "", s.message()});
+        }
+      }
+      done();
+    });
+    return Status::Ok();
+  }
+
+ private:
+  Fanout& fanout_;
+  EventLoop& loop_;
+  uint64_t next_ = 0;
+  std::map<uint64_t, EventLoop::Id> timers_;  // the jobs not run yet, in start order
+};
+
+}  // namespace
+
+std::unique_ptr<FanoutSession> Fanout::Open(EventLoop& loop) {
+  return std::make_unique<BlockingSession>(*this, loop);
+}
 
 std::string_view HostOutcomeName(HostOutcome outcome) {
   switch (outcome) {

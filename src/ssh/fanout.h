@@ -6,20 +6,29 @@
 // A host that cannot be reached, refuses the key or times out is a result, not an
 // error: Run fails only when the job itself cannot start (the key is unreadable).
 //
+// Run blocks until every host has its result (exec, cp). A FanoutSession (Open) starts
+// jobs on the caller's EventLoop instead and returns at once, so the loop's other work
+// (up's cloud polls) goes on while they run; it calls back when a job is over. A
+// session's jobs may share connections: a later job to a worker an earlier one reached
+// reuses its login (up's login check and setup: one handshake per worker).
+//
 // Implementations: FanoutEngine (fanout_engine.h: libssh2, one poll loop) run in this
 // process, and the connection holder's client (holder.h), which keeps connections warm
 // between commands. Tests of control use a fake.
 //
 // Thread-safety: a Fanout runs one job at a time per caller; the sink is called on the
-// caller's thread.
+// caller's thread (a session's: on its loop's thread).
 #pragma once
 
 #include <chrono>
 #include <cstddef>
+#include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "util/event_loop.h"
 #include "util/status.h"
 
 namespace tpufleet {
@@ -118,6 +127,25 @@ class FanoutSink {
   virtual bool Backlogged() { return false; }
 };
 
+/// Jobs started on one EventLoop without blocking it. REQUIRES: the loop outlives the
+/// session; destroying the session cancels what still runs (no callback after that).
+class FanoutSession {
+ public:
+  /// Runs on the loop's thread once every host of the job has had OnResult.
+  using Done = std::function<void()>;
+
+  FanoutSession() = default;
+  FanoutSession(const FanoutSession&) = delete;
+  FanoutSession& operator=(const FanoutSession&) = delete;
+  virtual ~FanoutSession() = default;
+
+  /// Starts `job` and returns at once; its hosts' output and results reach `sink` from
+  /// the loop's turns, then `done` runs (never from inside Start). An error, as Run's,
+  /// when the job cannot start: then neither the sink nor `done` is called. The sink
+  /// must outlive the job.
+  virtual Status Start(const FanoutJob& job, FanoutSink& sink, Done done) = 0;
+};
+
 class Fanout {
  public:
   Fanout() = default;
@@ -127,6 +155,9 @@ class Fanout {
 
   /// Runs `job` on every host and returns when each has its result.
   virtual Status Run(const FanoutJob& job, FanoutSink& sink) = 0;
+  /// A session whose jobs run on `loop`. This default runs each job with Run on a turn
+  /// of the loop (which then waits for it): for implementations with no loop to share.
+  virtual std::unique_ptr<FanoutSession> Open(EventLoop& loop);
 };
 
 }  // namespace tpufleet

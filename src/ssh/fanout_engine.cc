@@ -71,6 +71,10 @@ std::string SessionError(LIBSSH2_SESSION* session) {
 
 namespace {
 
+// "10s", "2m": a timeout in a message, in whole seconds.
+std::string Seconds(milliseconds timeout) {
+  return FormatDuration(duration_cast<std::chrono::seconds>(timeout));
+}
 
 Result<PinnedKey> ParsePinnedKey(const std::string& line) {
   std::vector<std::string> words;
@@ -409,7 +413,7 @@ void FanoutEngine::CheckDeadlines() {
     if (connecting && now_ >= c->deadline) {
       FailConn(*c, HostOutcome::kTimeout,
                "no SSH login within " +
-                   FormatDuration(duration_cast<std::chrono::seconds>(c->connect_timeout)));
+                   Seconds(c->connect_timeout));
       continue;
     }
     if (c->state != Conn::kReady) {
@@ -420,22 +424,18 @@ void FanoutEngine::CheckDeadlines() {
       // frozen) answers no channel request, and TCP may never say so: try a fresh one.
       FailConn(*c, HostOutcome::kTimeout,
                "the worker's sshd started no command within " +
-                   FormatDuration(duration_cast<std::chrono::seconds>(
-                       c->task->job->spec.connect_timeout)));
+                   Seconds(c->task->job->spec.connect_timeout));
       continue;
     }
     if (c->task && now_ >= c->task->input_deadline) {
       CancelTask(*c->task, HostOutcome::kTimeout,
                  "the worker took none of its input for " +
-                     FormatDuration(duration_cast<std::chrono::seconds>(
-                         c->task->job->spec.input_stall_timeout)));
+                     Seconds(c->task->job->spec.input_stall_timeout));
       continue;
     }
     if (c->task && now_ >= c->task->deadline) {
       CancelTask(*c->task, HostOutcome::kTimeout,
-                 "still running after " +
-                     FormatDuration(duration_cast<std::chrono::seconds>(
-                         c->task->job->spec.command_timeout)));
+                 "still running after " + Seconds(c->task->job->spec.command_timeout));
       continue;
     }
     if (now_ >= c->next_keepalive) {
@@ -555,18 +555,6 @@ size_t FanoutEngine::CloseIdle(milliseconds idle) {
     it = close ? conns_.erase(it) : std::next(it);
   }
   return conns_.size();
-}
-
-Status LocalFanout::Run(const FanoutJob& job, FanoutSink& sink) {
-  EventLoop loop(clock_);
-  FanoutEngine engine(loop);
-  TPUFLEET_ASSIGN_OR_RETURN(auto id, engine.Start(job, sink));
-  // Cancellation (Ctrl-C) is polled: a signal interrupts poll, and a long wait is capped.
-  constexpr std::chrono::milliseconds kCancelPoll{200};
-  while (!engine.Finished(id)) {
-    loop.RunOnce(kCancelPoll);
-  }
-  return Status::Ok();
 }
 
 }  // namespace tpufleet

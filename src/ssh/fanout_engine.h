@@ -36,7 +36,9 @@
 // their sink that may go on and the deadlines (its timer), then cancels the jobs whose
 // sink says so, admits queued hosts and forgets what finished (a turn-end hook).
 //
-// LocalFanout runs a loop of its own for a single job in this process.
+// LocalFanout runs a loop of its own for a single job in this process (Run), or an
+// engine on the caller's loop for the jobs of one session (Open): up's login checks and
+// setup scripts, whose later jobs reuse the earlier ones' connections.
 //
 // Security: the server's key must equal the pinned key byte for byte (no TOFU, no
 // known_hosts file); a mismatch fails that host at once, naming both fingerprints, and
@@ -137,6 +139,7 @@ class LocalFanout final : public Fanout {
  public:
   explicit LocalFanout(Clock& clock) : clock_(clock) {}
   Status Run(const FanoutJob& job, FanoutSink& sink) override;
+  std::unique_ptr<FanoutSession> Open(EventLoop& loop) override;
 
  private:
   Clock& clock_;

@@ -22,6 +22,7 @@
 #include "util/file.h"
 #include "util/subprocess.h"
 #include "util/testing/fake_clock.h"
+#include "util/testing/status_printer.h"
 
 namespace tpufleet {
 namespace {
@@ -71,6 +72,15 @@ class FanoutEngineTest : public TestSshdFixture {
     EXPECT_TRUE(s.ok()) << s.ToString();
     EXPECT_EQ(sink.results.size(), job.hosts.size());
     return static_cast<Recorded&>(sink);
+  }
+  // How many logins sshd has accepted.
+  size_t Logins() const {
+    std::string log = sshd_->Log();
+    size_t logins = 0;
+    for (size_t p = 0; (p = log.find("Accepted publickey", p)) != std::string::npos; ++p) {
+      ++logins;
+    }
+    return logins;
   }
   RealClock clock_;
 };
@@ -211,15 +221,36 @@ TEST_F(FanoutEngineTest, ASecondJobReusesTheConnection) {
     EXPECT_TRUE(sink.results[0].ok()) << sink.results[0].message;
     EXPECT_EQ(engine.open_connections(), 1u);
   }
-  // One login for both jobs: sshd logged one accepted key.
-  std::string log = sshd_->Log();
-  size_t logins = 0;
-  for (size_t p = log.find("Accepted publickey"); p != std::string::npos;
-       p = log.find("Accepted publickey", p + 1)) {
-    ++logins;
-  }
-  EXPECT_EQ(logins, 1u) << log;
+  EXPECT_EQ(Logins(), 1u) << "one login for both jobs: " << sshd_->Log();
   EXPECT_EQ(engine.CloseIdle(milliseconds(0)), 0u);
+}
+
+// up's login check and setup: jobs started on the caller's loop, which goes on while
+// they run, the second on the first one's connection.
+TEST_F(FanoutEngineTest, Issue11ASessionRunsJobsOnTheCallersLoopOnOneLoginPerHost) {
+  EventLoop loop(clock_);
+  LocalFanout fanout(clock_);
+  std::unique_ptr<FanoutSession> session = fanout.Open(loop);
+  int ticks = 0;  // the loop's other work, while the jobs run
+  loop.Every(milliseconds(50), [&](Clock::MonoTime) { ++ticks; });
+  RecordingSink check, setup;
+  int done = 0;
+  ASSERT_EQ(session->Start(Job({Host("w0")}, "true"), check,
+                           [&] {
+                             ++done;
+                             ASSERT_EQ(session->Start(Job({Host("w0")}, "sleep 1; echo set"),
+                                                      setup, [&] { ++done; }),
+                                       Status::Ok());
+                           }),
+            Status::Ok());
+  EXPECT_EQ(done, 0) << "Start returns before the job ends";
+  ASSERT_EQ(loop.RunUntil([&] { return done == 2; }), Status::Ok());
+
+  EXPECT_TRUE(check.results[0].ok()) << check.results[0].message;
+  EXPECT_TRUE(setup.results[0].ok()) << setup.results[0].message;
+  EXPECT_EQ(setup.out[0], "set\n");
+  EXPECT_GE(ticks, 10) << "the loop went on while the setup ran";
+  EXPECT_EQ(Logins(), 1u) << "one handshake for both jobs: " << sshd_->Log();
 }
 
 TEST_F(FanoutEngineTest, MissingKeyIsAnErrorBeforeAnyConnection) {
@@ -410,6 +441,19 @@ class StallingSink : public RecordingSink {
   int calls_ = 0;
 };
 
+// Runs `job` (one host) in this process with a StallingSink stalling on call `stall_on`;
+// the host's stdout, once the test checked that it exited 0.
+std::string StalledRunOutput(const FanoutJob& job, int stall_on) {
+  RealClock clock;
+  StallingSink sink(stall_on);
+  LocalFanout fanout(clock);
+  EXPECT_TRUE(fanout.Run(job, sink).ok());
+  EXPECT_EQ(sink.results.count(0), 1u);
+  EXPECT_TRUE(sink.results[0].ok())
+      << HostOutcomeName(sink.results[0].outcome) << ": " << sink.results[0].message;
+  return sink.out[0];
+}
+
 // A job of one host on `server`, with a command timeout that ends a hang.
 FanoutJob OneHostJob(const TestSshd& server, std::string command) {
   FanoutJob job;
@@ -448,14 +492,8 @@ TEST(Issue10, AWindowAdjustmentTakenInByAReadStillResumesTheUpload) {
   // its window adjustment) during the sink's stall.
   FanoutJob job = OneHostJob(server, "sleep 1; echo held >&2; sleep 1; exec wc -c");
   job.stdin_path = path;
-  RealClock clock;
-  StallingSink sink(StallingSink::kAfterTheWrite);
-  LocalFanout fanout(clock);
-  ASSERT_TRUE(fanout.Run(job, sink).ok());
-  ASSERT_EQ(sink.results.count(0), 1u);
-  EXPECT_TRUE(sink.results[0].ok())
-      << HostOutcomeName(sink.results[0].outcome) << ": " << sink.results[0].message;
-  EXPECT_EQ(sink.out[0], std::to_string(data.size()) + "\n");
+  EXPECT_EQ(StalledRunOutput(job, StallingSink::kAfterTheWrite),
+            std::to_string(data.size()) + "\n");
 }
 
 // The download that hung (`cp cp-2:/tmp/big.bin ./logs`): the end of the command's
@@ -468,14 +506,7 @@ TEST(Issue10, StdoutTakenInByTheStderrReadStillReachesTheSink) {
   auto sshd = TestSshd::Start();
   ASSERT_TRUE(sshd.ok()) << sshd.status().ToString();
   FanoutJob job = OneHostJob(**sshd, "echo held >&2; sleep 1; echo the-end");
-  RealClock clock;
-  StallingSink sink(StallingSink::kBetweenTheReads);
-  LocalFanout fanout(clock);
-  ASSERT_TRUE(fanout.Run(job, sink).ok());
-  ASSERT_EQ(sink.results.count(0), 1u);
-  EXPECT_TRUE(sink.results[0].ok())
-      << HostOutcomeName(sink.results[0].outcome) << ": " << sink.results[0].message;
-  EXPECT_EQ(sink.out[0], "the-end\n");
+  EXPECT_EQ(StalledRunOutput(job, StallingSink::kBetweenTheReads), "the-end\n");
 }
 
 // A worker whose command takes none of its input (its sshd starved or frozen: the kernel

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/fleet_spec.h"
+#include "ssh/testing/nobody_dir.h"
 #include "ssh/testing/temp_dir.h"
 #include "util/file.h"
 #include "util/strings.h"
@@ -132,9 +133,8 @@ TEST(Issue10, AFleetKeyDirectoryPreCreatedByAnotherUserIsRefused) {
     GTEST_SKIP() << *why;
   }
   TempDir tmp;
-  ASSERT_EQ(::chmod(tmp.path().c_str(), 01777), 0);
-  std::string dir = tmp.path() + "/ssh";
-  ASSERT_EQ(RunAsNobody([&] { return ::mkdir(dir.c_str(), 0700) == 0 ? 0 : 1; }), 0);
+  std::string dir = NobodysDir(tmp, "ssh", 0700);
+  ASSERT_FALSE(dir.empty());
   Result<FleetKey> key = EnsureFleetKey(dir);
   EXPECT_EQ(key.status().code(), StatusCode::kFailedPrecondition);
   EXPECT_NE(key.status().message().find(dir + " belongs to nobody"), std::string::npos)

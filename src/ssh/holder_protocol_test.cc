@@ -14,14 +14,8 @@ using std::chrono::milliseconds;
 
 FanoutJob AJob() {
   FanoutJob job;
-  FanoutHost h;
-  h.name = "pod/w3";
-  h.address = "10.0.0.3";
-  h.port = 2222;
-  h.user = "ada";
-  h.host_key = "ssh-ed25519 AAAAC3";
-  h.command = "echo ünïcode";
-  h.no_input = true;
+  FanoutHost h{.name = "pod/w3", .address = "10.0.0.3", .port = 2222, .user = "ada",
+               .host_key = "ssh-ed25519 AAAAC3", .command = "echo ünïcode", .no_input = true};
   job.hosts = {h, h};
   job.hosts[1].command = "";
   job.hosts[1].no_input = false;

@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ssh/fanout_engine.h"
+#include "ssh/testing/nobody_dir.h"
 #include "ssh/testing/temp_dir.h"
 #include "ssh/testing/test_sshd.h"
 #include "util/file.h"
@@ -50,9 +51,7 @@ size_t Count(const std::string& text, const std::string& what) {
 
 class HolderTest : public TestSshdFixture {
  protected:
-  void SetUpWithSshd() override {
-    socket_ = sshd_->dir() + "/holder.sock";
-  }
+  void SetUpWithSshd() override { socket_ = sshd_->dir() + "/holder.sock"; }
   void TearDown() override {
     if (server_.joinable()) {
       (void)StopHolder(socket_);
@@ -286,13 +285,10 @@ class ForgedHolder {
 
 FanoutJob SecretJob() {
   FanoutJob job;
-  FanoutHost h;
-  h.name = "w0";
-  h.address = "127.0.0.1";
-  h.port = 1;
-  h.user = "me";
-  h.host_key = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGw6SazH8E4wAHaauG7OB3VjXkbuu9GiwOP564ZWS2Ju";
-  job.hosts.push_back(h);
+  const char* key =
+      "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGw6SazH8E4wAHaauG7OB3VjXkbuu9GiwOP564ZWS2Ju";
+  job.hosts.push_back({.name = "w0", .address = "127.0.0.1", .port = 1, .user = "me",
+                       .host_key = key, .command = "", .no_input = false});
   job.command = "echo secret";
   job.key_path = "/root/.local/state/tpufleet/ssh/id_ed25519";
   return job;
@@ -333,9 +329,8 @@ TEST(Issue10, AHolderSocketInADirectoryOfAnotherUserIsRefused) {
   }
   // nobody pre-created the state dir (in a shared, sticky dir) and listens in it.
   TempDir tmp;
-  ASSERT_EQ(::chmod(tmp.path().c_str(), 01777), 0);
-  std::string dir = tmp.path() + "/state";
-  ASSERT_EQ(RunAsNobody([&] { return ::mkdir(dir.c_str(), 0755) == 0 ? 0 : 1; }), 0);
+  std::string dir = NobodysDir(tmp, "state", 0755);
+  ASSERT_FALSE(dir.empty());
   std::string path = dir + "/holder.sock";
   ForgedHolder forged(path, -1);
   ASSERT_TRUE(forged.listening());
@@ -412,7 +407,8 @@ std::vector<std::pair<int, std::string>> RawRequest(const std::string& path,
 // A holder served on a thread of the test, stopped and joined however the test ends.
 class ServedHolder {
  public:
-  ServedHolder(const std::string& path, Clock& clock) : path_(path) {
+  // Serves on a socket in a temporary directory of its own, on `clock`.
+  explicit ServedHolder(Clock& clock) : path_(tmp_.path() + "/holder.sock") {
     thread_ = std::thread([this, &clock] { served_ = ServeHolder(path_, clock); });
     Status answered = UnavailableError("never answered");
     for (int i = 0; i < 300 && !answered.ok(); ++i) {  // its thread may still be starting
@@ -423,6 +419,7 @@ class ServedHolder {
   }
   ~ServedHolder() { (void)Stop(); }
   bool answering() const { return answering_; }
+  const std::string& path() const { return path_; }
   // Stops it; its ServeHolder's status.
   Status Stop() {
     if (thread_.joinable()) {
@@ -433,6 +430,7 @@ class ServedHolder {
   }
 
  private:
+  TempDir tmp_;
   const std::string path_;
   std::thread thread_;
   Status served_;
@@ -445,11 +443,10 @@ class ServedHolder {
 // with one error frame (InvalidArgument, saying what is wrong) and its socket closed,
 // and the holder goes on serving.
 TEST(Issue11, AMalformedHolderRequestIsAnsweredWithAnErrorAndTheHolderLives) {
-  TempDir tmp;
-  std::string path = tmp.path() + "/holder.sock";
   RealClock clock;
-  ServedHolder holder(path, clock);
+  ServedHolder holder(clock);
   ASSERT_TRUE(holder.answering());
+  const std::string& path = holder.path();
 
   const std::string host =
       R"({"name":"w0","address":"127.0.0.1","port":22,"user":"me","host_key":"ssh-ed25519 AAAA",)"
@@ -510,11 +507,10 @@ TEST(Issue11, AMalformedHolderRequestIsAnsweredWithAnErrorAndTheHolderLives) {
 // the holder from ever ending as idle. Now it is told after kHolderRequestTimeout, on
 // the holder's clock, and its socket closed.
 TEST(Issue11, AClientThatNeverFinishesItsRequestIsToldAndLetGo) {
-  TempDir tmp;
-  std::string path = tmp.path() + "/holder.sock";
   FakeClock clock;
-  ServedHolder holder(path, clock);
+  ServedHolder holder(clock);
   ASSERT_TRUE(holder.answering());
+  const std::string& path = holder.path();
   std::thread later([&] {
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
     clock.Advance(kHolderRequestTimeout);

@@ -21,6 +21,10 @@ namespace tpufleet {
 /// FailedPrecondition, saying to install OpenSSH, when argv[0] is not installed; Timeout
 /// when it ran past `timeout` (its process group is killed first); Internal when a pipe
 /// or the spawn fails.
+/// `s` with that hint added when it is the FailedPrecondition of a program not
+/// installed; any other status as it is (for callers that spawn ssh themselves).
+Status WithOpenSshHint(const Status& s);
+
 Result<ProgramResult> RunOpenSsh(const std::vector<std::string>& argv, std::string_view input,
                                  std::chrono::milliseconds timeout);
 

@@ -6,12 +6,15 @@
 #include <pwd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <csignal>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 
 #include "core/fleet_spec.h"
 #include "ssh/openssh.h"
@@ -196,25 +199,9 @@ std::string HomeDir() {
   return "/";
 }
 
-}  // namespace
-
-OpenSshRunner::OpenSshRunner(std::string config_path, std::string ssh_binary)
-    : config_path_(std::move(config_path)), ssh_binary_(std::move(ssh_binary)) {}
-
-Result<ProgramResult> OpenSshRunner::Run(std::string_view alias, std::string_view script,
-                                         std::chrono::milliseconds timeout) {
-  TPUFLEET_TRY(CheckSshAlias(alias));
-  auto connect_s = std::chrono::ceil<std::chrono::seconds>(
-      std::clamp<std::chrono::milliseconds>(timeout, std::chrono::seconds(1), kSshConnectTimeout));
-  // "--" ends ssh's options; CheckSshAlias already keeps a '-' from starting the alias.
-  std::vector<std::string> argv = {
-      ssh_binary_,  "-F",
-      config_path_, "-T",
-      "-o",         "BatchMode=yes",
-      "-o",         "ConnectTimeout=" + std::to_string(connect_s.count()),
-      "--",         std::string(alias),
-      "bash",       "-s"};
-  Result<ProgramResult> r = RunOpenSsh(argv, script, timeout);
+// What ssh's run says, as SshRunner::Run returns it.
+Result<ProgramResult> SshOutcome(std::string_view alias, std::chrono::milliseconds timeout,
+                             Result<ProgramResult> r) {
   if (!r.ok()) {
     if (r.status().code() == StatusCode::kTimeout) {
       return TimeoutError("ssh " + std::string(alias) + ": the script did not finish within " +
@@ -227,13 +214,184 @@ Result<ProgramResult> OpenSshRunner::Run(std::string_view alias, std::string_vie
       // ssh's warning names the offered key ("…sent by the remote host is\nSHA256:…").
       size_t at = r->output.find("SHA256:");
       std::string offered =
-          at == std::string::npos ? "" : r->output.substr(at, r->output.find_first_of(" .\r\n", at) - at);
-      return FailedPreconditionError("ssh " + std::string(alias) + ": " + kHostKeyFailed +
-                                     (offered.empty() ? "" : " (the server offered " + offered + ")"));
+          at == std::string::npos
+              ? ""
+              : r->output.substr(at, r->output.find_first_of(" .\r\n", at) - at);
+      return FailedPreconditionError(
+          "ssh " + std::string(alias) + ": " + kHostKeyFailed +
+          (offered.empty() ? "" : " (the server offered " + offered + ")"));
     }
     return UnavailableError("ssh " + std::string(alias) + ": " + LastLine(r->output));
   }
   return r;
+}
+
+// One program run by OpenSshRunner::Start: its stdin fed and its output read as the loop
+// says they are ready, its process group killed at the timeout, reaped once its output
+// ends. Owned by the loop's callbacks (shared), so it lives until it has reported.
+class SshChild : public std::enable_shared_from_this<SshChild> {
+ public:
+  using Report = std::function<void(Result<ProgramResult>)>;
+
+  static Result<std::shared_ptr<SshChild>> Spawn(EventLoop& loop,
+                                                 const std::vector<std::string>& argv,
+                                                 std::string_view input) {
+    // Its stdin is a socket: send's MSG_NOSIGNAL makes a child that stopped reading an
+    // EPIPE, where a pipe's write would raise SIGPIPE and kill this process.
+    int in[2], out[2];
+    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, in) != 0) {
+      return ErrnoStatus("socketpair", errno);
+    }
+    UniqueFd in_read(in[0]), in_write(in[1]);
+    if (::pipe2(out, O_CLOEXEC) != 0) {
+      return ErrnoStatus("pipe", errno);
+    }
+    UniqueFd out_read(out[0]), out_write(out[1]);
+    SpawnOptions options;  // as RunUserCommand runs it: the user's ssh, in a group of its own
+    options.search_path = options.inherit_env = options.own_process_group = true;
+    Result<pid_t> pid = SpawnSubprocess(argv, options, {in_read.get(), out_write.get()});
+    if (!pid.ok()) {
+      return WithOpenSshHint(pid.status());
+    }
+    for (int fd : {in_write.get(), out_read.get()}) {
+      ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
+    }
+    auto child = std::shared_ptr<SshChild>(new SshChild(loop, *pid));
+    child->in_ = std::move(in_write);
+    child->out_ = std::move(out_read);
+    child->input_ = std::string(input);
+    return child;
+  }
+
+  // Starts watching; `report` gets the result once the output ended and it was reaped.
+  void Watch(std::chrono::milliseconds timeout, Report report) {
+    report_ = std::move(report);
+    std::shared_ptr<SshChild> self = shared_from_this();
+    out_watch_ = loop_.Watch(out_.get(), POLLIN, [self](short, Clock::MonoTime) { self->Read(); });
+    in_watch_ = loop_.Watch(in_.get(), POLLOUT, [self](short, Clock::MonoTime) { self->Feed(); });
+    deadline_ = loop_.After(timeout, [self](Clock::MonoTime) {
+      self->timed_out_ = true;
+      ::kill(-self->pid_, SIGKILL);  // its output ends with it: Read then reaps it
+    });
+  }
+
+ private:
+  SshChild(EventLoop& loop, pid_t pid) : loop_(loop), pid_(pid) {}
+
+  void Feed() {
+    while (written_ < input_.size()) {
+      ssize_t n =
+          ::send(in_.get(), input_.data() + written_, input_.size() - written_, MSG_NOSIGNAL);
+      if (n < 0 && errno == EINTR) {
+        continue;
+      }
+      if (n < 0 && errno == EAGAIN) {
+        return;  // the pipe is full: the loop says when it takes more
+      }
+      if (n < 0) {
+        break;  // it stopped reading (EPIPE): no error, as with RunSubprocess
+      }
+      written_ += static_cast<size_t>(n);
+    }
+    loop_.Remove(in_watch_);
+    in_.Reset();  // EOF for the script's bash
+  }
+
+  void Read() {
+    char buf[16 * 1024];
+    while (true) {
+      ssize_t n = ::read(out_.get(), buf, sizeof buf);
+      if (n < 0 && errno == EINTR) {
+        continue;
+      }
+      if (n < 0 && errno == EAGAIN) {
+        return;
+      }
+      if (n <= 0) {
+        break;  // the end of its output (or a broken pipe): it is exiting
+      }
+      output_.append(buf, static_cast<size_t>(n));
+      if (output_.size() > 2 * kMaxProgramOutput) {  // the last kMaxProgramOutput kept
+        output_.erase(0, output_.size() - kMaxProgramOutput);
+      }
+    }
+    for (EventLoop::Id id : {out_watch_, in_watch_, deadline_}) {
+      loop_.Remove(id);
+    }
+    in_.Reset();
+    out_.Reset();
+    int status = 0;
+    while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+    }
+    if (output_.size() > kMaxProgramOutput) {
+      output_.erase(0, output_.size() - kMaxProgramOutput);
+    }
+    Report report = std::move(report_);
+    if (timed_out_) {
+      report(TimeoutError("killed after its timeout"));
+      return;
+    }
+    int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    report(ProgramResult{code, std::move(output_)});
+  }
+
+  EventLoop& loop_;
+  const pid_t pid_;
+  UniqueFd in_, out_;
+  std::string input_;
+  size_t written_ = 0;
+  std::string output_;
+  bool timed_out_ = false;
+  EventLoop::Id out_watch_ = 0, in_watch_ = 0, deadline_ = 0;
+  Report report_;
+};
+
+}  // namespace
+
+OpenSshRunner::OpenSshRunner(std::string config_path, std::string ssh_binary)
+    : config_path_(std::move(config_path)), ssh_binary_(std::move(ssh_binary)) {}
+
+std::vector<std::string> OpenSshRunner::Argv(std::string_view alias,
+                                             std::chrono::milliseconds timeout) const {
+  auto connect_s = std::chrono::ceil<std::chrono::seconds>(
+      std::clamp<std::chrono::milliseconds>(timeout, std::chrono::seconds(1), kSshConnectTimeout));
+  // "--" ends ssh's options; CheckSshAlias already keeps a '-' from starting the alias.
+  return {ssh_binary_,  "-F",
+          config_path_, "-T",
+          "-o",         "BatchMode=yes",
+          "-o",         "ConnectTimeout=" + std::to_string(connect_s.count()),
+          "--",         std::string(alias),
+          "bash",       "-s"};
+}
+
+Result<ProgramResult> OpenSshRunner::Run(std::string_view alias, std::string_view script,
+                                     std::chrono::milliseconds timeout) {
+  TPUFLEET_TRY(CheckSshAlias(alias));
+  return SshOutcome(alias, timeout, RunOpenSsh(Argv(alias, timeout), script, timeout));
+}
+
+void SshRunner::Start(EventLoop& loop, std::string_view alias, std::string_view script,
+                      std::chrono::milliseconds timeout, Done done) {
+  loop.After(std::chrono::nanoseconds(0),
+             [this, a = std::string(alias), s = std::string(script), timeout,
+              done = std::move(done)](Clock::MonoTime) { done(Run(a, s, timeout)); });
+}
+
+void OpenSshRunner::Start(EventLoop& loop, std::string_view alias, std::string_view script,
+                          std::chrono::milliseconds timeout, Done done) {
+  Status checked = CheckSshAlias(alias);
+  Result<std::shared_ptr<SshChild>> child =
+      checked.ok() ? SshChild::Spawn(loop, Argv(alias, timeout), script)
+                   : Result<std::shared_ptr<SshChild>>(checked);
+  if (!child.ok()) {
+    loop.After(std::chrono::nanoseconds(0),
+               [st = child.status(), done = std::move(done)](Clock::MonoTime) { done(st); });
+    return;
+  }
+  (*child)->Watch(timeout, [a = std::string(alias), timeout,
+                            done = std::move(done)](Result<ProgramResult> r) {
+    done(SshOutcome(a, timeout, std::move(r)));
+  });
 }
 
 Status ProbeSsh(const std::string& address, int port, std::chrono::milliseconds timeout) {

@@ -1,6 +1,6 @@
 // SshRunner: runs a script on one worker and waits for it; the seam `up` uses for the
-// login check and the setup script on ssh-hosts machines, which take the user's own keys
-// (workers tpufleet made go through the libssh2 fan-out engine, fanout.h).
+// login check on ssh-hosts machines, which take the user's own keys until it has put
+// the fleet key in (everything else goes through the libssh2 fan-out engine, fanout.h).
 //
 // OpenSshRunner spawns the system `ssh` (posix_spawn, no shell, arguments as a vector)
 // with tpufleet's config file: `ssh -F CONFIG -o BatchMode=yes -o ConnectTimeout=N
@@ -17,10 +17,12 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "util/event_loop.h"
 #include "util/status.h"
 #include "util/subprocess.h"
 #include "util/unique_fd.h"
@@ -48,6 +50,16 @@ class SshRunner {
   /// retry mends that.
   virtual Result<ProgramResult> Run(std::string_view alias, std::string_view script,
                                     std::chrono::milliseconds timeout) = 0;
+
+  /// What Run returns, handed to Start's caller.
+  using Done = std::function<void(Result<ProgramResult>)>;
+  /// Run without blocking: starts the script and returns at once; `done` gets what Run
+  /// would have returned, on the loop's thread (never from inside Start). Several may
+  /// run at once. This default runs Run on a turn of the loop, which waits for it (for
+  /// runners with nothing to watch: tests' fakes). REQUIRES: the loop turns until
+  /// `done` has run.
+  virtual void Start(EventLoop& loop, std::string_view alias, std::string_view script,
+                     std::chrono::milliseconds timeout, Done done);
 };
 
 class OpenSshRunner final : public SshRunner {
@@ -56,8 +68,14 @@ class OpenSshRunner final : public SshRunner {
   explicit OpenSshRunner(std::string config_path, std::string ssh_binary = "ssh");
   Result<ProgramResult> Run(std::string_view alias, std::string_view script,
                             std::chrono::milliseconds timeout) override;
+  /// ssh runs as a child process whose output the loop watches; its stdin is fed as the
+  /// pipe takes it, and `timeout` kills its process group.
+  void Start(EventLoop& loop, std::string_view alias, std::string_view script,
+             std::chrono::milliseconds timeout, Done done) override;
 
  private:
+  std::vector<std::string> Argv(std::string_view alias, std::chrono::milliseconds timeout) const;
+
   const std::string config_path_;
   const std::string ssh_binary_;
 };

@@ -17,6 +17,7 @@
 #include "ssh/testing/temp_dir.h"
 #include "ssh/testing/test_sshd.h"
 #include "util/file.h"
+#include "util/event_loop.h"
 #include "util/strings.h"
 #include "util/subprocess.h"
 #include "util/testing/status_printer.h"
@@ -140,6 +141,39 @@ TEST_F(SshdTest, ALargeScriptArrivesWhole) {
   Result<ProgramResult> r = runner.Run("w0", script, seconds(20));
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->output, "done\n");
+}
+
+// up's login checks on ssh-hosts machines ran one `ssh` at a time on up's loop thread,
+// blocking it. Start runs them at once, as child processes the loop watches.
+TEST_F(SshdTest, Issue11StartRunsSshAtOnceWithoutBlockingTheLoop) {
+  OpenSshRunner runner(config_);
+  RealClock clock;
+  EventLoop loop(clock);
+  int ticks = 0;  // the loop's other work while ssh runs
+  loop.Every(std::chrono::milliseconds(50), [&](Clock::MonoTime) { ++ticks; });
+  std::vector<Result<ProgramResult>> got;
+  std::string large(300'000, 'x');  // more than a pipe holds: fed as the child reads
+  auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < 3; ++i) {
+    runner.Start(loop, "w0", ": '" + large + "'\nsleep 2; echo run" + std::to_string(i) + "\n",
+                 seconds(20), [&](Result<ProgramResult> r) { got.push_back(std::move(r)); });
+  }
+  EXPECT_TRUE(got.empty()) << "Start returns before ssh ends";
+  ASSERT_EQ(loop.RunUntil([&] { return got.size() == 3; }), Status::Ok());
+
+  for (const Result<ProgramResult>& r : got) {
+    ASSERT_TRUE(r.ok()) << r.status().ToString() << "\n" << sshd_->Log();
+    EXPECT_EQ(r->exit_code, 0);
+    EXPECT_TRUE(StartsWith(r->output, "run")) << r->output;
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - start, seconds(5)) << "one after another";
+  EXPECT_GE(ticks, 10) << "the loop went on meanwhile";
+  // What Run refuses, Start refuses too, through `done`.
+  Result<ProgramResult> bad = UnavailableError("no answer");
+  runner.Start(loop, "-bad", "true", seconds(5), [&](Result<ProgramResult> r) { bad = r; });
+  ASSERT_EQ(loop.RunUntil([&] { return bad.status().code() != StatusCode::kUnavailable; }),
+            Status::Ok());
+  EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument) << bad.status().ToString();
 }
 
 TEST_F(SshdTest, NonZeroExitIsAResult) {

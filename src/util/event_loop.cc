@@ -150,7 +150,9 @@ void EventLoop::DispatchTimers(Clock::MonoTime now) {
   }
 }
 
-void EventLoop::RunOnce(milliseconds max_wait) {
+void EventLoop::RunOnce(milliseconds max_wait) { (void)Turn(max_wait, false); }
+
+bool EventLoop::Turn(milliseconds max_wait, bool sleep_on_clock) {
   dispatching_ = true;
   RunHooks(before_poll_, now_);  // Now() is the clock's here: timers armed from it
   dispatching_ = false;
@@ -164,6 +166,16 @@ void EventLoop::RunOnce(milliseconds max_wait) {
     }
   }
   int timeout = stop_.load() ? 0 : PollTimeoutMs(max_wait);
+  bool something = !pollfds_.empty() || !due_.empty();
+  if (sleep_on_clock && pollfds_.empty()) {
+    if (!due_.empty()) {
+      Clock::MonoTime now = clock_.MonotonicNow();
+      if (due_.begin()->first > now) {
+        clock_.SleepFor(due_.begin()->first - now);
+      }
+    }
+    timeout = 0;
+  }
   if (::poll(pollfds_.data(), pollfds_.size(), timeout) < 0) {
     for (auto& p : pollfds_) {
       p.revents = 0;  // EINTR (a signal): the turn runs with nothing ready
@@ -178,6 +190,7 @@ void EventLoop::RunOnce(milliseconds max_wait) {
   dispatching_ = false;
   in_turn_ = false;
   Bury();
+  return something;
 }
 
 void EventLoop::Run() {
@@ -185,6 +198,19 @@ void EventLoop::Run() {
     RunOnce();
   }
   stop_.store(false);  // so the loop can be run again
+}
+
+Status EventLoop::RunUntil(const std::function<bool()>& done) {
+  bool idle = false;  // the last turn had nothing to wait for
+  while (!stop_.load() && !done()) {
+    bool waited = Turn(milliseconds(-1), true);
+    if (!waited && idle) {
+      return FailedPreconditionError("the event loop has nothing left to wait for");
+    }
+    idle = !waited;
+  }
+  stop_.store(false);
+  return Status::Ok();
 }
 
 void EventLoop::Stop() {

@@ -92,6 +92,12 @@ class EventLoop {
   void RunOnce(std::chrono::milliseconds max_wait = std::chrono::milliseconds(-1));
   /// Turns until Stop. Returns at once (without a turn) when Stop came before Run.
   void Run();
+  /// Turns until `done()` is true (asked before each turn) or Stop. A turn that polls no
+  /// descriptor and only waits for a timer sleeps on the Clock instead of in poll, so
+  /// with FakeClock time moves to the timer at once. FailedPrecondition when two turns in
+  /// a row had nothing at all to wait for (no descriptor, no timer) and `done()` still
+  /// says false: nothing could ever change that.
+  Status RunUntil(const std::function<bool()>& done);
   /// Ends Run after the current turn (or before the next one). Safe from any thread and
   /// from a signal handler; wakes a waiting poll when EnableWake was called.
   void Stop();
@@ -123,6 +129,9 @@ class EventLoop {
   };
 
   Id Arm(Clock::MonoTime due, std::chrono::nanoseconds interval, Callback callback);
+  // RunOnce's turn; with `sleep_on_clock`, a wait for a timer alone sleeps on the clock.
+  // False when the turn had nothing to wait for (no descriptor polled, no timer).
+  bool Turn(std::chrono::milliseconds max_wait, bool sleep_on_clock);
   int PollTimeoutMs(std::chrono::milliseconds max_wait) const;
   void RunHooks(const std::map<Id, Hook>& hooks, Clock::MonoTime now);
   void Bury();

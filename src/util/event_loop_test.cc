@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "util/testing/fake_clock.h"
+#include "util/testing/status_printer.h"
 
 namespace tpufleet {
 namespace {
@@ -228,6 +229,26 @@ TEST(EventLoop, PollWaitsForTheEarliestTimer) {
     loop.RunOnce();  // no max_wait: only the timer ends the poll
   }
   EXPECT_GE(std::chrono::steady_clock::now() - start, milliseconds(30));
+}
+
+TEST(Issue11, RunUntilSleepsOnTheClockToTheNextTimerAndEndsWhenDone) {
+  FakeClock clock;
+  EventLoop loop(clock);
+  auto start = clock.MonotonicNow();
+  int fired = 0;
+  loop.After(seconds(30), [&](Clock::MonoTime) { ++fired; });
+  loop.After(seconds(90), [&](Clock::MonoTime) { ++fired; });
+
+  EXPECT_EQ(loop.RunUntil([&] { return fired == 2; }), Status::Ok());
+
+  EXPECT_EQ(clock.MonotonicNow() - start, seconds(90)) << "fake time moved, nothing slept";
+}
+
+TEST(Issue11, RunUntilFailsWhenNothingIsLeftToWaitFor) {
+  FakeClock clock;
+  EventLoop loop(clock);
+  Status s = loop.RunUntil([] { return false; });
+  EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition) << s.ToString();
 }
 
 }  // namespace

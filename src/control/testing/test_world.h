@@ -129,7 +129,7 @@ class FakeWorkers {
 
  private:
   HostResult Answer(const FanoutHost& host, size_t index, FanoutSink& sink) {
-    const FanoutJob& job = fanout_.jobs.back();
+    const FanoutJob& job = fanout_.jobs[fanout_.answering];
     calls_.push_back({host.name, job.stdin_header});
     HostResult r;
     if (refusals_[host.name]++ < refuse_first_) {

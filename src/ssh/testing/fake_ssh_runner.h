@@ -7,6 +7,8 @@
 // Thread-safety: a mutex guards it.
 #pragma once
 
+#include <algorithm>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <string>
@@ -53,12 +55,7 @@ class FakeSshRunner final : public SshRunner {
   }
   /// How many runs there were on `alias`.
   int RunsOn(std::string_view alias) const {
-    std::lock_guard<std::mutex> l(mu_);
-    int n = 0;
-    for (const Call& c : calls_) {
-      n += c.alias == alias ? 1 : 0;
-    }
-    return n;
+    return Count([&](const Call& c) { return c.alias == alias; });
   }
   /// Scripts other than the "true" probe exit `exit_code` on `alias`, printing `output`.
   void FailScriptsOn(const std::string& alias, int exit_code, std::string output) {
@@ -72,24 +69,20 @@ class FakeSshRunner final : public SshRunner {
   }
   /// How many runs of exactly `script` there were (on any alias).
   int RunsOf(std::string_view script) const {
-    std::lock_guard<std::mutex> l(mu_);
-    int n = 0;
-    for (const Call& c : calls_) {
-      n += c.script == script ? 1 : 0;
-    }
-    return n;
+    return Count([&](const Call& c) { return c.script == script; });
   }
   /// How many runs had a script containing `part` (setup arrives wrapped).
   int RunsWith(std::string_view part) const {
-    std::lock_guard<std::mutex> l(mu_);
-    int n = 0;
-    for (const Call& c : calls_) {
-      n += c.script.find(part) != std::string::npos ? 1 : 0;
-    }
-    return n;
+    return Count([&](const Call& c) { return c.script.find(part) != std::string::npos; });
   }
 
  private:
+  // How many calls `match` says yes to.
+  int Count(const std::function<bool(const Call&)>& match) const {
+    std::lock_guard<std::mutex> l(mu_);
+    return static_cast<int>(std::count_if(calls_.begin(), calls_.end(), match));
+  }
+
   mutable std::mutex mu_;
   std::vector<Call> calls_;                       // guarded by mu_
   std::map<std::string, int> refusals_;           // guarded by mu_: runs so far per alias

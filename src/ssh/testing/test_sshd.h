@@ -268,7 +268,8 @@ class TestSshdFixture : public ::testing::Test {
     sshd_ = std::move(*s);
     SetUpWithSshd();
   }
-  /// The subclass's set-up, with sshd_ running.
+  /// What a fixture does once its sshd runs (not called when the test was skipped or
+  /// the sshd did not start).
   virtual void SetUpWithSshd() {}
 
   std::unique_ptr<TestSshd> sshd_;
