@@ -340,7 +340,7 @@ bool ApiServerImpl::HoldsCapacity(const NodeRecord& n) const {
   if (n.step && n.step->fail) {
     return false;  // a create or start that met a stockout got nothing
   }
-  switch (n.state) {
+  switch (n.state.value()) {
     case NodeState::kCreating:
     case NodeState::kReady:
     case NodeState::kStarting:
@@ -348,11 +348,9 @@ bool ApiServerImpl::HoldsCapacity(const NodeRecord& n) const {
     case NodeState::kRepairing:
     case NodeState::kDeleting:
       return true;
-    case NodeState::kStopped:
-    case NodeState::kPreempted:
+    default:  // STOPPED, PREEMPTED: the capacity went back
       return false;
   }
-  return false;
 }
 
 long long ApiServerImpl::CapacityLimitOf(std::string_view zone, const Family& family) const {
@@ -425,7 +423,7 @@ long long ApiServerImpl::QuotaUsedLocked(const QuotaLimit& limit) const {
   // SUSPENDED and FAILED queued resources keep holding quota until deleted (users
   // report it: tpu-api.md §4).
   for (const auto& [name, q] : qrs_) {
-    if ((q.state != QrState::kSuspended && q.state != QrState::kFailed) ||
+    if ((q.state != NodeState::kSuspended && q.state != NodeState::kFailed) ||
         RegionOfZone(q.zone) != limit.region || !TierCounts(limit.tier, q.spot)) {
       continue;
     }

@@ -4,6 +4,7 @@
 #include <set>
 
 #include "emulator/api_internal.h"
+#include "emulator/schema.h"
 #include "emulator/synthetic_hosts.h"
 #include "util/log.h"
 #include "util/strings.h"
@@ -58,52 +59,6 @@ std::string ApiServer::StatusJson() {
 }
 
 // ---------------------------------------------------------------------------
-
-std::string_view NodeStateName(NodeState s) {
-  switch (s) {
-    case NodeState::kCreating:
-      return "CREATING";
-    case NodeState::kReady:
-      return "READY";
-    case NodeState::kDeleting:
-      return "DELETING";
-    case NodeState::kRepairing:
-      return "REPAIRING";
-    case NodeState::kStopped:
-      return "STOPPED";
-    case NodeState::kStopping:
-      return "STOPPING";
-    case NodeState::kStarting:
-      return "STARTING";
-    case NodeState::kPreempted:
-      return "PREEMPTED";
-  }
-  return "STATE_UNSPECIFIED";
-}
-
-std::string_view QrStateName(QrState s) {
-  switch (s) {
-    case QrState::kCreating:
-      return "CREATING";
-    case QrState::kAccepted:
-      return "ACCEPTED";
-    case QrState::kProvisioning:
-      return "PROVISIONING";
-    case QrState::kFailed:
-      return "FAILED";
-    case QrState::kDeleting:
-      return "DELETING";
-    case QrState::kActive:
-      return "ACTIVE";
-    case QrState::kSuspending:
-      return "SUSPENDING";
-    case QrState::kSuspended:
-      return "SUSPENDED";
-    case QrState::kWaiting:
-      return "WAITING_FOR_RESOURCES";
-  }
-  return "STATE_UNSPECIFIED";
-}
 
 ApiServerImpl::ApiServerImpl(EmulatorConfig config, Clock& clock, WorkerHosts* hosts,
                              const Catalog& catalog)
@@ -445,6 +400,12 @@ RpcOr<Json> ApiServerImpl::ParseBody(const Call& c) const {
     return InvalidArgument("Invalid JSON payload received. Expected an object.");
   }
   return j;
+}
+
+RpcOr<Json> ApiServerImpl::ParseBodyAs(const Call& c, std::string_view type,
+                                       std::string_view at) const {
+  EMULATOR_ASSIGN_OR_RETURN_RPC(Json body, ParseBody(c));
+  return Canonicalize(body, type, at);
 }
 
 RpcOr<Json> ApiServerImpl::Page(const Call& c,

@@ -4,6 +4,8 @@
 #include <set>
 #include <tuple>
 
+#include "api/emulator.h"
+#include "core/node_state.h"
 #include "emulator/testing/api_fixture.h"
 #include "emulator/token.h"
 
@@ -335,6 +337,30 @@ TEST_F(ApiServerTest, AdminStatusShowsNodesFaultsAndUsage) {
   EXPECT_EQ(s["hostWorkPending"], 0);
   EXPECT_EQ(Json::parse(server_->StatusJson())["nodes"], s["nodes"]);
   EXPECT_EQ(Get("/emulator/v1/nothing").status, 404);
+}
+
+// Issue 11: the admin status is api::EmulatorStatus on both sides: what the daemon
+// writes, `tpufleet emulator status` reads back whole (every field, in one type).
+class Issue11 : public ApiFixture {};
+
+TEST_F(Issue11, AdminStatusReadsBackAsTheApiType) {
+  EmulatorConfig config;
+  config.quota.push_back({"us-central2", "v4", QuotaTier::kSpot, 100});
+  Reset(config);
+  CreateNode("n1", NodeBody("v4-16"));
+  Post("/emulator/v1/faults", Json{{"kind", "storm"}, {"rate", 0.5}, {"duration", "1m"}});
+  Post("/emulator/v1/faults", Json{{"kind", "cutoff"}, {"node", NodeName("n1")}, {"worker", 1}});
+  std::string text = server_->StatusJson();
+  Result<api::EmulatorStatus> status = api::ParseEmulatorStatus(text);
+  ASSERT_TRUE(status.ok()) << status.status().message();
+  EXPECT_EQ(api::ToJson(*status) + "\n", text);
+  ASSERT_EQ(status->nodes.size(), 1u);
+  EXPECT_EQ(NodeState::Parse(status->nodes[0].state), NodeState::kReady);
+  EXPECT_TRUE(status->nodes[0].workers.at(1).cut_off);
+  ASSERT_EQ(status->faults.size(), 2u);
+  EXPECT_EQ(status->faults[0].storm->rate, 0.5);
+  EXPECT_EQ(status->quota.at(0).tier, "spot");
+  EXPECT_EQ(Get("/emulator/v1/faults").text, api::ToJson(status->faults) + "\n");
 }
 
 TEST_F(ApiServerTest, DestroyAllHostsQueuesDestroyForEveryNode) {

@@ -5,11 +5,15 @@
 #include "core/yaml_reader.h"
 #include "emulator/faults.h"
 #include "emulator/token.h"
+#include "util/enum_names.h"
 #include "util/file.h"
 #include "util/strings.h"
 
 namespace tpufleet::emulator {
 namespace {
+
+constexpr EnumName<QuotaTier> kQuotaTiers[] = {
+    {QuotaTier::kAny, "any"}, {QuotaTier::kSpot, "spot"}, {QuotaTier::kOnDemand, "on_demand"}};
 
 using yaml::Field;
 
@@ -170,15 +174,11 @@ Result<EmulatorConfig> ParseEmulatorConfig(std::string_view yaml_text, std::stri
       TPUFLEET_TRY(CheckFamily(fam, catalog, &l.family));
       if (auto tier = item.Get("tier")) {
         TPUFLEET_ASSIGN_OR_RETURN(std::string t, tier->String());
-        if (t == "any") {
-          l.tier = QuotaTier::kAny;
-        } else if (t == "spot") {
-          l.tier = QuotaTier::kSpot;
-        } else if (t == "on_demand") {
-          l.tier = QuotaTier::kOnDemand;
-        } else {
+        std::optional<QuotaTier> known = ValueIn(kQuotaTiers, t);
+        if (!known) {
           return tier->Error("expected any, spot or on_demand");
         }
+        l.tier = *known;
       }
       TPUFLEET_ASSIGN_OR_RETURN(Field chips, item.Require("chips"));
       TPUFLEET_TRY(ParseChips(chips, &l.chips));
@@ -257,6 +257,10 @@ Result<EmulatorConfig> LoadEmulatorConfig(const std::string& path, const Catalog
     c.auth.service_account_keys.push_back(std::move(key));
   }
   return c;
+}
+
+std::string_view QuotaTierName(QuotaTier tier) {
+  return NameIn(kQuotaTiers, tier);
 }
 
 }  // namespace tpufleet::emulator
