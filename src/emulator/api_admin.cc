@@ -70,6 +70,17 @@ RpcOr<api::EmulatorFault> ApiServerImpl::AddFaultLocked(Fault f, Clock::MonoTime
     }
     node = &it->second;
   }
+  // Preemption and maintenance need a READY node that has no such event coming yet.
+  auto not_ready_for = [&](bool already, std::string_view already_text,
+                         std::string_view need) -> std::optional<RpcError> {
+    if (node->state == NodeState::kReady && !already) {
+      return std::nullopt;
+    }
+    return RpcError{RpcCode::kFailedPrecondition,
+                    "fault: " + f.node + " is " + node->state.Name() +
+                        std::string(already ? already_text : "") + std::string(need),
+                    Json::array()};
+  };
   switch (f.kind) {
     case FaultKind::kStockout:
       if (!ZoneKnown(f.zone)) {
@@ -94,21 +105,17 @@ RpcOr<api::EmulatorFault> ApiServerImpl::AddFaultLocked(Fault f, Clock::MonoTime
             "fault: " + f.node + " is not a spot or preemptible node; only those are preempted",
             Json::array()};
       }
-      if (node->state != NodeState::kReady || node->preemption) {
-        return RpcError{RpcCode::kFailedPrecondition,
-                        "fault: " + f.node + " is " + node->state.Name() +
-                            (node->preemption ? " and already being preempted" : "") +
-                            "; only READY nodes are preempted",
-                        Json::array()};
+      if (std::optional<RpcError> e = not_ready_for(node->preemption.has_value(),
+                                                  " and already being preempted",
+                                                  "; only READY nodes are preempted")) {
+        return *e;
       }
       break;
     case FaultKind::kMaintenance:
-      if (node->state != NodeState::kReady || node->maintenance) {
-        return RpcError{RpcCode::kFailedPrecondition,
-                        "fault: " + f.node + " is " + node->state.Name() +
-                            (node->maintenance ? " and already under maintenance" : "") +
-                            "; maintenance needs a READY node",
-                        Json::array()};
+      if (std::optional<RpcError> e = not_ready_for(node->maintenance.has_value(),
+                                                  " and already under maintenance",
+                                                  "; maintenance needs a READY node")) {
+        return *e;
       }
       break;
     case FaultKind::kCutOff:

@@ -157,6 +157,12 @@ void ApiServerImpl::FinishStepLocked(const std::string& name, Clock::MonoTime, C
                     "an internal error has occurred (worker hosts: " + s.message() + ")",
                     Json::array()};
   };
+  // A create or start that went well.
+  auto finish_ready = [&] {
+    n.state = NodeState::kReady;
+    n.health = "HEALTHY";
+    FinishOperationLocked(step.op, RenderNode(n));
+  };
   switch (step.kind) {
     case NodeStep::kCreate:
       if (step.fail || !step.host_status.ok()) {
@@ -170,9 +176,7 @@ void ApiServerImpl::FinishStepLocked(const std::string& name, Clock::MonoTime, C
         EraseNodeLocked(name);
         return;
       }
-      n.state = NodeState::kReady;
-      n.health = "HEALTHY";
-      FinishOperationLocked(step.op, RenderNode(n));
+      finish_ready();
       return;
     case NodeStep::kStart:
       if (step.fail || !step.host_status.ok()) {
@@ -180,9 +184,7 @@ void ApiServerImpl::FinishStepLocked(const std::string& name, Clock::MonoTime, C
         FailOperationLocked(step.op, step.fail ? *step.fail : internal(step.host_status));
         return;
       }
-      n.state = NodeState::kReady;
-      n.health = "HEALTHY";
-      FinishOperationLocked(step.op, RenderNode(n));
+      finish_ready();
       return;
     case NodeStep::kStop:
       n.state = NodeState::kStopped;

@@ -140,36 +140,13 @@ Json ApiServerImpl::RenderQueuedResource(const QueuedResourceRecord& q) const {
   j["name"] = q.name;
   j["createTime"] = FormatTimestamp(q.create_time);
   Json state{{"state", q.state.Name()}, {"stateInitiator", q.initiator}};
-  switch (q.state.value()) {
-    case NodeState::kCreating:
-      state["creatingData"] = Json::object();
-      break;
-    case NodeState::kAccepted:
-      state["acceptedData"] = Json::object();
-      break;
-    case NodeState::kProvisioning:
-      state["provisioningData"] = Json::object();
-      break;
-    case NodeState::kFailed:
-      state["failedData"] = Json::object();
-      if (q.failure) {
-        state["failedData"]["error"] = OperationErrorJson(*q.failure);
-      }
-      break;
-    case NodeState::kDeleting:
-      state["deletingData"] = Json::object();
-      break;
-    case NodeState::kActive:
-      state["activeData"] = Json::object();
-      break;
-    case NodeState::kSuspending:
-      state["suspendingData"] = Json::object();
-      break;
-    case NodeState::kSuspended:
-      state["suspendedData"] = Json::object();
-      break;
-    default:  // WAITING_FOR_RESOURCES has no data
-      break;
+  // Each state but WAITING_FOR_RESOURCES carries an (empty) object named after it:
+  // "creatingData", "acceptedData", …; a failed one says why.
+  if (q.state != NodeState::kWaitingForResources) {
+    state[AsciiLower(q.state.Name()) + "Data"] = Json::object();
+  }
+  if (q.state == NodeState::kFailed && q.failure) {
+    state["failedData"]["error"] = OperationErrorJson(*q.failure);
   }
   j["state"] = std::move(state);
   return j;

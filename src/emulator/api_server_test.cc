@@ -12,10 +12,6 @@
 namespace tpufleet::emulator {
 namespace {
 
-using std::chrono::milliseconds;
-using std::chrono::seconds;
-using Json = nlohmann::json;
-
 class ApiServerTest : public ApiFixture {};
 
 TEST_F(ApiServerTest, LocationsAreServedUnderV1AndV2) {
@@ -203,13 +199,8 @@ TEST_F(Issue10, EveryRouteRefusesAStranger) {
   EXPECT_FALSE(node.json.contains("metadata")) << node.text;
   EXPECT_EQ(Get("/emulator/v1/faults").json["faults"].size(), 0u);
   EXPECT_EQ(Get("/emulator/v1/status").status, 200);
-  EXPECT_EQ(Send("GET", "/emulator/v1/status", "", {{"authorization", "bearer owner-secret-for-tests"}})
-                .status,
-            200);
-  EXPECT_EQ(Send("GET", std::string(kParent) + "/nodes?access_token=" + kOwnerToken, "",
-                 {{"authorization", ""}})
-                .status,
-            200);
+  EXPECT_EQ(GetStatusAs("/emulator/v1/status", "bearer owner-secret-for-tests"), 200);
+  EXPECT_EQ(GetStatusAs(std::string(kParent) + "/nodes?access_token=" + kOwnerToken, ""), 200);
 }
 
 TEST_F(Issue10, WithoutConfiguredCredentialsTheTokenEndpointIssuesNothing) {
@@ -232,8 +223,9 @@ TEST_F(Issue10, IssuedTokensCannotBePredictedFromTheSeed) {
   std::set<std::string> tokens;
   for (int i = 0; i < 2; ++i) {
     Reset(config);
-    Reply r = Send("POST", "/token",
-                   "grant_type=refresh_token&client_id=client&client_secret=secret&refresh_token=refresh");
+    Reply r = Send(
+        "POST", "/token",
+        "grant_type=refresh_token&client_id=client&client_secret=secret&refresh_token=refresh");
     ASSERT_EQ(r.status, 200) << r.text;
     tokens.insert(r.json["access_token"].get<std::string>());
   }
@@ -249,9 +241,7 @@ TEST_F(ApiServerTest, IssuedTokensCanBeRequired) {
   EXPECT_EQ(owner.status, 401) << "the owner's secret is not an issued token";
   EXPECT_EQ(owner.json["error"]["status"], "UNAUTHENTICATED");
   EXPECT_EQ(Get("/emulator/v1/status").status, 200) << "the owner's secret opens the admin routes";
-  EXPECT_EQ(Send("GET", std::string(kParent) + "/nodes", "", {{"authorization", "Bearer made-up"}})
-                .status,
-            401);
+  EXPECT_EQ(GetStatusAs(std::string(kParent) + "/nodes", "Bearer made-up"), 401);
 
   Reply token =
       Send("POST", "/token",
@@ -260,22 +250,11 @@ TEST_F(ApiServerTest, IssuedTokensCanBeRequired) {
   std::string access = token.json["access_token"];
   EXPECT_EQ(token.json["token_type"], "Bearer");
   EXPECT_EQ(token.json["expires_in"], 3599);
-  EXPECT_EQ(
-      Send("GET", std::string(kParent) + "/nodes", "", {{"authorization", "Bearer " + access}})
-          .status,
-      200);
-  EXPECT_EQ(Send("GET", std::string(kParent) + "/nodes?access_token=" + access, "",
-                 {{"authorization", ""}})
-                .status,
-            200);
-  EXPECT_EQ(
-      Send("GET", "/emulator/v1/status", "", {{"authorization", "Bearer " + access}}).status,
-      200);
+  EXPECT_EQ(GetStatusAs(std::string(kParent) + "/nodes", "Bearer " + access), 200);
+  EXPECT_EQ(GetStatusAs(std::string(kParent) + "/nodes?access_token=" + access, ""), 200);
+  EXPECT_EQ(GetStatusAs("/emulator/v1/status", "Bearer " + access), 200);
   clock_.Advance(seconds(3600));
-  EXPECT_EQ(
-      Send("GET", std::string(kParent) + "/nodes", "", {{"authorization", "Bearer " + access}})
-          .status,
-      401);
+  EXPECT_EQ(GetStatusAs(std::string(kParent) + "/nodes", "Bearer " + access), 401);
 }
 
 TEST_F(ApiServerTest, TokenEndpointVerifiesServiceAccountAssertions) {
@@ -309,7 +288,7 @@ TEST_F(ApiServerTest, TokenEndpointVerifiesServiceAccountAssertions) {
   EXPECT_EQ(bad.status, 400);
   EXPECT_EQ(bad.json,
             (Json{{"error", "invalid_grant"}, {"error_description", "Invalid JWT Signature."}}));
-  EXPECT_EQ(Send("GET", "/token", "", {{"authorization", ""}}).status, 404);
+  EXPECT_EQ(GetStatusAs("/token", ""), 404);
 }
 
 TEST_F(ApiServerTest, AdminStatusShowsNodesFaultsAndUsage) {

@@ -19,20 +19,11 @@ using yaml::Field;
 
 Timings RealisticTimingsImpl() {
   using std::chrono::seconds;
-  Timings t;
-  t.create = seconds(120);
-  t.start = seconds(90);
-  t.stop = seconds(60);
-  t.remove = seconds(60);
-  t.update = seconds(10);
-  t.stockout_fail = seconds(30);
-  t.qr_accept = seconds(5);
-  t.qr_wait = seconds(60);
-  t.qr_delete = seconds(30);
-  t.preemption_notice = seconds(30);
-  t.maintenance_notice = seconds(60);
-  t.maintenance = seconds(120);
-  return t;
+  return {.create = seconds(120), .start = seconds(90), .stop = seconds(60),
+          .remove = seconds(60), .update = seconds(10), .stockout_fail = seconds(30),
+          .qr_accept = seconds(5), .qr_wait = seconds(60), .qr_delete = seconds(30),
+          .preemption_notice = seconds(30), .maintenance_notice = seconds(60),
+          .maintenance = seconds(120)};
 }
 
 Status ParseMillis(const Field& f, Millis* out) {
@@ -107,6 +98,18 @@ Status ParseChips(const Field& f, long long* chips) {
   return Status::Ok();
 }
 
+// What a capacity and a quota entry both have: where (`place_key`: "zone" or
+// "region"), a family of the catalog and a number of chips, all required.
+Status ParseLimit(const Field& item, const Catalog& catalog, std::string_view place_key,
+                  std::string* place, std::string* family, long long* chips) {
+  TPUFLEET_ASSIGN_OR_RETURN(Field where, item.Require(place_key));
+  TPUFLEET_ASSIGN_OR_RETURN(*place, where.String());
+  TPUFLEET_ASSIGN_OR_RETURN(Field fam, item.Require("family"));
+  TPUFLEET_TRY(CheckFamily(fam, catalog, family));
+  TPUFLEET_ASSIGN_OR_RETURN(Field count, item.Require("chips"));
+  return ParseChips(count, chips);
+}
+
 }  // namespace
 
 Timings RealisticTimings() {
@@ -154,12 +157,7 @@ Result<EmulatorConfig> ParseEmulatorConfig(std::string_view yaml_text, std::stri
     for (const Field& item : items) {
       TPUFLEET_TRY(item.CheckKeys({"zone", "family", "chips"}));
       CapacityLimit l;
-      TPUFLEET_ASSIGN_OR_RETURN(Field zone, item.Require("zone"));
-      TPUFLEET_ASSIGN_OR_RETURN(l.zone, zone.String());
-      TPUFLEET_ASSIGN_OR_RETURN(Field fam, item.Require("family"));
-      TPUFLEET_TRY(CheckFamily(fam, catalog, &l.family));
-      TPUFLEET_ASSIGN_OR_RETURN(Field chips, item.Require("chips"));
-      TPUFLEET_TRY(ParseChips(chips, &l.chips));
+      TPUFLEET_TRY(ParseLimit(item, catalog, "zone", &l.zone, &l.family, &l.chips));
       c.capacity.push_back(std::move(l));
     }
   }
@@ -168,10 +166,7 @@ Result<EmulatorConfig> ParseEmulatorConfig(std::string_view yaml_text, std::stri
     for (const Field& item : items) {
       TPUFLEET_TRY(item.CheckKeys({"region", "family", "tier", "chips"}));
       QuotaLimit l;
-      TPUFLEET_ASSIGN_OR_RETURN(Field region, item.Require("region"));
-      TPUFLEET_ASSIGN_OR_RETURN(l.region, region.String());
-      TPUFLEET_ASSIGN_OR_RETURN(Field fam, item.Require("family"));
-      TPUFLEET_TRY(CheckFamily(fam, catalog, &l.family));
+      TPUFLEET_TRY(ParseLimit(item, catalog, "region", &l.region, &l.family, &l.chips));
       if (auto tier = item.Get("tier")) {
         TPUFLEET_ASSIGN_OR_RETURN(std::string t, tier->String());
         std::optional<QuotaTier> known = ValueIn(kQuotaTiers, t);
@@ -180,8 +175,6 @@ Result<EmulatorConfig> ParseEmulatorConfig(std::string_view yaml_text, std::stri
         }
         l.tier = *known;
       }
-      TPUFLEET_ASSIGN_OR_RETURN(Field chips, item.Require("chips"));
-      TPUFLEET_TRY(ParseChips(chips, &l.chips));
       c.quota.push_back(std::move(l));
     }
   }
