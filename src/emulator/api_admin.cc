@@ -70,17 +70,6 @@ RpcOr<api::EmulatorFault> ApiServerImpl::AddFaultLocked(Fault f, Clock::MonoTime
     }
     node = &it->second;
   }
-  // Preemption and maintenance need a READY node that has no such event coming yet.
-  auto not_ready_for = [&](bool already, std::string_view already_text,
-                         std::string_view need) -> std::optional<RpcError> {
-    if (node->state == NodeState::kReady && !already) {
-      return std::nullopt;
-    }
-    return RpcError{RpcCode::kFailedPrecondition,
-                    "fault: " + f.node + " is " + node->state.Name() +
-                        std::string(already ? already_text : "") + std::string(need),
-                    Json::array()};
-  };
   switch (f.kind) {
     case FaultKind::kStockout:
       if (!ZoneKnown(f.zone)) {
@@ -99,25 +88,26 @@ RpcOr<api::EmulatorFault> ApiServerImpl::AddFaultLocked(Fault f, Clock::MonoTime
       break;
     }
     case FaultKind::kPreempt:
-      if (!node->spot) {
+    case FaultKind::kMaintenance: {
+      bool preempt = f.kind == FaultKind::kPreempt;
+      if (preempt && !node->spot) {
         return RpcError{
             RpcCode::kFailedPrecondition,
             "fault: " + f.node + " is not a spot or preemptible node; only those are preempted",
             Json::array()};
       }
-      if (std::optional<RpcError> e = not_ready_for(node->preemption.has_value(),
-                                                  " and already being preempted",
-                                                  "; only READY nodes are preempted")) {
-        return *e;
+      // Either needs a READY node that has no such event coming yet.
+      bool already = preempt ? node->preemption.has_value() : node->maintenance.has_value();
+      if (node->state != NodeState::kReady || already) {
+        std::string coming = preempt ? " and already being preempted" : " and already under maintenance";
+        return RpcError{RpcCode::kFailedPrecondition,
+                        "fault: " + f.node + " is " + node->state.Name() + (already ? coming : "") +
+                            (preempt ? "; only READY nodes are preempted"
+                                     : "; maintenance needs a READY node"),
+                        Json::array()};
       }
       break;
-    case FaultKind::kMaintenance:
-      if (std::optional<RpcError> e = not_ready_for(node->maintenance.has_value(),
-                                                  " and already under maintenance",
-                                                  "; maintenance needs a READY node")) {
-        return *e;
-      }
-      break;
+    }
     case FaultKind::kCutOff:
       if (f.worker < 0 || static_cast<size_t>(f.worker) >= node->workers.size()) {
         return RpcError{RpcCode::kFailedPrecondition,

@@ -79,27 +79,32 @@ RpcOr<Window> ParsePolicy(const Json& spec, Clock::WallTime wall) {
     }
     return *t;
   };
-  if (p.contains("validUntilDuration")) {
-    EMULATOR_ASSIGN_OR_RETURN_RPC(Clock::WallTime t, duration("validUntilDuration", "valid_until_duration"));
-    w.until = t;
-  } else if (p.contains("validUntilTime")) {
-    EMULATOR_ASSIGN_OR_RETURN_RPC(Clock::WallTime t, time(p["validUntilTime"], "valid_until_time"));
-    w.until = t;
-  } else if (p.contains("validAfterDuration")) {
-    EMULATOR_ASSIGN_OR_RETURN_RPC(Clock::WallTime t, duration("validAfterDuration", "valid_after_duration"));
-    w.after = t;
-  } else if (p.contains("validAfterTime")) {
-    EMULATOR_ASSIGN_OR_RETURN_RPC(Clock::WallTime t, time(p["validAfterTime"], "valid_after_time"));
-    w.after = t;
-  } else if (p.contains("validInterval")) {
+  // A policy sets one field (checked above): a bound of the window, as a time or as a
+  // duration from now, or both bounds in validInterval.
+  struct Bound {
+    const char* key;
+    const char* at;  // its name in errors
+    bool is_duration;
+    std::optional<Clock::WallTime> Window::*into;
+  };
+  static constexpr Bound kBounds[] = {
+      {"validUntilDuration", "valid_until_duration", true, &Window::until},
+      {"validUntilTime", "valid_until_time", false, &Window::until},
+      {"validAfterDuration", "valid_after_duration", true, &Window::after},
+      {"validAfterTime", "valid_after_time", false, &Window::after}};
+  for (const Bound& b : kBounds) {
+    if (p.contains(b.key)) {
+      EMULATOR_ASSIGN_OR_RETURN_RPC(w.*b.into,
+                                    b.is_duration ? duration(b.key, b.at) : time(p[b.key], b.at));
+    }
+  }
+  if (p.contains("validInterval")) {
     const Json& iv = p["validInterval"];
     if (iv.contains("startTime")) {
-      EMULATOR_ASSIGN_OR_RETURN_RPC(Clock::WallTime t, time(iv["startTime"], "valid_interval.start_time"));
-      w.after = t;
+      EMULATOR_ASSIGN_OR_RETURN_RPC(w.after, time(iv["startTime"], "valid_interval.start_time"));
     }
     if (iv.contains("endTime")) {
-      EMULATOR_ASSIGN_OR_RETURN_RPC(Clock::WallTime t, time(iv["endTime"], "valid_interval.end_time"));
-      w.until = t;
+      EMULATOR_ASSIGN_OR_RETURN_RPC(w.until, time(iv["endTime"], "valid_interval.end_time"));
     }
   }
   return w;

@@ -66,8 +66,7 @@ Status ParseTimings(const Field& f, Timings* t) {
       {"qr_delete", &t->qr_delete},
       {"preemption_notice", &t->preemption_notice},
       {"maintenance_notice", &t->maintenance_notice},
-      {"maintenance", &t->maintenance},
-  };
+      {"maintenance", &t->maintenance}};
   for (const auto& [key, out] : fields) {
     if (auto v = f.Get(key)) {
       TPUFLEET_TRY(ParseMillis(*v, out));
