@@ -12,7 +12,7 @@ declare -A allowed=(
   [ssh]="core util"        [store]="core util"        [provider]="core util ssh"
   [control]="core api provider ssh store util"        [server]="control api core util"
   [agent]="api core util"  [cli]="control api core util"
-  [emulator]="core util emulator/hosts"
+  [emulator]="api core util emulator/hosts"
   # The worker hosts implement the one seam where the server meets them, and nothing else
   # of the emulator: a row entry may name a single header.
   [emulator/hosts]="util emulator/worker_hosts.h"

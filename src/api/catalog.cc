@@ -49,6 +49,23 @@ json NodeJson(const ValidatedNode& n) {
   return j;
 }
 
+json OptionJson(const PlanOption& o) {
+  return {{"type", o.type},
+          {"family", o.family},
+          {"chips", o.chips},
+          {"workers", o.workers},
+          {"devices", o.devices},
+          {"devices_per_chip", o.devices_per_chip},
+          {"hbm_gib_per_device", o.hbm_gib_per_device},
+          {"devices_per_replica", o.devices_per_replica},
+          {"chips_per_replica", o.chips_per_replica},
+          {"sharded", o.sharded},
+          {"layout", o.layout},
+          {"replicas_that_fit", o.replicas_that_fit},
+          {"host_ram_gib_per_worker", o.host_ram_gib_per_worker},
+          {"usd_per_hour", OrNull(o.usd_per_hour)}};
+}
+
 }  // namespace
 
 std::string ToJson(const std::vector<CatalogFamily>& families) {
@@ -112,6 +129,14 @@ std::string ToJson(const ValidateReport& report) {
                {"usd_per_day", report.usd_per_day},
                {"warnings", report.warnings}},
               kDocumentIndent);
+}
+
+std::string ToJson(const std::vector<PlanOption>& options) {
+  json list = json::array();
+  for (const PlanOption& o : options) {
+    list.push_back(OptionJson(o));
+  }
+  return Dump(list, kIndent);
 }
 
 }  // namespace tpufleet::api

@@ -1,5 +1,5 @@
 // The wire types of the --json output of the commands that answer from the catalog and
-// a spec alone (`catalog`, `catalog TYPE`, `estimate`, `validate`), and their JSON.
+// a spec alone (`catalog`, `catalog TYPE`, `estimate`, `validate`, `plan`), and their JSON.
 //
 // Plain values, as in api/fleet.h: the CLI fills them from core's catalog, costs and
 // spec; each struct's comment names its JSON object, keys in alphabetical order. A
@@ -123,10 +123,33 @@ struct ValidateReport {
   std::vector<std::string> warnings;
 };
 
-// The documents, indented by two spaces, without a final newline. `catalog` is a list.
+/// One fitting type: {"type", "family", "chips", "workers", "devices",
+/// "devices_per_chip", "hbm_gib_per_device", "devices_per_replica",
+/// "chips_per_replica", "sharded", "layout", "replicas_that_fit",
+/// "host_ram_gib_per_worker", "usd_per_hour"}.
+struct PlanOption {
+  std::string type;    // "v5litepod-8"
+  std::string family;  // "v5e"
+  int chips = 0;
+  int workers = 0;
+  int devices = 0;           // what JAX sees on the whole slice
+  int devices_per_chip = 1;
+  double hbm_gib_per_device = 0;
+  int devices_per_replica = 1;   // above 1 only when the replica is sharded
+  double chips_per_replica = 0;  // 0.5: one TensorCore of a two-device chip
+  bool sharded = false;
+  std::string layout;            // "1 replica per device", …
+  int replicas_that_fit = 0;
+  double host_ram_gib_per_worker = 0;
+  std::optional<double> usd_per_hour;  // on demand; null when the catalog has no price
+};
+
+// The documents, indented by two spaces, without a final newline. `catalog` is a list,
+// and so is `plan` (empty when no type fits).
 std::string ToJson(const std::vector<CatalogFamily>& families);
 std::string ToJson(const CatalogType& type);
 std::string ToJson(const Estimate& estimate);
 std::string ToJson(const ValidateReport& report);
+std::string ToJson(const std::vector<PlanOption>& options);
 
 }  // namespace tpufleet::api

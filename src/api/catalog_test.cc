@@ -127,5 +127,21 @@ TEST(ApiJson, ValidateReport) {
   ExpectGolden("src/api/testdata/validate_report.json", ToJson(r) + "\n");
 }
 
+// `plan`: a priced type whose chip is two devices, a replica sharded over two of them,
+// and a type the catalog has no price for.
+TEST(ApiJson, Plan) {
+  std::vector<PlanOption> options = {
+      {.type = "v3-8", .family = "v3", .chips = 4, .workers = 1, .devices = 8,
+       .devices_per_chip = 2, .hbm_gib_per_device = 16, .devices_per_replica = 2,
+       .chips_per_replica = 1, .sharded = true, .layout = "1 replica on 2 devices (sharded)",
+       .replicas_that_fit = 4, .host_ram_gib_per_worker = 340, .usd_per_hour = 8.8},
+      {.type = "v9x-4", .family = "v9x", .chips = 4, .workers = 1, .devices = 4,
+       .hbm_gib_per_device = 96, .chips_per_replica = 1, .layout = "1 replica per device",
+       .replicas_that_fit = 4, .host_ram_gib_per_worker = 200,
+       .usd_per_hour = std::nullopt}};
+  ExpectGolden("src/api/testdata/plan.json", ToJson(options) + "\n");
+  EXPECT_EQ(ToJson(std::vector<PlanOption>{}), "[]");  // no type fits
+}
+
 }  // namespace
 }  // namespace tpufleet::api

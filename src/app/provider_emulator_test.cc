@@ -390,22 +390,13 @@ class Issue10 : public ProviderEmulatorTest {
           ::write(s, request.data(), request.size()) != static_cast<ssize_t>(request.size())) {
         return 1;
       }
-      char buf[4096];
-      ssize_t n;
-      while ((n = ::read(s, buf, sizeof buf)) > 0) {
-        if (::write(fds[1], buf, static_cast<size_t>(n)) != n) {
-          return 1;
-        }
-      }
-      return 0;
+      std::string reply = ReadToEof(s);
+      return ::write(fds[1], reply.data(), reply.size()) == static_cast<ssize_t>(reply.size())
+                 ? 0
+                 : 1;
     });
     ::close(fds[1]);
-    std::string out;
-    char buf[4096];
-    ssize_t n;
-    while ((n = ::read(fds[0], buf, sizeof buf)) > 0) {
-      out.append(buf, static_cast<size_t>(n));
-    }
+    std::string out = ReadToEof(fds[0]);
     ::close(fds[0]);
     return rc == 0 ? out : "";
   }

@@ -236,24 +236,6 @@ ExitStatus RunEstimate(Invocation& inv) {
 
 namespace {
 
-json PlanOptionJson(const PlanOption& o) {
-  const AcceleratorType& t = o.type;
-  return {{"type", t.name},
-          {"family", t.family->name},
-          {"chips", t.chips},
-          {"workers", t.workers},
-          {"devices", t.devices},
-          {"devices_per_chip", t.family->devices_per_chip},
-          {"hbm_gib_per_device", t.family->hbm_gib_per_device()},
-          {"devices_per_replica", o.devices_per_replica},
-          {"chips_per_replica", o.chips_per_replica},
-          {"sharded", o.devices_per_replica > 1},
-          {"layout", o.Layout()},
-          {"replicas_that_fit", o.replicas_that_fit},
-          {"host_ram_gib_per_worker", t.host->ram_gib},
-          {"usd_per_hour", o.priced ? json(o.usd_per_hour) : json(nullptr)}};
-}
-
 void PrintPlanTable(std::ostream& out, const Plan& plan) {
   TextTable table({"TYPE", "CHIPS", "DEVICES", "WORKERS", "LAYOUT", "REPLICAS FIT",
                    "HOST RAM/WORKER", "$/HOUR"});
@@ -306,11 +288,7 @@ ExitStatus RunPlan(Invocation& inv) {
   }
   Plan plan = PlanHardware(**catalog, req);
   if (inv.json) {
-    json options = json::array();
-    for (const PlanOption& o : plan.options) {
-      options.push_back(PlanOptionJson(o));
-    }
-    inv.out << options.dump(2) << "\n";
+    inv.out << api::ToJson(ToApi(plan)) << "\n";
     if (plan.options.empty()) {
       inv.err << "tpufleet: no type fits:\n";
       PrintRejections(inv.err, plan);

@@ -191,4 +191,30 @@ api::CatalogType ToApi(const Catalog& catalog, const AcceleratorType& t) {
   return out;
 }
 
+std::vector<api::PlanOption> ToApi(const Plan& plan) {
+  std::vector<api::PlanOption> out;
+  for (const PlanOption& o : plan.options) {
+    const AcceleratorType& t = o.type;
+    api::PlanOption a;
+    a.type = t.name;
+    a.family = t.family->name;
+    a.chips = t.chips;
+    a.workers = t.workers;
+    a.devices = t.devices;
+    a.devices_per_chip = t.family->devices_per_chip;
+    a.hbm_gib_per_device = t.family->hbm_gib_per_device();
+    a.devices_per_replica = o.devices_per_replica;
+    a.chips_per_replica = o.chips_per_replica;
+    a.sharded = o.devices_per_replica > 1;
+    a.layout = o.Layout();
+    a.replicas_that_fit = o.replicas_that_fit;
+    a.host_ram_gib_per_worker = t.host->ram_gib;
+    if (o.priced) {
+      a.usd_per_hour = o.usd_per_hour;
+    }
+    out.push_back(std::move(a));
+  }
+  return out;
+}
+
 }  // namespace tpufleet::cli

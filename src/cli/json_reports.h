@@ -20,6 +20,7 @@
 #include "control/fleet_status.h"
 #include "control/up.h"
 #include "core/catalog.h"
+#include "core/cost.h"
 
 namespace tpufleet::cli {
 
@@ -37,5 +38,7 @@ api::CopyReport ToApi(const CopyReport& report, double seconds);
 std::vector<api::CatalogFamily> ToApi(const Catalog& catalog);
 /// `catalog TYPE`.
 api::CatalogType ToApi(const Catalog& catalog, const AcceleratorType& type);
+/// `plan`: the fitting types, in the plan's order.
+std::vector<api::PlanOption> ToApi(const Plan& plan);
 
 }  // namespace tpufleet::cli

@@ -25,58 +25,37 @@ std::string FormatMillis(Millis d) {
   return s;
 }
 
-std::string_view TierName(QuotaTier t) {
-  switch (t) {
-    case QuotaTier::kAny:
-      return "any";
-    case QuotaTier::kSpot:
-      return "spot";
-    case QuotaTier::kOnDemand:
-      return "on_demand";
-  }
-  return "any";
-}
-
 }  // namespace
 
-Json ApiServerImpl::RenderFault(const Fault& f) const {
-  Json j{{"id", f.id},
-         {"kind", std::string(FaultKindName(f.kind))},
-         {"createTime", FormatTimestamp(f.created)}};
-  if (!f.zone.empty()) {
-    j["zone"] = f.zone;
-  }
-  if (!f.region.empty()) {
-    j["region"] = f.region;
-  }
-  if (!f.family.empty()) {
-    j["family"] = f.family;
-  }
-  if (!f.node.empty()) {
-    j["node"] = f.node;
-  }
+api::EmulatorFault ApiServerImpl::RenderFault(const Fault& f) const {
+  api::EmulatorFault j;
+  j.id = f.id;
+  j.kind = FaultKindName(f.kind);
+  j.create_time = FormatTimestamp(f.created);
+  j.zone = f.zone;
+  j.region = f.region;
+  j.family = f.family;
+  j.node = f.node;
   if (f.kind == FaultKind::kCutOff) {
-    j["worker"] = f.worker;
+    j.worker = f.worker;
   }
   if (f.kind == FaultKind::kStorm) {
-    j["rate"] = f.rate;
-    j["httpCodes"] = f.http_codes;
-    j["seed"] = f.seed;
+    j.storm = api::EmulatorFault::Storm{f.rate, f.http_codes, f.seed};
   }
   if (f.kind == FaultKind::kSlow) {
-    j["factor"] = f.factor;
+    j.factor = f.factor;
   }
   if (f.duration) {
-    j["duration"] = FormatMillis(*f.duration);
-    j["endTime"] = FormatTimestamp(f.created + *f.duration);
+    j.duration = FormatMillis(*f.duration);
+    j.end_time = FormatTimestamp(f.created + *f.duration);
   }
   if (f.notice) {
-    j["notice"] = FormatMillis(*f.notice);
+    j.notice = FormatMillis(*f.notice);
   }
   return j;
 }
 
-RpcOr<Json> ApiServerImpl::AddFaultLocked(Fault f, Clock::MonoTime now, Clock::WallTime wall) {
+RpcOr<api::EmulatorFault> ApiServerImpl::AddFaultLocked(Fault f, Clock::MonoTime now, Clock::WallTime wall) {
   if (!f.family.empty() && catalog_.FindFamily(f.family) == nullptr) {
     return InvalidArgument("fault: unknown family \"" + f.family + "\"");
   }
@@ -109,29 +88,26 @@ RpcOr<Json> ApiServerImpl::AddFaultLocked(Fault f, Clock::MonoTime now, Clock::W
       break;
     }
     case FaultKind::kPreempt:
-      if (!node->spot) {
+    case FaultKind::kMaintenance: {
+      bool preempt = f.kind == FaultKind::kPreempt;
+      if (preempt && !node->spot) {
         return RpcError{
             RpcCode::kFailedPrecondition,
             "fault: " + f.node + " is not a spot or preemptible node; only those are preempted",
             Json::array()};
       }
-      if (node->state != NodeState::kReady || node->preemption) {
+      // Either needs a READY node that has no such event coming yet.
+      bool already = preempt ? node->preemption.has_value() : node->maintenance.has_value();
+      if (node->state != NodeState::kReady || already) {
+        std::string coming = preempt ? " and already being preempted" : " and already under maintenance";
         return RpcError{RpcCode::kFailedPrecondition,
-                        "fault: " + f.node + " is " + std::string(NodeStateName(node->state)) +
-                            (node->preemption ? " and already being preempted" : "") +
-                            "; only READY nodes are preempted",
+                        "fault: " + f.node + " is " + node->state.Name() + (already ? coming : "") +
+                            (preempt ? "; only READY nodes are preempted"
+                                     : "; maintenance needs a READY node"),
                         Json::array()};
       }
       break;
-    case FaultKind::kMaintenance:
-      if (node->state != NodeState::kReady || node->maintenance) {
-        return RpcError{RpcCode::kFailedPrecondition,
-                        "fault: " + f.node + " is " + std::string(NodeStateName(node->state)) +
-                            (node->maintenance ? " and already under maintenance" : "") +
-                            "; maintenance needs a READY node",
-                        Json::array()};
-      }
-      break;
+    }
     case FaultKind::kCutOff:
       if (f.worker < 0 || static_cast<size_t>(f.worker) >= node->workers.size()) {
         return RpcError{RpcCode::kFailedPrecondition,
@@ -214,54 +190,41 @@ void ApiServerImpl::EndFaultLocked(const Fault& f) {
   }
 }
 
-Json ApiServerImpl::StatusLocked() {
-  Json nodes = Json::array();
+api::EmulatorStatus ApiServerImpl::StatusLocked() {
+  api::EmulatorStatus s;
+  s.now = FormatTimestamp(clock_.Now());
   for (const auto& [name, n] : nodes_) {
-    Json workers = Json::array();
+    api::EmulatorNode j;
     for (size_t i = 0; i < n.workers.size(); ++i) {
-      workers.push_back(Json{{"index", i},
-                             {"address", n.workers[i].address},
-                             {"hostname", n.workers[i].hostname},
-                             {"hostKey", n.workers[i].host_key},
-                             {"cutOff", i < n.cut_off.size() && n.cut_off[i]}});
+      j.workers.push_back({static_cast<int>(i), n.workers[i].address, n.workers[i].hostname,
+                           n.workers[i].host_key, i < n.cut_off.size() && n.cut_off[i]});
     }
-    Json j{{"name", name},
-           {"state", std::string(NodeStateName(n.state))},
-           {"acceleratorType", n.type.name},
-           {"chips", n.type.chips},
-           {"spot", n.spot},
-           {"workers", workers}};
-    if (!n.health.empty()) {
-      j["health"] = n.health;
+    j.name = name;
+    j.state = n.state.Name();
+    j.accelerator_type = n.type.name;
+    j.chips = n.type.chips;
+    j.spot = n.spot;
+    j.health = n.health;
+    j.queued_resource = n.queued_resource;
+    if (n.step) {
+      j.operation = n.step->op;
     }
-    if (!n.queued_resource.empty()) {
-      j["queuedResource"] = n.queued_resource;
-    }
-    if (n.step && !n.step->op.empty()) {
-      j["operation"] = n.step->op;
-    }
-    if (n.preemption) {
-      j["preemptionPending"] = true;
-    }
+    j.preemption_pending = n.preemption.has_value();
     if (n.maintenance) {
-      j["maintenance"] = n.maintenance->phase == NodeMaintenance::kNotice ? "PENDING" : "ONGOING";
+      j.maintenance = n.maintenance->phase == NodeMaintenance::kNotice ? "PENDING" : "ONGOING";
     }
-    nodes.push_back(std::move(j));
+    s.nodes.push_back(std::move(j));
   }
-  Json qrs = Json::array();
   for (const auto& [name, q] : qrs_) {
-    Json plan = Json::array();
+    api::EmulatorQueuedResource j{name, q.state.Name(), {}};
     for (const NodePlan& p : q.plan) {
-      plan.push_back(p.name);
+      j.nodes.push_back(p.name);
     }
-    qrs.push_back(
-        Json{{"name", name}, {"state", std::string(QrStateName(q.state))}, {"nodes", plan}});
+    s.queued_resources.push_back(std::move(j));
   }
-  Json faults = Json::array();
   for (const Fault& f : faults_.faults()) {
-    faults.push_back(RenderFault(f));
+    s.faults.push_back(RenderFault(f));
   }
-  Json capacity = Json::array();
   std::set<std::pair<std::string, const Family*>> seen;
   for (const auto& [name, n] : nodes_) {
     seen.insert({n.zone, n.type.family});
@@ -273,36 +236,34 @@ Json ApiServerImpl::StatusLocked() {
     if (family == nullptr) {
       continue;
     }
-    capacity.push_back(Json{{"zone", zone},
-                            {"family", family->name},
-                            {"chipsInUse", CapacityUsedLocked(zone, *family)},
-                            {"chipsLimit", CapacityLimitOf(zone, *family)}});
+    api::EmulatorUsage u;
+    u.zone = zone;
+    u.family = family->name;
+    u.chips_in_use = CapacityUsedLocked(zone, *family);
+    u.chips_limit = CapacityLimitOf(zone, *family);
+    s.capacity.push_back(std::move(u));
   }
-  Json quota = Json::array();
   for (const QuotaLimit& l : config_.quota) {
-    quota.push_back(Json{{"region", l.region},
-                         {"family", l.family},
-                         {"tier", std::string(TierName(l.tier))},
-                         {"chipsInUse", QuotaUsedLocked(l)},
-                         {"chipsLimit", l.chips}});
+    api::EmulatorUsage u;
+    u.region = l.region;
+    u.family = l.family;
+    u.tier = QuotaTierName(l.tier);
+    u.chips_in_use = QuotaUsedLocked(l);
+    u.chips_limit = l.chips;
+    s.quota.push_back(std::move(u));
   }
-  size_t pending = 0;
+  s.operations_total = static_cast<long long>(ops_.size());
   for (const auto& [name, op] : ops_) {
-    pending += op.done ? 0 : 1;
+    s.operations_pending += op.done ? 0 : 1;
   }
-  return Json{{"now", FormatTimestamp(clock_.Now())},
-              {"nodes", nodes},
-              {"queuedResources", qrs},
-              {"faults", faults},
-              {"usage", {{"capacity", capacity}, {"quota", quota}}},
-              {"operations", {{"total", ops_.size()}, {"pending", pending}}},
-              {"hostWorkPending", work_.size()}};
+  s.host_work_pending = static_cast<long long>(work_.size());
+  return s;
 }
 
 std::string ApiServerImpl::StatusJson() {
   std::lock_guard<std::mutex> l(mu_);
   AdvanceLocked(clock_.MonotonicNow(), clock_.Now());
-  return StatusLocked().dump(2) + "\n";
+  return api::ToJson(StatusLocked()) + "\n";
 }
 
 void ApiServerImpl::DestroyAllHosts() {
@@ -324,23 +285,24 @@ HttpResponse ApiServerImpl::HandleAdmin(const HttpRequest& req) {
   }
   const std::string kFaults = "/emulator/v1/faults";
   if (path == "/emulator/v1/status" && req.method == "GET") {
-    return JsonResponse(StatusLocked());
+    return JsonTextResponse(api::ToJson(StatusLocked()));
   }
   if (path == kFaults) {
     if (req.method == "GET") {
-      Json list = Json::array();
+      std::vector<api::EmulatorFault> list;
       for (const Fault& f : faults_.faults()) {
         list.push_back(RenderFault(f));
       }
-      return JsonResponse(Json{{"faults", list}});
+      return JsonTextResponse(api::ToJson(list));
     }
     if (req.method == "POST") {
       Result<Fault> f = ParseFault(req.body);
       if (!f.ok()) {
         return ErrorResponse(InvalidArgument(f.status().message()));
       }
-      RpcOr<Json> added = AddFaultLocked(std::move(f).value(), now, wall);
-      return added.ok() ? JsonResponse(added.value()) : ErrorResponse(added.error());
+      RpcOr<api::EmulatorFault> added = AddFaultLocked(std::move(f).value(), now, wall);
+      return added.ok() ? JsonTextResponse(api::ToJson(added.value()))
+                        : ErrorResponse(added.error());
     }
     if (req.method == "DELETE") {
       std::vector<Fault> cleared = faults_.Clear();
@@ -353,7 +315,8 @@ HttpResponse ApiServerImpl::HandleAdmin(const HttpRequest& req) {
     std::string id = path.substr(kFaults.size() + 1);
     if (req.method == "GET") {
       const Fault* f = faults_.Find(id);
-      return f != nullptr ? JsonResponse(RenderFault(*f)) : ErrorResponse(NotFound("faults/" + id));
+      return f != nullptr ? JsonTextResponse(api::ToJson(RenderFault(*f)))
+                          : ErrorResponse(NotFound("faults/" + id));
     }
     if (req.method == "DELETE") {
       std::optional<Fault> f = faults_.Remove(id);

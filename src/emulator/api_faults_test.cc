@@ -6,10 +6,6 @@
 namespace tpufleet::emulator {
 namespace {
 
-using std::chrono::milliseconds;
-using std::chrono::seconds;
-using Json = nlohmann::json;
-
 class FaultsApiTest : public ApiFixture {
  protected:
   Reply Inject(const Json& fault) { return Post("/emulator/v1/faults", fault); }

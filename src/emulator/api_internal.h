@@ -23,7 +23,9 @@
 #include <variant>
 #include <vector>
 
+#include "api/emulator.h"
 #include "core/catalog.h"
+#include "core/node_state.h"
 #include "emulator/config.h"
 #include "emulator/faults.h"
 #include "emulator/host_work.h"
@@ -32,6 +34,8 @@
 #include "emulator/wire.h"
 #include "emulator/worker_hosts.h"
 #include "util/clock.h"
+#include "util/status.h"
+#include "util/strings.h"
 
 namespace tpufleet::emulator {
 
@@ -43,36 +47,35 @@ class RpcOr {
   RpcOr(RpcError error) : v_(std::move(error)) {}  // NOLINT
   bool ok() const { return std::holds_alternative<T>(v_); }
   T& value() { return std::get<T>(v_); }
+  const T& value() const { return std::get<T>(v_); }
   const RpcError& error() const { return std::get<RpcError>(v_); }
 
  private:
   std::variant<T, RpcError> v_;
 };
 
-enum class NodeState {
-  kCreating,
-  kReady,
-  kDeleting,
-  kRepairing,
-  kStopped,
-  kStopping,
-  kStarting,
-  kPreempted
-};
-std::string_view NodeStateName(NodeState s);
+/// `lhs = value of rexpr` (an RpcOr), or return its RpcError from the enclosing
+/// function (one that returns an RpcOr or an optional RpcError); lhs may declare.
+/// The RpcOr twin of TPUFLEET_ASSIGN_OR_RETURN.
+#define EMULATOR_ASSIGN_OR_RETURN_RPC(lhs, rexpr) \
+  EMULATOR_ASSIGN_OR_IMPL(TPUFLEET_CONCAT(emulator_rpc_, __COUNTER__), lhs, rexpr, )
+/// The same in a request handler: returns the RpcError as its ErrorResponse.
+#define EMULATOR_ASSIGN_OR_RESPOND(lhs, rexpr) \
+  EMULATOR_ASSIGN_OR_IMPL(TPUFLEET_CONCAT(emulator_rpc_, __COUNTER__), lhs, rexpr, ErrorResponse)
+#define EMULATOR_ASSIGN_OR_IMPL(tmp, lhs, rexpr, wrap) \
+  auto tmp = (rexpr);                                   \
+  if (!tmp.ok()) {                                      \
+    return wrap(tmp.error());                           \
+  }                                                     \
+  lhs = std::move(tmp.value())
 
-enum class QrState {
-  kCreating,
-  kAccepted,
-  kProvisioning,
-  kFailed,
-  kDeleting,
-  kActive,
-  kSuspending,
-  kSuspended,
-  kWaiting
-};
-std::string_view QrStateName(QrState s);
+/// The JSON of `r`, or its error.
+inline HttpResponse Respond(const RpcOr<Json>& r) {
+  return r.ok() ? JsonResponse(r.value()) : ErrorResponse(r.error());
+}
+
+// A node's and a queued resource's states are core's NodeState (core/node_state.h):
+// the same Node.State and QueuedResourceState values, spelled on the wire by Name().
 
 /// A user-visible transition of a node, finished by Advance when its time has come and
 /// its host calls are done.
@@ -156,7 +159,7 @@ struct QueuedResourceRecord {
   Json spec;  // the QR as given: tpu, spot, guaranteed, queueingPolicy, reservationName
   std::vector<NodePlan> plan;
   bool spot = false;
-  QrState state = QrState::kCreating;
+  NodeState state = NodeState::kCreating;
   std::string initiator = "USER";
   std::optional<RpcError> failure;
   Clock::WallTime create_time;
@@ -202,10 +205,36 @@ class ApiServerImpl {
   std::optional<RpcError> CheckProjectLocked(const Call& c);
   bool ZoneKnown(std::string_view zone) const;
   RpcOr<Json> ParseBody(const Call& c) const;
+  /// The body as a `type` message of schema.h (Canonicalize), `at` its field path.
+  RpcOr<Json> ParseBodyAs(const Call& c, std::string_view type, std::string_view at) const;
   /// A page of `items` (key, JSON) for the call's pageSize and pageToken. `sorted`:
   /// keys ascend, so a token whose key is gone still finds its place.
   RpcOr<Json> Page(const Call& c, const std::vector<std::pair<std::string, Json>>& items,
                    std::string_view field, bool sorted) const;
+  /// The record `id` of the call's parent's `collection` ("nodes") in `records`, or
+  /// NOT_FOUND naming it.
+  template <typename Record>
+  static RpcOr<Record*> FindIn(const Call& c, std::map<std::string, Record>& records,
+                               std::string_view collection, const std::string& id) {
+    std::string name = c.parent + "/" + std::string(collection) + "/" + id;
+    auto it = records.find(name);
+    if (it == records.end()) {
+      return NotFound(name);
+    }
+    return &it->second;
+  }
+  /// One page of the call's parent's `collection` in `records`, each as `render` gives.
+  template <typename Record, typename Render>
+  HttpResponse ListIn(const Call& c, const std::map<std::string, Record>& records,
+                      std::string_view collection, Render render) const {
+    std::vector<std::pair<std::string, Json>> items;
+    std::string prefix = c.parent + "/" + std::string(collection) + "/";
+    for (auto it = records.lower_bound(prefix);
+         it != records.end() && StartsWith(it->first, prefix); ++it) {
+      items.emplace_back(it->first, render(it->second));
+    }
+    return Respond(Page(c, items, collection, /*sorted=*/true));
+  }
   std::string NewOperationNameLocked(const Call& c);
   OperationRecord& NewOperationLocked(const Call& c, std::string_view verb, std::string_view target,
                                       std::string_view response_type);
@@ -256,9 +285,10 @@ class ApiServerImpl {
   HttpResponse GetGuestAttributes(const Call& c, const std::string& id);
   /// The node `id` that stop or start (`verb`) acts on: NotFound when there is none,
   /// InvalidArgument when it has several workers (Cloud TPU stops and starts only
-  /// single TPU nodes).
+  /// single TPU nodes), BadState unless it is in state `from`, Busy while a step of
+  /// it runs.
   RpcOr<EmulatedNode*> SingleWorkerNodeLocked(const Call& c, const std::string& id,
-                                              std::string_view verb);
+                                            std::string_view verb, NodeState from);
   RpcError BadState(std::string_view verb, const EmulatedNode& n);
   RpcError Busy(const EmulatedNode& n) const;
 
@@ -272,7 +302,7 @@ class ApiServerImpl {
   /// Moves `q` on; true when it is gone and must be erased.
   bool AdvanceQueuedResourceLocked(QueuedResourceRecord& q, Clock::MonoTime now,
                                    Clock::WallTime wall);
-  void SetQrStateLocked(QueuedResourceRecord& q, QrState s, Clock::MonoTime now,
+  void SetQrStateLocked(QueuedResourceRecord& q, NodeState s, Clock::MonoTime now,
                         std::string initiator = "USER");
   std::vector<EmulatedNode*> NodesOfLocked(const std::string& qr_name);
   void ProvisionLocked(QueuedResourceRecord& q, Clock::MonoTime now, Clock::WallTime wall);
@@ -325,9 +355,9 @@ class ApiServerImpl {
 
   // api_admin.cc
   HttpResponse HandleAdmin(const HttpRequest& req);
-  Json StatusLocked();
-  Json RenderFault(const Fault& f) const;
-  RpcOr<Json> AddFaultLocked(Fault f, Clock::MonoTime now, Clock::WallTime wall);
+  api::EmulatorStatus StatusLocked();
+  api::EmulatorFault RenderFault(const Fault& f) const;
+  RpcOr<api::EmulatorFault> AddFaultLocked(Fault f, Clock::MonoTime now, Clock::WallTime wall);
   void EndFaultLocked(const Fault& f);
 
   const EmulatorConfig config_;

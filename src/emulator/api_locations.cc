@@ -18,8 +18,7 @@ HttpResponse ApiServerImpl::ListLocations(const Call& c) {
     std::string name = "projects/" + c.project + "/locations/" + z;
     items.emplace_back(z, Json{{"name", name}, {"locationId", z}});
   }
-  RpcOr<Json> page = Page(c, items, "locations", /*sorted=*/true);
-  return page.ok() ? JsonResponse(page.value()) : ErrorResponse(page.error());
+  return Respond(Page(c, items, "locations", /*sorted=*/true));
 }
 
 HttpResponse ApiServerImpl::GetLocation(const Call& c) {
@@ -58,8 +57,7 @@ HttpResponse ApiServerImpl::ListAcceleratorTypes(const Call& c) {
                          AcceleratorTypeJson(c.parent, *f, size));
     }
   }
-  RpcOr<Json> page = Page(c, items, "acceleratorTypes", /*sorted=*/false);
-  return page.ok() ? JsonResponse(page.value()) : ErrorResponse(page.error());
+  return Respond(Page(c, items, "acceleratorTypes", /*sorted=*/false));
 }
 
 HttpResponse ApiServerImpl::GetAcceleratorType(const Call& c, const std::string& id) {
@@ -85,8 +83,7 @@ HttpResponse ApiServerImpl::ListRuntimeVersions(const Call& c) {
   }
   std::sort(items.begin(), items.end(),
             [](const auto& a, const auto& b) { return a.first < b.first; });
-  RpcOr<Json> page = Page(c, items, "runtimeVersions", /*sorted=*/true);
-  return page.ok() ? JsonResponse(page.value()) : ErrorResponse(page.error());
+  return Respond(Page(c, items, "runtimeVersions", /*sorted=*/true));
 }
 
 HttpResponse ApiServerImpl::GetRuntimeVersion(const Call& c, const std::string& id) {

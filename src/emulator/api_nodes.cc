@@ -48,11 +48,8 @@ std::string KeyType(const std::string& host_key) {
 
 RpcOr<ApiServerImpl::NodeInput> ApiServerImpl::ParseNodeInput(const Json& body, std::string_view at,
                                                               std::string_view zone) const {
-  RpcOr<Json> canon = Canonicalize(body, "Node", at);
-  if (!canon.ok()) {
-    return canon.error();
-  }
-  Json spec = std::move(canon.value());
+  EMULATOR_ASSIGN_OR_RETURN_RPC(Json canon, Canonicalize(body, "Node", at));
+  Json spec = std::move(canon);
   for (std::string_view f : kNodeOutputOnly) {
     spec.erase(std::string(f));
   }
@@ -157,7 +154,7 @@ Json ApiServerImpl::RenderNode(const EmulatedNode& n) const {
     }
     j["acceleratorConfig"] = config;
   }
-  j["state"] = std::string(NodeStateName(n.state));
+  j["state"] = n.state.Name();
   if (!n.health.empty()) {
     j["health"] = n.health;
   }
@@ -228,7 +225,7 @@ Json ApiServerImpl::RenderNode(const EmulatedNode& n) const {
 
 RpcError ApiServerImpl::BadState(std::string_view verb, const EmulatedNode& n) {
   return InvalidArgument("Cloud TPU received a bad request. " + std::string(verb) +
-                         " is not supported while in state " + std::string(NodeStateName(n.state)) +
+                         " is not supported while in state " + n.state.Name() +
                          " " + Eid());
 }
 
@@ -240,37 +237,32 @@ RpcError ApiServerImpl::Busy(const EmulatedNode& n) const {
 }
 
 RpcOr<EmulatedNode*> ApiServerImpl::SingleWorkerNodeLocked(const Call& c, const std::string& id,
-                                                           std::string_view verb) {
-  auto it = nodes_.find(c.parent + "/nodes/" + id);
-  if (it == nodes_.end()) {
-    return NotFound(c.parent + "/nodes/" + id);
-  }
-  EmulatedNode& n = it->second;
+                                                         std::string_view verb, NodeState from) {
+  EMULATOR_ASSIGN_OR_RETURN_RPC(EmulatedNode* found, FindIn(c, nodes_, "nodes", id));
+  EmulatedNode& n = *found;
   if (n.type.workers > 1) {
     return InvalidArgument("Cloud TPU received a bad request. " + std::string(verb) +
                            " is only available for single TPU nodes; \"" + n.type.name + "\" has " +
                            std::to_string(n.type.workers) + " workers " + Eid());
   }
+  if (n.state != from) {
+    return BadState(verb, n);
+  }
+  if (n.step) {
+    // A patch of a stopped node may still be running; replacing its step would leave
+    // that operation unfinished forever.
+    return Busy(n);
+  }
   return &n;
 }
 
 HttpResponse ApiServerImpl::ListNodes(const Call& c) {
-  std::vector<std::pair<std::string, Json>> items;
-  std::string prefix = c.parent + "/nodes/";
-  for (auto it = nodes_.lower_bound(prefix); it != nodes_.end() && StartsWith(it->first, prefix);
-       ++it) {
-    items.emplace_back(it->first, RenderNode(it->second));
-  }
-  RpcOr<Json> page = Page(c, items, "nodes", /*sorted=*/true);
-  return page.ok() ? JsonResponse(page.value()) : ErrorResponse(page.error());
+  return ListIn(c, nodes_, "nodes", [this](const auto& r) { return RenderNode(r); });
 }
 
 HttpResponse ApiServerImpl::GetNode(const Call& c, const std::string& id) {
-  auto it = nodes_.find(c.parent + "/nodes/" + id);
-  if (it == nodes_.end()) {
-    return ErrorResponse(NotFound(c.parent + "/nodes/" + id));
-  }
-  return JsonResponse(RenderNode(it->second));
+  EMULATOR_ASSIGN_OR_RESPOND(EmulatedNode* found, FindIn(c, nodes_, "nodes", id));
+  return JsonResponse(RenderNode(*found));
 }
 
 HttpResponse ApiServerImpl::CreateNode(const Call& c) {
@@ -288,24 +280,18 @@ HttpResponse ApiServerImpl::CreateNode(const Call& c) {
                         "\". Must be a match of regex '[a-z]([-a-z0-9]*[a-z0-9])?' and at "
                         "most 63 characters."));
   }
-  RpcOr<Json> body = ParseBody(c);
-  if (!body.ok()) {
-    return ErrorResponse(body.error());
-  }
-  RpcOr<NodeInput> in = ParseNodeInput(body.value(), "node", c.zone);
-  if (!in.ok()) {
-    return ErrorResponse(in.error());
-  }
+  EMULATOR_ASSIGN_OR_RESPOND(Json body, ParseBody(c));
+  EMULATOR_ASSIGN_OR_RESPOND(NodeInput in, ParseNodeInput(body, "node", c.zone));
   std::string name = c.parent + "/nodes/" + node_id;
   if (nodes_.count(name)) {
     return ErrorResponse(AlreadyExists(name));
   }
-  if (std::optional<RpcError> e = CheckQuotaLocked(c, *in.value().type.family, in.value().spot,
-                                                   in.value().type.chips, c.now)) {
+  if (std::optional<RpcError> e = CheckQuotaLocked(c, *in.type.family, in.spot,
+                                                   in.type.chips, c.now)) {
     return ErrorResponse(*e);
   }
   OperationRecord& op = NewOperationLocked(c, "create", name, "Node");
-  StartCreateLocked(c, node_id, std::move(in.value()), op.name, "", false);
+  StartCreateLocked(c, node_id, std::move(in), op.name, "", false);
   RememberRequestLocked(c, "nodes.create", op.name);
   return JsonResponse(RenderOperation(op));
 }
@@ -314,11 +300,8 @@ HttpResponse ApiServerImpl::DeleteNode(const Call& c, const std::string& id) {
   if (const OperationRecord* prior = FindRequestLocked(c, "nodes.delete")) {
     return JsonResponse(RenderOperation(*prior));
   }
-  auto it = nodes_.find(c.parent + "/nodes/" + id);
-  if (it == nodes_.end()) {
-    return ErrorResponse(NotFound(c.parent + "/nodes/" + id));
-  }
-  EmulatedNode& n = it->second;
+  EMULATOR_ASSIGN_OR_RESPOND(EmulatedNode* found, FindIn(c, nodes_, "nodes", id));
+  EmulatedNode& n = *found;
   if (n.state == NodeState::kDeleting) {
     return ErrorResponse(BadState("delete", n));
   }
@@ -329,17 +312,9 @@ HttpResponse ApiServerImpl::DeleteNode(const Call& c, const std::string& id) {
 }
 
 HttpResponse ApiServerImpl::StopNode(const Call& c, const std::string& id) {
-  RpcOr<EmulatedNode*> found = SingleWorkerNodeLocked(c, id, "stop");
-  if (!found.ok()) {
-    return ErrorResponse(found.error());
-  }
-  EmulatedNode& n = *found.value();
-  if (n.state != NodeState::kReady) {
-    return ErrorResponse(BadState("stop", n));
-  }
-  if (n.step) {
-    return ErrorResponse(Busy(n));
-  }
+  EMULATOR_ASSIGN_OR_RESPOND(EmulatedNode* found,
+                             SingleWorkerNodeLocked(c, id, "stop", NodeState::kReady));
+  EmulatedNode& n = *found;
   OperationRecord& op = NewOperationLocked(c, "stop", n.name, "Node");
   n.state = NodeState::kStopping;
   n.health.clear();
@@ -351,19 +326,9 @@ HttpResponse ApiServerImpl::StopNode(const Call& c, const std::string& id) {
 }
 
 HttpResponse ApiServerImpl::StartNode(const Call& c, const std::string& id) {
-  RpcOr<EmulatedNode*> found = SingleWorkerNodeLocked(c, id, "start");
-  if (!found.ok()) {
-    return ErrorResponse(found.error());
-  }
-  EmulatedNode& n = *found.value();
-  if (n.state != NodeState::kStopped) {
-    return ErrorResponse(BadState("start", n));
-  }
-  if (n.step) {
-    // A patch of a stopped node is still running; replacing its step would leave that
-    // operation unfinished forever.
-    return ErrorResponse(Busy(n));
-  }
+  EMULATOR_ASSIGN_OR_RESPOND(EmulatedNode* found,
+                             SingleWorkerNodeLocked(c, id, "start", NodeState::kStopped));
+  EmulatedNode& n = *found;
   // Capacity is checked while the node is still STOPPED, which holds none: once
   // STARTING it would count its own chips against itself.
   std::optional<RpcError> no_capacity =
@@ -381,26 +346,16 @@ HttpResponse ApiServerImpl::StartNode(const Call& c, const std::string& id) {
 }
 
 HttpResponse ApiServerImpl::PatchNode(const Call& c, const std::string& id) {
-  auto it = nodes_.find(c.parent + "/nodes/" + id);
-  if (it == nodes_.end()) {
-    return ErrorResponse(NotFound(c.parent + "/nodes/" + id));
-  }
-  EmulatedNode& n = it->second;
+  EMULATOR_ASSIGN_OR_RESPOND(EmulatedNode* found, FindIn(c, nodes_, "nodes", id));
+  EmulatedNode& n = *found;
   std::string mask = c.req->Query("updateMask");
   if (Trim(mask).empty()) {
     return ErrorResponse(
         InvalidArgument("Invalid value for field 'update_mask': \"\". An update mask is required "
                         "(e.g. updateMask=labels,metadata)."));
   }
-  RpcOr<Json> body = ParseBody(c);
-  if (!body.ok()) {
-    return ErrorResponse(body.error());
-  }
-  RpcOr<Json> canon = Canonicalize(body.value(), "Node", "node");
-  if (!canon.ok()) {
-    return ErrorResponse(canon.error());
-  }
-  const Json& given = canon.value();
+  EMULATOR_ASSIGN_OR_RESPOND(Json canon, ParseBodyAs(c, "Node", "node"));
+  const Json& given = canon;
   // Mask paths, in camelCase or snake_case, to the field they replace.
   std::vector<std::string> fields;
   for (std::string path : Split(mask, ',')) {
@@ -459,24 +414,14 @@ HttpResponse ApiServerImpl::PatchNode(const Call& c, const std::string& id) {
 }
 
 HttpResponse ApiServerImpl::GetGuestAttributes(const Call& c, const std::string& id) {
-  auto it = nodes_.find(c.parent + "/nodes/" + id);
-  if (it == nodes_.end()) {
-    return ErrorResponse(NotFound(c.parent + "/nodes/" + id));
-  }
-  const EmulatedNode& n = it->second;
-  RpcOr<Json> body = ParseBody(c);
-  if (!body.ok()) {
-    return ErrorResponse(body.error());
-  }
-  RpcOr<Json> req = Canonicalize(body.value(), "GetGuestAttributesRequest", "");
-  if (!req.ok()) {
-    return ErrorResponse(req.error());
-  }
-  std::string query_path = req.value().value("queryPath", std::string());
+  EMULATOR_ASSIGN_OR_RESPOND(EmulatedNode* found, FindIn(c, nodes_, "nodes", id));
+  const EmulatedNode& n = *found;
+  EMULATOR_ASSIGN_OR_RESPOND(Json req, ParseBodyAs(c, "GetGuestAttributesRequest", ""));
+  std::string query_path = req.value("queryPath", std::string());
   std::vector<size_t> workers;
   bool all = true;
-  if (req.value().contains("workerIds")) {
-    for (const Json& w : req.value()["workerIds"]) {
+  if (req.contains("workerIds")) {
+    for (const Json& w : req["workerIds"]) {
       std::string s = w.is_string() ? w.get<std::string>() : w.dump();
       if (s.empty()) {
         continue;  // "" means every worker, as gcloud sends it

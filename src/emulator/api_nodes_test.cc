@@ -5,10 +5,6 @@
 namespace tpufleet::emulator {
 namespace {
 
-using std::chrono::milliseconds;
-using std::chrono::seconds;
-using Json = nlohmann::json;
-
 class NodesTest : public ApiFixture {};
 
 TEST_F(NodesTest, CreateAnswersWithOperationThenNodeTurnsReady) {

@@ -147,43 +147,27 @@ void ApiServerImpl::PruneRequestIdsLocked(Clock::MonoTime now) {
 // --- operations ------------------------------------------------------------
 
 HttpResponse ApiServerImpl::ListOperations(const Call& c) {
-  std::vector<std::pair<std::string, Json>> items;
-  std::string prefix = c.parent + "/operations/";
-  for (auto it = ops_.lower_bound(prefix); it != ops_.end() && StartsWith(it->first, prefix);
-       ++it) {
-    items.emplace_back(it->first, RenderOperation(it->second));
-  }
-  RpcOr<Json> page = Page(c, items, "operations", /*sorted=*/true);
-  return page.ok() ? JsonResponse(page.value()) : ErrorResponse(page.error());
+  return ListIn(c, ops_, "operations", [this](const auto& r) { return RenderOperation(r); });
 }
 
 HttpResponse ApiServerImpl::GetOperation(const Call& c, const std::string& id) {
-  auto it = ops_.find(c.parent + "/operations/" + id);
-  if (it == ops_.end()) {
-    return ErrorResponse(NotFound(c.parent + "/operations/" + id));
-  }
-  return JsonResponse(RenderOperation(it->second));
+  EMULATOR_ASSIGN_OR_RESPOND(OperationRecord* found, FindIn(c, ops_, "operations", id));
+  return JsonResponse(RenderOperation(*found));
 }
 
 HttpResponse ApiServerImpl::CancelOperation(const Call& c, const std::string& id) {
-  auto it = ops_.find(c.parent + "/operations/" + id);
-  if (it == ops_.end()) {
-    return ErrorResponse(NotFound(c.parent + "/operations/" + id));
-  }
+  EMULATOR_ASSIGN_OR_RESPOND(OperationRecord* found, FindIn(c, ops_, "operations", id));
   // Cloud TPU records the request (metadata.cancelRequested) but its operations run
   // to the end; clients must not count on cancellation.
-  if (!it->second.done) {
-    it->second.cancel_requested = true;
+  if (!found->done) {
+    found->cancel_requested = true;
   }
   return JsonResponse(Json::object());
 }
 
 HttpResponse ApiServerImpl::DeleteOperation(const Call& c, const std::string& id) {
-  auto it = ops_.find(c.parent + "/operations/" + id);
-  if (it == ops_.end()) {
-    return ErrorResponse(NotFound(c.parent + "/operations/" + id));
-  }
-  ops_.erase(it);
+  EMULATOR_ASSIGN_OR_RESPOND(OperationRecord* found, FindIn(c, ops_, "operations", id));
+  ops_.erase(found->name);
   return JsonResponse(Json::object());
 }
 

@@ -158,6 +158,12 @@ void ApiServerImpl::FinishStepLocked(const std::string& name, Clock::MonoTime, C
                     "an internal error has occurred (worker hosts: " + s.message() + ")",
                     Json::array()};
   };
+  // A create or start that went well.
+  auto finish_ready = [&] {
+    n.state = NodeState::kReady;
+    n.health = "HEALTHY";
+    FinishOperationLocked(step.op, RenderNode(n));
+  };
   switch (step.kind) {
     case NodeStep::kCreate:
       if (step.fail || !step.host_status.ok()) {
@@ -171,9 +177,7 @@ void ApiServerImpl::FinishStepLocked(const std::string& name, Clock::MonoTime, C
         EraseNodeLocked(name);
         return;
       }
-      n.state = NodeState::kReady;
-      n.health = "HEALTHY";
-      FinishOperationLocked(step.op, RenderNode(n));
+      finish_ready();
       return;
     case NodeStep::kStart:
       if (step.fail || !step.host_status.ok()) {
@@ -181,9 +185,7 @@ void ApiServerImpl::FinishStepLocked(const std::string& name, Clock::MonoTime, C
         FailOperationLocked(step.op, step.fail ? *step.fail : internal(step.host_status));
         return;
       }
-      n.state = NodeState::kReady;
-      n.health = "HEALTHY";
-      FinishOperationLocked(step.op, RenderNode(n));
+      finish_ready();
       return;
     case NodeStep::kStop:
       n.state = NodeState::kStopped;
@@ -342,7 +344,7 @@ bool ApiServerImpl::HoldsCapacity(const EmulatedNode& n) const {
   if (n.step && n.step->fail) {
     return false;  // a create or start that met a stockout got nothing
   }
-  switch (n.state) {
+  switch (n.state.value()) {
     case NodeState::kCreating:
     case NodeState::kReady:
     case NodeState::kStarting:
@@ -350,11 +352,9 @@ bool ApiServerImpl::HoldsCapacity(const EmulatedNode& n) const {
     case NodeState::kRepairing:
     case NodeState::kDeleting:
       return true;
-    case NodeState::kStopped:
-    case NodeState::kPreempted:
+    default:  // STOPPED, PREEMPTED: the capacity went back
       return false;
   }
-  return false;
 }
 
 long long ApiServerImpl::CapacityLimitOf(std::string_view zone, const Family& family) const {
@@ -427,7 +427,7 @@ long long ApiServerImpl::QuotaUsedLocked(const QuotaLimit& limit) const {
   // SUSPENDED and FAILED queued resources keep holding quota until deleted (users
   // report it: tpu-api.md §4).
   for (const auto& [name, q] : qrs_) {
-    if ((q.state != QrState::kSuspended && q.state != QrState::kFailed) ||
+    if ((q.state != NodeState::kSuspended && q.state != NodeState::kFailed) ||
         RegionOfZone(q.zone) != limit.region || !TierCounts(limit.tier, q.spot)) {
       continue;
     }

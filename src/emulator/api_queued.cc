@@ -66,12 +66,10 @@ RpcOr<Window> ParsePolicy(const Json& spec, Clock::WallTime wall) {
         "valid_until_time, valid_after_duration, valid_after_time and valid_interval.");
   }
   auto duration = [&](const char* key, std::string_view at) -> RpcOr<Clock::WallTime> {
-    RpcOr<std::chrono::nanoseconds> d =
-        ParseNonNegativeDuration(p[key], "queued_resource.queueing_policy." + std::string(at));
-    if (!d.ok()) {
-      return d.error();
-    }
-    return AddSaturating(wall, d.value());
+    EMULATOR_ASSIGN_OR_RETURN_RPC(
+        std::chrono::nanoseconds d,
+        ParseNonNegativeDuration(p[key], "queued_resource.queueing_policy." + std::string(at)));
+    return AddSaturating(wall, d);
   };
   auto time = [&](const Json& v, std::string_view at) -> RpcOr<Clock::WallTime> {
     Result<Clock::WallTime> t = ParseTimestamp(v.get<std::string>());
@@ -81,45 +79,32 @@ RpcOr<Window> ParsePolicy(const Json& spec, Clock::WallTime wall) {
     }
     return *t;
   };
-  if (p.contains("validUntilDuration")) {
-    RpcOr<Clock::WallTime> t = duration("validUntilDuration", "valid_until_duration");
-    if (!t.ok()) {
-      return t.error();
+  // A policy sets one field (checked above): a bound of the window, as a time or as a
+  // duration from now, or both bounds in validInterval.
+  struct Bound {
+    const char* key;
+    const char* at;  // its name in errors
+    bool is_duration;
+    std::optional<Clock::WallTime> Window::*into;
+  };
+  static constexpr Bound kBounds[] = {
+      {"validUntilDuration", "valid_until_duration", true, &Window::until},
+      {"validUntilTime", "valid_until_time", false, &Window::until},
+      {"validAfterDuration", "valid_after_duration", true, &Window::after},
+      {"validAfterTime", "valid_after_time", false, &Window::after}};
+  for (const Bound& b : kBounds) {
+    if (p.contains(b.key)) {
+      EMULATOR_ASSIGN_OR_RETURN_RPC(w.*b.into,
+                                    b.is_duration ? duration(b.key, b.at) : time(p[b.key], b.at));
     }
-    w.until = t.value();
-  } else if (p.contains("validUntilTime")) {
-    RpcOr<Clock::WallTime> t = time(p["validUntilTime"], "valid_until_time");
-    if (!t.ok()) {
-      return t.error();
-    }
-    w.until = t.value();
-  } else if (p.contains("validAfterDuration")) {
-    RpcOr<Clock::WallTime> t = duration("validAfterDuration", "valid_after_duration");
-    if (!t.ok()) {
-      return t.error();
-    }
-    w.after = t.value();
-  } else if (p.contains("validAfterTime")) {
-    RpcOr<Clock::WallTime> t = time(p["validAfterTime"], "valid_after_time");
-    if (!t.ok()) {
-      return t.error();
-    }
-    w.after = t.value();
-  } else if (p.contains("validInterval")) {
+  }
+  if (p.contains("validInterval")) {
     const Json& iv = p["validInterval"];
     if (iv.contains("startTime")) {
-      RpcOr<Clock::WallTime> t = time(iv["startTime"], "valid_interval.start_time");
-      if (!t.ok()) {
-        return t.error();
-      }
-      w.after = t.value();
+      EMULATOR_ASSIGN_OR_RETURN_RPC(w.after, time(iv["startTime"], "valid_interval.start_time"));
     }
     if (iv.contains("endTime")) {
-      RpcOr<Clock::WallTime> t = time(iv["endTime"], "valid_interval.end_time");
-      if (!t.ok()) {
-        return t.error();
-      }
-      w.until = t.value();
+      EMULATOR_ASSIGN_OR_RETURN_RPC(w.until, time(iv["endTime"], "valid_interval.end_time"));
     }
   }
   return w;
@@ -138,7 +123,7 @@ Call CallFor(const QueuedResourceRecord& q, Clock::MonoTime now, Clock::WallTime
 
 }  // namespace
 
-void ApiServerImpl::SetQrStateLocked(QueuedResourceRecord& q, QrState s, Clock::MonoTime now,
+void ApiServerImpl::SetQrStateLocked(QueuedResourceRecord& q, NodeState s, Clock::MonoTime now,
                                      std::string initiator) {
   q.state = s;
   q.state_since = now;
@@ -159,59 +144,26 @@ Json ApiServerImpl::RenderQueuedResource(const QueuedResourceRecord& q) const {
   Json j = q.spec;
   j["name"] = q.name;
   j["createTime"] = FormatTimestamp(q.create_time);
-  Json state{{"state", std::string(QrStateName(q.state))}, {"stateInitiator", q.initiator}};
-  switch (q.state) {
-    case QrState::kCreating:
-      state["creatingData"] = Json::object();
-      break;
-    case QrState::kAccepted:
-      state["acceptedData"] = Json::object();
-      break;
-    case QrState::kProvisioning:
-      state["provisioningData"] = Json::object();
-      break;
-    case QrState::kFailed:
-      state["failedData"] = Json::object();
-      if (q.failure) {
-        state["failedData"]["error"] = OperationErrorJson(*q.failure);
-      }
-      break;
-    case QrState::kDeleting:
-      state["deletingData"] = Json::object();
-      break;
-    case QrState::kActive:
-      state["activeData"] = Json::object();
-      break;
-    case QrState::kSuspending:
-      state["suspendingData"] = Json::object();
-      break;
-    case QrState::kSuspended:
-      state["suspendedData"] = Json::object();
-      break;
-    case QrState::kWaiting:
-      break;
+  Json state{{"state", q.state.Name()}, {"stateInitiator", q.initiator}};
+  // Each state but WAITING_FOR_RESOURCES carries an (empty) object named after it:
+  // "creatingData", "acceptedData", …; a failed one says why.
+  if (q.state != NodeState::kWaitingForResources) {
+    state[AsciiLower(q.state.Name()) + "Data"] = Json::object();
+  }
+  if (q.state == NodeState::kFailed && q.failure) {
+    state["failedData"]["error"] = OperationErrorJson(*q.failure);
   }
   j["state"] = std::move(state);
   return j;
 }
 
 HttpResponse ApiServerImpl::ListQueuedResources(const Call& c) {
-  std::vector<std::pair<std::string, Json>> items;
-  std::string prefix = c.parent + "/queuedResources/";
-  for (auto it = qrs_.lower_bound(prefix); it != qrs_.end() && StartsWith(it->first, prefix);
-       ++it) {
-    items.emplace_back(it->first, RenderQueuedResource(it->second));
-  }
-  RpcOr<Json> page = Page(c, items, "queuedResources", /*sorted=*/true);
-  return page.ok() ? JsonResponse(page.value()) : ErrorResponse(page.error());
+  return ListIn(c, qrs_, "queuedResources", [this](const auto& r) { return RenderQueuedResource(r); });
 }
 
 HttpResponse ApiServerImpl::GetQueuedResource(const Call& c, const std::string& id) {
-  auto it = qrs_.find(c.parent + "/queuedResources/" + id);
-  if (it == qrs_.end()) {
-    return ErrorResponse(NotFound(c.parent + "/queuedResources/" + id));
-  }
-  return JsonResponse(RenderQueuedResource(it->second));
+  EMULATOR_ASSIGN_OR_RESPOND(QueuedResourceRecord* found, FindIn(c, qrs_, "queuedResources", id));
+  return JsonResponse(RenderQueuedResource(*found));
 }
 
 HttpResponse ApiServerImpl::CreateQueuedResource(const Call& c) {
@@ -223,15 +175,8 @@ HttpResponse ApiServerImpl::CreateQueuedResource(const Call& c) {
     return ErrorResponse(InvalidArgument("Invalid value for field 'queued_resource_id': \"" + id +
                                          "\". Must match ^[A-Za-z0-9_.~+%-]+$."));
   }
-  RpcOr<Json> body = ParseBody(c);
-  if (!body.ok()) {
-    return ErrorResponse(body.error());
-  }
-  RpcOr<Json> canon = Canonicalize(body.value(), "QueuedResource", "queued_resource");
-  if (!canon.ok()) {
-    return ErrorResponse(canon.error());
-  }
-  Json spec = std::move(canon.value());
+  EMULATOR_ASSIGN_OR_RESPOND(Json canon, ParseBodyAs(c, "QueuedResource", "queued_resource"));
+  Json spec = std::move(canon);
   spec.erase("name");
   spec.erase("createTime");
   spec.erase("state");
@@ -245,11 +190,7 @@ HttpResponse ApiServerImpl::CreateQueuedResource(const Call& c) {
                         "exclusive."));
   }
   if (spec.contains("guaranteed") && spec["guaranteed"].contains("minDuration")) {
-    RpcOr<std::chrono::nanoseconds> d = ParseNonNegativeDuration(
-        spec["guaranteed"]["minDuration"], "queued_resource.guaranteed.min_duration");
-    if (!d.ok()) {
-      return ErrorResponse(d.error());
-    }
+    EMULATOR_ASSIGN_OR_RESPOND(std::chrono::nanoseconds d, ParseNonNegativeDuration( spec["guaranteed"]["minDuration"], "queued_resource.guaranteed.min_duration"));
   }
   bool spot = spec.contains("spot");
   if (!spec.contains("tpu") || !spec["tpu"].contains("nodeSpec") ||
@@ -277,13 +218,10 @@ HttpResponse ApiServerImpl::CreateQueuedResource(const Call& c) {
       return ErrorResponse(InvalidArgument("Invalid value for field '" + at +
                                            "': set exactly one of node_id and multislice_params."));
     }
-    RpcOr<NodeInput> in = ParseNodeInput(ns["node"], at + ".node", c.zone);
-    if (!in.ok()) {
-      return ErrorResponse(in.error());
-    }
+    EMULATOR_ASSIGN_OR_RESPOND(NodeInput in, ParseNodeInput(ns["node"], at + ".node", c.zone));
     if (spot) {
-      in.value().spot = true;
-      in.value().spec["schedulingConfig"]["spot"] = true;
+      in.spot = true;
+      in.spec["schedulingConfig"]["spot"] = true;
     }
     std::vector<std::string> ids;
     bool multislice = false;
@@ -320,8 +258,8 @@ HttpResponse ApiServerImpl::CreateQueuedResource(const Call& c) {
       NodePlan p;
       p.name = c.parent + "/nodes/" + node_id;
       p.node_id = node_id;
-      p.spec = in.value().spec;
-      p.type = in.value().type;
+      p.spec = in.spec;
+      p.type = in.type;
       p.multislice = multislice;
       if (!names.insert(p.name).second) {
         return ErrorResponse(InvalidArgument("Invalid value for field '" + at + "': node \"" +
@@ -330,10 +268,7 @@ HttpResponse ApiServerImpl::CreateQueuedResource(const Call& c) {
       plan.push_back(std::move(p));
     }
   }
-  RpcOr<Window> window = ParsePolicy(spec, c.wall);
-  if (!window.ok()) {
-    return ErrorResponse(window.error());
-  }
+  EMULATOR_ASSIGN_OR_RESPOND(Window window, ParsePolicy(spec, c.wall));
   QueuedResourceRecord q;
   q.name = name;
   q.project = c.project;
@@ -343,9 +278,9 @@ HttpResponse ApiServerImpl::CreateQueuedResource(const Call& c) {
   q.plan = std::move(plan);
   q.spot = spot;
   q.create_time = c.wall;
-  q.valid_after = window.value().after;
-  q.valid_until = window.value().until;
-  SetQrStateLocked(q, QrState::kCreating, c.now);
+  q.valid_after = window.after;
+  q.valid_until = window.until;
+  SetQrStateLocked(q, NodeState::kCreating, c.now);
   q.due = c.now + Scaled(config_.timings.qr_accept, c.now);
   OperationRecord& op = NewOperationLocked(c, "create", name, "QueuedResource");
   q.pending_op = op.name;
@@ -358,13 +293,10 @@ HttpResponse ApiServerImpl::DeleteQueuedResource(const Call& c, const std::strin
   if (const OperationRecord* prior = FindRequestLocked(c, "queuedResources.delete")) {
     return JsonResponse(RenderOperation(*prior));
   }
-  auto it = qrs_.find(c.parent + "/queuedResources/" + id);
-  if (it == qrs_.end()) {
-    return ErrorResponse(NotFound(c.parent + "/queuedResources/" + id));
-  }
-  QueuedResourceRecord& q = it->second;
-  std::string state(QrStateName(q.state));
-  if (q.state == QrState::kDeleting) {
+  EMULATOR_ASSIGN_OR_RESPOND(QueuedResourceRecord* found, FindIn(c, qrs_, "queuedResources", id));
+  QueuedResourceRecord& q = *found;
+  std::string state = q.state.Name();
+  if (q.state == NodeState::kDeleting) {
     return ErrorResponse(
         {RpcCode::kFailedPrecondition,
          "Cloud TPU received a bad request. delete is not supported while in state " + state + " " +
@@ -388,7 +320,7 @@ HttpResponse ApiServerImpl::DeleteQueuedResource(const Call& c, const std::strin
          Json::array()});
   }
   q.pending_op = op.name;
-  SetQrStateLocked(q, QrState::kDeleting, c.now);
+  SetQrStateLocked(q, NodeState::kDeleting, c.now);
   q.due = c.now + Scaled(config_.timings.qr_delete, c.now);
   for (EmulatedNode* n : nodes) {
     if (n->state != NodeState::kDeleting) {
@@ -400,19 +332,16 @@ HttpResponse ApiServerImpl::DeleteQueuedResource(const Call& c, const std::strin
 }
 
 HttpResponse ApiServerImpl::ResetQueuedResource(const Call& c, const std::string& id) {
-  auto it = qrs_.find(c.parent + "/queuedResources/" + id);
-  if (it == qrs_.end()) {
-    return ErrorResponse(NotFound(c.parent + "/queuedResources/" + id));
-  }
-  QueuedResourceRecord& q = it->second;
+  EMULATOR_ASSIGN_OR_RESPOND(QueuedResourceRecord* found, FindIn(c, qrs_, "queuedResources", id));
+  QueuedResourceRecord& q = *found;
   // The proto gives no preconditions; re-queueing a FAILED or SUSPENDED request whose
   // nodes are gone is the use users describe.
-  if ((q.state != QrState::kFailed && q.state != QrState::kSuspended) ||
+  if ((q.state != NodeState::kFailed && q.state != NodeState::kSuspended) ||
       !NodesOfLocked(q.name).empty()) {
     return ErrorResponse(
         {RpcCode::kFailedPrecondition,
          "Cloud TPU received a bad request. reset is not supported while in state " +
-             std::string(QrStateName(q.state)) + " " + Eid(),
+             q.state.Name() + " " + Eid(),
          Json::array()});
   }
   RpcOr<Window> window = ParsePolicy(q.spec, c.wall);
@@ -423,7 +352,7 @@ HttpResponse ApiServerImpl::ResetQueuedResource(const Call& c, const std::string
   OperationRecord& op = NewOperationLocked(c, "reset", q.name, "QueuedResource");
   q.failure.reset();
   q.pending_op = op.name;
-  SetQrStateLocked(q, QrState::kCreating, c.now);
+  SetQrStateLocked(q, NodeState::kCreating, c.now);
   q.due = c.now + Scaled(config_.timings.qr_accept, c.now);
   return JsonResponse(RenderOperation(op));
 }
@@ -438,14 +367,14 @@ void ApiServerImpl::ProvisionLocked(QueuedResourceRecord& q, Clock::MonoTime now
   for (const auto& [family, n] : chips) {
     if (std::optional<RpcError> e = CheckQuotaLocked(c, *family, q.spot, n, now, /*queued=*/true)) {
       q.failure = *e;
-      SetQrStateLocked(q, QrState::kFailed, now, "SERVICE");
+      SetQrStateLocked(q, NodeState::kFailed, now, "SERVICE");
       return;
     }
   }
   for (const NodePlan& p : q.plan) {
     if (nodes_.count(p.name)) {
       q.failure = AlreadyExists(p.name);
-      SetQrStateLocked(q, QrState::kFailed, now, "SERVICE");
+      SetQrStateLocked(q, NodeState::kFailed, now, "SERVICE");
       return;
     }
   }
@@ -458,35 +387,35 @@ void ApiServerImpl::ProvisionLocked(QueuedResourceRecord& q, Clock::MonoTime now
                           p.spec["schedulingConfig"].value("preemptible", false)));
     StartCreateLocked(c, p.node_id, std::move(in), "", q.name, p.multislice);
   }
-  SetQrStateLocked(q, QrState::kProvisioning, now);
+  SetQrStateLocked(q, NodeState::kProvisioning, now);
 }
 
 bool ApiServerImpl::AdvanceQueuedResourceLocked(QueuedResourceRecord& q, Clock::MonoTime now,
                                                 Clock::WallTime wall) {
   // A few passes, so one tick can take a request through states that need no time.
   for (int pass = 0; pass < 4; ++pass) {
-    QrState before = q.state;
-    switch (q.state) {
-      case QrState::kCreating:
+    NodeState before = q.state;
+    switch (q.state.value()) {
+      case NodeState::kCreating:
         if (now >= q.due) {
-          SetQrStateLocked(q, QrState::kAccepted, now);
+          SetQrStateLocked(q, NodeState::kAccepted, now);
           FinishOperationLocked(q.pending_op, RenderQueuedResource(q));
           q.pending_op.clear();
         }
         break;
-      case QrState::kAccepted:
+      case NodeState::kAccepted:
         if (!q.valid_after || wall >= *q.valid_after) {
-          SetQrStateLocked(q, QrState::kWaiting, now);
+          SetQrStateLocked(q, NodeState::kWaitingForResources, now);
         }
         break;
-      case QrState::kWaiting: {
+      case NodeState::kWaitingForResources: {
         if (q.valid_until && wall >= *q.valid_until) {
           q.failure = RpcError{
               RpcCode::kResourceExhausted,
               "The queued resource expired (valid until " + FormatTimestamp(*q.valid_until) +
                   ") before capacity was available in the zone \"" + q.zone + "\" " + Eid(),
               Json::array()};
-          SetQrStateLocked(q, QrState::kFailed, now, "SERVICE");
+          SetQrStateLocked(q, NodeState::kFailed, now, "SERVICE");
           break;
         }
         if (now < q.state_since + Scaled(config_.timings.qr_wait, now)) {
@@ -505,24 +434,23 @@ bool ApiServerImpl::AdvanceQueuedResourceLocked(QueuedResourceRecord& q, Clock::
         }
         break;
       }
-      case QrState::kProvisioning: {
+      case NodeState::kProvisioning: {
         std::vector<EmulatedNode*> nodes = NodesOfLocked(q.name);
         if (nodes.size() < q.plan.size()) {
           q.failure = RpcError{RpcCode::kInternal, "an internal error has occurred", Json::array()};
-          SetQrStateLocked(q, QrState::kFailed, now, "SERVICE");
+          SetQrStateLocked(q, NodeState::kFailed, now, "SERVICE");
           for (EmulatedNode* n : nodes) {
             if (n->state != NodeState::kDeleting) {
               StartDeleteLocked(*n, "", now);
             }
           }
-        } else if (std::all_of(nodes.begin(), nodes.end(), [](const EmulatedNode* n) {
-                     return n->state == NodeState::kReady;
-                   })) {
-          SetQrStateLocked(q, QrState::kActive, now);
+        } else if (std::all_of(nodes.begin(), nodes.end(),
+                               [](const EmulatedNode* n) { return n->state == NodeState::kReady; })) {
+          SetQrStateLocked(q, NodeState::kActive, now);
         }
         break;
       }
-      case QrState::kActive: {
+      case NodeState::kActive: {
         std::vector<EmulatedNode*> nodes = NodesOfLocked(q.name);
         bool preempted = std::any_of(nodes.begin(), nodes.end(), [](const EmulatedNode* n) {
           return n->state == NodeState::kPreempted;
@@ -533,7 +461,7 @@ bool ApiServerImpl::AdvanceQueuedResourceLocked(QueuedResourceRecord& q, Clock::
                     });
         if (preempted || lost) {
           // The service deletes what is left: a SUSPENDED request has no nodes.
-          SetQrStateLocked(q, QrState::kSuspending, now, preempted ? "SERVICE" : "USER");
+          SetQrStateLocked(q, NodeState::kSuspending, now, preempted ? "SERVICE" : "USER");
           for (EmulatedNode* n : nodes) {
             if (n->state != NodeState::kDeleting) {
               StartDeleteLocked(*n, "", now);
@@ -542,19 +470,18 @@ bool ApiServerImpl::AdvanceQueuedResourceLocked(QueuedResourceRecord& q, Clock::
         }
         break;
       }
-      case QrState::kSuspending:
+      case NodeState::kSuspending:
         if (NodesOfLocked(q.name).empty()) {
-          SetQrStateLocked(q, QrState::kSuspended, now, q.initiator);
+          SetQrStateLocked(q, NodeState::kSuspended, now, q.initiator);
         }
         break;
-      case QrState::kDeleting:
+      case NodeState::kDeleting:
         if (NodesOfLocked(q.name).empty() && now >= q.due) {
           FinishOperationLocked(q.pending_op, Json::object());
           return true;
         }
         break;
-      case QrState::kFailed:
-      case QrState::kSuspended:
+      default:  // FAILED and SUSPENDED stay; a queued resource takes no other state
         break;
     }
     if (q.state == before) {

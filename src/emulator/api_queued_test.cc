@@ -3,10 +3,6 @@
 namespace tpufleet::emulator {
 namespace {
 
-using std::chrono::milliseconds;
-using std::chrono::seconds;
-using Json = nlohmann::json;
-
 class QueuedResourcesTest : public ApiFixture {
  protected:
   static std::string QrPath(const std::string& id) {

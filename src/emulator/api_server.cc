@@ -4,6 +4,7 @@
 #include <set>
 
 #include "emulator/api_internal.h"
+#include "emulator/schema.h"
 #include "emulator/synthetic_hosts.h"
 #include "util/log.h"
 #include "util/strings.h"
@@ -58,52 +59,6 @@ std::string ApiServer::StatusJson() {
 }
 
 // ---------------------------------------------------------------------------
-
-std::string_view NodeStateName(NodeState s) {
-  switch (s) {
-    case NodeState::kCreating:
-      return "CREATING";
-    case NodeState::kReady:
-      return "READY";
-    case NodeState::kDeleting:
-      return "DELETING";
-    case NodeState::kRepairing:
-      return "REPAIRING";
-    case NodeState::kStopped:
-      return "STOPPED";
-    case NodeState::kStopping:
-      return "STOPPING";
-    case NodeState::kStarting:
-      return "STARTING";
-    case NodeState::kPreempted:
-      return "PREEMPTED";
-  }
-  return "STATE_UNSPECIFIED";
-}
-
-std::string_view QrStateName(QrState s) {
-  switch (s) {
-    case QrState::kCreating:
-      return "CREATING";
-    case QrState::kAccepted:
-      return "ACCEPTED";
-    case QrState::kProvisioning:
-      return "PROVISIONING";
-    case QrState::kFailed:
-      return "FAILED";
-    case QrState::kDeleting:
-      return "DELETING";
-    case QrState::kActive:
-      return "ACTIVE";
-    case QrState::kSuspending:
-      return "SUSPENDING";
-    case QrState::kSuspended:
-      return "SUSPENDED";
-    case QrState::kWaiting:
-      return "WAITING_FOR_RESOURCES";
-  }
-  return "STATE_UNSPECIFIED";
-}
 
 ApiServerImpl::ApiServerImpl(EmulatorConfig config, Clock& clock, WorkerHosts* hosts,
                              const Catalog& catalog)
@@ -354,79 +309,57 @@ HttpResponse ApiServerImpl::RouteLocked(Call& c, const std::vector<std::string>&
                           "Location " + c.zone + " is not found or access is unauthorized.",
                           Json::array()});
   }
+  // The collections (COLLECTION) and their resources (COLLECTION/ID[:VERB]), by method.
+  struct CollectionRoute {
+    std::string_view collection;
+    std::string_view method;
+    HttpResponse (ApiServerImpl::*handle)(const Call&);
+  };
+  static constexpr CollectionRoute kCollectionRoutes[] = {
+      {"nodes", "GET", &ApiServerImpl::ListNodes},
+      {"nodes", "POST", &ApiServerImpl::CreateNode},
+      {"queuedResources", "GET", &ApiServerImpl::ListQueuedResources},
+      {"queuedResources", "POST", &ApiServerImpl::CreateQueuedResource},
+      {"operations", "GET", &ApiServerImpl::ListOperations},
+      {"acceleratorTypes", "GET", &ApiServerImpl::ListAcceleratorTypes},
+      {"runtimeVersions", "GET", &ApiServerImpl::ListRuntimeVersions},
+  };
+  struct ResourceRoute {
+    std::string_view collection;
+    std::string_view verb;  // "" for the resource itself
+    std::string_view method;
+    HttpResponse (ApiServerImpl::*handle)(const Call&, const std::string&);
+  };
+  static constexpr ResourceRoute kResourceRoutes[] = {
+      {"nodes", "", "GET", &ApiServerImpl::GetNode},
+      {"nodes", "", "DELETE", &ApiServerImpl::DeleteNode},
+      {"nodes", "", "PATCH", &ApiServerImpl::PatchNode},
+      {"nodes", "stop", "POST", &ApiServerImpl::StopNode},
+      {"nodes", "start", "POST", &ApiServerImpl::StartNode},
+      {"nodes", "getGuestAttributes", "POST", &ApiServerImpl::GetGuestAttributes},
+      {"queuedResources", "", "GET", &ApiServerImpl::GetQueuedResource},
+      {"queuedResources", "", "DELETE", &ApiServerImpl::DeleteQueuedResource},
+      {"queuedResources", "reset", "POST", &ApiServerImpl::ResetQueuedResource},
+      {"operations", "", "GET", &ApiServerImpl::GetOperation},
+      {"operations", "", "DELETE", &ApiServerImpl::DeleteOperation},
+      {"operations", "cancel", "POST", &ApiServerImpl::CancelOperation},
+      {"acceleratorTypes", "", "GET", &ApiServerImpl::GetAcceleratorType},
+      {"runtimeVersions", "", "GET", &ApiServerImpl::GetRuntimeVersion},
+  };
   const std::string& collection = segs[5];
   if (segs.size() == 6) {
-    if (collection == "nodes") {
-      return m == "GET" ? ListNodes(c) : m == "POST" ? CreateNode(c) : RouteNotFound(req);
-    }
-    if (collection == "queuedResources") {
-      return m == "GET"    ? ListQueuedResources(c)
-             : m == "POST" ? CreateQueuedResource(c)
-                           : RouteNotFound(req);
-    }
-    if (m != "GET") {
-      return RouteNotFound(req);
-    }
-    if (collection == "operations") {
-      return ListOperations(c);
-    }
-    if (collection == "acceleratorTypes") {
-      return ListAcceleratorTypes(c);
-    }
-    if (collection == "runtimeVersions") {
-      return ListRuntimeVersions(c);
+    for (const CollectionRoute& r : kCollectionRoutes) {
+      if (r.collection == collection && r.method == m) {
+        return (this->*r.handle)(c);
+      }
     }
     return RouteNotFound(req);
   }
   auto [id, verb] = SplitVerb(segs[6]);
-  if (collection == "nodes") {
-    if (verb.empty()) {
-      if (m == "GET") {
-        return GetNode(c, id);
-      }
-      if (m == "DELETE") {
-        return DeleteNode(c, id);
-      }
-      if (m == "PATCH") {
-        return PatchNode(c, id);
-      }
-    } else if (m == "POST") {
-      if (verb == "stop") {
-        return StopNode(c, id);
-      }
-      if (verb == "start") {
-        return StartNode(c, id);
-      }
-      if (verb == "getGuestAttributes") {
-        return GetGuestAttributes(c, id);
-      }
+  for (const ResourceRoute& r : kResourceRoutes) {
+    if (r.collection == collection && r.verb == verb && r.method == m) {
+      return (this->*r.handle)(c, id);
     }
-  } else if (collection == "queuedResources") {
-    if (verb.empty()) {
-      if (m == "GET") {
-        return GetQueuedResource(c, id);
-      }
-      if (m == "DELETE") {
-        return DeleteQueuedResource(c, id);
-      }
-    } else if (verb == "reset" && m == "POST") {
-      return ResetQueuedResource(c, id);
-    }
-  } else if (collection == "operations") {
-    if (verb.empty()) {
-      if (m == "GET") {
-        return GetOperation(c, id);
-      }
-      if (m == "DELETE") {
-        return DeleteOperation(c, id);
-      }
-    } else if (verb == "cancel" && m == "POST") {
-      return CancelOperation(c, id);
-    }
-  } else if (collection == "acceleratorTypes" && verb.empty() && m == "GET") {
-    return GetAcceleratorType(c, id);
-  } else if (collection == "runtimeVersions" && verb.empty() && m == "GET") {
-    return GetRuntimeVersion(c, id);
   }
   return RouteNotFound(req);
 }
@@ -445,6 +378,12 @@ RpcOr<Json> ApiServerImpl::ParseBody(const Call& c) const {
     return InvalidArgument("Invalid JSON payload received. Expected an object.");
   }
   return j;
+}
+
+RpcOr<Json> ApiServerImpl::ParseBodyAs(const Call& c, std::string_view type,
+                                       std::string_view at) const {
+  EMULATOR_ASSIGN_OR_RETURN_RPC(Json body, ParseBody(c));
+  return Canonicalize(body, type, at);
 }
 
 RpcOr<Json> ApiServerImpl::Page(const Call& c,

@@ -4,15 +4,13 @@
 #include <set>
 #include <tuple>
 
+#include "api/emulator.h"
+#include "core/node_state.h"
 #include "emulator/testing/api_fixture.h"
 #include "emulator/token.h"
 
 namespace tpufleet::emulator {
 namespace {
-
-using std::chrono::milliseconds;
-using std::chrono::seconds;
-using Json = nlohmann::json;
 
 class ApiServerTest : public ApiFixture {};
 
@@ -201,13 +199,8 @@ TEST_F(Issue10, EveryRouteRefusesAStranger) {
   EXPECT_FALSE(node.json.contains("metadata")) << node.text;
   EXPECT_EQ(Get("/emulator/v1/faults").json["faults"].size(), 0u);
   EXPECT_EQ(Get("/emulator/v1/status").status, 200);
-  EXPECT_EQ(Send("GET", "/emulator/v1/status", "", {{"authorization", "bearer owner-secret-for-tests"}})
-                .status,
-            200);
-  EXPECT_EQ(Send("GET", std::string(kParent) + "/nodes?access_token=" + kOwnerToken, "",
-                 {{"authorization", ""}})
-                .status,
-            200);
+  EXPECT_EQ(GetStatusAs("/emulator/v1/status", "bearer owner-secret-for-tests"), 200);
+  EXPECT_EQ(GetStatusAs(std::string(kParent) + "/nodes?access_token=" + kOwnerToken, ""), 200);
 }
 
 TEST_F(Issue10, WithoutConfiguredCredentialsTheTokenEndpointIssuesNothing) {
@@ -230,8 +223,9 @@ TEST_F(Issue10, IssuedTokensCannotBePredictedFromTheSeed) {
   std::set<std::string> tokens;
   for (int i = 0; i < 2; ++i) {
     Reset(config);
-    Reply r = Send("POST", "/token",
-                   "grant_type=refresh_token&client_id=client&client_secret=secret&refresh_token=refresh");
+    Reply r = Send(
+        "POST", "/token",
+        "grant_type=refresh_token&client_id=client&client_secret=secret&refresh_token=refresh");
     ASSERT_EQ(r.status, 200) << r.text;
     tokens.insert(r.json["access_token"].get<std::string>());
   }
@@ -247,9 +241,7 @@ TEST_F(ApiServerTest, IssuedTokensCanBeRequired) {
   EXPECT_EQ(owner.status, 401) << "the owner's secret is not an issued token";
   EXPECT_EQ(owner.json["error"]["status"], "UNAUTHENTICATED");
   EXPECT_EQ(Get("/emulator/v1/status").status, 200) << "the owner's secret opens the admin routes";
-  EXPECT_EQ(Send("GET", std::string(kParent) + "/nodes", "", {{"authorization", "Bearer made-up"}})
-                .status,
-            401);
+  EXPECT_EQ(GetStatusAs(std::string(kParent) + "/nodes", "Bearer made-up"), 401);
 
   Reply token =
       Send("POST", "/token",
@@ -258,22 +250,11 @@ TEST_F(ApiServerTest, IssuedTokensCanBeRequired) {
   std::string access = token.json["access_token"];
   EXPECT_EQ(token.json["token_type"], "Bearer");
   EXPECT_EQ(token.json["expires_in"], 3599);
-  EXPECT_EQ(
-      Send("GET", std::string(kParent) + "/nodes", "", {{"authorization", "Bearer " + access}})
-          .status,
-      200);
-  EXPECT_EQ(Send("GET", std::string(kParent) + "/nodes?access_token=" + access, "",
-                 {{"authorization", ""}})
-                .status,
-            200);
-  EXPECT_EQ(
-      Send("GET", "/emulator/v1/status", "", {{"authorization", "Bearer " + access}}).status,
-      200);
+  EXPECT_EQ(GetStatusAs(std::string(kParent) + "/nodes", "Bearer " + access), 200);
+  EXPECT_EQ(GetStatusAs(std::string(kParent) + "/nodes?access_token=" + access, ""), 200);
+  EXPECT_EQ(GetStatusAs("/emulator/v1/status", "Bearer " + access), 200);
   clock_.Advance(seconds(3600));
-  EXPECT_EQ(
-      Send("GET", std::string(kParent) + "/nodes", "", {{"authorization", "Bearer " + access}})
-          .status,
-      401);
+  EXPECT_EQ(GetStatusAs(std::string(kParent) + "/nodes", "Bearer " + access), 401);
 }
 
 TEST_F(ApiServerTest, TokenEndpointVerifiesServiceAccountAssertions) {
@@ -307,7 +288,7 @@ TEST_F(ApiServerTest, TokenEndpointVerifiesServiceAccountAssertions) {
   EXPECT_EQ(bad.status, 400);
   EXPECT_EQ(bad.json,
             (Json{{"error", "invalid_grant"}, {"error_description", "Invalid JWT Signature."}}));
-  EXPECT_EQ(Send("GET", "/token", "", {{"authorization", ""}}).status, 404);
+  EXPECT_EQ(GetStatusAs("/token", ""), 404);
 }
 
 TEST_F(ApiServerTest, AdminStatusShowsNodesFaultsAndUsage) {
@@ -335,6 +316,30 @@ TEST_F(ApiServerTest, AdminStatusShowsNodesFaultsAndUsage) {
   EXPECT_EQ(s["hostWorkPending"], 0);
   EXPECT_EQ(Json::parse(server_->StatusJson())["nodes"], s["nodes"]);
   EXPECT_EQ(Get("/emulator/v1/nothing").status, 404);
+}
+
+// Issue 11: the admin status is api::EmulatorStatus on both sides: what the daemon
+// writes, `tpufleet emulator status` reads back whole (every field, in one type).
+class Issue11 : public ApiFixture {};
+
+TEST_F(Issue11, AdminStatusReadsBackAsTheApiType) {
+  EmulatorConfig config;
+  config.quota.push_back({"us-central2", "v4", QuotaTier::kSpot, 100});
+  Reset(config);
+  CreateNode("n1", NodeBody("v4-16"));
+  Post("/emulator/v1/faults", Json{{"kind", "storm"}, {"rate", 0.5}, {"duration", "1m"}});
+  Post("/emulator/v1/faults", Json{{"kind", "cutoff"}, {"node", NodeName("n1")}, {"worker", 1}});
+  std::string text = server_->StatusJson();
+  Result<api::EmulatorStatus> status = api::ParseEmulatorStatus(text);
+  ASSERT_TRUE(status.ok()) << status.status().message();
+  EXPECT_EQ(api::ToJson(*status) + "\n", text);
+  ASSERT_EQ(status->nodes.size(), 1u);
+  EXPECT_EQ(NodeState::Parse(status->nodes[0].state), NodeState::kReady);
+  EXPECT_TRUE(status->nodes[0].workers.at(1).cut_off);
+  ASSERT_EQ(status->faults.size(), 2u);
+  EXPECT_EQ(status->faults[0].storm->rate, 0.5);
+  EXPECT_EQ(status->quota.at(0).tier, "spot");
+  EXPECT_EQ(Get("/emulator/v1/faults").text, api::ToJson(status->faults) + "\n");
 }
 
 TEST_F(ApiServerTest, DestroyAllHostsQueuesDestroyForEveryNode) {

@@ -34,7 +34,7 @@ using command_internal::Usage;
 
 namespace {
 
-using command_internal::DaemonJson;
+using command_internal::ToApi;
 using command_internal::StateDir;
 using nlohmann::json;
 using Daemon = EmulatorDaemon;
@@ -76,7 +76,7 @@ ActionResult Start(Inv& inv) {
   }
   if (std::optional<Daemon> d = RunningEmulator(dir)) {
     if (inv.json) {
-      inv.out << DaemonJson(*d, dir).dump(2) << "\n";
+      inv.out << api::ToJson(ToApi(*d, dir)) << "\n";
     } else {
       inv.out << "Already running.\n";
       PrintEndpointHelp(inv.out, *d, dir);
@@ -150,7 +150,7 @@ ActionResult Start(Inv& inv) {
     }
     if (std::optional<Daemon> d = RunningEmulator(dir); d && d->pid == child) {
       if (inv.json) {
-        inv.out << DaemonJson(*d, dir).dump(2) << "\n";
+        inv.out << api::ToJson(ToApi(*d, dir)) << "\n";
       } else {
         PrintEndpointHelp(inv.out, *d, dir);
       }
@@ -226,7 +226,7 @@ ActionResult Stop(Inv& inv) {
   if (!IsEmulatorStateDir(dir)) {
     // Never delete a directory the emulator did not make: --state-dir may be a typo.
     if (inv.json) {
-      inv.out << json{{"stopped", d.has_value()}, {"state_dir", dir}}.dump(2) << "\n";
+      inv.out << api::ToJson(api::EmulatorStopped{d.has_value(), dir}) << "\n";
     } else {
       inv.out << (d ? "Emulator stopped" : "No emulator was running") << "; " << dir
               << " is not an emulator state dir, so nothing was removed.\n";
@@ -245,7 +245,7 @@ ActionResult Stop(Inv& inv) {
     return ActionResult(InternalError("removing " + dir + ": " + ec.message()));
   }
   if (inv.json) {
-    inv.out << json{{"stopped", d.has_value()}, {"state_dir", dir}}.dump(2) << "\n";
+    inv.out << api::ToJson(api::EmulatorStopped{d.has_value(), dir}) << "\n";
   } else if (d) {
     inv.out << "Emulator stopped; its workers, network and " << dir << " are gone.\n";
   } else {

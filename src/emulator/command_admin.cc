@@ -5,7 +5,9 @@
 #include <nlohmann/json.hpp>
 #include <ostream>
 
+#include "api/emulator.h"
 #include "emulator/command_internal.h"
+#include "emulator/faults.h"
 #include "util/encoding.h"
 #include "util/http_client.h"
 #include "util/strings.h"
@@ -49,17 +51,23 @@ Result<json> Admin(Inv& inv, const Daemon& d, const std::string& method,
   return j;
 }
 
+// The emulator's status, as its admin API sends it.
+Result<api::EmulatorStatus> FetchStatus(Inv& inv, const Daemon& d) {
+  TPUFLEET_ASSIGN_OR_RETURN(json status, Admin(inv, d, "GET", "emulator/v1/status"));
+  return api::ParseEmulatorStatus(status.dump());
+}
+
 // The full resource name of the node the user named: a full name, or a node id that
 // is unique among the emulator's nodes.
 Result<std::string> ResolveNode(Inv& inv, const Daemon& d, const std::string& node) {
   if (StartsWith(node, "projects/")) {
     return node;
   }
-  TPUFLEET_ASSIGN_OR_RETURN(json status, Admin(inv, d, "GET", "emulator/v1/status"));
+  TPUFLEET_ASSIGN_OR_RETURN(api::EmulatorStatus status, FetchStatus(inv, d));
   std::vector<std::string> matches;
   std::vector<std::string> ids;
-  for (const json& n : status["nodes"]) {
-    std::string name = n.value("name", "");
+  for (const api::EmulatorNode& n : status.nodes) {
+    const std::string& name = n.name;
     std::string id = name.substr(name.rfind('/') + 1);
     ids.push_back(id);
     if (id == node) {
@@ -80,8 +88,12 @@ Result<std::string> ResolveNode(Inv& inv, const Daemon& d, const std::string& no
 
 ActionResult Inject(Inv& inv) {
   const std::vector<std::string>& pos = inv.positional;
-  static const std::vector<std::string> kKinds = {"stockout", "quota", "storm", "preempt",
-                                                  "maintenance", "cutoff", "slow", "clear"};
+  // The fault kinds, and "clear", which ends faults.
+  static const std::vector<std::string> kKinds = [] {
+    std::vector<std::string> kinds = FaultKindNames();
+    kinds.push_back("clear");
+    return kinds;
+  }();
   if (pos.size() < 2) {
     return Usage("inject needs a KIND: " + Join(kKinds, ", "));
   }
@@ -176,61 +188,68 @@ ActionResult ShowStatus(Inv& inv) {
   if (!d) {
     return NotRunning(inv, dir);
   }
-  Result<json> status = Admin(inv, *d, "GET", "emulator/v1/status");
+  Result<api::EmulatorStatus> status = FetchStatus(inv, *d);
   if (!status.ok()) {
     return ActionResult(status.status());
   }
-  json& s = *status;
+  api::EmulatorStatus& s = *status;
   if (inv.json) {
-    s.update(DaemonJson(*d, dir));
-    inv.out << s.dump(2) << "\n";
+    s.daemon = ToApi(*d, dir);
+    inv.out << api::ToJson(s) << "\n";
     return Status::Ok();
   }
   inv.out << "Emulator running (pid " << d->pid << "): " << d->endpoint << "\n\n";
-  if (s["nodes"].empty()) {
+  if (s.nodes.empty()) {
     inv.out << "No nodes.\n";
   } else {
     TextTable table({"NODE", "TYPE", "STATE", "WORKERS"});
-    for (const json& n : s["nodes"]) {
+    for (const api::EmulatorNode& n : s.nodes) {
       std::vector<std::string> addresses;
-      for (const json& w : n["workers"]) {
-        addresses.push_back(w.value("address", "?") + (w.value("cutOff", false) ? " (cut off)" : ""));
+      for (const api::EmulatorWorker& w : n.workers) {
+        addresses.push_back(w.address + (w.cut_off ? " (cut off)" : ""));
       }
-      std::string state = n.value("state", "?");
-      if (n.contains("health") && n["health"] != "HEALTHY") {
-        state += " " + n["health"].get<std::string>();
+      std::string state = n.state;
+      if (!n.health.empty() && n.health != "HEALTHY") {
+        state += " " + n.health;
       }
-      table.AddRow({n.value("name", "?"), n.value("acceleratorType", "?"), state,
+      table.AddRow({n.name, n.accelerator_type, state,
                     addresses.empty() ? "-" : Join(addresses, " ")});
     }
     table.Print(inv.out);
   }
-  if (!s["queuedResources"].empty()) {
+  if (!s.queued_resources.empty()) {
     inv.out << "\nQueued resources:\n";
-    for (const json& q : s["queuedResources"]) {
-      inv.out << "  " << q.value("name", "?") << "  " << q.value("state", "?") << "\n";
+    for (const api::EmulatorQueuedResource& q : s.queued_resources) {
+      inv.out << "  " << q.name << "  " << q.state << "\n";
     }
   }
   inv.out << "\nFaults: ";
-  if (s["faults"].empty()) {
+  if (s.faults.empty()) {
     inv.out << "none\n";
   } else {
     inv.out << "\n";
-    for (const json& f : s["faults"]) {
-      inv.out << "  " << f.dump() << "\n";
+    for (const api::EmulatorFault& f : s.faults) {
+      inv.out << "  " << api::ToJsonLine(f) << "\n";
     }
   }
   return Status::Ok();
 }
 
-json DaemonJson(const Daemon& d, const std::string& dir) {
-  return json{{"running", true},          {"pid", d.pid},   {"endpoint", d.endpoint},
-              {"token_file", d.token_file}, {"state_dir", dir}};
+api::EmulatorDaemon ToApi(const Daemon& d, const std::string& dir) {
+  api::EmulatorDaemon a;
+  a.running = true;
+  a.pid = d.pid;
+  a.endpoint = d.endpoint;
+  a.token_file = d.token_file;
+  a.state_dir = dir;
+  return a;
 }
 
 ActionResult NotRunning(Inv& inv, const std::string& dir) {
   if (inv.json) {
-    inv.out << json{{"running", false}, {"state_dir", dir}}.dump(2) << "\n";
+    api::EmulatorDaemon none;
+    none.state_dir = dir;
+    inv.out << api::ToJson(none) << "\n";
   }
   return FailedPreconditionError("no emulator is running (state dir " + dir +
                                  "); start one with: tpufleet emulator start");

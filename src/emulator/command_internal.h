@@ -6,12 +6,12 @@
 #pragma once
 
 #include <chrono>
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
 
+#include "api/emulator.h"
 #include "emulator/command.h"
 #include "emulator/locator.h"
 
@@ -43,8 +43,8 @@ inline std::string StateDir(const Inv& inv) {
   return EmulatorStateDir(inv.Get("state-dir"), inv.env);
 }
 
-/// {"running": true, pid, endpoint, token_file, state_dir}: what --json shows of `d`.
-nlohmann::json DaemonJson(const EmulatorDaemon& d, const std::string& dir);
+/// What --json shows of the daemon `d` serving the state dir `dir`.
+api::EmulatorDaemon ToApi(const EmulatorDaemon& d, const std::string& dir);
 
 /// No daemon runs for `dir`: says so (as JSON with --json) and fails.
 ActionResult NotRunning(Inv& inv, const std::string& dir);

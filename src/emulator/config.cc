@@ -5,30 +5,25 @@
 #include "core/yaml_reader.h"
 #include "emulator/faults.h"
 #include "emulator/token.h"
+#include "util/enum_names.h"
 #include "util/file.h"
 #include "util/strings.h"
 
 namespace tpufleet::emulator {
 namespace {
 
+constexpr EnumName<QuotaTier> kQuotaTiers[] = {
+    {QuotaTier::kAny, "any"}, {QuotaTier::kSpot, "spot"}, {QuotaTier::kOnDemand, "on_demand"}};
+
 using yaml::Field;
 
 Timings RealisticTimingsImpl() {
   using std::chrono::seconds;
-  Timings t;
-  t.create = seconds(120);
-  t.start = seconds(90);
-  t.stop = seconds(60);
-  t.remove = seconds(60);
-  t.update = seconds(10);
-  t.stockout_fail = seconds(30);
-  t.qr_accept = seconds(5);
-  t.qr_wait = seconds(60);
-  t.qr_delete = seconds(30);
-  t.preemption_notice = seconds(30);
-  t.maintenance_notice = seconds(60);
-  t.maintenance = seconds(120);
-  return t;
+  return {.create = seconds(120), .start = seconds(90), .stop = seconds(60),
+          .remove = seconds(60), .update = seconds(10), .stockout_fail = seconds(30),
+          .qr_accept = seconds(5), .qr_wait = seconds(60), .qr_delete = seconds(30),
+          .preemption_notice = seconds(30), .maintenance_notice = seconds(60),
+          .maintenance = seconds(120)};
 }
 
 Status ParseMillis(const Field& f, Millis* out) {
@@ -71,8 +66,7 @@ Status ParseTimings(const Field& f, Timings* t) {
       {"qr_delete", &t->qr_delete},
       {"preemption_notice", &t->preemption_notice},
       {"maintenance_notice", &t->maintenance_notice},
-      {"maintenance", &t->maintenance},
-  };
+      {"maintenance", &t->maintenance}};
   for (const auto& [key, out] : fields) {
     if (auto v = f.Get(key)) {
       TPUFLEET_TRY(ParseMillis(*v, out));
@@ -101,6 +95,18 @@ Status ParseChips(const Field& f, long long* chips) {
     return f.Error("expected a number of chips, 0 or more");
   }
   return Status::Ok();
+}
+
+// What a capacity and a quota entry both have: where (`place_key`: "zone" or
+// "region"), a family of the catalog and a number of chips, all required.
+Status ParseLimit(const Field& item, const Catalog& catalog, std::string_view place_key,
+                  std::string* place, std::string* family, long long* chips) {
+  TPUFLEET_ASSIGN_OR_RETURN(Field where, item.Require(place_key));
+  TPUFLEET_ASSIGN_OR_RETURN(*place, where.String());
+  TPUFLEET_ASSIGN_OR_RETURN(Field fam, item.Require("family"));
+  TPUFLEET_TRY(CheckFamily(fam, catalog, family));
+  TPUFLEET_ASSIGN_OR_RETURN(Field count, item.Require("chips"));
+  return ParseChips(count, chips);
 }
 
 }  // namespace
@@ -150,12 +156,7 @@ Result<EmulatorConfig> ParseEmulatorConfig(std::string_view yaml_text, std::stri
     for (const Field& item : items) {
       TPUFLEET_TRY(item.CheckKeys({"zone", "family", "chips"}));
       CapacityLimit l;
-      TPUFLEET_ASSIGN_OR_RETURN(Field zone, item.Require("zone"));
-      TPUFLEET_ASSIGN_OR_RETURN(l.zone, zone.String());
-      TPUFLEET_ASSIGN_OR_RETURN(Field fam, item.Require("family"));
-      TPUFLEET_TRY(CheckFamily(fam, catalog, &l.family));
-      TPUFLEET_ASSIGN_OR_RETURN(Field chips, item.Require("chips"));
-      TPUFLEET_TRY(ParseChips(chips, &l.chips));
+      TPUFLEET_TRY(ParseLimit(item, catalog, "zone", &l.zone, &l.family, &l.chips));
       c.capacity.push_back(std::move(l));
     }
   }
@@ -164,24 +165,15 @@ Result<EmulatorConfig> ParseEmulatorConfig(std::string_view yaml_text, std::stri
     for (const Field& item : items) {
       TPUFLEET_TRY(item.CheckKeys({"region", "family", "tier", "chips"}));
       QuotaLimit l;
-      TPUFLEET_ASSIGN_OR_RETURN(Field region, item.Require("region"));
-      TPUFLEET_ASSIGN_OR_RETURN(l.region, region.String());
-      TPUFLEET_ASSIGN_OR_RETURN(Field fam, item.Require("family"));
-      TPUFLEET_TRY(CheckFamily(fam, catalog, &l.family));
+      TPUFLEET_TRY(ParseLimit(item, catalog, "region", &l.region, &l.family, &l.chips));
       if (auto tier = item.Get("tier")) {
         TPUFLEET_ASSIGN_OR_RETURN(std::string t, tier->String());
-        if (t == "any") {
-          l.tier = QuotaTier::kAny;
-        } else if (t == "spot") {
-          l.tier = QuotaTier::kSpot;
-        } else if (t == "on_demand") {
-          l.tier = QuotaTier::kOnDemand;
-        } else {
+        std::optional<QuotaTier> known = ValueIn(kQuotaTiers, t);
+        if (!known) {
           return tier->Error("expected any, spot or on_demand");
         }
+        l.tier = *known;
       }
-      TPUFLEET_ASSIGN_OR_RETURN(Field chips, item.Require("chips"));
-      TPUFLEET_TRY(ParseChips(chips, &l.chips));
       c.quota.push_back(std::move(l));
     }
   }
@@ -257,6 +249,10 @@ Result<EmulatorConfig> LoadEmulatorConfig(const std::string& path, const Catalog
     c.auth.service_account_keys.push_back(std::move(key));
   }
   return c;
+}
+
+std::string_view QuotaTierName(QuotaTier tier) {
+  return NameIn(kQuotaTiers, tier);
 }
 
 }  // namespace tpufleet::emulator

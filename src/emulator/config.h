@@ -73,6 +73,8 @@ enum class QuotaTier {
   kSpot,      // spot or preemptible nodes ("…PreemptiblePerProjectPerRegion…")
   kOnDemand,  // the others
 };
+/// "any", "spot", "on_demand": as the config file and the admin status spell it.
+std::string_view QuotaTierName(QuotaTier tier);
 
 /// Chips of one family a project may hold in a region. Every node counts until it is
 /// deleted, PREEMPTED ones included, as on the real service; a SUSPENDED queued

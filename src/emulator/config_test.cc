@@ -84,12 +84,12 @@ TEST_F(ConfigTest, ErrorsNameTheFileLineAndField) {
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(s.message().find("emu.yaml:2"), std::string::npos) << s.message();
   EXPECT_NE(s.message().find("did you mean v4"), std::string::npos) << s.message();
-  EXPECT_FALSE(Parse("timings: slow\n").ok());
-  EXPECT_FALSE(Parse("timings: {create: soon}\n").ok());
-  EXPECT_FALSE(Parse("colour: red\n").ok());
-  EXPECT_FALSE(Parse("quota: [{region: r, family: v4, chips: -1}]\n").ok());
-  EXPECT_FALSE(Parse("quota: [{region: r, family: v4, chips: 1, tier: cheap}]\n").ok());
-  EXPECT_FALSE(Parse("default_page_size: 0\n").ok());
+  for (const char* bad : {"timings: slow\n", "timings: {create: soon}\n", "colour: red\n",
+                         "quota: [{region: r, family: v4, chips: -1}]\n",
+                         "quota: [{region: r, family: v4, chips: 1, tier: cheap}]\n",
+                         "default_page_size: 0\n"}) {
+    EXPECT_FALSE(Parse(bad).ok()) << bad;
+  }
 }
 
 TEST_F(ConfigTest, MaxMultisliceNodesIsBounded) {

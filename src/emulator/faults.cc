@@ -6,30 +6,29 @@
 
 #include <nlohmann/json.hpp>
 
+#include "util/enum_names.h"
 #include "util/strings.h"
 
 namespace tpufleet::emulator {
 
 using Json = nlohmann::json;
 
+namespace {
+
+constexpr EnumName<FaultKind> kFaultKinds[] = {
+    {FaultKind::kStockout, "stockout"}, {FaultKind::kQuota, "quota"},
+    {FaultKind::kStorm, "storm"},       {FaultKind::kPreempt, "preempt"},
+    {FaultKind::kMaintenance, "maintenance"}, {FaultKind::kCutOff, "cutoff"},
+    {FaultKind::kSlow, "slow"}};
+
+}  // namespace
+
 std::string_view FaultKindName(FaultKind kind) {
-  switch (kind) {
-    case FaultKind::kStockout:
-      return "stockout";
-    case FaultKind::kQuota:
-      return "quota";
-    case FaultKind::kStorm:
-      return "storm";
-    case FaultKind::kPreempt:
-      return "preempt";
-    case FaultKind::kMaintenance:
-      return "maintenance";
-    case FaultKind::kCutOff:
-      return "cutoff";
-    case FaultKind::kSlow:
-      return "slow";
-  }
-  return "?";
+  return NameIn(kFaultKinds, kind);
+}
+
+std::vector<std::string> FaultKindNames() {
+  return NamesIn(kFaultKinds);
 }
 
 Result<std::chrono::milliseconds> ParseFaultDuration(std::string_view text) {
@@ -109,27 +108,13 @@ Result<Fault> ParseFaultJson(const Json& j) {
   }
   Fault f;
   TPUFLEET_ASSIGN_OR_RETURN(std::string kind, StringField(j, "kind", true));
-  static const std::pair<std::string_view, FaultKind> kKinds[] = {
-      {"stockout", FaultKind::kStockout},
-      {"quota", FaultKind::kQuota},
-      {"storm", FaultKind::kStorm},
-      {"preempt", FaultKind::kPreempt},
-      {"maintenance", FaultKind::kMaintenance},
-      {"cutoff", FaultKind::kCutOff},
-      {"slow", FaultKind::kSlow}};
-  bool found = false;
-  std::vector<std::string> names;
-  for (const auto& [name, k] : kKinds) {
-    names.emplace_back(name);
-    if (name == kind) {
-      f.kind = k;
-      found = true;
-    }
-  }
-  if (!found) {
+  std::optional<FaultKind> known = ValueIn(kFaultKinds, kind);
+  if (!known) {
+    std::vector<std::string> names = FaultKindNames();
     return InvalidArgumentError("fault: unknown kind \"" + kind + "\"" + DidYouMean(kind, names) +
                                 "; kinds: " + Join(names, ", "));
   }
+  f.kind = *known;
   TPUFLEET_ASSIGN_OR_RETURN(f.family, StringField(j, "family", false));
   TPUFLEET_ASSIGN_OR_RETURN(f.duration, DurationField(j, "duration"));
   TPUFLEET_ASSIGN_OR_RETURN(f.notice, DurationField(j, "notice"));
@@ -272,10 +257,11 @@ bool FaultSet::Active(const Fault& f, Clock::MonoTime now) const {
   return now >= f.started && (!f.ends || now < *f.ends);
 }
 
-const Fault* FaultSet::Stockout(std::string_view zone, std::string_view family,
-                                Clock::MonoTime now) const {
+const Fault* FaultSet::FirstActive(FaultKind kind, std::string Fault::*place,
+                                   std::string_view where, std::string_view family,
+                                   Clock::MonoTime now) const {
   for (const Fault& f : faults_) {
-    if (f.kind == FaultKind::kStockout && Active(f, now) && f.zone == zone &&
+    if (f.kind == kind && Active(f, now) && f.*place == where &&
         (f.family.empty() || f.family == family)) {
       return &f;
     }
@@ -283,15 +269,14 @@ const Fault* FaultSet::Stockout(std::string_view zone, std::string_view family,
   return nullptr;
 }
 
+const Fault* FaultSet::Stockout(std::string_view zone, std::string_view family,
+                                Clock::MonoTime now) const {
+  return FirstActive(FaultKind::kStockout, &Fault::zone, zone, family, now);
+}
+
 const Fault* FaultSet::Quota(std::string_view region, std::string_view family,
                              Clock::MonoTime now) const {
-  for (const Fault& f : faults_) {
-    if (f.kind == FaultKind::kQuota && Active(f, now) && f.region == region &&
-        (f.family.empty() || f.family == family)) {
-      return &f;
-    }
-  }
-  return nullptr;
+  return FirstActive(FaultKind::kQuota, &Fault::region, region, family, now);
 }
 
 std::optional<int> FaultSet::DrawStorm(Clock::MonoTime now) {

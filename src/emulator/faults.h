@@ -45,6 +45,8 @@ enum class FaultKind { kStockout, kQuota, kStorm, kPreempt, kMaintenance, kCutOf
 
 /// "stockout", "quota", "storm", "preempt", "maintenance", "cutoff", "slow".
 std::string_view FaultKindName(FaultKind kind);
+/// Every kind's name, as ParseFault reads it: "stockout", "quota", …
+std::vector<std::string> FaultKindNames();
 
 struct Fault {
   std::string id;  // "fault-1", given by FaultSet::Add
@@ -110,6 +112,10 @@ class FaultSet {
 
  private:
   bool Active(const Fault& f, Clock::MonoTime now) const;
+  /// The first active fault of `kind` whose `place` (&Fault::zone, &Fault::region) is
+  /// `where` and whose family, if it names one, is `family`.
+  const Fault* FirstActive(FaultKind kind, std::string Fault::*place, std::string_view where,
+                           std::string_view family, Clock::MonoTime now) const;
 
   std::vector<Fault> faults_;
   std::vector<std::mt19937_64> storm_rngs_;  // parallel to faults_ (unused for other kinds)

@@ -19,6 +19,7 @@
 
 #include "emulator/wire.h"
 #include "util/log.h"
+#include "util/strings.h"
 
 namespace tpufleet::emulator {
 namespace {
@@ -170,12 +171,6 @@ class BoundedServer final : public httplib::Server {
   }
 };
 
-std::string Lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return s;
-}
-
 }  // namespace
 
 std::optional<HttpResponse> RefuseWebRequest(const HttpRequest& request, int port) {
@@ -193,7 +188,7 @@ std::optional<HttpResponse> RefuseWebRequest(const HttpRequest& request, int por
     return std::nullopt;
   }
   std::string want_port = ":" + std::to_string(port);
-  std::string h = Lower(host->second);
+  std::string h = AsciiLower(host->second);
   for (const char* name : {"127.0.0.1", "localhost", "[::1]"}) {
     if (h == name + want_port || (port == 80 && h == name)) {
       return std::nullopt;
@@ -342,7 +337,7 @@ class HttpServer::Impl {
       r.query[k] = v;
     }
     for (const auto& [k, v] : req.headers) {
-      r.headers[Lower(k)] = v;
+      r.headers[AsciiLower(k)] = v;
     }
     r.body = req.body;
     // httplib checks Content-Length against the limit; a chunked body is checked here.

@@ -5,97 +5,68 @@
 
 namespace tpufleet::emulator {
 
-int HttpStatusOf(RpcCode code) {
-  switch (code) {
-    case RpcCode::kOk:
-      return 200;
-    case RpcCode::kCancelled:
-      return 499;
-    case RpcCode::kInvalidArgument:
-      return 400;
-    case RpcCode::kDeadlineExceeded:
-      return 504;
-    case RpcCode::kNotFound:
-      return 404;
-    case RpcCode::kAlreadyExists:
-      return 409;
-    case RpcCode::kPermissionDenied:
-      return 403;
-    case RpcCode::kResourceExhausted:
-      return 429;
-    case RpcCode::kFailedPrecondition:
-      return 400;
-    case RpcCode::kAborted:
-      return 409;
-    case RpcCode::kUnimplemented:
-      return 501;
-    case RpcCode::kInternal:
-      return 500;
-    case RpcCode::kUnavailable:
-      return 503;
-    case RpcCode::kUnauthenticated:
-      return 401;
+namespace {
+
+// Each code with its HTTP status (google/rpc/code.proto "HTTP Mapping") and name.
+struct CodeRow {
+  RpcCode code;
+  int http_status;
+  std::string_view name;
+};
+constexpr CodeRow kCodes[] = {
+    {RpcCode::kOk, 200, "OK"},
+    {RpcCode::kCancelled, 499, "CANCELLED"},
+    {RpcCode::kInvalidArgument, 400, "INVALID_ARGUMENT"},
+    {RpcCode::kDeadlineExceeded, 504, "DEADLINE_EXCEEDED"},
+    {RpcCode::kNotFound, 404, "NOT_FOUND"},
+    {RpcCode::kAlreadyExists, 409, "ALREADY_EXISTS"},
+    {RpcCode::kPermissionDenied, 403, "PERMISSION_DENIED"},
+    {RpcCode::kResourceExhausted, 429, "RESOURCE_EXHAUSTED"},
+    {RpcCode::kFailedPrecondition, 400, "FAILED_PRECONDITION"},
+    {RpcCode::kAborted, 409, "ABORTED"},
+    {RpcCode::kUnimplemented, 501, "UNIMPLEMENTED"},
+    {RpcCode::kInternal, 500, "INTERNAL"},
+    {RpcCode::kUnavailable, 503, "UNAVAILABLE"},
+    {RpcCode::kUnauthenticated, 401, "UNAUTHENTICATED"},
+};
+
+// The code a storm's HTTP status stands for; any other status is INTERNAL.
+constexpr std::pair<int, RpcCode> kCodeOfHttp[] = {
+    {400, RpcCode::kInvalidArgument},   {401, RpcCode::kUnauthenticated},
+    {403, RpcCode::kPermissionDenied},  {404, RpcCode::kNotFound},
+    {409, RpcCode::kAborted},           {429, RpcCode::kResourceExhausted},
+    {501, RpcCode::kUnimplemented},     {503, RpcCode::kUnavailable},
+    {504, RpcCode::kDeadlineExceeded},
+};
+
+const CodeRow* RowOf(RpcCode code) {
+  for (const CodeRow& row : kCodes) {
+    if (row.code == code) {
+      return &row;
+    }
   }
-  return 500;
+  return nullptr;
+}
+
+}  // namespace
+
+int HttpStatusOf(RpcCode code) {
+  const CodeRow* row = RowOf(code);
+  return row != nullptr ? row->http_status : 500;
 }
 
 std::string_view RpcCodeName(RpcCode code) {
-  switch (code) {
-    case RpcCode::kOk:
-      return "OK";
-    case RpcCode::kCancelled:
-      return "CANCELLED";
-    case RpcCode::kInvalidArgument:
-      return "INVALID_ARGUMENT";
-    case RpcCode::kDeadlineExceeded:
-      return "DEADLINE_EXCEEDED";
-    case RpcCode::kNotFound:
-      return "NOT_FOUND";
-    case RpcCode::kAlreadyExists:
-      return "ALREADY_EXISTS";
-    case RpcCode::kPermissionDenied:
-      return "PERMISSION_DENIED";
-    case RpcCode::kResourceExhausted:
-      return "RESOURCE_EXHAUSTED";
-    case RpcCode::kFailedPrecondition:
-      return "FAILED_PRECONDITION";
-    case RpcCode::kAborted:
-      return "ABORTED";
-    case RpcCode::kUnimplemented:
-      return "UNIMPLEMENTED";
-    case RpcCode::kInternal:
-      return "INTERNAL";
-    case RpcCode::kUnavailable:
-      return "UNAVAILABLE";
-    case RpcCode::kUnauthenticated:
-      return "UNAUTHENTICATED";
-  }
-  return "UNKNOWN";
+  const CodeRow* row = RowOf(code);
+  return row != nullptr ? row->name : "UNKNOWN";
 }
 
 RpcCode RpcCodeOfHttp(int http_status) {
-  switch (http_status) {
-    case 400:
-      return RpcCode::kInvalidArgument;
-    case 401:
-      return RpcCode::kUnauthenticated;
-    case 403:
-      return RpcCode::kPermissionDenied;
-    case 404:
-      return RpcCode::kNotFound;
-    case 409:
-      return RpcCode::kAborted;
-    case 429:
-      return RpcCode::kResourceExhausted;
-    case 501:
-      return RpcCode::kUnimplemented;
-    case 503:
-      return RpcCode::kUnavailable;
-    case 504:
-      return RpcCode::kDeadlineExceeded;
-    default:
-      return RpcCode::kInternal;
+  for (const auto& [http, code] : kCodeOfHttp) {
+    if (http == http_status) {
+      return code;
+    }
   }
+  return RpcCode::kInternal;
 }
 
 Json ResourceInfoDetail(std::string_view resource_name) {
@@ -147,10 +118,13 @@ Json OperationErrorJson(const RpcError& error) {
 }
 
 HttpResponse JsonResponse(const Json& body, int status) {
+  return JsonTextResponse(body.dump(2, ' ', false, Json::error_handler_t::replace), status);
+}
+
+HttpResponse JsonTextResponse(std::string text, int status) {
   HttpResponse r;
   r.status = status;
-  r.body = body.dump(2, ' ', false, Json::error_handler_t::replace);
-  r.body += "\n";
+  r.body = std::move(text) + "\n";
   return r;
 }
 

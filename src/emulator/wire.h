@@ -73,6 +73,8 @@ HttpResponse ErrorResponse(const RpcError& error);
 /// The bare google.rpc.Status inside an Operation: {code (gRPC), message, details}.
 Json OperationErrorJson(const RpcError& error);
 HttpResponse JsonResponse(const Json& body, int status = 200);
+/// The same for a document already written (an api/ type's ToJson): `text` and "\n".
+HttpResponse JsonTextResponse(std::string text, int status = 200);
 
 /// `t + d`, or WallTime::max()/min() where that would overflow.
 Clock::WallTime AddSaturating(Clock::WallTime t, std::chrono::nanoseconds d);

@@ -31,6 +31,10 @@ inline constexpr size_t kNoSizeLimit = SIZE_MAX;
 /// max_bytes + 1 bytes and no further. A directory is "PATH: Is a directory".
 Result<std::string> ReadFile(const std::string& path, size_t max_bytes = kNoSizeLimit);
 
+/// Everything `fd` gives until end of file (or an error, which ends it too): a child's
+/// pipe, a socket whose peer closes. Blocks; retries EINTR. Does not close `fd`.
+std::string ReadToEof(int fd);
+
 /// Writes `data` to `path` through a temporary file and rename(2), so readers see the
 /// old or the new content, never half. The temporary file has an unpredictable name in
 /// `path`'s directory and is created with O_EXCL|O_NOFOLLOW, so nothing planted there

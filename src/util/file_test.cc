@@ -70,6 +70,18 @@ TEST_F(FileTest, ListDirectoryNamesTheEntriesAndIsEmptyForWhatItCannotRead) {
   EXPECT_TRUE(ListDirectory(Path("a")).empty());  // a file, not a directory
 }
 
+TEST(ReadToEof, ReadsAPipeUntilItsWriterCloses) {
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  std::string big(3 * 4096 + 17, 'x');  // more than one read
+  ASSERT_EQ(::write(fds[1], big.data(), big.size()), static_cast<ssize_t>(big.size()));
+  ::close(fds[1]);
+  EXPECT_EQ(ReadToEof(fds[0]), big);
+  EXPECT_EQ(ReadToEof(fds[0]), "");  // at end, it stays there
+  ::close(fds[0]);
+  EXPECT_EQ(ReadToEof(-1), "");  // an error ends it too
+}
+
 TEST_F(FileTest, WriteThenReadBack) {
   std::string data = "families:\n  v4: {}\n";
   data += std::string("\0binary\xff", 8);  // not just text

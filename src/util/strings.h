@@ -19,6 +19,8 @@ std::vector<std::string> Split(std::string_view text, char sep);
 std::string_view Trim(std::string_view text);
 std::string Join(const std::vector<std::string>& parts, std::string_view sep);
 bool StartsWith(std::string_view text, std::string_view prefix);
+/// `text` with A-Z as a-z (header names, wire enum names); other bytes as they are.
+std::string AsciiLower(std::string_view text);
 
 /// Levenshtein distance between two strings.
 size_t EditDistance(std::string_view a, std::string_view b);

@@ -45,6 +45,12 @@ TEST(StartsWith, ComparesThePrefix) {
   EXPECT_FALSE(StartsWith("v4-8", "v5"));
 }
 
+TEST(AsciiLower, LowersOnlyAsciiLetters) {
+  EXPECT_EQ(AsciiLower("WAITING_FOR_RESOURCES"), "waiting_for_resources");
+  EXPECT_EQ(AsciiLower("Content-Type"), "content-type");
+  EXPECT_EQ(AsciiLower("\xC3\x89t\xC3\xA9"), "\xC3\x89t\xC3\xA9");  // UTF-8 bytes kept
+}
+
 TEST(EditDistance, IsLevenshtein) {
   EXPECT_EQ(EditDistance("", ""), 0u);
   EXPECT_EQ(EditDistance("abc", ""), 3u);

@@ -16,16 +16,6 @@ using nlohmann::json;
 // Headers past this count make a request malformed; real clients send under ten.
 constexpr size_t kMaxHeaders = 64;
 
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) {
-    if (c >= 'A' && c <= 'Z') {
-      c = static_cast<char>(c - 'A' + 'a');
-    }
-  }
-  return out;
-}
-
 std::string Hex16(uint64_t v) {
   char buf[17];
   std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
@@ -34,7 +24,7 @@ std::string Hex16(uint64_t v) {
 
 bool IsTrue(const std::map<std::string, std::string>& q, const std::string& key) {
   auto it = q.find(key);
-  return it != q.end() && Lower(it->second) == "true";
+  return it != q.end() && AsciiLower(it->second) == "true";
 }
 
 const char* ReasonPhrase(int status) {
@@ -85,7 +75,7 @@ bool IsMetadataHost(const std::map<std::string, std::string>& headers) {
   if (it == headers.end()) {
     return true;
   }
-  std::string host = Lower(it->second);
+  std::string host = AsciiLower(it->second);
   if (host.size() > 3 && host.compare(host.size() - 3, 3, ":80") == 0) {
     host.resize(host.size() - 3);
   }
@@ -137,10 +127,10 @@ Result<HttpRequest> ParseHttpRequestHead(std::string_view head) {
     if (colon == std::string::npos || colon == 0) {
       return InvalidArgumentError("bad header line");
     }
-    r.headers[Lower(Trim(std::string_view(lines[i]).substr(0, colon)))] =
+    r.headers[AsciiLower(Trim(std::string_view(lines[i]).substr(0, colon)))] =
         std::string(Trim(std::string_view(lines[i]).substr(colon + 1)));
   }
-  std::string connection = r.headers.count("connection") ? Lower(r.headers["connection"]) : "";
+  std::string connection = r.headers.count("connection") ? AsciiLower(r.headers["connection"]) : "";
   r.keep_alive = http11 ? connection != "close" : connection == "keep-alive";
   if (r.headers.count("transfer-encoding") != 0) {
     r.has_body = true;
@@ -307,7 +297,7 @@ HttpResponse MetadataServer::Render(const HttpRequest& request, Clock::MonoTime 
     auto flavor = request.headers.find("metadata-flavor");
     auto legacy = request.headers.find("x-google-metadata-request");
     bool ok = (flavor != request.headers.end() && flavor->second == "Google") ||
-              (legacy != request.headers.end() && Lower(legacy->second) == "true");
+              (legacy != request.headers.end() && AsciiLower(legacy->second) == "true");
     if (!ok) {
       return Error(403, "Your client does not have permission to get URL " + path +
                             " from this server. Missing Metadata-Flavor:Google header.\n");

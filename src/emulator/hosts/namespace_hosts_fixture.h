@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
@@ -78,6 +79,21 @@ inline std::string PidNamespace(pid_t pid) {
   return fs::read_symlink("/proc/" + std::to_string(pid) + "/ns/pid", ec).string();
 }
 
+// Every process of the machine (but this one) for which `keep(pid, "/proc/PID")` holds.
+template <typename Keep>
+std::vector<pid_t> ProcessesWhere(Keep keep) {
+  std::vector<pid_t> out;
+  std::error_code ec;
+  for (const fs::directory_entry& e : fs::directory_iterator("/proc", ec)) {
+    long long pid = 0;
+    if (ParseInt(e.path().filename().string(), &pid) && pid != ::getpid() &&
+        keep(static_cast<pid_t>(pid), e.path().string())) {
+      out.push_back(static_cast<pid_t>(pid));
+    }
+  }
+  return out;
+}
+
 // Every process of the machine whose PID namespace is that of one of `inits`.
 inline std::set<pid_t> ProcessesOn(const std::vector<pid_t>& inits) {
   std::set<std::string> spaces;
@@ -86,46 +102,31 @@ inline std::set<pid_t> ProcessesOn(const std::vector<pid_t>& inits) {
       spaces.insert(PidNamespace(p));
     }
   }
-  std::set<pid_t> out;
-  std::error_code ec;
-  for (const fs::directory_entry& e : fs::directory_iterator("/proc", ec)) {
-    long long pid = 0;
-    if (ParseInt(e.path().filename().string(), &pid) &&
-        spaces.count(PidNamespace(static_cast<pid_t>(pid))) != 0) {
-      out.insert(static_cast<pid_t>(pid));
-    }
-  }
-  return out;
+  std::vector<pid_t> pids = ProcessesWhere(
+      [&](pid_t pid, const std::string&) { return spaces.count(PidNamespace(pid)) != 0; });
+  return std::set<pid_t>(pids.begin(), pids.end());
+}
+
+inline bool NoneAlive(const std::set<pid_t>& pids) {
+  return std::none_of(pids.begin(), pids.end(), [](pid_t p) { return Alive(p); });
+}
+
+// Every live process whose /proc/PID/`file` holds `needle` (all of it, for "comm").
+inline std::vector<pid_t> ProcessesWhose(const std::string& file, const std::string& needle,
+                                         bool whole) {
+  return ProcessesWhere([&](pid_t pid, const std::string& dir) {
+    Result<std::string> text = ReadFile(dir + "/" + file);
+    return text.ok() && (whole ? Trim(*text) == needle : text->find(needle) != std::string::npos) &&
+           Alive(pid);
+  });
 }
 
 inline std::vector<pid_t> ProcessesNamed(const std::string& comm) {
-  std::vector<pid_t> out;
-  std::error_code ec;
-  for (const fs::directory_entry& e : fs::directory_iterator("/proc", ec)) {
-    long long pid = 0;
-    if (ParseInt(e.path().filename().string(), &pid)) {
-      Result<std::string> c = ReadFile(e.path().string() + "/comm");
-      if (c.ok() && Trim(*c) == comm && Alive(static_cast<pid_t>(pid))) {
-        out.push_back(static_cast<pid_t>(pid));
-      }
-    }
-  }
-  return out;
+  return ProcessesWhose("comm", comm, /*whole=*/true);
 }
 
 inline std::vector<pid_t> ProcessesWithArg(const std::string& needle) {
-  std::vector<pid_t> out;
-  std::error_code ec;
-  for (const fs::directory_entry& e : fs::directory_iterator("/proc", ec)) {
-    long long pid = 0;
-    if (ParseInt(e.path().filename().string(), &pid) && pid != ::getpid()) {
-      Result<std::string> c = ReadFile(e.path().string() + "/cmdline");
-      if (c.ok() && c->find(needle) != std::string::npos && Alive(static_cast<pid_t>(pid))) {
-        out.push_back(static_cast<pid_t>(pid));
-      }
-    }
-  }
-  return out;
+  return ProcessesWhose("cmdline", needle, /*whole=*/false);
 }
 
 inline std::vector<std::string> LinksWithPrefix(const std::string& prefix) {
@@ -162,12 +163,7 @@ inline std::string InChild(F body) {
     ::_exit(0);
   }
   ::close(report[1]);
-  std::string out;
-  char buf[512];
-  ssize_t n;
-  while ((n = ::read(report[0], buf, sizeof buf)) > 0) {
-    out.append(buf, static_cast<size_t>(n));
-  }
+  std::string out = ReadToEof(report[0]);
   ::close(report[0]);
   ::waitpid(child, nullptr, 0);
   return out;

@@ -275,14 +275,7 @@ TEST_F(NamespaceHostsTest, HaltKillsEverythingOnTheWorkers) {
   for (pid_t p : hosts_->InitPids(kNode)) {
     EXPECT_EQ(p, -1);
   }
-  EXPECT_TRUE(Eventually([&] {
-    for (pid_t p : on_workers) {
-      if (Alive(p)) {
-        return false;
-      }
-    }
-    return true;
-  })) << "processes survived the halt";
+  EXPECT_TRUE(Eventually([&] { return NoneAlive(on_workers); })) << "processes survived the halt";
   ProgramResult down = Ssh("alice", w[0].address, "true", /*connect_timeout_s=*/3);
   EXPECT_EQ(down.exit_code, 255) << down.output;
   std::string bridge = hosts_->bridge();
@@ -435,14 +428,7 @@ TEST_F(NamespaceHostsTest, SigkillOfTheOwnerLeavesNothingBehind) {
   ::kill(child, SIGKILL);
   int status = 0;
   ::waitpid(child, &status, 0);
-  EXPECT_TRUE(Eventually([&] {
-    for (pid_t p : on_workers) {
-      if (Alive(p)) {
-        return false;
-      }
-    }
-    return true;
-  })) << "workers outlived their emulator";
+  EXPECT_TRUE(Eventually([&] { return NoneAlive(on_workers); })) << "workers outlived their emulator";
   std::string slot = bridge.substr(5);
   EXPECT_TRUE(Eventually([&] { return LinksWithPrefix("tpf" + slot + "v").empty(); }));
   EXPECT_TRUE(ProcessesWithArg(state).empty());

@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <map>
 #include <memory>
 #include <string>
@@ -26,6 +27,8 @@ namespace tpufleet::emulator {
 class ApiFixture : public ::testing::Test {
  protected:
   using Json = nlohmann::json;
+  using milliseconds = std::chrono::milliseconds;
+  using seconds = std::chrono::seconds;
 
   /// The parent every test uses unless it says otherwise: v4 is offered only here.
   static constexpr const char* kZone = "us-central2-b";
@@ -86,6 +89,11 @@ class ApiFixture : public ::testing::Test {
     r.text = resp.body;
     r.json = Json::parse(resp.body, nullptr, false);
     return r;
+  }
+  /// The HTTP status of a GET of `path_and_query` with the Authorization header
+  /// `authorization` ("" for none).
+  int GetStatusAs(const std::string& path_and_query, const std::string& authorization) {
+    return Send("GET", path_and_query, "", {{"authorization", authorization}}).status;
   }
   Reply Get(const std::string& path) { return Send("GET", path); }
   Reply Post(const std::string& path, const Json& body = Json::object()) {
