@@ -132,11 +132,7 @@ std::string ToJson(const ValidateReport& report) {
 }
 
 std::string ToJson(const std::vector<PlanOption>& options) {
-  json list = json::array();
-  for (const PlanOption& o : options) {
-    list.push_back(OptionJson(o));
-  }
-  return Dump(list, kIndent);
+  return Dump(ArrayOf(options, OptionJson), kDocumentIndent);
 }
 
 }  // namespace tpufleet::api

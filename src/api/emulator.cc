@@ -9,10 +9,10 @@
 namespace tpufleet::api {
 namespace {
 
+using internal::ArrayOf;
 using internal::Dump;
+using internal::kDocumentIndent;
 using nlohmann::json;
-
-constexpr int kIndent = 2;  // documents are indented by two spaces
 
 json DaemonJson(const EmulatorDaemon& d) {
   if (!d.running) {
@@ -92,15 +92,6 @@ json UsageJson(const EmulatorUsage& u) {
   SetIfAny(j, "region", u.region);
   SetIfAny(j, "tier", u.tier);
   return j;
-}
-
-template <typename T, typename F>
-json ListJson(const std::vector<T>& items, F to_json) {
-  json list = json::array();
-  for (const T& item : items) {
-    list.push_back(to_json(item));
-  }
-  return list;
 }
 
 // --- reading the admin API's status back -------------------------------------------
@@ -210,15 +201,15 @@ Result<EmulatorUsage> ReadUsage(const json& j) {
 }  // namespace
 
 std::string ToJson(const EmulatorDaemon& daemon) {
-  return Dump(DaemonJson(daemon), kIndent);
+  return Dump(DaemonJson(daemon), kDocumentIndent);
 }
 
 std::string ToJson(const EmulatorStopped& stopped) {
-  return Dump(json{{"stopped", stopped.stopped}, {"state_dir", stopped.state_dir}}, kIndent);
+  return Dump(json{{"stopped", stopped.stopped}, {"state_dir", stopped.state_dir}}, kDocumentIndent);
 }
 
 std::string ToJson(const EmulatorFault& fault) {
-  return Dump(FaultJson(fault), kIndent);
+  return Dump(FaultJson(fault), kDocumentIndent);
 }
 
 std::string ToJsonLine(const EmulatorFault& fault) {
@@ -226,27 +217,27 @@ std::string ToJsonLine(const EmulatorFault& fault) {
 }
 
 std::string ToJson(const std::vector<EmulatorFault>& faults) {
-  return Dump(json{{"faults", ListJson(faults, FaultJson)}}, kIndent);
+  return Dump(json{{"faults", ArrayOf(faults, FaultJson)}}, kDocumentIndent);
 }
 
 std::string ToJson(const EmulatorStatus& s) {
   json j{{"now", s.now},
-         {"nodes", ListJson(s.nodes, NodeJson)},
-         {"queuedResources", ListJson(s.queued_resources,
+         {"nodes", ArrayOf(s.nodes, NodeJson)},
+         {"queuedResources", ArrayOf(s.queued_resources,
                                       [](const EmulatorQueuedResource& q) {
                                         return json{{"name", q.name},
                                                     {"state", q.state},
                                                     {"nodes", q.nodes}};
                                       })},
-         {"faults", ListJson(s.faults, FaultJson)},
+         {"faults", ArrayOf(s.faults, FaultJson)},
          {"usage",
-          {{"capacity", ListJson(s.capacity, UsageJson)}, {"quota", ListJson(s.quota, UsageJson)}}},
+          {{"capacity", ArrayOf(s.capacity, UsageJson)}, {"quota", ArrayOf(s.quota, UsageJson)}}},
          {"operations", {{"total", s.operations_total}, {"pending", s.operations_pending}}},
          {"hostWorkPending", s.host_work_pending}};
   if (s.daemon) {
     j.update(DaemonJson(*s.daemon));
   }
-  return Dump(j, kIndent);
+  return Dump(j, kDocumentIndent);
 }
 
 Result<EmulatorStatus> ParseEmulatorStatus(std::string_view text) {
