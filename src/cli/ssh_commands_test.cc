@@ -83,7 +83,7 @@ TEST_F(SshCommandsTest, TargetsTheStateCannotServeAreFailures) {
   EXPECT_TRUE(Contains(creating.err, "node 'new' has no workers yet (state CREATING)"))
       << creating.err;
 
-  ASSERT_EQ(::unlink((t_.world.paths.ssh_dir + "/config").c_str()), 0);
+  t_.ssh_files.Remove();
   Output no_config = Tpufleet(app_, {"ssh", "pod:1"});
   EXPECT_EQ(no_config.code, 1);
   EXPECT_TRUE(Contains(no_config.err, "`tpufleet up` writes it")) << no_config.err;

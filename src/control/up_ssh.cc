@@ -90,7 +90,7 @@ std::vector<WorkerRun> RunOnWorkers(World& world, const std::vector<WorkerRef>& 
                                     const std::string& openssh_script) {
   std::vector<WorkerRun> runs(workers.size());
   FanoutJob job;
-  job.key_path = world.paths.ssh_dir + "/id_ed25519";
+  job.key_path = world.keys.PrivateKeyPath();
   job.command = "bash -s";
   // The script reaches bash on stdin, as with `ssh HOST bash -s`: no shell parses it
   // on the way, and the remote one sees it exactly once.

@@ -225,7 +225,7 @@ TEST(Issue11, SshHostsMachinesAreLoggedInToAndSetUpWithOpenSsh) {
   EXPECT_EQ(r.nodes[0].status, Status::Ok());
   EXPECT_TRUE(t.fanout.jobs.empty());
   // The login check also gives each login the fleet key (host_keys.h).
-  std::string fleet_key = EnsureFleetKey(t.world.paths.ssh_dir).value().public_key;
+  std::string fleet_key = t.FleetPublicKey();
   EXPECT_EQ(t.ssh.RunsOf(AuthorizeFleetKeyScript(fleet_key)), 4);
   EXPECT_EQ(t.ssh.RunsWith("echo hi"), 4);
   for (const WorkerRecord& w : t.Record("gpus").workers) {
@@ -240,7 +240,7 @@ TEST(Issue11, TheStepsNeverSleepAndSayWhenToRunNext) {
   Result<UpPlan> plan = PlanUp(spec, t.catalog, t.world);
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   UpOptions options;
-  FleetKey key = EnsureFleetKey(t.world.paths.ssh_dir).value();
+  FleetKey key = t.keys.Ensure().value();
   up_internal::UpSteps steps(t.world, spec, plan->nodes, t.cloud, options, t.progress, &key);
 
   int turns = 0;
