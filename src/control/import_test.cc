@@ -121,12 +121,8 @@ TEST(Import, RefusesANameAnotherFleetHas) {
 
 TEST(Import, RecordsTheNodesLabelsButNotTpufleetsOwn) {
   TestWorld t;
-  CreateNodeRequest r;
-  r.zone = kZoneB;
-  r.node_id = "theirs";
-  r.type = "v4-8";
-  r.labels = {{"team", "a"}, {"tpufleet-fleet", "elsewhere"}};
-  t.cloud.AddNode(r);
+  t.cloud.AddNode(testing::ForeignNode(kZoneB, "theirs", "v4-8",
+                                       {{"team", "a"}, {"tpufleet-fleet", "elsewhere"}}));
 
   ASSERT_TRUE(Import(t.world, Request(), t.progress).ok());
 

@@ -154,6 +154,18 @@ class FakeWorkers {
   int refuse_first_ = 0;
 };
 
+/// A node someone else made in the cloud (not tpufleet): in `zone`, with `labels`.
+inline CreateNodeRequest ForeignNode(const std::string& zone, const std::string& id,
+                                     const std::string& type,
+                                     std::map<std::string, std::string> labels) {
+  CreateNodeRequest r;
+  r.zone = zone;
+  r.node_id = id;
+  r.type = type;
+  r.labels = std::move(labels);
+  return r;
+}
+
 inline Catalog TestCatalog() {
   Catalog builtin = ParseCatalog(BuiltinCatalogYaml(), "built-in catalog").value();
   return ParseCatalog("families:\n  v4:\n    zones: [us-central2-b, us-central2-a]\n",
