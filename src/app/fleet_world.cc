@@ -12,11 +12,14 @@
 #include <mutex>
 
 #include "app/holder_command.h"
+#include "control/port_forward.h"
 #include "core/fleet_spec.h"
 #include "provider/ssh_hosts.h"
 #include "ssh/fanout_engine.h"
+#include "ssh/fleet_key.h"
 #include "ssh/holder.h"
 #include "ssh/runner.h"
+#include "ssh/ssh_files.h"
 #include "store/sqlite_store.h"
 #include "util/clock.h"
 #include "util/file.h"
@@ -145,10 +148,18 @@ std::unique_ptr<Fanout> MakeFanout(const std::map<std::string, std::string>& env
       socket, [socket] { return StartHolderProcess(socket); }, clock);
 }
 
+// Where tpufleet keeps its files, and the ~/.ssh/config that includes its SSH config.
+struct FleetPaths {
+  ControlPaths control;
+  std::string user_ssh_config;  // ~/.ssh/config, which gets one Include line; "": left alone
+  /// Whether user_ssh_config may belong to another user (TPUFLEET_SSH_INCLUDE=force).
+  SshConfigOwner user_ssh_config_owner = SshConfigOwner::kMine;
+};
+
 class AppWorld final : public cli::WorldHandle {
  public:
   AppWorld(const std::map<std::string, std::string>& env, std::unique_ptr<SqliteStore> store,
-           UniqueFd lock, const std::string& state_dir, const ControlPaths& paths,
+           UniqueFd lock, const std::string& state_dir, const FleetPaths& paths,
            Clock& clock, ProviderPool& pool)
       : clock_(clock),
         store_(std::move(store)),
@@ -157,13 +168,18 @@ class AppWorld final : public cli::WorldHandle {
         ssh_(state_dir + "/ssh/config"),
         fanout_(MakeFanout(env, clock_)),
         local_fanout_(clock_),
+        keys_(paths.control.ssh_dir),
+        ssh_files_(paths.control.ssh_dir, paths.user_ssh_config, paths.user_ssh_config_owner),
         world_{*store_,
                clock_,
                providers_,
                ssh_,
                *fanout_,
                local_fanout_,
-               paths,
+               keys_,
+               ssh_files_,
+               forwarder_,
+               paths.control,
                DefaultLogin(Env(env, "USER"), Env(env, "SUDO_USER"), ::geteuid() == 0)} {}
 
   World& world() override { return world_; }
@@ -176,6 +192,9 @@ class AppWorld final : public cli::WorldHandle {
   OpenSshRunner ssh_;
   std::unique_ptr<Fanout> fanout_;
   LocalFanout local_fanout_;
+  FleetKeyFiles keys_;
+  SshFileDir ssh_files_;
+  SshForwarder forwarder_;
   World world_;
 };
 
@@ -195,12 +214,14 @@ Status MakeStateDir(const std::string& dir) {
 }
 
 // Where ~/.ssh/config gets its Include line, as TPUFLEET_SSH_INCLUDE says.
-Result<ControlPaths> PathsFor(const std::map<std::string, std::string>& env,
-                              const std::string& state_dir) {
-  ControlPaths paths{state_dir + "/ssh", Env(env, "HOME") + "/.ssh/config"};
-  paths.state_dir = state_dir;
+Result<FleetPaths> PathsFor(const std::map<std::string, std::string>& env,
+                            const std::string& state_dir) {
+  FleetPaths paths;
+  paths.control.ssh_dir = state_dir + "/ssh";
+  paths.control.state_dir = state_dir;
+  paths.user_ssh_config = Env(env, "HOME") + "/.ssh/config";
   // The ssh config's Host blocks run this program to find a worker's current address.
-  TPUFLEET_ASSIGN_OR_RETURN(paths.proxy_program, ThisProgram());
+  TPUFLEET_ASSIGN_OR_RETURN(paths.control.proxy_program, ThisProgram());
   std::string mode = Env(env, std::string(kSshIncludeEnv));
   if (mode == "off") {
     paths.user_ssh_config.clear();
@@ -251,7 +272,7 @@ Result<std::unique_ptr<cli::WorldHandle>> FleetWorlds::Open(cli::Invocation& inv
                                                             bool exclusive) {
   std::string dir = FleetStateDir(inv.env);
   TPUFLEET_TRY(MakeStateDir(dir));
-  TPUFLEET_ASSIGN_OR_RETURN(ControlPaths paths, PathsFor(inv.env, dir));
+  TPUFLEET_ASSIGN_OR_RETURN(FleetPaths paths, PathsFor(inv.env, dir));
   UniqueFd lock;
   if (exclusive) {
     TPUFLEET_ASSIGN_OR_RETURN(lock, LockStateDir(dir));

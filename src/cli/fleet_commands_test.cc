@@ -149,7 +149,7 @@ TEST(Issue10, ProgressPrintsNoTerminalControlsFromTheCloud) {
 class UpHostKeyTest : public ::testing::Test {
  protected:
   UpHostKeyTest()
-      : world_{*t_.store, t_.clock, hosts_, t_.ssh, t_.fanout, t_.fanout, t_.world.paths, "tester"} {}
+      : world_(t_.WithProviders(hosts_)) {}
   void SetUp() override {
     hosts_.nodes["box"] = {{"gpu1.lab.example.org", "", kOffered}};
     spec_ = t_.dir.path() + "/lab.yaml";

@@ -35,14 +35,15 @@ ExitStatus TargetError(Invocation& inv, const Status& status) {
                                                        : Fail(inv, status);
 }
 
-// The one worker `word` names, with the ssh config to reach it.
+// The one worker `word` names, with the ssh config to reach it, and the world it was
+// found in (`forward` starts its forwards there; `ssh` closes it before ssh runs).
 struct Login {
   WorkerTarget target;
   std::string config;
+  std::unique_ptr<WorldHandle> world;
 };
 
-// The worker and config, or the exit status of the error already printed. The world (the
-// state store) is closed again on return: ssh runs without it.
+// The worker and config, or the exit status of the error already printed.
 std::variant<Login, ExitStatus> FindLogin(Invocation& inv, const std::string& word) {
   Result<std::unique_ptr<WorldHandle>> handle = OpenWorld(inv, false);
   if (!handle.ok()) {
@@ -53,11 +54,11 @@ std::variant<Login, ExitStatus> FindLogin(Invocation& inv, const std::string& wo
   if (!target.ok()) {
     return TargetError(inv, target.status());
   }
-  Result<std::string> config = SshConfigFor(world.paths);
+  Result<std::string> config = world.ssh_files.Config();
   if (!config.ok()) {
     return Fail(inv, config.status());
   }
-  return Login{std::move(*target), std::move(*config)};
+  return Login{std::move(*target), std::move(*config), std::move(*handle)};
 }
 
 std::optional<int> ParsePort(std::string_view text) {
@@ -111,12 +112,12 @@ bool StoppedWhileWaiting(int stop_fd, std::chrono::seconds delay) {
 // Runs a forward that listens until it is stopped (exit 0), starting ssh again each
 // time its connection drops, after ForwardRetryDelay; gives up (exit 1) only when
 // PermanentForwardFailure says another attempt cannot help.
-ExitStatus KeepForwarding(Invocation& inv, int stop_fd, std::unique_ptr<PortForward> forward,
-                          const std::vector<std::string>& argv, int local,
-                          const std::string& worker) {
+ExitStatus KeepForwarding(Invocation& inv, int stop_fd, Forwarder& forwarder,
+                          std::unique_ptr<Forward> forward, const std::vector<std::string>& argv,
+                          int local, const std::string& worker) {
   int attempt = 0;
   while (true) {
-    if (forward->Wait(stop_fd, inv.err) == PortForward::Event::kStopped) {
+    if (forward->Wait(stop_fd, inv.err) == Forward::Event::kStopped) {
       return ExitStatus::kOk;
     }
     std::string why = forward->ExitMessage();
@@ -130,16 +131,16 @@ ExitStatus KeepForwarding(Invocation& inv, int stop_fd, std::unique_ptr<PortForw
       return ExitStatus::kOk;
     }
     forward.reset();  // reaped: the local port is free for the next ssh
-    Result<std::unique_ptr<PortForward>> next = PortForward::Spawn(argv, local);
+    Result<std::unique_ptr<Forward>> next = forwarder.Start(argv, local);
     if (!next.ok()) {
       return Fail(inv, next.status());
     }
     forward = std::move(*next);
-    PortForward::Event e = forward->Wait(stop_fd, inv.err);
-    if (e == PortForward::Event::kStopped) {
+    Forward::Event e = forward->Wait(stop_fd, inv.err);
+    if (e == Forward::Event::kStopped) {
       return ExitStatus::kOk;
     }
-    if (e == PortForward::Event::kListening) {
+    if (e == Forward::Event::kListening) {
       attempt = 0;
       inv.err << "tpufleet: the forward to " << worker << " is back: http://127.0.0.1:" << local
               << "/" << std::endl;
@@ -163,7 +164,8 @@ ExitStatus RunSsh(Invocation& inv) {
   if (const ExitStatus* failed = std::get_if<ExitStatus>(&login)) {
     return *failed;
   }
-  const Login& l = std::get<Login>(login);
+  Login& l = std::get<Login>(login);
+  l.world.reset();  // ssh runs without the state store
   std::vector<std::string> command(pos.begin() + 1, pos.end());
   // -t only for a command at a terminal: a login shell gets one anyway, and a command
   // whose input is a pipe or file must not get one.
@@ -210,15 +212,16 @@ ExitStatus RunForward(Invocation& inv) {
   if (stop.fd() < 0) {
     return Fail(inv, ErrnoStatus("signalfd", errno));
   }
-  Result<std::unique_ptr<PortForward>> forward = PortForward::Spawn(*argv, *local);
+  Forwarder& forwarder = l.world->world().forwarder;
+  Result<std::unique_ptr<Forward>> forward = forwarder.Start(*argv, *local);
   if (!forward.ok()) {
     return Fail(inv, forward.status());
   }
-  PortForward::Event started = (*forward)->Wait(stop.fd(), inv.err);
-  if (started == PortForward::Event::kStopped) {
+  Forward::Event started = (*forward)->Wait(stop.fd(), inv.err);
+  if (started == Forward::Event::kStopped) {
     return ExitStatus::kInterrupted;
   }
-  if (started == PortForward::Event::kExited) {
+  if (started == Forward::Event::kExited) {
     return Fail(inv, UnavailableError("could not forward to " + l.target.name + ":" +
                                       std::to_string(*remote) + ": " + (*forward)->ExitMessage()));
   }
@@ -231,7 +234,8 @@ ExitStatus RunForward(Invocation& inv) {
     inv.out << "Forwarding " << url << " -> " << l.target.name << ":" << *remote
             << " (Ctrl-C to stop)" << std::endl;
   }
-  return KeepForwarding(inv, stop.fd(), std::move(*forward), *argv, *local, l.target.name);
+  return KeepForwarding(inv, stop.fd(), forwarder, std::move(*forward), *argv, *local,
+                        l.target.name);
 }
 
 }  // namespace tpufleet::cli

@@ -24,6 +24,18 @@ using cli_testing::Contains;
 using cli_testing::Output;
 using cli_testing::Tpufleet;
 
+// A loopback port nothing listens on (the kernel's pick, released again).
+int FreePort() {
+  UniqueFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  EXPECT_EQ(::bind(fd.get(), reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  EXPECT_EQ(::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&a), &len), 0);
+  return ntohs(a.sin_port);
+}
+
 // Fleet "lab": pod (4 workers, team=a), eval (1 worker, team=a), and new (still CREATING),
 // with their SSH files written.
 class SshCommandsTest : public ::testing::Test {
@@ -83,7 +95,7 @@ TEST_F(SshCommandsTest, TargetsTheStateCannotServeAreFailures) {
   EXPECT_TRUE(Contains(creating.err, "node 'new' has no workers yet (state CREATING)"))
       << creating.err;
 
-  ASSERT_EQ(::unlink((t_.world.paths.ssh_dir + "/config").c_str()), 0);
+  t_.ssh_files.Remove();
   Output no_config = Tpufleet(app_, {"ssh", "pod:1"});
   EXPECT_EQ(no_config.code, 1);
   EXPECT_TRUE(Contains(no_config.err, "`tpufleet up` writes it")) << no_config.err;
@@ -158,4 +170,24 @@ TEST_F(SshCommandsTest, Issue11SshProxyIsHiddenAndChecksItsWords) {
 }
 
 }  // namespace
+// The forward through the World's forwarder (here one that plays a script, no ssh): when
+// its connection drops it is started again, with the same command line, and says so.
+TEST_F(SshCommandsTest, Issue11ADroppedForwardIsStartedAgainThroughTheWorld) {
+  using Event = Forward::Event;
+  t_.forwarder.Add({{Event::kListening, Event::kExited},
+                    "ssh exited with status 255: Connection closed by 198.18.0.2 port 22",
+                    ""});
+  t_.forwarder.Add({{Event::kListening}, "", ""});  // then stopped (Ctrl-C)
+
+  Output o = Tpufleet(app_, {"forward", "pod:1", "8888:" + std::to_string(FreePort())});
+
+  EXPECT_EQ(o.code, 0) << o.err;
+  ASSERT_EQ(t_.forwarder.started().size(), 2u);
+  EXPECT_EQ(t_.forwarder.started()[1].argv, t_.forwarder.started()[0].argv);
+  EXPECT_TRUE(Contains(o.err, "the forward to pod/w1 dropped (ssh exited with status 255"))
+      << o.err;
+  EXPECT_TRUE(Contains(o.err, "the forward to pod/w1 is back")) << o.err;
+  EXPECT_TRUE(Contains(o.out, "Forwarding http://127.0.0.1:")) << o.out;
+}
+
 }  // namespace tpufleet::cli

@@ -221,6 +221,23 @@ int ConnectAsEarlierWorker(int port) {
   return -1;
 }
 
+// Before the chain's first hop runs, `attacker` (nobody) connects to it as an earlier
+// worker, says it is in place, does `act` with the connection, and waits to be stopped.
+void ConnectFirst(LocalChain& chain, Attacker& attacker, std::function<void(int)> act) {
+  chain.before_first = [&attacker, act](int port) {
+    attacker.Start([port, act](int ready, int stop) {
+      int c = ConnectAsEarlierWorker(port);
+      if (c < 0) {
+        return 2;
+      }
+      [[maybe_unused]] ssize_t w = ::write(ready, "r", 1);
+      act(c);
+      Readable(stop, kAttackerWaitMs);
+      return 0;
+    });
+  };
+}
+
 // --- the key ---------------------------------------------------------------------------
 
 // The hop's port and size were in argv, and nothing else was needed to join the chain.
@@ -316,26 +333,17 @@ TEST_F(RelayHopTest, Issue10AListenerInAHopsPlaceGetsNothingOfTheFile) {
 // own bytes: they landed under the destination's name.
 TEST_F(RelayHopTest, Issue10InjectedBytesNeverLandAndAreReported) {
   Attacker attacker;
-  chain_.before_first = [&](int port) {
-    attacker.Start([port](int ready, int stop) {
-      int c = ConnectAsEarlierWorker(port);
-      if (c < 0) {
-        return 2;
+  ConnectFirst(chain_, attacker, [](int c) {
+    static char evil[1 << 16];
+    std::fill(std::begin(evil), std::end(evil), 'A');
+    for (size_t sent = 0; sent < kRelayMinBytes;) {
+      ssize_t n = ::send(c, evil, sizeof evil, MSG_NOSIGNAL);
+      if (n <= 0) {
+        break;
       }
-      [[maybe_unused]] ssize_t w = ::write(ready, "r", 1);
-      static char evil[1 << 16];
-      std::fill(std::begin(evil), std::end(evil), 'A');
-      for (size_t sent = 0; sent < kRelayMinBytes;) {
-        ssize_t n = ::send(c, evil, sizeof evil, MSG_NOSIGNAL);
-        if (n <= 0) {
-          break;
-        }
-        sent += static_cast<size_t>(n);
-      }
-      Readable(stop, kAttackerWaitMs);
-      return 0;
-    });
-  };
+      sent += static_cast<size_t>(n);
+    }
+  });
   Result<CopyReport> report = CpToLo();
   attacker.Stop();
   ASSERT_TRUE(report.ok()) << report.status().ToString();
@@ -355,17 +363,7 @@ TEST_F(RelayHopTest, Issue10InjectedBytesNeverLandAndAreReported) {
 // cp hung for ten minutes.
 TEST_F(RelayHopTest, Issue10ASilentConnectorDelaysNothing) {
   Attacker attacker;
-  chain_.before_first = [&](int port) {
-    attacker.Start([port](int ready, int stop) {
-      int c = ConnectAsEarlierWorker(port);
-      if (c < 0) {
-        return 2;
-      }
-      [[maybe_unused]] ssize_t w = ::write(ready, "r", 1);
-      Readable(stop, kAttackerWaitMs);  // and say nothing
-      return 0;
-    });
-  };
+  ConnectFirst(chain_, attacker, [](int) {});  // and say nothing
   Result<CopyReport> report = CpToLo();
   attacker.Stop();
   ASSERT_TRUE(report.ok()) << report.status().ToString();

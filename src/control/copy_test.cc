@@ -49,31 +49,35 @@ using testing::Write;
 // ---------------------------------------------------------------------------------------
 // ParseRemotePath
 
-void ExpectRemote(const std::string& word, const std::string& target, const std::string& path) {
-  std::optional<RemotePath> r = ParseRemotePath(word);
-  ASSERT_TRUE(r.has_value()) << word;
-  EXPECT_EQ(r->target, target) << word;
-  EXPECT_EQ(r->path, path) << word;
-}
+// What ParseRemotePath makes of a word that names a remote path.
+struct RemoteCase {
+  const char* word;
+  const char* target;
+  const char* path;
+};
 
-TEST(ParseRemotePath, TargetThenPath) {
-  ExpectRemote("pod:~/x", "pod", "~/x");
-  ExpectRemote("pod:/tmp/", "pod", "/tmp/");
-  ExpectRemote("all:/tmp/", "all", "/tmp/");
-  ExpectRemote("team=a:/x", "team=a", "/x");
-  ExpectRemote("team=a,role=x:out", "team=a,role=x", "out");
-  ExpectRemote("pod:", "pod", "");
-}
-
-TEST(ParseRemotePath, AWorkerListBelongsToTheTarget) {
-  ExpectRemote("pod:3:~/x", "pod:3", "~/x");
-  ExpectRemote("pod:1-3,5:/tmp/", "pod:1-3,5", "/tmp/");
-  ExpectRemote("pod:3:", "pod:3", "");
-  // A second ':' after something that is not a worker list is part of the path.
-  ExpectRemote("pod:~/a:b", "pod", "~/a:b");
-  ExpectRemote("pod:x3:y", "pod", "x3:y");
-  // Digits alone are a path (a file named 12 in the home).
-  ExpectRemote("pod:12", "pod", "12");
+TEST(ParseRemotePath, TargetThenPathAndAWorkerListBelongsToTheTarget) {
+  for (const RemoteCase& c : std::vector<RemoteCase>{
+           {"pod:~/x", "pod", "~/x"},
+           {"pod:/tmp/", "pod", "/tmp/"},
+           {"all:/tmp/", "all", "/tmp/"},
+           {"team=a:/x", "team=a", "/x"},
+           {"team=a,role=x:out", "team=a,role=x", "out"},
+           {"pod:", "pod", ""},
+           {"pod:3:~/x", "pod:3", "~/x"},
+           {"pod:1-3,5:/tmp/", "pod:1-3,5", "/tmp/"},
+           {"pod:3:", "pod:3", ""},
+           // A second ':' after something that is not a worker list is part of the path.
+           {"pod:~/a:b", "pod", "~/a:b"},
+           {"pod:x3:y", "pod", "x3:y"},
+           // Digits alone are a path (a file named 12 in the home).
+           {"pod:12", "pod", "12"},
+       }) {
+    std::optional<RemotePath> r = ParseRemotePath(c.word);
+    ASSERT_TRUE(r.has_value()) << c.word;
+    EXPECT_EQ(r->target, c.target) << c.word;
+    EXPECT_EQ(r->path, c.path) << c.word;
+  }
 }
 
 TEST(ParseRemotePath, LocalPaths) {

@@ -22,7 +22,7 @@ std::string StoppableCommand(const std::vector<std::string>& argv) {
 
 FanoutJob JobFor(const World& world, const std::vector<WorkerTarget>& workers) {
   FanoutJob job;
-  job.key_path = world.paths.ssh_dir + "/id_ed25519";
+  job.key_path = world.keys.PrivateKeyPath();
   for (const auto& w : workers) {
     FanoutHost h;
     h.name = w.name;

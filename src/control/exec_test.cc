@@ -227,9 +227,9 @@ TEST(PlanExecAfterUp, HostsAreTheWorkersUpRecorded) {
     EXPECT_EQ(h.user, "tester");
     EXPECT_EQ(h.port, 22);
   }
-  // The key the job names is the fleet key up made.
-  EXPECT_TRUE(ReadFile(plan->job.key_path).ok());
-  EXPECT_TRUE(ReadFile(plan->job.key_path + ".pub").ok());
+  // The key the job names is the fleet key up made (put on the nodes).
+  EXPECT_EQ(plan->job.key_path, t.keys.Ensure().value().private_key_path);
+  EXPECT_GT(t.keys.ensured(), 1) << "up asked for the key";
 }
 
 // ---------------------------------------------------------------------------------------

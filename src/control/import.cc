@@ -93,7 +93,7 @@ Result<std::vector<NodeOutcome>> Import(World& world, const ImportRequest& reque
     }
   }
   TPUFLEET_ASSIGN_OR_RETURN(std::vector<NodeRecord> known, world.store.Nodes(""));
-  TPUFLEET_ASSIGN_OR_RETURN(FleetKey key, EnsureFleetKey(world.paths.ssh_dir));
+  TPUFLEET_ASSIGN_OR_RETURN(FleetKey key, world.keys.Ensure());
   std::vector<NodeOutcome> out;
   for (const CloudNode& node : found) {
     bool wanted = request.nodes.empty() ||

@@ -6,7 +6,6 @@
 #include <string>
 
 #include "control/testing/test_world.h"
-#include "ssh/fleet_key.h"
 
 namespace tpufleet {
 namespace {
@@ -51,7 +50,7 @@ TEST(Import, AdoptsANodeMadeElsewhere) {
   EXPECT_EQ((*out)[0].status, Status::Ok());
   EXPECT_TRUE((*out)[0].changed);
   // The fleet key is appended; bob's key and the other metadata stay.
-  std::string fleet_key = EnsureFleetKey(t.world.paths.ssh_dir).value().public_key;
+  std::string fleet_key = t.FleetPublicKey();
   CloudNode now = *t.cloud.Node(kZoneB, "nb");
   EXPECT_EQ(now.metadata.at("ssh-keys"), std::string("bob:") + kBobKey + "\ntester:" + fleet_key);
   EXPECT_EQ(now.metadata.at("startup-script"), "echo hi");
@@ -122,12 +121,8 @@ TEST(Import, RefusesANameAnotherFleetHas) {
 
 TEST(Import, RecordsTheNodesLabelsButNotTpufleetsOwn) {
   TestWorld t;
-  CreateNodeRequest r;
-  r.zone = kZoneB;
-  r.node_id = "theirs";
-  r.type = "v4-8";
-  r.labels = {{"team", "a"}, {"tpufleet-fleet", "elsewhere"}};
-  t.cloud.AddNode(r);
+  t.cloud.AddNode(testing::ForeignNode(kZoneB, "theirs", "v4-8",
+                                       {{"team", "a"}, {"tpufleet-fleet", "elsewhere"}}));
 
   ASSERT_TRUE(Import(t.world, Request(), t.progress).ok());
 

@@ -193,4 +193,11 @@ std::string PortForward::ExitMessage() const {
   return said.empty() ? how : how + ": " + std::string(said);
 }
 
+Result<std::unique_ptr<Forward>> SshForwarder::Start(const std::vector<std::string>& argv,
+                                                     int local_port) {
+  TPUFLEET_ASSIGN_OR_RETURN(std::unique_ptr<PortForward> forward,
+                            PortForward::Spawn(argv, local_port));
+  return std::unique_ptr<Forward>(std::move(forward));
+}
+
 }  // namespace tpufleet

@@ -22,7 +22,11 @@
 // says trying cannot help. The ssh config's ProxyCommand (control/resolve.h) finds the
 // worker's new address on each attempt.
 //
-// Thread-safety: one owner.
+// Forwarder is how a World (control/world.h) starts forwards: SshForwarder spawns
+// PortForward, built by src/app; tests hand in one that plays a script of events
+// (control/testing/test_world.h), so they need no ssh.
+//
+// Thread-safety: one owner per forward; SshForwarder keeps no state.
 #pragma once
 
 #include <sys/types.h>
@@ -73,31 +77,60 @@ bool PermanentForwardFailure(std::string_view ssh_said);
 /// not), else `remote_port` when that is free, else one the kernel picks.
 Result<int> ChooseLocalPort(int remote_port, std::optional<int> wanted);
 
-class PortForward {
+/// A running forward, as `tpufleet forward` sees it.
+class Forward {
  public:
   enum class Event {
-    kListening,  // ssh listens on the local port: the forward works
-    kExited,     // ssh exited by itself; ExitMessage() says how
+    kListening,  // it listens on the local port: the forward works
+    kExited,     // it ended by itself (ssh exited); ExitMessage() says how
     kStopped,    // the stop descriptor turned readable: the caller wants to end it
   };
 
+  Forward() = default;
+  Forward(const Forward&) = delete;
+  Forward& operator=(const Forward&) = delete;
+  virtual ~Forward() = default;
+
+  /// Waits for what comes next: before the forward listens, kListening, kExited or
+  /// kStopped; after, kExited or kStopped. `stop_fd` is polled for reading (a signalfd,
+  /// a pipe); a stop wins over an exit seen at the same time. From kListening on, what
+  /// the forward says goes to `log`.
+  virtual Event Wait(int stop_fd, std::ostream& log) = 0;
+  /// After kExited: how it exited, and why it did not listen (PermanentForwardFailure
+  /// reads it).
+  virtual std::string ExitMessage() const = 0;
+};
+
+/// Starts forwards for `tpufleet forward`.
+class Forwarder {
+ public:
+  Forwarder() = default;
+  Forwarder(const Forwarder&) = delete;
+  Forwarder& operator=(const Forwarder&) = delete;
+  virtual ~Forwarder() = default;
+
+  /// Starts `argv` (ForwardArgv), which is to listen on 127.0.0.1:`local_port`.
+  virtual Result<std::unique_ptr<Forward>> Start(const std::vector<std::string>& argv,
+                                                 int local_port) = 0;
+};
+
+class PortForward final : public Forward {
+ public:
   /// Spawns `argv` (argv[0] looked up in PATH), which is to listen on
   /// 127.0.0.1:`local_port`. Errors as SpawnSubprocess; Internal when no pipe can be made.
   static Result<std::unique_ptr<PortForward>> Spawn(const std::vector<std::string>& argv,
                                                     int local_port);
-  ~PortForward();
-  PortForward(const PortForward&) = delete;
-  PortForward& operator=(const PortForward&) = delete;
+  ~PortForward() override;
 
   /// Waits for what comes next: before ssh listens, kListening, kExited or kStopped;
   /// after, kExited or kStopped. `stop_fd` is polled for reading (a signalfd, a pipe);
   /// a stop wins over an exit seen at the same time (Ctrl-C ends ssh too). From
   /// kListening on, ssh's output (what came before included) goes to `log`.
-  Event Wait(int stop_fd, std::ostream& log);
+  Event Wait(int stop_fd, std::ostream& log) override;
 
   /// After kExited: "ssh exited with status 255" and what ssh printed before it listened,
   /// the reason it did not.
-  std::string ExitMessage() const;
+  std::string ExitMessage() const override;
   /// ssh's process id; -1 once it has been reaped.
   pid_t pid() const { return pid_; }
 
@@ -115,6 +148,13 @@ class PortForward {
   bool listening_ = false;
   std::string early_output_;  // ssh's output before it listened (the last part)
   int wait_status_ = 0;       // waitpid's, once reaped
+};
+
+/// Starts each forward as a PortForward: the system's ssh.
+class SshForwarder final : public Forwarder {
+ public:
+  Result<std::unique_ptr<Forward>> Start(const std::vector<std::string>& argv,
+                                         int local_port) override;
 };
 
 }  // namespace tpufleet

@@ -12,18 +12,6 @@
 
 namespace tpufleet {
 
-Result<std::string> SshConfigFor(const ControlPaths& paths) {
-  std::string config = paths.ssh_dir + "/config";
-  if (::access(config.c_str(), R_OK) != 0) {
-    if (errno == ENOENT) {
-      return FailedPreconditionError("no SSH config at " + config +
-                                     " yet; `tpufleet up` writes it");
-    }
-    return ErrnoStatus(config, errno);
-  }
-  return config;
-}
-
 Result<std::vector<std::string>> SshLoginArgv(const std::string& config, const WorkerTarget& target,
                                               const std::vector<std::string>& command, bool tty) {
   TPUFLEET_TRY(CheckSshAlias(target.alias));

@@ -12,7 +12,7 @@
 // option; a remote command's words are shell-quoted once each, for the remote shell
 // that ssh hands them to, so they arrive exactly as typed.
 //
-// Thread-safety: pure functions, but for the file check in SshConfigFor.
+// Thread-safety: pure functions. (The config they name: World::ssh_files.Config().)
 #pragma once
 
 #include <string>
@@ -26,10 +26,6 @@ namespace tpufleet {
 
 /// The highest TCP port number (ports are 16 bits; 0 is not one a forward can use).
 inline constexpr int kMaxTcpPort = 65535;
-
-/// STATE/ssh/config when it exists; FailedPrecondition (saying that `tpufleet up` writes
-/// it) when it does not.
-Result<std::string> SshConfigFor(const ControlPaths& paths);
 
 /// `ssh -F CONFIG [-t] -- ALIAS [COMMAND]`: a login shell on `target` or, with `command`,
 /// its words run there exactly as given. `tty` asks for a terminal (-t), for a command

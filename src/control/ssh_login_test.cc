@@ -76,17 +76,6 @@ TEST(ForwardArgv, LoopbackToTheWorkersLocalhost) {
             StatusCode::kInvalidArgument);
 }
 
-TEST(SshConfigFor, SaysWhoWritesAMissingConfig) {
-  TempDir dir;
-  ControlPaths paths{dir.path() + "/ssh", ""};
-  Result<std::string> missing = SshConfigFor(paths);
-  EXPECT_EQ(missing.status().code(), StatusCode::kFailedPrecondition);
-  EXPECT_NE(missing.status().message().find("`tpufleet up` writes it"), std::string::npos);
-  ASSERT_EQ(MakePrivateDirs(paths.ssh_dir), Status::Ok());
-  ASSERT_EQ(WriteFileAtomic(paths.ssh_dir + "/config", "", 0600), Status::Ok());
-  EXPECT_EQ(SshConfigFor(paths).value(), paths.ssh_dir + "/config");
-}
-
 TEST(ChooseLocalPort, TheSamePortWhenFreeElseAnother) {
   int free_port = ClosedLoopbackPort();
   EXPECT_EQ(ChooseLocalPort(free_port, std::nullopt).value(), free_port);

@@ -1,13 +1,6 @@
 #include "control/ssh_sync.h"
 
-#include <fcntl.h>
-#include <sys/file.h>
-
-#include <cerrno>
-
 #include "core/fleet_spec.h"
-#include "util/file.h"
-#include "util/unique_fd.h"
 
 namespace tpufleet {
 
@@ -62,30 +55,10 @@ std::vector<SshHostEntry> SshEntriesFor(const std::vector<NodeRecord>& records,
 }
 
 Status SyncSshFiles(World& world) {
-  // Other processes write these files too (an ssh-proxy's refresh while up runs): each
-  // reads the store and writes under the lock, so the last writer had the newest store.
-  // The lock also orders threads of one process: each call opens the file anew, and
-  // flock(2) locks of two open file descriptions exclude each other.
-  TPUFLEET_TRY(MakePrivateDirs(world.paths.ssh_dir));
-  std::string lock_path = world.paths.ssh_dir + "/lock";
-  UniqueFd lock(::open(lock_path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600));
-  if (lock.get() < 0) {
-    return ErrnoStatus(lock_path, errno);
-  }
-  while (::flock(lock.get(), LOCK_EX) != 0) {
-    if (errno != EINTR) {
-      return ErrnoStatus("flock " + lock_path, errno);
-    }
-  }
-  TPUFLEET_ASSIGN_OR_RETURN(std::vector<NodeRecord> records, world.store.Nodes(""));
-  TPUFLEET_TRY(WriteSshFiles(world.paths.ssh_dir,
-                             SshEntriesFor(records, world.paths.ssh_dir + "/id_ed25519",
-                                           ProxyArgvPrefix(world.paths))));
-  if (world.paths.user_ssh_config.empty()) {
-    return Status::Ok();  // TPUFLEET_SSH_INCLUDE=off
-  }
-  return EnsureSshInclude(world.paths.user_ssh_config, world.paths.ssh_dir + "/config",
-                          world.paths.user_ssh_config_owner);
+  return world.ssh_files.Rewrite([&world]() -> Result<std::vector<SshHostEntry>> {
+    TPUFLEET_ASSIGN_OR_RETURN(std::vector<NodeRecord> records, world.store.Nodes(""));
+    return SshEntriesFor(records, world.keys.PrivateKeyPath(), ProxyArgvPrefix(world.paths));
+  });
 }
 
 }  // namespace tpufleet

@@ -14,8 +14,8 @@
 // one; HostKeyAlias keeps the pinned key the name's. ssh-hosts machines have the
 // addresses their spec gives, which no cloud changes: they are connected to directly.
 //
-// Thread-safety: SyncSshFiles serializes itself, within a process and (by flock on
-// STATE/ssh/lock) across processes.
+// Thread-safety: SyncSshFiles is serialized by World::ssh_files (SshFileDir: within a
+// process and, by flock on STATE/ssh/lock, across processes).
 #pragma once
 
 #include <string>
@@ -40,8 +40,8 @@ std::vector<SshHostEntry> SshEntriesFor(const std::vector<NodeRecord>& records,
 /// ProxyCommand; empty when paths.proxy_program is.
 std::vector<std::string> ProxyArgvPrefix(const ControlPaths& paths);
 
-/// Rewrites the SSH files from every node in the store and makes sure ~/.ssh/config
-/// includes them.
+/// Rewrites the SSH files (World::ssh_files) from every node in the store and makes sure
+/// ~/.ssh/config includes them.
 Status SyncSshFiles(World& world);
 
 }  // namespace tpufleet

@@ -27,7 +27,7 @@ Result<UpReport> Up(const FleetSpec& fleet, const Catalog& catalog, World& world
                     const UpOptions& options, ProgressObserver& progress) {
   TPUFLEET_ASSIGN_OR_RETURN(CloudProvider * provider, world.providers.ForFleet(fleet));
   // ssh-hosts nodes too: up adds it to their logins' authorized_keys (LoginScript).
-  TPUFLEET_ASSIGN_OR_RETURN(FleetKey key, EnsureFleetKey(world.paths.ssh_dir));
+  TPUFLEET_ASSIGN_OR_RETURN(FleetKey key, world.keys.Ensure());
   UpReport report;
   DeleteOptions deleting;
   deleting.poll_min = options.poll_min;

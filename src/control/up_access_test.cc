@@ -9,7 +9,6 @@
 #include "control/up.h"
 #include "control/world.h"
 #include "control/testing/fake_ssh_hosts.h"
-#include "ssh/fleet_key.h"
 #include "util/strings.h"
 
 namespace tpufleet {
@@ -55,7 +54,7 @@ TEST(Issue11, TheSshConfigAndSshKeysFollowTheLoginAlsoForAKeptNode) {
   t.world.login = DefaultLogin("root", "alice", true);
   UpReport r = t.Up(spec);
   ASSERT_EQ(r.nodes[0].status, Status::Ok());
-  std::string fleet_key = EnsureFleetKey(t.world.paths.ssh_dir).value().public_key;
+  std::string fleet_key = t.FleetPublicKey();
   EXPECT_EQ(t.cloud.Node(kZoneB, "box")->metadata.at("ssh-keys"), "alice:" + fleet_key);
   EXPECT_EQ(t.Record("box").login, "alice");
   EXPECT_TRUE(Contains(t.SshConfig(), "User alice\n")) << t.SshConfig();
@@ -78,7 +77,7 @@ constexpr char kLab[] =
 
 class SshHostsUp : public ::testing::Test {
  protected:
-  SshHostsUp() : world_{*t_.store, t_.clock, hosts_, t_.ssh, t_.fanout, t_.fanout, t_.world.paths, "tester"} {}
+  SshHostsUp() : world_(t_.WithProviders(hosts_)) {}
 
   UpReport Up(UpOptions options = {}) {
     Result<UpReport> r = tpufleet::Up(t_.Spec(kLab), t_.catalog, world_, options, t_.progress);
@@ -114,7 +113,7 @@ TEST_F(SshHostsUp, Issue11AKeyFromKnownHostsIsPinnedLikeAnyWorkersAndTheFleetKey
   EXPECT_TRUE(Contains(t_.KnownHosts(), std::string("gpu2.lab.example.org ") + kGpuKey));
   EXPECT_FALSE(Contains(t_.SshConfig(), "~/.ssh/known_hosts")) << t_.SshConfig();
   // The login check, made with the user's own key, adds the fleet key for exec and cp.
-  std::string fleet_key = EnsureFleetKey(t_.world.paths.ssh_dir).value().public_key;
+  std::string fleet_key = t_.FleetPublicKey();
   int authorizing = 0;
   for (const FakeSshRunner::Call& c : t_.ssh.calls()) {
     authorizing += Contains(c.script, "authorized_keys") &&

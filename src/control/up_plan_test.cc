@@ -42,12 +42,7 @@ TEST(Up, ASpecThatNowDiffersIsReportedNotRemade) {
 
 TEST(Up, RefusesANodeItDidNotMake) {
   TestWorld t;
-  CreateNodeRequest outside;
-  outside.zone = kZoneB;
-  outside.node_id = "trainer";
-  outside.type = "v4-32";
-  outside.labels = {{"team", "other"}};
-  t.cloud.AddNode(outside);
+  t.cloud.AddNode(testing::ForeignNode(kZoneB, "trainer", "v4-32", {{"team", "other"}}));
   t.cloud.ClearCalls();
 
   UpReport r = t.Up(t.Spec(Trainer()));

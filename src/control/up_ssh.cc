@@ -307,7 +307,7 @@ void UpSteps::StartJob(const std::vector<NodeSteps*>& nodes,
   // StartJob's own part, ended on the next turn: the job never ends inside Advance.
   j->parts = 1;
   FanoutJob spec;
-  spec.key_path = world_.paths.ssh_dir + "/id_ed25519";
+  spec.key_path = world_.keys.PrivateKeyPath();
   spec.command = "bash -s";
   // The script reaches bash on stdin, as with `ssh HOST bash -s`: no shell parses it
   // on the way, and the remote one sees it exactly once.

@@ -225,7 +225,7 @@ TEST(Issue11, SshHostsMachinesAreLoggedInToWithOpenSshThenSetUpOnTheEngine) {
   ASSERT_EQ(r.nodes.size(), 1u);
   EXPECT_EQ(r.nodes[0].status, Status::Ok());
   // The login check also gives each login the fleet key (host_keys.h).
-  std::string fleet_key = EnsureFleetKey(t.world.paths.ssh_dir).value().public_key;
+  std::string fleet_key = t.FleetPublicKey();
   EXPECT_EQ(t.ssh.RunsOf(AuthorizeFleetKeyScript(fleet_key)), 4);
   EXPECT_EQ(t.ssh.calls().size(), 4u) << "only the login check goes through OpenSSH";
   ASSERT_EQ(t.fanout.jobs.size(), 1u) << "setup, on the engine, all four at once";
@@ -278,7 +278,7 @@ TEST(Issue11, TheStepsNeverSleepAndSayWhenToRunNext) {
   Result<UpPlan> plan = PlanUp(spec, t.catalog, t.world);
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   UpOptions options;
-  FleetKey key = EnsureFleetKey(t.world.paths.ssh_dir).value();
+  FleetKey key = t.keys.Ensure().value();
   EventLoop loop(t.clock);
   up_internal::UpSteps steps(t.world, spec, plan->nodes, t.cloud, options, t.progress, &key,
                              loop);

@@ -1,6 +1,8 @@
 // World: everything `control` acts on, handed in by src/app (which alone builds real
-// implementations) or by tests (fakes). control never constructs a provider, a store
-// or an SSH runner itself.
+// implementations, app/fleet_world.cc) or by tests (fakes, control/testing/test_world.h).
+// control never constructs a provider, a store, an SSH runner, the fleet key, the SSH
+// files or a forward itself: behind these seams a test keeps everything in memory and
+// needs no ssh-keygen, no ssh and no HOME of its own.
 //
 // Thread-safety: the members must be safe to use from several threads (down deletes
 // nodes concurrently; up and FinishLeftovers drive theirs from one loop in one thread).
@@ -8,8 +10,10 @@
 
 #include <string>
 
+#include "control/port_forward.h"
 #include "provider/provider.h"
 #include "ssh/fanout.h"
+#include "ssh/fleet_key.h"
 #include "ssh/runner.h"
 #include "ssh/ssh_files.h"
 #include "store/store.h"
@@ -32,12 +36,10 @@ class ProviderSource {
   virtual Result<CloudProvider*> ForRecord(const NodeRecord& record) = 0;
 };
 
-/// Where tpufleet keeps its files.
+/// Where tpufleet keeps its files, as the commands name them (the files themselves are
+/// World::keys' and World::ssh_files').
 struct ControlPaths {
-  std::string ssh_dir;          // STATE/ssh: the fleet key, config and known_hosts
-  std::string user_ssh_config;  // ~/.ssh/config, which gets one Include line; "": left alone
-  /// Whether user_ssh_config may belong to another user (TPUFLEET_SSH_INCLUDE=force).
-  SshConfigOwner user_ssh_config_owner = SshConfigOwner::kMine;
+  std::string ssh_dir;      // STATE/ssh: the fleet key, config and known_hosts
   std::string state_dir{};  // STATE itself, which `ssh-proxy --state-dir` is given
   /// The absolute path of tpufleet, for the ProxyCommand of the SSH config's Host
   /// blocks (ssh_sync.h); "": none, the blocks connect to the stored address.
@@ -53,6 +55,9 @@ struct World {
   /// up's login check and setup: the fan-out engine in this process, on up's event loop
   /// (Open), so that `up` starts no process (no ssh per worker, no holder left behind).
   Fanout& local_fanout;
+  FleetKeyStore& keys;      // the fleet key: up and import put it on nodes, exec logs in
+  SshFileStore& ssh_files;  // STATE/ssh/config, known_hosts, the ~/.ssh/config Include
+  Forwarder& forwarder;     // `tpufleet forward`'s ssh -N -L
   ControlPaths paths;
   /// The user tpufleet logs in as on the nodes it creates: the local user's name when
   /// it is a valid, non-system login, else "tpufleet" (see DefaultLogin).

@@ -161,4 +161,8 @@ Result<FleetKey> EnsureFleetKey(const std::string& dir) {
   return FleetKey{key_path, public_key + " " + std::string(kComment)};
 }
 
+std::string FleetKeyFiles::PrivateKeyPath() const {
+  return dir_ + "/" + std::string(kKeyName);
+}
+
 }  // namespace tpufleet

@@ -1,5 +1,7 @@
 #include "ssh/ssh_files.h"
 
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -13,6 +15,7 @@
 #include "util/encoding.h"
 #include "util/file.h"
 #include "util/strings.h"
+#include "util/unique_fd.h"
 
 namespace tpufleet {
 namespace {
@@ -355,6 +358,41 @@ Status EnsureSshInclude(const std::string& user_config, const std::string& inclu
   TPUFLEET_TRY(WriteFileAtomic(path, line + "\n" + old, static_cast<int>(st.st_mode & 07777)));
   // ssh refuses a config its user does not own; keep the owner when root edits it.
   return GiveTo(path, st.st_uid, st.st_gid);
+}
+
+Status SshFileDir::Rewrite(const EntriesFn& entries) {
+  std::lock_guard<std::mutex> l(mu_);
+  // Other processes write these files too (an ssh-proxy's refresh while up runs): each
+  // reads its entries and writes under the lock, so the last writer read last.
+  TPUFLEET_TRY(MakePrivateDirs(dir_));
+  std::string lock_path = dir_ + "/lock";
+  UniqueFd lock(::open(lock_path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600));
+  if (lock.get() < 0) {
+    return ErrnoStatus(lock_path, errno);
+  }
+  while (::flock(lock.get(), LOCK_EX) != 0) {
+    if (errno != EINTR) {
+      return ErrnoStatus("flock " + lock_path, errno);
+    }
+  }
+  TPUFLEET_ASSIGN_OR_RETURN(std::vector<SshHostEntry> written, entries());
+  TPUFLEET_TRY(WriteSshFiles(dir_, written));
+  if (user_config_.empty()) {
+    return Status::Ok();  // TPUFLEET_SSH_INCLUDE=off
+  }
+  return EnsureSshInclude(user_config_, dir_ + "/config", owner_);
+}
+
+Result<std::string> SshFileDir::Config() const {
+  std::string config = dir_ + "/config";
+  if (::access(config.c_str(), R_OK) != 0) {
+    if (errno == ENOENT) {
+      return FailedPreconditionError("no SSH config at " + config +
+                                     " yet; `tpufleet up` writes it");
+    }
+    return ErrnoStatus(config, errno);
+  }
+  return config;
 }
 
 }  // namespace tpufleet

@@ -16,13 +16,22 @@
 // the files: an alias, user or address with whitespace, quotes or control characters is
 // refused (InvalidArgument), so a hostile name cannot add options to ssh_config.
 //
+// SshFileStore is where a World (control/world.h) keeps these files: SshFileDir, the
+// files above, built by src/app; tests hand in one that keeps the rendered text in memory
+// (control/testing/test_world.h), so they need no HOME of their own.
+//
 // Thread-safety: pure functions and whole-file writes; callers serialize writers.
+// SshFileDir serializes its own, within a process and (by flock on DIR/lock) across
+// processes.
 #pragma once
 
 #include <chrono>
 #include <cstddef>
+#include <functional>
+#include <mutex>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "util/status.h"
@@ -110,5 +119,45 @@ enum class SshConfigOwner {
 /// A symlink is written through, never replaced (dotfile managers link the config).
 Status EnsureSshInclude(const std::string& user_config, const std::string& include_path,
                         SshConfigOwner allowed = SshConfigOwner::kMine);
+
+/// The SSH files of a World.
+class SshFileStore {
+ public:
+  /// The entries to write, read under the store's lock (so that of two writers, the
+  /// last one to write also read last).
+  using EntriesFn = std::function<Result<std::vector<SshHostEntry>>()>;
+
+  SshFileStore() = default;
+  SshFileStore(const SshFileStore&) = delete;
+  SshFileStore& operator=(const SshFileStore&) = delete;
+  virtual ~SshFileStore() = default;
+
+  /// Rewrites the config and known_hosts whole from what `entries` returns, then makes
+  /// sure the user's ~/.ssh/config includes the config (when it is to be edited). Errors
+  /// of `entries` come back as they are.
+  virtual Status Rewrite(const EntriesFn& entries) = 0;
+  /// The config to give `ssh -F`; FailedPrecondition ("`tpufleet up` writes it") when
+  /// there is none yet.
+  virtual Result<std::string> Config() const = 0;
+};
+
+/// The files in `dir` (STATE/ssh), and the Include line in `user_config` (~/.ssh/config;
+/// "": left alone, TPUFLEET_SSH_INCLUDE=off), which EnsureSshInclude edits as `owner`
+/// allows.
+class SshFileDir final : public SshFileStore {
+ public:
+  SshFileDir(std::string dir, std::string user_config,
+             SshConfigOwner owner = SshConfigOwner::kMine)
+      : dir_(std::move(dir)), user_config_(std::move(user_config)), owner_(owner) {}
+
+  Status Rewrite(const EntriesFn& entries) override;
+  Result<std::string> Config() const override;
+
+ private:
+  const std::string dir_;
+  const std::string user_config_;
+  const SshConfigOwner owner_;
+  std::mutex mu_;  // one writer at a time in this process; the flock for the others
+};
 
 }  // namespace tpufleet

@@ -172,6 +172,51 @@ TEST(WriteSshFiles, WritesBothFilesPrivately) {
   EXPECT_EQ(*ReadFile(dir + "/config"), *config);
 }
 
+TEST(SshFileDir, ConfigSaysWhoWritesAMissingOne) {
+  TempDir dir;
+  SshFileDir files(dir.path() + "/ssh", "");
+  Result<std::string> missing = files.Config();
+  EXPECT_EQ(missing.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(missing.status().message().find("`tpufleet up` writes it"), std::string::npos);
+  ASSERT_EQ(MakePrivateDirs(dir.path() + "/ssh"), Status::Ok());
+  ASSERT_EQ(WriteFileAtomic(dir.path() + "/ssh/config", "", 0600), Status::Ok());
+  EXPECT_EQ(files.Config().value(), dir.path() + "/ssh/config");
+}
+
+TEST(SshFileDir, RewriteWritesTheFilesAndTheIncludeKeepingTheRest) {
+  TempDir tmp;
+  std::string dir = tmp.path() + "/state/ssh";
+  std::string user = tmp.path() + "/home/.ssh/config";
+  ASSERT_EQ(MakePrivateDirs(tmp.path() + "/home/.ssh"), Status::Ok());
+  ASSERT_EQ(WriteFileAtomic(user, "Host old\n  User me\n", 0600), Status::Ok());
+  SshFileDir files(dir, user);
+  auto entries = []() -> Result<std::vector<SshHostEntry>> {
+    return std::vector<SshHostEntry>{Worker("w0", "10.0.0.2")};
+  };
+
+  ASSERT_EQ(files.Rewrite(entries), Status::Ok());
+
+  EXPECT_NE(ReadFile(dir + "/config").value().find("Host w0\n"), std::string::npos);
+  EXPECT_NE(ReadFile(dir + "/known_hosts").value().find("10.0.0.2 "), std::string::npos);
+  EXPECT_EQ(ReadFile(user).value(), "Include " + dir + "/config\nHost old\n  User me\n");
+  EXPECT_EQ(files.Config().value(), dir + "/config");
+  // The entries' error comes back as it is.
+  EXPECT_EQ(files.Rewrite([]() -> Result<std::vector<SshHostEntry>> {
+              return NotFoundError("no store");
+            }).code(),
+            StatusCode::kNotFound);
+}
+
+TEST(SshFileDir, AnEmptyUserConfigIsLeftAlone) {
+  TempDir tmp;
+  SshFileDir files(tmp.path() + "/ssh", "");
+  ASSERT_EQ(files.Rewrite([]() -> Result<std::vector<SshHostEntry>> {
+              return std::vector<SshHostEntry>{};
+            }),
+            Status::Ok());
+  EXPECT_FALSE(ReadFile(tmp.path() + "/home/.ssh/config").ok());
+}
+
 TEST(EnsureSshInclude, CreatesAMissingConfig) {
   TempDir tmp;
   std::string config = tmp.path() + "/home/.ssh/config";

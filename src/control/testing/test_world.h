@@ -1,6 +1,9 @@
-// TestWorld: a World for control's tests, over fakes: a FakeCloud, a FakeFanout (with
-// FakeWorkers answering up's login checks and setup scripts), a FakeSshRunner, a FakeClock, a real SqliteStore on a temp file, and the SSH files (fleet key, config,
-// known_hosts, a stand-in ~/.ssh/config) in a temp dir removed afterwards.
+// TestWorld: a World for control's tests, all in memory: a FakeCloud, a FakeFanout (with
+// FakeWorkers answering up's login checks and setup scripts), a FakeSshRunner, a
+// FakeClock, a real SqliteStore in memory, and the fleet key, SSH files and forwards of
+// fake_seams.h. Nothing runs ssh-keygen or ssh, and nothing is written under HOME or
+// the state dir (whose paths the World still names); `dir` is a temp dir for the test's
+// own files (specs, copy sources), removed afterwards.
 //
 // The catalog is the built-in one with a second v4 zone (us-central2-a): the built-in
 // lists v4 in one zone only, and zone failover needs two.
@@ -18,6 +21,7 @@
 #include <vector>
 
 #include "control/progress.h"
+#include "control/testing/fake_seams.h"
 #include "control/up.h"
 #include "control/world.h"
 #include "core/catalog.h"
@@ -27,7 +31,6 @@
 #include "ssh/testing/fake_ssh_runner.h"
 #include "ssh/testing/temp_dir.h"
 #include "store/sqlite_store.h"
-#include "util/file.h"
 #include "util/testing/fake_clock.h"
 #include "util/testing/status_printer.h"
 
@@ -151,6 +154,18 @@ class FakeWorkers {
   int refuse_first_ = 0;
 };
 
+/// A node someone else made in the cloud (not tpufleet): in `zone`, with `labels`.
+inline CreateNodeRequest ForeignNode(const std::string& zone, const std::string& id,
+                                     const std::string& type,
+                                     std::map<std::string, std::string> labels) {
+  CreateNodeRequest r;
+  r.zone = zone;
+  r.node_id = id;
+  r.type = type;
+  r.labels = std::move(labels);
+  return r;
+}
+
 inline Catalog TestCatalog() {
   Catalog builtin = ParseCatalog(BuiltinCatalogYaml(), "built-in catalog").value();
   return ParseCatalog("families:\n  v4:\n    zones: [us-central2-b, us-central2-a]\n",
@@ -162,11 +177,17 @@ class TestWorld {
  public:
   TestWorld()
       : catalog(TestCatalog()),
-        store(SqliteStore::Open(dir.path() + "/state.db").value()),
+        store(SqliteStore::Open(":memory:").value()),
         cloud(catalog, kProject),
         providers(cloud),
-        world{*store, clock, providers, ssh, fanout, fanout,
-              {dir.path() + "/state/ssh", dir.path() + "/home/.ssh/config"}, "tester"} {}
+        world{*store, clock,     providers, ssh, fanout, fanout, keys, ssh_files, forwarder,
+              {dir.path() + "/state/ssh"}, "tester"} {}
+
+  /// The same world with other providers (an ssh-hosts provider's test).
+  World WithProviders(ProviderSource& other) {
+    return World{*store, clock, other, ssh, fanout, fanout, keys, ssh_files, forwarder,
+                 world.paths, world.login};
+  }
 
   /// A spec from YAML; the test fails (and an empty spec comes back) when it is bad.
   FleetSpec Spec(const std::string& yaml) {
@@ -202,9 +223,10 @@ class TestWorld {
     return store->Events(q).value();
   }
 
-  std::string SshConfig() { return ReadFile(world.paths.ssh_dir + "/config").value(); }
-  std::string KnownHosts() { return ReadFile(world.paths.ssh_dir + "/known_hosts").value(); }
-  std::string UserSshConfig() { return ReadFile(world.paths.user_ssh_config).value(); }
+  std::string SshConfig() { return ssh_files.config(); }
+  std::string KnownHosts() { return ssh_files.known_hosts(); }
+  /// The fleet key's public half, as up puts it on nodes.
+  std::string FleetPublicKey() { return FakeFleetKeys::kPublicKey; }
 
   TempDir dir;
   Catalog catalog;
@@ -215,6 +237,9 @@ class TestWorld {
   FakeFanout fanout;
   FakeWorkers workers{fanout};
   FakeProviders providers;
+  FakeFleetKeys keys{dir.path() + "/state/ssh"};
+  FakeSshFiles ssh_files{dir.path() + "/state/ssh"};
+  FakeForwarder forwarder;
   ProgressLog progress;
   World world;
 };
