@@ -23,44 +23,24 @@
 # Usage: copy_e2e_test.sh path/to/tpufleet. Exit 77 (skipped) when not root or when a
 # tool it needs is missing.
 set -uo pipefail
+source "$(dirname "$0")/e2e_lib.sh"
 bin=$(realpath "$1")
-if [[ $(id -u) -ne 0 ]]; then
-  echo "SKIP: the emulator's workers are network namespaces with a real sshd; run as root"
-  exit 77
-fi
-for tool in jq ssh ssh-keygen nsenter timeout ip pgrep sha256sum tar; do
-  if ! command -v "$tool" >/dev/null; then
-    echo "SKIP: $tool is not installed (scripts/setup-deps.sh installs the test tools)"
-    exit 77
-  fi
-done
+e2e_require jq ssh ssh-keygen nsenter timeout ip pgrep sha256sum tar
 if [[ ! -x /usr/bin/python3 ]]; then
   echo "SKIP: the relay chain runs python3 on the workers, whose /usr is this machine's"
   exit 77
 fi
-
-tmp=$(mktemp -d /tmp/tpufleet-copy-e2e.XXXXXX)
-export HOME=$tmp/home XDG_STATE_HOME=$tmp/xdg TPUFLEET_STATE_DIR=$tmp/state
-export TPUFLEET_EMULATOR_DIR=$tmp/emulator
-# The fleet's login is $USER when that is a valid name (root is not); make it the default.
-unset USER LOGNAME GOOGLE_APPLICATION_CREDENTIALS CLOUDSDK_AUTH_ACCESS_TOKEN_FILE TPUFLEET_CATALOG
-mkdir -p "$HOME" "$tmp/work"
+e2e_home copy
+mkdir -p "$tmp/work"
 cd "$tmp/work" || exit 1  # relative destinations (./got, ./logs) land here
-state=$TPUFLEET_STATE_DIR
 
 umask 022  # the tree's modes are compared with what the workers' umask (022) makes
-tf_pid=""
 cleanup() {
   cd / || true
-  end_ours "$tf_pid" TERM  # timeout(1) passes it on to tpufleet
-  timeout 20 "$bin" holder stop >/dev/null 2>&1
-  timeout 120 "$bin" emulator stop >/dev/null 2>&1
-  rm -rf "$tmp"
+  e2e_end
 }
 trap cleanup EXIT
 trap 'exit 143' TERM INT HUP  # so that a ctest timeout still cleans up
-
-source "$(dirname "$0")/e2e_lib.sh"
 
 # tf_run NAME ARGS...: `tpufleet ARGS...` with stdout, stderr and the exit status in
 # $tmp/NAME.{out,err,rc}; notes how long it took.
@@ -79,16 +59,6 @@ shows() {
   head -c 1500 "$tmp/$1.out"
   echo "stderr:"
   head -c 1500 "$tmp/$1.err"
-}
-rc_is() { [[ $(cat "$tmp/$1.rc") == "$2" ]]; }
-# wait_for SECONDS COMMAND...: polls COMMAND every 0.1 s until it succeeds.
-wait_for() {
-  local deadline=$((SECONDS + $1))
-  shift
-  until "$@"; do
-    ((SECONDS < deadline)) || return 1
-    sleep 0.1
-  done
 }
 sha_of() { sha256sum <"$1" | cut -d' ' -f1; }
 

@@ -1,5 +1,47 @@
-# Shared by the end-to-end scripts (sourced after they set $bin and $tmp): TAP-like
-# checks, notes, and tpufleet run so that a signal to the script reaches its traps.
+# Shared by the end-to-end scripts (sourced first; they then call e2e_require and
+# e2e_home): the start every emulator script makes, TAP-like checks, notes, tpufleet run
+# so that a signal to the script reaches its traps, and the emulator's API.
+
+# e2e_require TOOL...: exits 77 (skipped) with the reason unless this runs as root and
+# every TOOL is installed.
+e2e_require() {
+  local tool
+  if [[ $(id -u) -ne 0 ]]; then
+    echo "SKIP: the emulator's workers are network namespaces with a real sshd; run as root"
+    exit 77
+  fi
+  for tool in "$@"; do
+    if ! command -v "$tool" >/dev/null; then
+      echo "SKIP: $tool is not installed (scripts/setup-deps.sh installs the test tools)"
+      exit 77
+    fi
+  done
+}
+
+# e2e_home NAME: a fresh $tmp (/tmp/tpufleet-NAME-e2e.XXXXXX) that holds this run's HOME,
+# state dirs and emulator dir; sets $state, $project and $zone. The fleet's login is
+# $USER when that is a valid name (root is not): unset, as are the caller's cloud
+# credentials and catalog, so the defaults apply.
+e2e_home() {
+  tmp=$(mktemp -d "/tmp/tpufleet-$1-e2e.XXXXXX")
+  export HOME=$tmp/home XDG_STATE_HOME=$tmp/xdg TPUFLEET_STATE_DIR=$tmp/state
+  export TPUFLEET_EMULATOR_DIR=$tmp/emulator
+  unset USER LOGNAME GOOGLE_APPLICATION_CREDENTIALS CLOUDSDK_AUTH_ACCESS_TOKEN_FILE TPUFLEET_CATALOG
+  mkdir -p "$HOME"
+  state=$TPUFLEET_STATE_DIR
+  project=tpufleet-emulator
+  zone=us-central2-b
+  tf_pid=""
+}
+
+# e2e_end: the last of every script's exit trap: ends the tpufleet it runs, the holder
+# and the emulator, and removes $tmp.
+e2e_end() {
+  end_ours "$tf_pid" TERM  # timeout(1) passes it on to tpufleet
+  timeout 20 "$bin" holder stop >/dev/null 2>&1
+  timeout 120 "$bin" emulator stop >/dev/null 2>&1
+  rm -rf "$tmp"
+}
 
 # Ends a tpufleet this script started and that still runs (pid checked, not reused).
 end_ours() {
@@ -32,11 +74,35 @@ tf() {
   wait "$tf_pid"
 }
 
+rc_is() { [[ $(cat "$tmp/$1.rc") == "$2" ]]; }  # rc_is NAME STATUS, of a run kept in $tmp
+# wait_for SECONDS COMMAND...: polls COMMAND every 0.1 s until it succeeds.
+wait_for() {
+  local deadline=$((SECONDS + $1))
+  shift
+  until "$@"; do
+    ((SECONDS < deadline)) || return 1
+    sleep 0.1
+  done
+}
+
 # curl with the owner's token of the emulator in $TPUFLEET_EMULATOR_DIR: it answers
 # nothing without it (issue 10). Read at each call, since each start makes a new one;
 # the header comes from a file descriptor, so the token is in no process's argv.
 ecurl() {
   curl -H @<(printf 'Authorization: Bearer %s\n' "$(<"$TPUFLEET_EMULATOR_DIR/token")") "$@"
+}
+
+api() { ecurl -s --max-time 20 "$ep$1"; }  # api PATH: the emulator's answer
+
+# Starts this run's emulator, as a check, and sets $ep to its endpoint (to a dead one
+# when it did not start, so that the checks after it fail rather than the script).
+check_emulator_starts() {
+  emulator_starts() {
+    tf emulator start >"$tmp/start.txt" || { cat "$tmp/start.txt"; return 1; }
+    ep=$(jq -r .endpoint "$TPUFLEET_EMULATOR_DIR/daemon.json") && [[ $ep == http://127.0.0.1:* ]]
+  }
+  check "emulator start writes its endpoint to daemon.json" emulator_starts
+  ep=${ep:-http://127.0.0.1:1/}
 }
 
 # ---- What a run's emulator made, so that its end can check all of it is gone: the

@@ -27,46 +27,25 @@
 # Usage: exec_e2e_test.sh path/to/tpufleet. Exit 77 (skipped) when not root or when a
 # tool it needs is missing.
 set -uo pipefail
+source "$(dirname "$0")/e2e_lib.sh"
 bin=$(realpath "$1")
-if [[ $(id -u) -ne 0 ]]; then
-  echo "SKIP: the emulator's workers are network namespaces with a real sshd; run as root"
-  exit 77
-fi
-for tool in jq curl ssh ssh-keygen ssh-keyscan nsenter timeout ip pgrep /usr/bin/time; do
-  if ! command -v "$tool" >/dev/null; then
-    echo "SKIP: $tool is not installed (scripts/setup-deps.sh installs the test tools)"
-    exit 77
-  fi
-done
-
-tmp=$(mktemp -d /tmp/tpufleet-exec-e2e.XXXXXX)
-export HOME=$tmp/home XDG_STATE_HOME=$tmp/xdg TPUFLEET_STATE_DIR=$tmp/state
-export TPUFLEET_EMULATOR_DIR=$tmp/emulator
+e2e_require jq curl ssh ssh-keygen ssh-keyscan nsenter timeout ip pgrep /usr/bin/time
+e2e_home exec
 # As sudo leaves it: USER=root, SUDO_USER the person, whose name is the login (issue 11).
-unset LOGNAME GOOGLE_APPLICATION_CREDENTIALS CLOUDSDK_AUTH_ACCESS_TOKEN_FILE TPUFLEET_CATALOG SUDO_UID
+unset SUDO_UID
 export USER=root SUDO_USER=tpfe2e
-mkdir -p "$HOME"
-state=$TPUFLEET_STATE_DIR
-project=tpufleet-emulator
-zone=us-central2-b
 bg_pids=()
 frozen=()  # sshd processes check h stopped, to continue at the end whatever happens
 
-tf_pid=""
 cleanup() {
   local p
   for p in "${bg_pids[@]}"; do end_ours "$p" KILL; done
   [[ ${#frozen[@]} -gt 0 ]] && kill -CONT "${frozen[@]}" 2>/dev/null
   [[ -n ${SSH_AGENT_PID:-} ]] && kill "$SSH_AGENT_PID" 2>/dev/null  # check k's
-  end_ours "$tf_pid" TERM  # timeout(1) passes it on to tpufleet
-  timeout 20 "$bin" holder stop >/dev/null 2>&1
-  timeout 120 "$bin" emulator stop >/dev/null 2>&1
-  rm -rf "$tmp"
+  e2e_end
 }
 trap cleanup EXIT
 trap 'exit 143' TERM INT HUP  # so that a ctest timeout still cleans up
-
-source "$(dirname "$0")/e2e_lib.sh"
 
 # tf_exec NAME ARGS...: `tpufleet exec ARGS...` with stdout, stderr and the exit status in
 # $tmp/NAME.{out,err,rc} and how long it took (whole seconds) in $tmp/NAME.secs.
@@ -85,17 +64,6 @@ shows() {
   head -c 1500 "$tmp/$1.out"
   echo "stderr:"
   head -c 1500 "$tmp/$1.err"
-}
-rc_is() { [[ $(cat "$tmp/$1.rc") == "$2" ]]; }
-api() { ecurl -s --max-time 20 "$ep$1"; }
-# wait_for SECONDS COMMAND...: polls COMMAND every 0.1 s until it succeeds.
-wait_for() {
-  local deadline=$((SECONDS + $1))
-  shift
-  until "$@"; do
-    ((SECONDS < deadline)) || return 1
-    sleep 0.1
-  done
 }
 # How many processes on the machine (workers' included: their PID namespaces are
 # children of the machine's) have a command line matching the extended regex $1.
@@ -127,12 +95,7 @@ track_hosts_begin  # e2e_lib.sh: what this run's emulator makes, checked at its 
 
 # ---------------------------------------------------------------------------------
 note "the emulator and a fleet of four v4-32 nodes (16 workers)"
-emulator_starts() {
-  tf emulator start >"$tmp/start.txt" || { cat "$tmp/start.txt"; return 1; }
-  ep=$(jq -r .endpoint "$TPUFLEET_EMULATOR_DIR/daemon.json") && [[ $ep == http://127.0.0.1:* ]]
-}
-check "emulator start writes its endpoint to daemon.json" emulator_starts
-ep=${ep:-http://127.0.0.1:1/}
+check_emulator_starts
 
 cat >"$tmp/fleet.yaml" <<EOF
 fleet: ex

@@ -3,7 +3,6 @@
 # its SSH name, status --json fields, and the record of what the run made so that its
 # end can check all of it is gone.
 
-api() { ecurl -s --max-time 20 "$ep$1"; }
 zone_api() { echo "v2/projects/$project/locations/$1"; }
 # "ZONE NAME STATE" of every node in the zones, sorted.
 cloud_nodes() {
@@ -23,15 +22,6 @@ cloud_queued() {
 cloud_ops() {
   local z
   for z in "$@"; do api "$(zone_api "$z")/operations" | jq -r '.operations[]?.name'; done | sort
-}
-# wait_for SECONDS COMMAND...: polls COMMAND every 0.1 s until it succeeds.
-wait_for() {
-  local deadline=$((SECONDS + $1))
-  shift
-  until "$@"; do
-    ((SECONDS < deadline)) || return 1
-    sleep 0.1
-  done
 }
 on() {
   local host=$1

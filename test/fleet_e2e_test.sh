@@ -22,41 +22,21 @@
 # Usage: fleet_e2e_test.sh path/to/tpufleet. Exit 77 (skipped) when not root or when a
 # tool it needs (jq, curl, ssh, ssh-keygen) is missing.
 set -uo pipefail
+source "$(dirname "$0")/e2e_lib.sh"
 bin=$(realpath "$1")
-if [[ $(id -u) -ne 0 ]]; then
-  echo "SKIP: the emulator's workers are network namespaces with a real sshd; run as root"
-  exit 77
-fi
-for tool in jq curl ssh ssh-keygen timeout ip pgrep; do
-  if ! command -v "$tool" >/dev/null; then
-    echo "SKIP: $tool is not installed (scripts/setup-deps.sh installs the test tools)"
-    exit 77
-  fi
-done
-
-tmp=$(mktemp -d /tmp/tpufleet-fleet-e2e.XXXXXX)
-export HOME=$tmp/home XDG_STATE_HOME=$tmp/xdg TPUFLEET_STATE_DIR=$tmp/state
-export TPUFLEET_EMULATOR_DIR=$tmp/emulator TPUFLEET_CATALOG=$tmp/catalog.yaml
-# The fleet's login is $USER when that is a valid name (root is not); make it the default.
-unset USER LOGNAME GOOGLE_APPLICATION_CREDENTIALS CLOUDSDK_AUTH_ACCESS_TOKEN_FILE
-mkdir -p "$HOME"
-state=$TPUFLEET_STATE_DIR
+e2e_require jq curl ssh ssh-keygen timeout ip pgrep
+e2e_home fleet
+export TPUFLEET_CATALOG=$tmp/catalog.yaml
 sshcfg=$state/ssh/config
-project=tpufleet-emulator
 bg_pids=()
 
-tf_pid=""
 cleanup() {
   local p
   for p in "${bg_pids[@]}"; do end_ours "$p" KILL; done
-  end_ours "$tf_pid" TERM  # timeout(1) passes it on to tpufleet
-  timeout 120 "$bin" emulator stop >/dev/null 2>&1
-  rm -rf "$tmp"
+  e2e_end
 }
 trap cleanup EXIT
 trap 'exit 143' TERM INT HUP  # so that a ctest timeout still cleans up
-
-source "$(dirname "$0")/e2e_lib.sh"
 
 source "$(dirname "$0")/fleet_e2e_lib.sh"
 
@@ -72,12 +52,7 @@ EOF
 
 # ---------------------------------------------------------------------------------
 note "the emulator, with the catalog override"
-emulator_starts() {
-  tf emulator start >"$tmp/start.txt" || { cat "$tmp/start.txt"; return 1; }
-  ep=$(jq -r .endpoint "$TPUFLEET_EMULATOR_DIR/daemon.json") && [[ $ep == http://127.0.0.1:* ]]
-}
-check "emulator start writes its endpoint to daemon.json" emulator_starts
-ep=${ep:-http://127.0.0.1:1/}
+check_emulator_starts
 offers_v4_in_zc() {
   local code
   code=$(ecurl -s -o "$tmp/at.json" -w '%{http_code}' "$ep$(zone_api $zc)/acceleratorTypes/v4-32")

@@ -16,52 +16,21 @@
 # Usage: resolve_e2e_test.sh path/to/tpufleet. Exit 77 (skipped) when not root or when a
 # tool it needs is missing.
 set -uo pipefail
+source "$(dirname "$0")/e2e_lib.sh"
 bin=$(realpath "$1")
-if [[ $(id -u) -ne 0 ]]; then
-  echo "SKIP: the emulator's workers are network namespaces with a real sshd; run as root"
-  exit 77
-fi
-for tool in jq curl ssh ssh-keygen timeout python3 pgrep; do
-  if ! command -v "$tool" >/dev/null; then
-    echo "SKIP: $tool is not installed (scripts/setup-deps.sh installs the test tools)"
-    exit 77
-  fi
-done
-
-tmp=$(mktemp -d /tmp/tpufleet-resolve-e2e.XXXXXX)
-export HOME=$tmp/home XDG_STATE_HOME=$tmp/xdg TPUFLEET_STATE_DIR=$tmp/state
-export TPUFLEET_EMULATOR_DIR=$tmp/emulator
-unset USER LOGNAME GOOGLE_APPLICATION_CREDENTIALS CLOUDSDK_AUTH_ACCESS_TOKEN_FILE TPUFLEET_CATALOG
+e2e_require jq curl ssh ssh-keygen timeout python3 pgrep
+e2e_home resolve
 # ssh runs a ProxyCommand with $SHELL; the user's, as a person's ssh would.
 export SHELL=/bin/bash
-mkdir -p "$HOME"
-state=$TPUFLEET_STATE_DIR
-project=tpufleet-emulator
-zone=us-central2-b
 fw_pid=""
 
-tf_pid=""
 cleanup() {
   end_ours "$fw_pid" KILL
-  end_ours "$tf_pid" TERM
-  timeout 20 "$bin" holder stop >/dev/null 2>&1
-  timeout 120 "$bin" emulator stop >/dev/null 2>&1
-  rm -rf "$tmp"
+  e2e_end
 }
 trap cleanup EXIT
 trap 'exit 143' TERM INT HUP
 
-source "$(dirname "$0")/e2e_lib.sh"
-
-api() { ecurl -s --max-time 20 "$ep$1"; }
-wait_for() {
-  local deadline=$((SECONDS + $1))
-  shift
-  until "$@"; do
-    ((SECONDS < deadline)) || return 1
-    sleep 0.2
-  done
-}
 # The address tpufleet's state has for worker 0 of node $1 (no refresh).
 known_address() {
   "$bin" status --json | jq -r --arg n "$1" '.nodes[] | select(.node == $n) | .workers[0].address'
@@ -74,12 +43,7 @@ api_address() {
 
 # ---------------------------------------------------------------------------------
 note "the emulator and five single-host nodes"
-emulator_starts() {
-  tf emulator start >"$tmp/start.txt" || { cat "$tmp/start.txt"; return 1; }
-  ep=$(jq -r .endpoint "$TPUFLEET_EMULATOR_DIR/daemon.json") && [[ $ep == http://127.0.0.1:* ]]
-}
-check "emulator start writes its endpoint to daemon.json" emulator_starts
-ep=${ep:-http://127.0.0.1:1/}
+check_emulator_starts
 
 cat >"$tmp/fleet.yaml" <<YAML
 fleet: mv
