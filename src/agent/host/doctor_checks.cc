@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -40,7 +41,10 @@ DoctorCheck CheckAccelerators(const std::vector<Accelerator>& accelerators,
   const int chips = ChipCount(accelerators);
   std::vector<std::string> nodes;
   for (const Accelerator& a : accelerators) {
-    nodes.push_back(a.path.empty() ? a.pci_address + " (no device node)" : a.path);
+    std::string node = a.path.empty() ? a.pci_address + " (no device node)" : a.path;
+    if (std::find(nodes.begin(), nodes.end(), node) == nodes.end()) {
+      nodes.push_back(std::move(node));  // tpu7x: two functions, one group
+    }
   }
   // "4 v4 TPU chips (/dev/accel0, …)"
   std::string found = std::to_string(chips) +

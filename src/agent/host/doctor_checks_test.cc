@@ -47,6 +47,11 @@ TEST(DoctorChecks, Accelerators) {
   EXPECT_NE(CheckAccelerators(no_group, {}, v4).detail.find("0000:00:06.0 has no iommu group"),
             std::string::npos);
 
+  std::vector<Accelerator> tpu7x = {{0, "0000:00:04.0", "tpu7x", "0x0076", "/dev/vfio/0"},
+                                     {1, "0000:00:04.1", "tpu7x", "0x0076", "/dev/vfio/0"}};
+  EXPECT_EQ(CheckAccelerators(tpu7x, {}, {"tpu7x-8", 1, 0, {}}).detail,
+            "1 tpu7x TPU chip (/dev/vfio/0)");
+
   EXPECT_TRUE(CheckAccelerators({}, {}, {}).ok);
   EXPECT_EQ(CheckAccelerators({}, {}, {}).detail, "no TPU chips (none expected)");
   EXPECT_FALSE(CheckAccelerators(V4Chips(1), {}, {}).ok) << "a chip where none is expected";

@@ -145,11 +145,13 @@ Result<HttpResponse> PlainHttpClient::Send(const HttpRequest& request) {
     }
   }
   std::string out = request.method + " " + t.path + " HTTP/1.0\r\n";
-  if (request.headers.count("Host") == 0) {
-    out += "Host: " + t.host + "\r\n";
-  }
+  bool has_host = false;
   for (const auto& [name, value] : request.headers) {
+    has_host = has_host || AsciiLower(name) == "host";
     out += name + ": " + value + "\r\n";
+  }
+  if (!has_host) {
+    out += "Host: " + t.host + "\r\n";
   }
   out += "\r\n";
   for (size_t done = 0; done < out.size();) {

@@ -34,6 +34,10 @@ TEST(PlainHttp, GetsAnAnswerAndSendsTheHeaders) {
   EXPECT_EQ(seen.rfind("GET /computeMetadata/v1/x?a=b HTTP/1.0\r\n", 0), 0u) << seen;
   EXPECT_NE(seen.find("\r\nHost: metadata.google.internal\r\n"), std::string::npos) << seen;
   EXPECT_NE(seen.find("\r\nMetadata-Flavor: Google\r\n"), std::string::npos);
+  EXPECT_EQ(seen.find("Host:"), seen.rfind("Host:")) << "two Host headers: " << seen;
+
+  ASSERT_TRUE(client.Send(Get("http://" + server.address() + "/")).ok());
+  EXPECT_NE(seen.find("\r\nHost: " + server.address() + "\r\n"), std::string::npos) << seen;
 }
 
 TEST(PlainHttp, AnHttpErrorIsAnAnswer) {
