@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "emulator/hosts/accelerators.h"
 #include "emulator/hosts/guest_agent.h"
 #include "emulator/hosts/metadata_server.h"
 #include "emulator/hosts/ssh_keys.h"
@@ -98,8 +99,11 @@ struct Conn {
 
 class Worker {
  public:
-  Worker(std::string disk, std::string state)
-      : disk_(std::move(disk)), state_(std::move(state)), server_(TokenSeed()) {}
+  Worker(std::string disk, std::string state, std::string standin)
+      : disk_(std::move(disk)),
+        state_(std::move(state)),
+        standin_(std::move(standin)),
+        server_(TokenSeed()) {}
 
   [[noreturn]] void Run();
 
@@ -121,7 +125,9 @@ class Worker {
 
   std::string disk_;
   std::string state_;
+  std::string standin_;
   MetadataServer server_;
+  WorkerAccelerators accelerators_;
   GuestAgent agent_;
   WorkerDocument doc_;
   std::string sshd_path_;
@@ -148,6 +154,9 @@ void Worker::ApplyDocument(const std::string& text, const WorkerDocument& doc) {
   if (Status s = WriteHostsFiles(doc); !s.ok()) {
     Say(s.ToString());
   }
+  if (Status s = accelerators_.Apply(doc.accelerators.removed); !s.ok()) {
+    Say(s.ToString());
+  }
   std::vector<std::string> skipped;
   std::vector<SshKeyEntry> keys = ParseSshKeys(doc.ssh_keys, &skipped);
   for (const std::string& why : skipped) {
@@ -171,10 +180,13 @@ void Worker::Boot() {
   if (LifelineGone()) {
     FailBoot("the emulator is gone");
   }
-  CheckBoot(SetUpMounts(disk_, state_));
   WorkerDocument doc;
-  Result<std::string> text = ReadDocument(&doc);
-  CheckBoot(text.status());
+  Result<std::string> text = InternalError("no worker document");
+  CheckBoot(SetUpMounts(disk_, state_, standin_, [&]() -> Status {
+    text = ReadDocument(&doc);
+    TPUFLEET_TRY(text.status());
+    return accelerators_.SetUp(doc.accelerators);
+  }));
   if (::sethostname(doc.hostname.data(), doc.hostname.size()) != 0) {
     FailBoot(Errno("sethostname"));
   }
@@ -549,19 +561,23 @@ void Worker::Run() {
 int WorkerInitMain(int argc, char** argv) {
   std::string disk;
   std::string state;
+  std::string standin;
   for (int i = 1; i < argc; ++i) {
     std::string_view a = argv[i];
     if (StartsWith(a, "--disk=")) {
       disk = std::string(a.substr(7));
     } else if (StartsWith(a, "--state=")) {
       state = std::string(a.substr(8));
+    } else if (StartsWith(a, "--standin=")) {
+      standin = std::string(a.substr(10));
     } else {
       Say("unknown argument " + std::string(a));
       return 2;
     }
   }
   if (disk.empty() || disk[0] != '/' || state.empty() || state[0] != '/') {
-    Say("usage: tpufleet-emulator-worker --disk=DIR --state=DIR (started by the emulator)");
+    Say("usage: tpufleet-emulator-worker --disk=DIR --state=DIR [--standin=PATH] (started by "
+        "the emulator)");
     return 2;
   }
   if (::getpid() != 1) {
@@ -576,7 +592,7 @@ int WorkerInitMain(int argc, char** argv) {
   }
   ::sigprocmask(SIG_SETMASK, &mask, nullptr);
   ::umask(022);
-  Worker worker(disk, state);
+  Worker worker(disk, state, standin);
   worker.Run();
 }
 
