@@ -18,10 +18,10 @@ namespace {
 
 // reference/monitoring.md §2 (tpu-info's table), by catalog family.
 constexpr AcceleratorFamilyIds kFamilies[] = {
-    {"v2", "0x0027", "0x004e", false, 1},     {"v3", "0x0027", "0x004f", false, 1},
-    {"v4", "0x005e", "", false, 1},           {"v5litepod", "0x0063", "", true, 1},
-    {"v5p", "0x0062", "", true, 1},           {"v6e", "0x006f", "", true, 1},
-    {"tpu7x", "0x0076", "", true, 2},
+    {"v2", "0x0027", "0x004e", false, 1, 16},   {"v3", "0x0027", "0x004f", false, 1, 32},
+    {"v4", "0x005e", "", false, 1, 32},         {"v5litepod", "0x0063", "", true, 1, 16},
+    {"v5p", "0x0062", "", true, 1, 95},         {"v6e", "0x006f", "", true, 1, 32},
+    {"tpu7x", "0x0076", "", true, 2, 192},
 };
 
 constexpr const char* kPciDevices = "/sys/bus/pci/devices";
@@ -58,6 +58,17 @@ std::string NodeBelowDev(const AcceleratorFamilyIds& ids, int chip) {
 const AcceleratorFamilyIds* FindAcceleratorFamily(std::string_view family) {
   for (const AcceleratorFamilyIds& f : kFamilies) {
     if (f.family == family) {
+      return &f;
+    }
+  }
+  return nullptr;
+}
+
+const AcceleratorFamilyIds* FindAcceleratorByPci(std::string_view device,
+                                                 std::string_view subsystem_device) {
+  for (const AcceleratorFamilyIds& f : kFamilies) {
+    if (f.device == device &&
+        (f.subsystem_device.empty() || f.subsystem_device == subsystem_device)) {
       return &f;
     }
   }

@@ -49,10 +49,15 @@ struct AcceleratorFamilyIds {
   std::string_view subsystem_device;  // "" when the family is told apart by device alone
   bool vfio = false;                  // /dev/vfio/N (v5e and later) rather than /dev/accelN
   int functions_per_chip = 1;         // 2 on 7x: one per TensorCore
+  int hbm_gib = 0;                    // HBM per chip (tpu-info's hbm_gib x devices per chip)
 };
 
 /// The ids of `family`, or nullptr for a family without a known PCI id.
 const AcceleratorFamilyIds* FindAcceleratorFamily(std::string_view family);
+/// The family whose chips have PCI `device` (and `subsystem_device`, where that tells
+/// them apart), as sysfs writes them ("0x005e"); nullptr when none has.
+const AcceleratorFamilyIds* FindAcceleratorByPci(std::string_view device,
+                                                 std::string_view subsystem_device);
 
 /// What the worker document says of a worker's chips.
 struct AcceleratorSpec {

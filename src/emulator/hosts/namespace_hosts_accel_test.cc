@@ -8,16 +8,6 @@ namespace {
 
 class AcceleratorTest : public NamespaceHostsTest {
  protected:
-  // One worker of `type` showing `chips` chips of `family`, alice's key on it.
-  WorkerInfo BootOne(const std::string& type, const std::string& family, int chips) {
-    NodeHostSpec s = Spec(KeyLine("alice"), 1);
-    s.accelerator_type = type;
-    s.family = family;
-    s.chips_per_worker = chips;
-    std::vector<WorkerInfo> w = BootOrDie(s);
-    return w.empty() ? WorkerInfo{} : w[0];
-  }
-
   // What alice sees on the worker: every PCI function with its ids, and the nodes.
   std::string Devices(const std::string& address) {
     ProgramResult r = Ssh("alice", address,
@@ -84,11 +74,7 @@ TEST_F(AcceleratorTest, ADeviceFaultRemovesTheChipUntilItEndsAcrossAReboot) {
                      "0000:00:07.0 ");
   // Kept across a stop and start.
   ASSERT_TRUE(hosts_->Halt(kNode).ok());
-  NodeHostSpec s = Spec(KeyLine("alice"), 1);
-  s.accelerator_type = "v5litepod-4";
-  s.family = "v5litepod";
-  s.chips_per_worker = 4;
-  w = BootOrDie(s)[0];
+  w = BootOne("v5litepod-4", "v5litepod", 4);
   EXPECT_EQ(shown(), "/dev/vfio: 0 2 3 vfio  /sys/bus/pci/devices: 0000:00:04.0 0000:00:06.0 "
                      "0000:00:07.0 ");
   ASSERT_TRUE(hosts_->SetDeviceRemoved(kNode, 0, 1, false).ok());
