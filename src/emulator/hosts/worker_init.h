@@ -23,8 +23,9 @@
 // address. Then the host key (ssh-keygen at first boot, kept on the disk), sshd_config,
 // /etc/hosts, the users from ssh-keys (guest_agent.h), the metadata server on
 // 169.254.169.254:80, the capabilities a worker does not need dropped for good
-// (DropCapabilities, so root on a worker is not root on the machine), and sshd. When
-// sshd listens it writes one line to the status pipe:
+// (DropCapabilities, so root on a worker is not root on the machine), sshd, and the
+// units enabled in multi-user.target.wants (boot_units.h: how the node agent comes back
+// after a reboot). When sshd listens it writes one line to the status pipe:
 //
 //   READY <host key type> <base64>        or        ERROR <message>
 //
@@ -32,7 +33,7 @@
 // replaces <disk>/meta/metadata.json and sends SIGHUP: reload, apply users, answer
 // long-polls, then write the version to <disk>/meta/applied; a signal rather than
 // inotify, whose per-user instance limit, 128 by default, would cap a machine at 128
-// workers); sshd restarts; reaping orphans. SIGTERM powers off: every process gets
+// workers); sshd and unit restarts; reaping orphans. SIGTERM powers off: every process gets
 // SIGTERM, and after kInitStopGrace (or when none is left) init exits.
 //
 // Thread-safety: a single-threaded program.
