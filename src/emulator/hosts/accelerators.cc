@@ -97,14 +97,14 @@ Status WorkerAccelerators::SetUp(const AcceleratorSpec& spec) {
   chips_ = spec.chips;
   struct stat st;
   if (::stat(kPciDevices, &st) != 0) {
-    return FailedPreconditionError(
-        "this machine's kernel has no /sys/bus/pci: the worker cannot show its chips");
+    Say("this machine has no /sys/bus/pci: the chips have device nodes but no PCI entries");
+  } else {
+    if (::mount("tmpfs", kPciDevices, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+                "mode=0755,size=256k") != 0) {
+      return InternalError(Errno(std::string("mount tmpfs on ") + kPciDevices));
+    }
+    TPUFLEET_ASSIGN_OR_RETURN(sys_, WritableClone(kPciDevices));
   }
-  if (::mount("tmpfs", kPciDevices, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
-              "mode=0755,size=256k") != 0) {
-    return InternalError(Errno(std::string("mount tmpfs on ") + kPciDevices));
-  }
-  TPUFLEET_ASSIGN_OR_RETURN(sys_, WritableClone(kPciDevices));
   TPUFLEET_ASSIGN_OR_RETURN(dev_, WritableClone("/dev"));
   if (ids_->vfio) {
     if (::mkdirat(dev_.get(), "vfio", 0755) != 0 && errno != EEXIST) {
@@ -127,7 +127,7 @@ Status WorkerAccelerators::SetUp(const AcceleratorSpec& spec) {
 }
 
 Status WorkerAccelerators::Show(int chip) {
-  for (int f = 0; f < ids_->functions_per_chip; ++f) {
+  for (int f = 0; sys_.get() >= 0 && f < ids_->functions_per_chip; ++f) {
     std::string dir = ChipPciAddress(chip, f);
     if (::mkdirat(sys_.get(), dir.c_str(), 0755) != 0 && errno != EEXIST) {
       return InternalError(Errno("mkdir " + dir));
@@ -163,7 +163,7 @@ Status WorkerAccelerators::Show(int chip) {
 }
 
 Status WorkerAccelerators::Hide(int chip) {
-  for (int f = 0; f < ids_->functions_per_chip; ++f) {
+  for (int f = 0; sys_.get() >= 0 && f < ids_->functions_per_chip; ++f) {
     std::string dir = ChipPciAddress(chip, f);
     for (const char* file : kPciFiles) {
       ::unlinkat(sys_.get(), (dir + "/" + file).c_str(), 0);

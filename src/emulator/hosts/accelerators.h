@@ -74,7 +74,8 @@ std::string ChipDeviceNode(const AcceleratorFamilyIds& ids, int chip);
 /// The chips of one worker, as its init shows them.
 class WorkerAccelerators {
  public:
-  /// Mounts the sysfs tmpfs, makes the directories and nodes of every chip not in
+  /// Mounts the sysfs tmpfs (where the machine has /sys/bus/pci; else only the nodes
+  /// are made, and the log says so), makes the directories and nodes of every chip not in
   /// spec.removed, and keeps the writable clones. Says (worker log) and shows no chips
   /// for an unknown family. REQUIRES: run by the init in the worker's mount namespace
   /// after /dev and /sys are mounted and before the mounts are locked down, with

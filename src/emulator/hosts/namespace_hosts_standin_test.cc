@@ -21,7 +21,7 @@ TEST_F(NamespaceHostsTest, TheStandinTakesTheLockAndASecondIsRefusedInLibtpusWor
                   "2>&1 & first=$!; sleep 1; echo first=$first; ") +
           kLockState +
           "; echo links=$(ls -l /proc/$first/fd | grep -c ' /dev/accel'); "
-          "tpu-standin --steps 1; echo rc=$?; head -1 /tmp/first.log; "
+          "tpu-standin --steps 1 2>&1; echo rc=$?; head -1 /tmp/first.log; "
           "kill $first; wait $first; echo first_rc=$?; " + kLockState);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   std::string first = r.output.substr(r.output.find("first=") + 6);
