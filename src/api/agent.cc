@@ -23,13 +23,6 @@ constexpr EnumName<AgentOp> kOps[] = {
     {AgentOp::kAccountsApply, "accounts.apply"},
 };
 
-constexpr EnumName<JobState> kStates[] = {
-    {JobState::kStarting, "starting"},   {JobState::kWaiting, "waiting"},
-    {JobState::kRunning, "running"},     {JobState::kSucceeded, "succeeded"},
-    {JobState::kFailed, "failed"},       {JobState::kCancelled, "cancelled"},
-    {JobState::kLost, "lost"},
-};
-
 // The protocol's error codes: upper case, like gRPC's.
 constexpr EnumName<StatusCode> kCodes[] = {
     {StatusCode::kInvalidArgument, "INVALID_ARGUMENT"},
@@ -308,7 +301,7 @@ Status FromJ(const json& v, const std::string& path, JobState& out) {
   std::optional<JobState> state = JobStateFromName(name);
   if (!state) {
     return InvalidArgumentError(Quoted(path) + " is \"" + name + "\", not one of " +
-                                Join(NamesIn(kStates), ", "));
+                                Join(NamesIn(kJobStateNames), ", "));
   }
   out = *state;
   return Status::Ok();
@@ -542,13 +535,10 @@ std::string_view AgentOpName(AgentOp op) { return NameIn(kOps, op); }
 
 bool IsStreamingOp(AgentOp op) { return op == AgentOp::kJobLogs || op == AgentOp::kJobWatch; }
 
-std::string_view JobStateName(JobState state) { return NameIn(kStates, state); }
+std::string_view JobStateName(JobState state) { return NameIn(kJobStateNames, state); }
 
-std::optional<JobState> JobStateFromName(std::string_view name) { return ValueIn(kStates, name); }
-
-bool JobStateEnded(JobState state) {
-  return state == JobState::kSucceeded || state == JobState::kFailed ||
-         state == JobState::kCancelled || state == JobState::kLost;
+std::optional<JobState> JobStateFromName(std::string_view name) {
+  return ValueIn(kJobStateNames, name);
 }
 
 std::string ToLine(const AgentRequest& request) {

@@ -238,8 +238,6 @@ TEST(AgentProtocol, StateNames) {
   EXPECT_EQ(JobStateName(JobState::kWaiting), "waiting");
   EXPECT_EQ(JobStateFromName("lost"), JobState::kLost);
   EXPECT_FALSE(JobStateFromName("Running").has_value());
-  EXPECT_TRUE(JobStateEnded(JobState::kLost));
-  EXPECT_FALSE(JobStateEnded(JobState::kWaiting));
   EXPECT_TRUE(IsStreamingOp(AgentOp::kJobWatch));
   EXPECT_FALSE(IsStreamingOp(AgentOp::kJobCancel));
 }
