@@ -2,7 +2,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 
+#include "agent/host/accounts.h"
+#include "agent/host/doctor_checks.h"
+#include "agent/host/plain_http.h"
 #include "agent/host/tpu_scan.h"
 #include "agent/job_dir.h"
 #include "agent/server.h"
@@ -59,14 +63,14 @@ void Server::Handle(Conn& c, std::string_view line) {
       answer(Devices());
       return;
     case api::AgentOp::kDoctor:
+      answer(Doctor(r.expect));
+      return;
     case api::AgentOp::kAccountsApply:
-      if (r.op == api::AgentOp::kAccountsApply && !IsRoot(c.uid)) {
+      if (!IsRoot(c.uid)) {
         answer({PermissionDeniedError("accounts.apply is for root (sudo -n tpufleet-agent call)"), {}});
         return;
       }
-      answer({UnavailableError(std::string(api::AgentOpName(r.op)) +
-                               " is not built into this agent yet"),
-              {}});
+      answer(ApplyAccounts(r.users));
       return;
   }
 }
@@ -109,6 +113,38 @@ api::AgentAnswer Server::Devices() {
     report.holders.push_back({host_.lockfile, p.pid, p.user, p.command, job_of(p.pid)});
   }
   return {Status::Ok(), std::move(report)};
+}
+
+api::AgentAnswer Server::Doctor(const api::DoctorExpect& expect) {
+  host::DoctorExpect e;
+  e.accelerator_type = expect.accelerator_type;
+  e.chips_per_host = expect.chips_per_host;
+  e.worker = expect.worker;
+  e.endpoints = expect.endpoints;
+  host::PlainHttpClient http;
+  host::HostDoctorReport report =
+      host::RunHostDoctor(host_, e, jobs_.LivePids(), http,
+                          host::MetadataBaseUrl(std::getenv("GCE_METADATA_IP")), loop_.clock());
+  api::DoctorReport out;
+  for (host::DoctorCheck& check : report.checks) {
+    out.checks.push_back({std::move(check.name), check.ok, std::move(check.detail),
+                          std::move(check.fix)});
+  }
+  out.time_unix_ms = report.time_unix_ms;
+  return {Status::Ok(), std::move(out)};
+}
+
+api::AgentAnswer Server::ApplyAccounts(const std::vector<api::AccountSpec>& users) {
+  std::vector<host::AccountSpec> specs;
+  for (const api::AccountSpec& u : users) {
+    specs.push_back({u.name, u.keys, u.sudo});
+  }
+  std::vector<api::AccountResult> results;
+  for (host::AccountResult& r : host::ApplyAccounts(host_, specs)) {
+    results.push_back({std::move(r.name), std::move(r.action), std::move(r.error),
+                       std::move(r.detail)});
+  }
+  return {Status::Ok(), std::move(results)};
 }
 
 Result<const JobEntry*> Server::OwnJob(const Conn& c, const std::string& id) {

@@ -102,10 +102,11 @@ int ServeMain(const std::vector<std::string>& args) {
     host.dev = under.dev;
     host.lockfile = under.lockfile;
   }
+  host.state = flags->Get("state-dir", std::string(api::kAgentStateDir));
   RealClock clock;
   EventLoop loop(clock);
   JobTableOptions options;
-  options.state_dir = flags->Get("state-dir", std::string(api::kAgentStateDir));
+  options.state_dir = host.state;
   options.log_bytes = static_cast<size_t>(log_bytes);
   options.program = "/proc/self/exe";
   options.host = host;

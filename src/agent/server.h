@@ -90,6 +90,11 @@ class Server {
   // The ops (ops.cc); each answers, or keeps c.request to answer later.
   api::AgentAnswer Hello(const Conn& c);
   api::AgentAnswer Devices();
+  // Blocks the loop while the checks run (the metadata server's answers: up to three
+  // host::kMetadataTimeout); doctor is asked rarely, by a person.
+  api::AgentAnswer Doctor(const api::DoctorExpect& expect);
+  // Blocks the loop while useradd and visudo run. REQUIRES: the caller is root.
+  api::AgentAnswer ApplyAccounts(const std::vector<api::AccountSpec>& users);
   void StartJob(Conn& c, const api::AgentRequest& r);
   void CancelJob(Conn& c, const api::AgentRequest& r);
   // Keeps `r` to answer when job `id` changes as it waits for (OnJobChange), or with the

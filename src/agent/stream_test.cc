@@ -1,6 +1,7 @@
 // The real tpufleet-agent's streams (job.logs --follow, job.watch), its rotated logs and
 // its one-process-per-TPU queue (with the device guard looking at an empty host tree, so
-// the machine's own TPU, if any, plays no part).
+// the machine's own TPU, if any, plays no part), and the host ops (doctor, devices, who
+// may apply accounts).
 #include <gtest/gtest.h>
 
 #include <sys/stat.h>
@@ -162,6 +163,52 @@ TEST(AgentTpu, AWaitingJobIsCancelledAtOnce) {
   ASSERT_TRUE(a.status.ok());
   EXPECT_EQ(std::get<api::JobOnWorker>(a.body).state, JobState::kCancelled);
   EXPECT_EQ(std::get<api::JobOnWorker>(a.body).pid, 0);
+}
+
+}  // namespace
+}  // namespace tpufleet::agent
+
+namespace tpufleet::agent {
+namespace {
+
+// doctor runs the host's checks (agent/host/doctor_checks.h); here no metadata server
+// answers (GCE_METADATA_IP points at a closed port), and the check says so.
+TEST(AgentHostOps, DoctorAndDevicesAnswer) {
+  TempDir host;
+  setenv("GCE_METADATA_IP", "127.0.0.1:9", 1);
+  RunningAgent agent({"--host-root", host.path()});
+  unsetenv("GCE_METADATA_IP");
+  AgentRequest r;
+  r.op = AgentOp::kDoctor;
+  api::AgentAnswer a = agent.Ask(r);
+  ASSERT_TRUE(a.status.ok()) << a.status.ToString();
+  const auto& report = std::get<api::DoctorReport>(a.body);
+  std::map<std::string, bool> ok;
+  for (const api::DoctorCheck& check : report.checks) {
+    ok[check.name] = check.ok;
+  }
+  EXPECT_TRUE(ok.at("accelerators"));  // none expected, none there
+  EXPECT_TRUE(ok.at("tpu_use"));
+  EXPECT_FALSE(ok.at("metadata"));
+  EXPECT_GT(report.time_unix_ms, 0);
+
+  r.op = AgentOp::kDevices;
+  a = agent.Ask(r);
+  ASSERT_TRUE(a.status.ok()) << a.status.ToString();
+  EXPECT_TRUE(std::get<api::DevicesReport>(a.body).devices.empty());
+  EXPECT_FALSE(std::get<api::DevicesReport>(a.body).lockfile.present);
+}
+
+TEST(AgentHostOps, AccountsAreForRootAlone) {
+  if (auto why = NobodySkipReason()) {
+    GTEST_SKIP() << *why;
+  }
+  RunningAgent agent;
+  AgentRequest r;
+  r.op = AgentOp::kAccountsApply;
+  r.users = {{"mallory", {}, true}};
+  EXPECT_EQ(agent.Ask(r, /*as_nobody=*/true).status,
+            PermissionDeniedError("accounts.apply is for root (sudo -n tpufleet-agent call)"));
 }
 
 }  // namespace
