@@ -8,26 +8,13 @@
 
 #include "agent/flags.h"
 #include "agent/serve.h"
+#include "agent/unix_socket.h"
 #include "api/agent.h"
 #include "util/strings.h"
 #include "util/unique_fd.h"
 
 namespace tpufleet::agent {
 namespace {
-
-bool WriteAll(int fd, std::string_view data) {
-  while (!data.empty()) {
-    ssize_t n = write(fd, data.data(), data.size());
-    if (n < 0 && errno == EINTR) {
-      continue;
-    }
-    if (n <= 0) {
-      return false;
-    }
-    data.remove_prefix(static_cast<size_t>(n));
-  }
-  return true;
-}
 
 // One line of stdin, without its newline; at most one byte past the limit is read, so
 // a line too long reaches the agent as too long and is refused there.
@@ -59,14 +46,13 @@ int CallMain(const std::vector<std::string>& args) {
     }
     line = std::move(*with_worker);
   }
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  if (socket_path.size() >= sizeof addr.sun_path) {
-    return Complain(kExitUsage, socket_path + ": too long for a socket path");
+  Result<sockaddr_un> addr = UnixAddress(socket_path);
+  if (!addr.ok()) {
+    return Complain(kExitUsage, addr.status().message());
   }
-  std::memcpy(addr.sun_path, socket_path.c_str(), socket_path.size() + 1);
   UniqueFd fd(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  if (fd.get() < 0 || connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+  if (fd.get() < 0 ||
+      connect(fd.get(), reinterpret_cast<const sockaddr*>(&*addr), sizeof *addr) != 0) {
     return Complain(api::kAgentNotRunningExit, "no tpufleet-agent is running on this host (" +
                                                    socket_path + ": " + std::strerror(errno) + ")");
   }

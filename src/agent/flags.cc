@@ -41,6 +41,11 @@ Result<Flags> ParseFlags(const std::vector<std::string>& args,
   return flags;
 }
 
+std::string DirOf(const std::string& path) {
+  size_t slash = path.rfind('/');
+  return slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+}
+
 int Complain(int code, const std::string& message) {
   std::string line = "tpufleet-agent: " + message + "\n";
   (void)!write(STDERR_FILENO, line.data(), line.size());

@@ -30,6 +30,9 @@ inline constexpr int kExitOk = 0;
 inline constexpr int kExitFailed = 1;
 inline constexpr int kExitUsage = 2;
 
+/// The directory part of `path`: "/run/x" for "/run/x/agent.sock", "." for "agent.sock".
+std::string DirOf(const std::string& path);
+
 /// Prints "tpufleet-agent: MESSAGE" to stderr and returns `code`.
 int Complain(int code, const std::string& message);
 

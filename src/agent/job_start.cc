@@ -38,18 +38,24 @@ std::string Describe(const api::TpuHolder& h) {
 }  // namespace
 
 host::LiveJobPids JobTable::LivePids() const {
+  // A keeper leads its job's session, so every process of a job (but one that made a
+  // session of its own) has its keeper's pid as its session: /proc/PID/stat's field 6.
+  // A job on a terminal leads a session of its own, under its keeper's.
   std::map<pid_t, std::string> keepers;
+  std::map<pid_t, std::string> sessions;
   for (const auto& [id, job] : jobs_) {
     if (job.keeper > 0) {
       keepers[job.keeper] = id;
+      sessions[job.keeper] = id;
+      if (job.state.pid > 0) {
+        sessions[job.state.pid] = id;
+      }
     }
   }
   host::LiveJobPids pids;
   if (keepers.empty()) {
     return pids;
   }
-  // A keeper leads its job's session, so every process of a job (but one that made a
-  // session of its own) has its keeper's pid as its session: /proc/PID/stat's field 6.
   for (const std::string& name : ListDirectory(options_.host.proc)) {
     long long pid = 0;
     if (!ParseInt(name, &pid)) {
@@ -63,10 +69,11 @@ host::LiveJobPids JobTable::LivePids() const {
     // After "pid (comm)": state ppid pgrp session …
     std::vector<std::string> fields = Split(Trim(std::string_view(*stat).substr(paren + 1)), ' ');
     long long session = 0;
-    if (fields.size() > 3 && ParseInt(fields[3], &session) && session != pid) {
-      auto keeper = keepers.find(static_cast<pid_t>(session));
-      if (keeper != keepers.end()) {
-        pids[static_cast<pid_t>(pid)] = keeper->second;
+    if (fields.size() > 3 && ParseInt(fields[3], &session) &&
+        keepers.count(static_cast<pid_t>(pid)) == 0) {
+      auto job = sessions.find(static_cast<pid_t>(session));
+      if (job != sessions.end()) {
+        pids[static_cast<pid_t>(pid)] = job->second;
       }
     }
   }

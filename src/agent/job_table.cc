@@ -147,7 +147,8 @@ void JobTable::WatchKeeper(JobEntry& job, pid_t keeper, UniqueFd pidfd) {
 Status JobTable::SpawnKeeper(JobEntry& job) {
   std::vector<std::string> args = {"tpufleet-agent", "keep", job.spec.id, "--state-dir",
                                    options_.state_dir, "--log-bytes",
-                                   std::to_string(options_.log_bytes)};
+                                   std::to_string(options_.log_bytes), "--attach-dir",
+                                   options_.attach_dir};
   std::string log = job.dir + "/keeper.log";
   pid_t pid = fork();
   if (pid < 0) {

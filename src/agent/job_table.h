@@ -45,6 +45,7 @@ struct JobTableOptions {
   std::string state_dir = std::string(api::kAgentStateDir);
   size_t log_bytes = 0;          // keepers rotate logs at this size; 0: kLogFileBytes
   std::string program;           // the agent binary keepers are started from
+  std::string attach_dir;        // where keepers put their jobs' terminals (attach.h)
   host::HostPaths host;          // where the device guard looks
 };
 

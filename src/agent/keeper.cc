@@ -1,7 +1,9 @@
 #include "agent/keeper.h"
 
 #include <fcntl.h>
+#include <stdlib.h>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <sys/signalfd.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -11,6 +13,7 @@
 #include <memory>
 #include <optional>
 
+#include "agent/attach.h"
 #include "agent/become_user.h"
 #include "agent/flags.h"
 #include "agent/host/user_db.h"
@@ -44,24 +47,38 @@ sigset_t KeeperSignals() {
   return set;
 }
 
+// The job's standard descriptors: pipes, or one terminal for all three.
+struct JobStdio {
+  int out = -1;
+  int err = -1;
+  bool terminal = false;  // `out` is a terminal's slave side: stdin, stdout and stderr
+};
+
 // In the job's child, after fork: never returns. Failures before exec are written to
 // `report` (close-on-exec: it reads end of file when exec worked).
 [[noreturn]] void RunJobChild(const api::JobSpec& spec, const host::UserAccount& user,
-                              const std::vector<std::string>& env, int out, int err,
-                              int report) {
+                              const std::vector<std::string>& env, JobStdio io, int report) {
   auto fail = [&](const std::string& what) {
     (void)!write(report, what.data(), what.size());
     _exit(126);
   };
-  setpgid(0, 0);
+  // Its own process group (the target of a cancel); on a terminal its own session too,
+  // which the terminal is the controlling one of.
+  if (io.terminal) {
+    setsid();
+  } else {
+    setpgid(0, 0);
+  }
   sigset_t none;
   sigemptyset(&none);
   sigprocmask(SIG_SETMASK, &none, nullptr);
   for (int sig : {SIGPIPE, SIGHUP, SIGTERM, SIGINT, SIGCHLD}) {
     signal(sig, SIG_DFL);
   }
-  int devnull = open("/dev/null", O_RDONLY);
-  if (devnull < 0 || dup2(devnull, 0) < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0) {
+  int in = io.terminal ? io.out : open("/dev/null", O_RDONLY);
+  if (in < 0 || dup2(in, 0) < 0 || dup2(io.out, 1) < 0 ||
+      dup2(io.terminal ? io.out : io.err, 2) < 0 ||
+      (io.terminal && ioctl(0, TIOCSCTTY, 0) != 0)) {
     fail(std::string("cannot set up the job's output: ") + std::strerror(errno));
   }
   Status became = BecomeUser(user);
@@ -85,9 +102,10 @@ sigset_t KeeperSignals() {
 
 class Keeper {
  public:
-  Keeper(std::string dir, api::JobSpec spec, api::JobOnWorker state, size_t log_bytes)
-      : dir_(std::move(dir)), spec_(std::move(spec)), state_(std::move(state)),
-        log_bytes_(log_bytes), loop_(clock_) {}
+  Keeper(std::string dir, std::string attach_dir, api::JobSpec spec, api::JobOnWorker state,
+         size_t log_bytes)
+      : dir_(std::move(dir)), attach_dir_(std::move(attach_dir)), spec_(std::move(spec)),
+        state_(std::move(state)), log_bytes_(log_bytes), loop_(clock_) {}
 
   int Run(int signal_fd) {
     Status started = Start();
@@ -128,15 +146,25 @@ class Keeper {
     TPUFLEET_ASSIGN_OR_RETURN(LogWriter err_log, LogWriter::Open(dir_ + "/" + kStderrLog, log_bytes_));
     stdout_log_.emplace(std::move(out_log));
     stderr_log_.emplace(std::move(err_log));
-    TPUFLEET_ASSIGN_OR_RETURN(Pipe out, MakePipe());
-    TPUFLEET_ASSIGN_OR_RETURN(Pipe err, MakePipe());
+    Pipe out;
+    Pipe err;
+    JobStdio io;
+    if (spec_.pty) {
+      env.push_back("TERM=xterm-256color");
+      TPUFLEET_ASSIGN_OR_RETURN(out, OpenTerminal(user));
+      io = {out.write.get(), -1, true};
+    } else {
+      TPUFLEET_ASSIGN_OR_RETURN(out, MakePipe());
+      TPUFLEET_ASSIGN_OR_RETURN(err, MakePipe());
+      io = {out.write.get(), err.write.get(), false};
+    }
     TPUFLEET_ASSIGN_OR_RETURN(Pipe report, MakePipe());
     pid_t pid = fork();
     if (pid < 0) {
       return InternalError(std::string("fork: ") + std::strerror(errno));
     }
     if (pid == 0) {
-      RunJobChild(spec_, user, env, out.write.get(), err.write.get(), report.write.get());
+      RunJobChild(spec_, user, env, io, report.write.get());
     }
     pid_ = pid;
     out.write.Reset();
@@ -150,6 +178,15 @@ class Keeper {
     }
     out_ = std::move(out.read);
     err_ = std::move(err.read);
+    if (spec_.pty && !attach_dir_.empty()) {
+      Result<std::unique_ptr<AttachPoint>> point = AttachPoint::Open(
+          loop_, AttachSocketPath(attach_dir_, spec_.id), out_.get(), user.uid, user.gid);
+      if (point.ok()) {
+        attach_ = std::move(*point);
+      } else {
+        Complain(kExitFailed, point.status().ToString());  // the job runs, unattachable
+      }
+    }
     state_.pid = pid;
     state_.state = JobState::kRunning;
     state_.started_unix_ms = UnixMs(clock_);
@@ -160,8 +197,27 @@ class Keeper {
     return Status::Ok();
   }
 
-  // Copies what `fd` gives into `log` until it closes.
+  // A pseudo-terminal: `read` is its master side (the keeper's), `write` its slave side
+  // (the job's), given to `user`.
+  static Result<Pipe> OpenTerminal(const host::UserAccount& user) {
+    UniqueFd master(posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC));
+    char name[128];
+    if (master.get() < 0 || grantpt(master.get()) != 0 || unlockpt(master.get()) != 0 ||
+        ptsname_r(master.get(), name, sizeof name) != 0) {
+      return InternalError(std::string("a terminal for the job: ") + std::strerror(errno));
+    }
+    UniqueFd slave(open(name, O_RDWR | O_NOCTTY | O_CLOEXEC));
+    if (slave.get() < 0 || fchown(slave.get(), user.uid, user.gid) != 0) {
+      return InternalError(std::string(name) + ": " + std::strerror(errno));
+    }
+    return Pipe{std::move(master), std::move(slave)};
+  }
+
+  // Copies what `fd` gives into `log` (and to an attached terminal) until it closes.
   void Pump(int fd, LogWriter& log) {
+    if (fd < 0) {
+      return;
+    }
     open_pipes_++;
     auto id = std::make_shared<EventLoop::Id>(0);
     *id = loop_.Watch(fd, POLLIN, [this, fd, &log, id](short, Clock::MonoTime) {
@@ -175,6 +231,9 @@ class Keeper {
           loop_.Stop();
         }
         return;
+      }
+      if (attach_ != nullptr && &log == &*stdout_log_) {
+        attach_->Output({buffer_, static_cast<size_t>(n)});
       }
       Status s = log.Append({buffer_, static_cast<size_t>(n)});
       if (!s.ok() && !log_error_reported_) {
@@ -223,6 +282,7 @@ class Keeper {
   }
 
   int Record() {
+    attach_.reset();  // no one attaches to an ended job
     if (state_.state != JobState::kFailed) {
       state_.state = cancelled_                                        ? JobState::kCancelled
                      : state_.exit_code.has_value() && *state_.exit_code == 0 ? JobState::kSucceeded
@@ -237,6 +297,7 @@ class Keeper {
 
   RealClock clock_;
   std::string dir_;
+  std::string attach_dir_;
   api::JobSpec spec_;
   api::JobOnWorker state_;
   size_t log_bytes_;
@@ -245,6 +306,7 @@ class Keeper {
   std::optional<LogWriter> stderr_log_;
   UniqueFd out_;
   UniqueFd err_;
+  std::unique_ptr<AttachPoint> attach_;
   pid_t pid_ = 0;
   int open_pipes_ = 0;
   bool exited_ = false;
@@ -260,9 +322,11 @@ int KeepMain(const std::vector<std::string>& args) {
   sigprocmask(SIG_BLOCK, &signals, nullptr);
   signal(SIGPIPE, SIG_IGN);
   signal(SIGHUP, SIG_IGN);
-  Result<Flags> flags = ParseFlags(args, {"state-dir", "log-bytes"});
+  Result<Flags> flags = ParseFlags(args, {"state-dir", "log-bytes", "attach-dir"});
   if (!flags.ok() || flags->positional.size() != 1) {
-    return Complain(kExitUsage, "usage: tpufleet-agent keep ID [--state-dir DIR] [--log-bytes N]");
+    return Complain(kExitUsage,
+                    "usage: tpufleet-agent keep ID [--state-dir DIR] [--log-bytes N] "
+                    "[--attach-dir DIR]");
   }
   const std::string& id = flags->positional[0];
   long long log_bytes = static_cast<long long>(kLogFileBytes);
@@ -287,7 +351,8 @@ int KeepMain(const std::vector<std::string>& args) {
   if (signal_fd.get() < 0) {
     return Complain(kExitFailed, std::string("signalfd: ") + std::strerror(errno));
   }
-  Keeper keeper(dir, std::move(*spec), std::move(*state), static_cast<size_t>(log_bytes));
+  Keeper keeper(dir, flags->Get("attach-dir", ""), std::move(*spec), std::move(*state),
+                static_cast<size_t>(log_bytes));
   return keeper.Run(signal_fd.get());
 }
 

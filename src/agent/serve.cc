@@ -27,11 +27,6 @@
 namespace tpufleet::agent {
 namespace {
 
-std::string DirOf(const std::string& path) {
-  size_t slash = path.rfind('/');
-  return slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
-}
-
 // The directory of the socket (0755 when made here) and the lock in it, held.
 Result<UniqueFd> LockServe(const std::string& socket_path) {
   std::string dir = DirOf(socket_path);
@@ -39,6 +34,12 @@ Result<UniqueFd> LockServe(const std::string& socket_path) {
     chmod(dir.c_str(), 0755);  // whatever the umask: callers must reach the socket
   } else if (errno != EEXIST) {
     return ErrnoStatus(dir, errno);
+  }
+  std::string attach = dir + "/attach";  // the jobs' terminals (attach.h)
+  if (mkdir(attach.c_str(), 0755) == 0) {
+    chmod(attach.c_str(), 0755);
+  } else if (errno != EEXIST) {
+    return ErrnoStatus(attach, errno);
   }
   std::string path = dir + "/lock";
   UniqueFd fd(open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
@@ -109,6 +110,7 @@ int ServeMain(const std::vector<std::string>& args) {
   options.state_dir = host.state;
   options.log_bytes = static_cast<size_t>(log_bytes);
   options.program = "/proc/self/exe";
+  options.attach_dir = DirOf(socket_path) + "/attach";
   options.host = host;
   JobTable jobs(loop, options);
   Status init = jobs.Init();

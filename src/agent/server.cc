@@ -10,6 +10,7 @@
 #include <cstring>
 #include <vector>
 
+#include "agent/unix_socket.h"
 #include "util/file.h"
 
 namespace tpufleet::agent {
@@ -36,12 +37,7 @@ Server::~Server() {
 }
 
 Status Server::Listen(const std::string& socket_path) {
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  if (socket_path.size() >= sizeof addr.sun_path) {
-    return InvalidArgumentError(socket_path + ": a socket path this long cannot be bound");
-  }
-  std::memcpy(addr.sun_path, socket_path.c_str(), socket_path.size() + 1);
+  TPUFLEET_ASSIGN_OR_RETURN(sockaddr_un addr, UnixAddress(socket_path));
   listener_ = UniqueFd(socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
   if (listener_.get() < 0) {
     return ErrnoStatus(socket_path, errno);

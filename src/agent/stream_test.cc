@@ -6,8 +6,10 @@
 
 #include <sys/stat.h>
 
+#include "agent/attach.h"
 #include "agent/host/tpu_verdict.h"
 #include "agent/running_agent.h"
+#include "util/subprocess.h"
 
 namespace tpufleet::agent {
 namespace {
@@ -209,6 +211,41 @@ TEST(AgentHostOps, AccountsAreForRootAlone) {
   r.users = {{"mallory", {}, true}};
   EXPECT_EQ(agent.Ask(r, /*as_nobody=*/true).status,
             PermissionDeniedError("accounts.apply is for root (sudo -n tpufleet-agent call)"));
+}
+
+}  // namespace
+}  // namespace tpufleet::agent
+
+namespace tpufleet::agent {
+namespace {
+
+// A job on a terminal: `attach` types into it and shows what it prints, Ctrl-] leaves it
+// running, and its output is in its log as well.
+TEST(AgentAttach, TypesIntoTheJobsTerminalAndDetaches) {
+  RunningAgent agent;
+  api::JobSpec spec = RunningAgent::Job("jattacha", "read line; echo got:$line; sleep 0.5");
+  spec.pty = true;
+  ASSERT_TRUE(agent.StartJob(spec).status.ok());
+  Result<ProgramResult> attached = RunSubprocess(
+      {TPUFLEET_AGENT_BINARY, "attach", "jattacha", "--attach-dir", agent.dir().Path("run/attach")},
+      std::string("hello\n") + kDetachKey, std::chrono::seconds(10), SpawnOptions{});
+  ASSERT_TRUE(attached.ok()) << attached.status().ToString();
+  EXPECT_EQ(attached->exit_code, 0) << attached->output;
+  EXPECT_NE(attached->output.find("attached to job jattacha; Ctrl-] detaches"), std::string::npos)
+      << attached->output;
+  api::JobOnWorker done = agent.WaitEnded("jattacha");
+  EXPECT_EQ(done.state, JobState::kSucceeded);
+  EXPECT_NE(agent.Logs("jattacha").find("got:hello"), std::string::npos) << agent.Logs("jattacha");
+
+  // Nothing to attach to any more.
+  Result<ProgramResult> late = RunSubprocess(
+      {TPUFLEET_AGENT_BINARY, "attach", "jattacha", "--attach-dir", agent.dir().Path("run/attach")},
+      "", std::chrono::seconds(10), SpawnOptions{});
+  ASSERT_TRUE(late.ok());
+  EXPECT_EQ(late->exit_code, 1);
+  EXPECT_NE(late->output.find("job jattacha has no terminal to attach to on this worker"),
+            std::string::npos)
+      << late->output;
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <string_view>
 #include <vector>
 
+#include "agent/attach.h"
 #include "agent/flags.h"
 #include "agent/keeper.h"
 #include "agent/serve.h"
@@ -23,6 +24,8 @@ constexpr Subcommand kSubcommands[] = {
      tpufleet::agent::CallMain},
     {"version", "print the version and the SHA-256 of this binary",
      tpufleet::agent::VersionMain},
+    {"attach", "connect this terminal to a job's (Ctrl-] detaches)",
+     tpufleet::agent::AttachMain},
     {"keep", "(internal) keep one job: started by serve", tpufleet::agent::KeepMain},
 };
 
