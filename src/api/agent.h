@@ -1,0 +1,304 @@
+// The node agent's wire protocol, version 1: the requests the CLI sends to
+// `tpufleet-agent` over its Unix socket and the lines the agent answers, and their JSON.
+// docs/agent-protocol.md is the protocol in full (transport, each op, who may call it,
+// the compatibility rule); this header is its types.
+//
+// Framing: newline-delimited JSON, one object per line, each line at most
+// kMaxAgentLineBytes (the newline not counted). Every request is
+// {"v": 1, "op": "…", …}; every answer line carries "v": 1 too. A one-shot op answers one
+// line, {"v":1,"ok":true,…} or {"v":1,"ok":false,"error":{"code":"NOT_FOUND","message":…}};
+// a streaming op (job.logs, job.watch) answers data and state lines, then a last line
+// with "end": true and ok/error.
+//
+// Compatibility: a reader ignores the fields it does not know (a newer peer may add
+// some); a request whose "v" this build does not speak is refused with
+// FAILED_PRECONDITION naming the versions it speaks. A field is never given another
+// meaning or type within a version.
+//
+// Plain values, as in api/fleet.h; each struct's comment names its JSON object. Keys are
+// written in alphabetical order. A field whose comment says "written only when set" is
+// left out when empty, zero or nullopt; a reader takes a missing field as its default.
+// The To*/…Line functions never throw: bytes that are not UTF-8 (a job's output) become
+// U+FFFD. The Parse functions refuse, with one message naming the field, a line that is
+// too long, not a JSON object, or has a field of the wrong type.
+//
+// Thread-safety: plain values and pure functions.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "util/status.h"
+
+namespace tpufleet::api {
+
+/// The version this build writes, and every version it reads ("protocol" of hello).
+inline constexpr int kAgentProtocolVersion = 1;
+inline constexpr int kAgentProtocolVersions[] = {1};
+
+/// The longest line either side sends or accepts, newline not counted: a job's env and
+/// command fit many times over, and a reader never buffers more than this per line.
+inline constexpr size_t kMaxAgentLineBytes = size_t{1} << 20;
+
+/// Where the agent listens and keeps its state, unless told otherwise (serve --socket,
+/// --state-dir). The socket's directory also holds the lock that keeps serve single.
+inline constexpr std::string_view kAgentSocketPath = "/run/tpufleet-agent/agent.sock";
+inline constexpr std::string_view kAgentStateDir = "/var/lib/tpufleet-agent";
+/// Where `up` installs the binary on a worker.
+inline constexpr std::string_view kAgentBinaryPath = "/usr/local/bin/tpufleet-agent";
+
+/// `call` exits 3 when no agent answers on the socket (0: an answer arrived, errors
+/// included; 2: bad usage).
+inline constexpr int kAgentNotRunningExit = 3;
+
+enum class AgentOp {
+  kHello,          // "hello"
+  kJobStart,       // "job.start"
+  kJobList,        // "job.list"
+  kJobCancel,      // "job.cancel"
+  kJobLogs,        // "job.logs" (streaming)
+  kJobWatch,       // "job.watch" (streaming)
+  kDevices,        // "devices"
+  kDoctor,         // "doctor"
+  kAccountsApply,  // "accounts.apply"
+};
+std::string_view AgentOpName(AgentOp op);
+/// Whether the op answers data/state lines and an end line (else one line).
+bool IsStreamingOp(AgentOp op);
+
+/// A job's state on one worker: "starting", "waiting" (for the TPU), "running",
+/// "succeeded", "failed", "cancelled", "lost" (serve lost track of it: its keeper
+/// vanished without recording an end).
+enum class JobState { kStarting, kWaiting, kRunning, kSucceeded, kFailed, kCancelled, kLost };
+std::string_view JobStateName(JobState state);
+std::optional<JobState> JobStateFromName(std::string_view name);
+/// succeeded, failed, cancelled and lost: nothing will change any more.
+bool JobStateEnded(JobState state);
+
+/// The TPU topology of a job (what the job environment of core/job.h is made of):
+/// {"accelerator_type", "worker_addresses", "chips_per_host", "coordinator_port"}.
+struct JobTopology {
+  std::string accelerator_type;               // "v4-32"; "" for a node without a TPU
+  std::vector<std::string> worker_addresses;  // worker 0 first; the world size is its size
+  int chips_per_host = 0;
+  int coordinator_port = 8482;  // on worker 0: TPUFLEET_COORDINATOR's port
+};
+
+/// What to run, the "job" of job.start (and the agent's jobs/ID/job.json):
+/// {"id", "name", "user", "command", "workdir", "env", "accelerator", "no_wait",
+/// "kill_stale", "keep_going", "pty", "topology", "worker", "started_by"}.
+struct JobSpec {
+  std::string id;       // "j" + 7 lowercase base32 (core/job.h checks it)
+  std::string name;
+  std::string user;     // who runs it: "" is the caller; only root may name another
+  std::string command;  // one shell line, run by `/bin/bash -lc` as the user's login
+  std::string workdir;  // "" is the user's home
+  std::map<std::string, std::string> env;  // the user's --env, besides the job's own
+  bool accelerator = false;  // uses the TPU: waits for it (one process per TPU)
+  bool no_wait = false;      // with accelerator: refuse instead of waiting
+  bool kill_stale = false;   // with accelerator: kill an orphan holder instead of refusing
+  bool keep_going = false;   // informational: the gang rule's opt-out, shown by job.list
+  bool pty = false;          // run on a pseudo-terminal (worker 0 gets one, for attach)
+  JobTopology topology;
+  int worker = 0;            // this worker's index (rank); `call --worker` sets it
+  std::string started_by;    // "alice@laptop"
+};
+
+/// What the job's TPU waits for, or who holds it: {"pid", "user", "command", "job"}.
+struct TpuHolder {
+  int pid = 0;
+  std::string user;
+  std::string command;
+  std::string job;  // the holder's job id; "" for a process of no job
+};
+
+/// A job on one worker, what job.start, job.list, job.cancel and the state lines give:
+/// {"id", "name", "user", "command", "worker", "state", "pid", "created_unix_ms",
+/// "started_unix_ms", "ended_unix_ms", "started_by", "keep_going", "world_size"} and,
+/// written only when set, {"exit_code", "signal", "waiting_for", "message"}.
+struct JobOnWorker {
+  std::string id;
+  std::string name;
+  std::string user;
+  std::string command;
+  int worker = 0;
+  JobState state = JobState::kStarting;
+  int pid = 0;                    // the command's process (its group's leader); 0 before
+  std::optional<int> exit_code;   // when it exited (127: the command was not found)
+  std::string signal;             // when a signal killed it: "TERM", "KILL", …
+  int64_t created_unix_ms = 0;    // job.start arrived
+  int64_t started_unix_ms = 0;    // the command started (0 before)
+  int64_t ended_unix_ms = 0;      // it ended (0 before)
+  std::optional<TpuHolder> waiting_for;  // state waiting: who holds the TPU
+  std::string message;  // why it failed to start, or how it was lost (not the job's output)
+  std::string started_by;
+  bool keep_going = false;
+  int world_size = 1;   // the job's workers (topology's worker_addresses, at least 1)
+};
+
+/// doctor's "expect": what the CLI knows of the worker, {"accelerator_type",
+/// "chips_per_host", "worker", "endpoints"}.
+struct DoctorExpect {
+  std::string accelerator_type;
+  int chips_per_host = 0;
+  int worker = 0;
+  std::vector<std::string> endpoints;  // every worker's address, as the API lists them
+};
+
+/// An account of accounts.apply: {"name", "keys", "sudo"}.
+struct AccountSpec {
+  std::string name;
+  std::vector<std::string> keys;  // exactly these in the tpufleet block of authorized_keys
+  bool sudo = false;
+};
+
+/// A request: {"v", "op"} and the op's fields (docs/agent-protocol.md):
+/// job.start {"job", "dry_run"}, job.list {"ids"}, job.cancel {"id", "grace_seconds"},
+/// job.logs {"id", "tail", "follow"}, job.watch {"ids"}, doctor {"expect"},
+/// accounts.apply {"users"}; any op may carry {"worker"} (`call --worker N` adds it).
+struct AgentRequest {
+  AgentOp op = AgentOp::kHello;
+  std::optional<int> worker;   // job.start: the job's worker (overrides job.worker)
+  JobSpec job;                 // job.start
+  bool dry_run = false;        // job.start: check the user, workdir and names; start nothing
+  std::vector<std::string> ids;  // job.list (empty: every job), job.watch (at least one)
+  std::string id;              // job.cancel, job.logs
+  int grace_seconds = 10;      // job.cancel: TERM, then KILL this much later
+  std::optional<int64_t> tail;  // job.logs: the last N lines of each stream (nullopt: all)
+  bool follow = false;         // job.logs: go on until the job ended and its logs drained
+  DoctorExpect expect;         // doctor
+  std::vector<AccountSpec> users;  // accounts.apply
+};
+
+/// The request on one line (no newline), "v": kAgentProtocolVersion.
+std::string ToLine(const AgentRequest& request);
+/// A request line read by the agent. InvalidArgument for a line that is too long, not a
+/// JSON object, has no "v", an unknown "op", a field of the wrong type, or lacks what
+/// the op needs (job.start: job.id and job.command; job.cancel and job.logs: id;
+/// job.watch: ids); FailedPrecondition for a "v" this build does not speak.
+Result<AgentRequest> ParseAgentRequest(std::string_view line);
+/// `line` (a request from the CLI) with "worker": worker set, everything else kept as
+/// it was, on one line: what `call --worker N` sends. InvalidArgument when `line` is not
+/// a JSON object or is too long.
+Result<std::string> AddWorkerToRequest(std::string_view line, int worker);
+
+/// hello: {"agent_version", "binary_sha256", "protocol", "hostname", "boot_id",
+/// "time_unix_ms", "uid"}.
+struct AgentHello {
+  std::string agent_version;
+  std::string binary_sha256;    // of the agent's own executable, hex: what `up` compares
+  std::vector<int> protocol;    // the versions spoken
+  std::string hostname;
+  std::string boot_id;          // /proc/sys/kernel/random/boot_id: changes at each boot
+  int64_t time_unix_ms = 0;     // the worker's clock (doctor's offset)
+  int uid = 0;                  // the caller's, as SO_PEERCRED told the agent
+};
+
+/// An accelerator: {"index", "path", "pci_address", "family"}.
+struct AgentDevice {
+  int index = 0;
+  std::string path;         // "/dev/accel0", "/dev/vfio/3"
+  std::string pci_address;  // "0000:00:04.0"
+  std::string family;       // "v4"
+};
+
+/// /tmp/libtpu_lockfile: {"present", "locked_by_pid"}; locked_by_pid is 0 when no
+/// process holds a lock on it.
+struct AgentLockfile {
+  bool present = false;
+  int locked_by_pid = 0;
+};
+
+/// A process holding a device or the lock: {"device", "pid", "user", "command", "job"}.
+struct DeviceHolder {
+  std::string device;  // the device's path, or the lockfile's
+  int pid = 0;
+  std::string user;
+  std::string command;
+  std::string job;  // "" when it belongs to no job of the agent
+};
+
+/// devices: {"devices", "lockfile", "holders"}.
+struct DevicesReport {
+  std::vector<AgentDevice> devices;
+  AgentLockfile lockfile;
+  std::vector<DeviceHolder> holders;
+};
+
+/// A worker-side doctor check: {"name", "ok", "detail", "fix"}.
+struct DoctorCheck {
+  std::string name;    // "devices", "lockfile", "metadata", "disk /", "clock", …
+  bool ok = false;
+  std::string detail;  // what was seen
+  std::string fix;     // what to do about it ("" when ok)
+};
+
+/// doctor: {"checks", "time_unix_ms"}.
+struct DoctorReport {
+  std::vector<DoctorCheck> checks;
+  int64_t time_unix_ms = 0;
+};
+
+/// What accounts.apply did for one user: {"name", "action", "error"}.
+struct AccountResult {
+  std::string name;
+  std::string action;  // "created", "updated", "unchanged", "failed"
+  std::string error;   // "" unless failed
+};
+
+/// A one-shot op's answer, and the status of a streaming op's end line. The body is
+/// written beside "ok" when the status is OK: hello's fields, {"job": JobOnWorker}
+/// (job.start, job.cancel), {"jobs": […]} (job.list), devices' and doctor's fields,
+/// {"results": […]} (accounts.apply). An error is {"code", "message"}, the code one of
+/// INVALID_ARGUMENT, NOT_FOUND, ALREADY_EXISTS, PERMISSION_DENIED, FAILED_PRECONDITION,
+/// UNAVAILABLE, INTERNAL (and TIMEOUT, RESOURCE_EXHAUSTED, which v1 agents never send).
+using AgentBody = std::variant<std::monostate, AgentHello, JobOnWorker, std::vector<JobOnWorker>,
+                               DevicesReport, DoctorReport, std::vector<AccountResult>>;
+struct AgentAnswer {
+  Status status;
+  AgentBody body;
+};
+
+/// A data line of job.logs: {"stream": "stdout"|"stderr", "data": "…"}.
+struct LogChunk {
+  std::string stream;
+  std::string data;  // whole lines where they fit, newlines kept
+};
+
+/// A line of an answer, as the CLI reads it.
+struct AgentLine {
+  enum class Kind {
+    kAnswer,  // a one-shot op's answer: `answer`
+    kData,    // job.logs' output: `chunk`
+    kState,   // {"state": JobOnWorker}: `state`
+    kEnd,     // a streaming op's last line: `answer.status` (no body)
+  };
+  Kind kind = Kind::kAnswer;
+  AgentAnswer answer;
+  LogChunk chunk;
+  JobOnWorker state;
+};
+
+/// The lines the agent writes, each without its newline.
+std::string AnswerLine(const AgentAnswer& answer);
+std::string DataLine(const LogChunk& chunk);
+std::string StateLine(const JobOnWorker& state);
+std::string EndLine(const Status& status);
+/// An answer line of a request of `op`, which says what the body of a one-shot answer
+/// is. InvalidArgument as for requests; FailedPrecondition for another "v".
+Result<AgentLine> ParseAgentLine(std::string_view line, AgentOp op);
+
+/// The agent's files: jobs/ID/job.json (the spec) and jobs/ID/state.json (the state),
+/// indented documents without a final newline; read back with the Parse functions.
+std::string ToJson(const JobSpec& spec);
+std::string ToJson(const JobOnWorker& job);
+Result<JobSpec> ParseJobSpec(std::string_view text);
+Result<JobOnWorker> ParseJobOnWorker(std::string_view text);
+
+}  // namespace tpufleet::api
