@@ -27,7 +27,7 @@ struct WorkerRecord {
   /// SHA-256 of the tpufleet-agent binary `up` last found installed and answering here
   /// (control/agent_install.h); "" when not known (up checks again), "-" when up may not
   /// install it (an ssh-hosts login without passwordless sudo).
-  std::string agent_sha256;
+  std::string agent_sha256{};
 };
 
 /// One node of a fleet: what tpufleet asked for and what the cloud last said.

@@ -100,7 +100,7 @@ class SqliteStoreTest : public ::testing::Test {
     n.updated_at = clock_.Now();
     for (int i = 0; i < workers; ++i) {
       n.workers.push_back({i, "198.18.0." + std::to_string(i + 2), "w" + std::to_string(i),
-                           "ssh-ed25519 AAAA" + std::to_string(i), i == 0, "", ""});
+                           "ssh-ed25519 AAAA" + std::to_string(i), i == 0, ""});
     }
     return n;
   }
