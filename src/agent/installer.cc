@@ -14,6 +14,8 @@
 #include <iostream>
 #include <thread>
 
+#include "agent/flags.h"
+#include "api/agent.h"
 #include "util/file.h"
 #include "util/strings.h"
 #include "util/subprocess.h"
@@ -25,8 +27,6 @@ namespace {
 using Steady = std::chrono::steady_clock;
 
 constexpr const char* kUnitName = "tpufleet-agent.service";
-// Where serve listens (docs/agent-protocol.md): install waits for it to answer there.
-constexpr const char* kSocket = "run/tpufleet-agent/agent.sock";
 // supervise's output (and serve's, through it) where no journal takes it.
 constexpr const char* kSuperviseLog = "var/log/tpufleet-agent.log";
 // The log is started afresh when an install finds it larger than this.
@@ -37,7 +37,9 @@ constexpr std::chrono::seconds kStartTimeout{15};
 constexpr std::chrono::seconds kSystemctlTimeout{60};
 constexpr std::chrono::milliseconds kPollStep{100};
 
-std::string Under(const std::string& root, const std::string& rel) {
+// `path` (absolute, or relative to /) below `root`.
+std::string Under(const std::string& root, std::string_view path) {
+  std::string rel(path.substr(path.find_first_not_of('/')));
   return root.empty() || root == "/" ? "/" + rel
                                      : (root.back() == '/' ? root : root + "/") + rel;
 }
@@ -129,9 +131,9 @@ bool Answers(const std::string& socket_path) {
 
 Status WaitUntilAnswers(const InstallPaths& paths, const std::string& where_to_look) {
   Steady::time_point deadline = Steady::now() + kStartTimeout;
-  while (!Answers(Under(paths.root, kSocket))) {
+  while (!Answers(Under(paths.root, api::kAgentSocketPath))) {
     if (Steady::now() >= deadline) {
-      return UnavailableError("the agent did not answer on /" + std::string(kSocket) +
+      return UnavailableError("the agent did not answer on " + std::string(api::kAgentSocketPath) +
                               " within " + std::to_string(kStartTimeout.count()) +
                               " s of its start; " + where_to_look);
     }
@@ -180,7 +182,7 @@ Status StartSupervise(const InstallPaths& paths) {
 
 }  // namespace
 
-std::string InstallPaths::Binary() const { return Under(root, "usr/local/bin/tpufleet-agent"); }
+std::string InstallPaths::Binary() const { return Under(root, api::kAgentBinaryPath); }
 std::string InstallPaths::Unit() const {
   return Under(root, std::string("etc/systemd/system/") + kUnitName);
 }
@@ -201,7 +203,7 @@ std::string AgentUnitText() {
              "\n"
              "[Service]\n"
              "ExecStart=") +
-         kInstalledBinary +
+         std::string(api::kAgentBinaryPath) +
          " serve\n"
          "Restart=always\n"
          "RestartSec=2\n"
@@ -253,12 +255,10 @@ Status StartAgent(const InstallPaths& paths) {
 
 int InstallMain(const std::vector<std::string>& args) {
   if (!args.empty()) {
-    std::cerr << "usage: tpufleet-agent install (as root, from a copy of the binary)\n";
-    return 2;
+    return Complain(kExitUsage, "usage: tpufleet-agent install (as root, from a copy)");
   }
   if (geteuid() != 0) {
-    std::cerr << "tpufleet-agent install: must run as root\n";
-    return 1;
+    return Complain(kExitFailed, "install: must run as root");
   }
   InstallPaths paths;
   Result<std::string> self = ThisProgram();
@@ -267,17 +267,15 @@ int InstallMain(const std::vector<std::string>& args) {
     s = StartAgent(paths);
   }
   if (!s.ok()) {
-    std::cerr << "tpufleet-agent install: " << s.message() << "\n";
-    return 1;
+    return Complain(kExitFailed, "install: " + s.message());
   }
   std::cout << "tpufleet-agent installed at " << paths.Binary() << " and running\n";
-  return 0;
+  return kExitOk;
 }
 
 int SuperviseMain(const std::vector<std::string>& args) {
   if (!args.empty()) {
-    std::cerr << "usage: tpufleet-agent supervise\n";
-    return 2;
+    return Complain(kExitUsage, "usage: tpufleet-agent supervise");
   }
   // Out of the session of whoever started it (install, over SSH): its end is not ours.
   setsid();
@@ -288,13 +286,12 @@ int SuperviseMain(const std::vector<std::string>& args) {
 int Supervise(const std::vector<std::string>& argv, const std::string& pid_file,
               std::chrono::milliseconds min_backoff) {
   std::string me = std::to_string(getpid());
-  if (Status s = MakeDirs(Parent(pid_file), 0755); !s.ok()) {
-    std::cerr << "tpufleet-agent supervise: " << s.message() << "\n";
-    return 1;
+  Status written = MakeDirs(Parent(pid_file), 0755);
+  if (written.ok()) {
+    written = WriteFileAtomic(pid_file, me + "\n", 0644);
   }
-  if (Status s = WriteFileAtomic(pid_file, me + "\n", 0644); !s.ok()) {
-    std::cerr << "tpufleet-agent supervise: " << s.message() << "\n";
-    return 1;
+  if (!written.ok()) {
+    return Complain(kExitFailed, "supervise: " + written.message());
   }
   auto replaced = [&] {
     Result<std::string> now = ReadFile(pid_file, 64);
@@ -321,7 +318,7 @@ int Supervise(const std::vector<std::string>& argv, const std::string& pid_file,
         child = *pid;
         started = Steady::now();
       } else {
-        std::cerr << "tpufleet-agent supervise: " << pid.status().message() << "\n";
+        Complain(kExitFailed, "supervise: " + pid.status().message());
         next_start = Steady::now() + backoff;
         backoff = std::min<std::chrono::milliseconds>(backoff * 2, kSuperviseMaxBackoff);
       }
@@ -334,7 +331,7 @@ int Supervise(const std::vector<std::string>& argv, const std::string& pid_file,
     int sig = sigtimedwait(&set, nullptr, &ts);
     if (sig == SIGTERM || sig == SIGINT || (!stopping && replaced())) {
       if (child < 0) {
-        return 0;
+        return kExitOk;
       }
       if (!stopping) {
         stopping = true;
@@ -349,16 +346,17 @@ int Supervise(const std::vector<std::string>& argv, const std::string& pid_file,
       }
       child = -1;
       if (stopping) {
-        return 0;
+        return kExitOk;
       }
       if (Steady::now() - started >= kSuperviseHealthy) {
         backoff = min_backoff;
       }
       next_start = Steady::now() + backoff;
-      std::cerr << "tpufleet-agent supervise: serve "
-                << (WIFSIGNALED(status) ? "was killed by signal " + std::to_string(WTERMSIG(status))
-                                        : "exited " + std::to_string(WEXITSTATUS(status)))
-                << "; starting it again in " << backoff.count() << " ms\n";
+      Complain(kExitFailed,
+               "supervise: serve " +
+                   (WIFSIGNALED(status) ? "was killed by signal " + std::to_string(WTERMSIG(status))
+                                        : "exited " + std::to_string(WEXITSTATUS(status))) +
+                   "; starting it again in " + std::to_string(backoff.count()) + " ms");
       backoff = std::min<std::chrono::milliseconds>(backoff * 2, kSuperviseMaxBackoff);
     }
   }

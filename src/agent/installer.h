@@ -37,15 +37,13 @@ namespace tpufleet::agent {
 /// worker; tests point it at a temporary tree).
 struct InstallPaths {
   std::string root = "/";
-  std::string Binary() const;       // ROOT/usr/local/bin/tpufleet-agent
+  std::string Binary() const;       // ROOT + api::kAgentBinaryPath
   std::string Unit() const;         // ROOT/etc/systemd/system/tpufleet-agent.service
   std::string WantsLink() const;    // ROOT/etc/systemd/system/multi-user.target.wants/…
   std::string SystemdRun() const;   // ROOT/run/systemd/system: systemd is PID 1
   std::string SupervisePid() const; // ROOT/run/tpufleet-agent/supervise.pid
 };
 
-/// Where the binary runs from once installed: what the unit's ExecStart and the CLI name.
-inline constexpr const char* kInstalledBinary = "/usr/local/bin/tpufleet-agent";
 /// The agent binary is a few MiB; anything far larger is not one.
 inline constexpr size_t kMaxAgentBinary = 128 * 1024 * 1024;
 /// The first restart of a serve that died waits this long, each next one twice as long.

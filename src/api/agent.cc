@@ -4,6 +4,7 @@
 #include <limits>
 #include <utility>
 
+#include "api/agent_json.h"
 #include "api/json_internal.h"
 #include "util/enum_names.h"
 #include "util/strings.h"
@@ -11,6 +12,10 @@
 namespace tpufleet::api {
 namespace {
 
+using agent_json::FromJ;
+using agent_json::Reader;
+using agent_json::ToJ;
+using agent_json::Writer;
 using internal::Dump;
 using internal::kDocumentIndent;
 using nlohmann::json;
@@ -21,13 +26,6 @@ constexpr EnumName<AgentOp> kOps[] = {
     {AgentOp::kJobLogs, "job.logs"},     {AgentOp::kJobWatch, "job.watch"},
     {AgentOp::kDevices, "devices"},      {AgentOp::kDoctor, "doctor"},
     {AgentOp::kAccountsApply, "accounts.apply"},
-};
-
-constexpr EnumName<JobState> kStates[] = {
-    {JobState::kStarting, "starting"},   {JobState::kWaiting, "waiting"},
-    {JobState::kRunning, "running"},     {JobState::kSucceeded, "succeeded"},
-    {JobState::kFailed, "failed"},       {JobState::kCancelled, "cancelled"},
-    {JobState::kLost, "lost"},
 };
 
 // The protocol's error codes: upper case, like gRPC's.
@@ -43,207 +41,6 @@ constexpr EnumName<StatusCode> kCodes[] = {
     {StatusCode::kResourceExhausted, "RESOURCE_EXHAUSTED"},
 };
 
-// --- each struct's fields, once, for writing and for reading -----------------------
-//
-// Visit(x, f) calls f(key, member, omit_empty) for each field of x. omit_empty marks
-// the fields written only when set. The writer only reads the members (it gets them
-// through a const_cast); the reader fills them.
-
-template <typename F>
-void Visit(JobTopology& t, F& f) {
-  f("accelerator_type", t.accelerator_type, false);
-  f("worker_addresses", t.worker_addresses, false);
-  f("chips_per_host", t.chips_per_host, false);
-  f("coordinator_port", t.coordinator_port, false);
-}
-
-template <typename F>
-void Visit(JobSpec& s, F& f) {
-  f("id", s.id, false);
-  f("name", s.name, false);
-  f("user", s.user, false);
-  f("command", s.command, false);
-  f("workdir", s.workdir, false);
-  f("env", s.env, false);
-  f("accelerator", s.accelerator, false);
-  f("no_wait", s.no_wait, false);
-  f("kill_stale", s.kill_stale, false);
-  f("keep_going", s.keep_going, false);
-  f("pty", s.pty, false);
-  f("topology", s.topology, false);
-  f("worker", s.worker, false);
-  f("started_by", s.started_by, false);
-}
-
-template <typename F>
-void Visit(TpuHolder& h, F& f) {
-  f("pid", h.pid, false);
-  f("user", h.user, false);
-  f("command", h.command, false);
-  f("job", h.job, false);
-}
-
-template <typename F>
-void Visit(JobOnWorker& j, F& f) {
-  f("id", j.id, false);
-  f("name", j.name, false);
-  f("user", j.user, false);
-  f("command", j.command, false);
-  f("worker", j.worker, false);
-  f("state", j.state, false);
-  f("pid", j.pid, false);
-  f("exit_code", j.exit_code, true);
-  f("signal", j.signal, true);
-  f("created_unix_ms", j.created_unix_ms, false);
-  f("started_unix_ms", j.started_unix_ms, false);
-  f("ended_unix_ms", j.ended_unix_ms, false);
-  f("waiting_for", j.waiting_for, true);
-  f("message", j.message, true);
-  f("started_by", j.started_by, false);
-  f("keep_going", j.keep_going, false);
-  f("world_size", j.world_size, false);
-}
-
-template <typename F>
-void Visit(DoctorExpect& e, F& f) {
-  f("accelerator_type", e.accelerator_type, false);
-  f("chips_per_host", e.chips_per_host, false);
-  f("worker", e.worker, false);
-  f("endpoints", e.endpoints, false);
-}
-
-template <typename F>
-void Visit(AccountSpec& a, F& f) {
-  f("name", a.name, false);
-  f("keys", a.keys, false);
-  f("sudo", a.sudo, false);
-}
-
-template <typename F>
-void Visit(AgentHello& h, F& f) {
-  f("agent_version", h.agent_version, false);
-  f("binary_sha256", h.binary_sha256, false);
-  f("protocol", h.protocol, false);
-  f("hostname", h.hostname, false);
-  f("boot_id", h.boot_id, false);
-  f("time_unix_ms", h.time_unix_ms, false);
-  f("uid", h.uid, false);
-}
-
-template <typename F>
-void Visit(AgentDevice& d, F& f) {
-  f("index", d.index, false);
-  f("path", d.path, false);
-  f("pci_address", d.pci_address, false);
-  f("family", d.family, false);
-}
-
-template <typename F>
-void Visit(AgentLockfile& l, F& f) {
-  f("present", l.present, false);
-  f("locked_by_pid", l.locked_by_pid, false);
-}
-
-template <typename F>
-void Visit(DeviceHolder& h, F& f) {
-  f("device", h.device, false);
-  f("pid", h.pid, false);
-  f("user", h.user, false);
-  f("command", h.command, false);
-  f("job", h.job, false);
-}
-
-template <typename F>
-void Visit(DevicesReport& r, F& f) {
-  f("devices", r.devices, false);
-  f("lockfile", r.lockfile, false);
-  f("holders", r.holders, false);
-}
-
-template <typename F>
-void Visit(DoctorCheck& c, F& f) {
-  f("name", c.name, false);
-  f("ok", c.ok, false);
-  f("detail", c.detail, false);
-  f("fix", c.fix, false);
-}
-
-template <typename F>
-void Visit(DoctorReport& r, F& f) {
-  f("checks", r.checks, false);
-  f("time_unix_ms", r.time_unix_ms, false);
-}
-
-template <typename F>
-void Visit(AccountResult& r, F& f) {
-  f("name", r.name, false);
-  f("action", r.action, false);
-  f("error", r.error, false);
-}
-
-template <typename F>
-void Visit(LogChunk& c, F& f) {
-  f("stream", c.stream, false);
-  f("data", c.data, false);
-}
-
-// --- writing -------------------------------------------------------------------------
-
-// The fields written only when set are strings and optionals.
-bool IsEmpty(const std::string& v) { return v.empty(); }
-template <typename T>
-bool IsEmpty(const std::optional<T>& v) {
-  return !v.has_value();
-}
-template <typename T>
-bool IsEmpty(const T& /*v*/) {
-  return false;
-}
-
-json ToJ(const std::string& v) { return v; }
-json ToJ(int v) { return v; }
-json ToJ(int64_t v) { return v; }
-json ToJ(bool v) { return v; }
-json ToJ(JobState v) { return std::string(JobStateName(v)); }
-json ToJ(const std::map<std::string, std::string>& v) { return v; }
-template <typename T>
-json ToJ(const std::vector<T>& v);
-template <typename T>
-json ToJ(const T& x);
-template <typename T>
-json ToJ(const std::optional<T>& v) {
-  return v ? ToJ(*v) : json(nullptr);
-}
-
-struct Writer {
-  json& out;
-  template <typename T>
-  void operator()(const char* key, const T& value, bool omit_empty) {
-    if (omit_empty && IsEmpty(value)) {
-      return;
-    }
-    out[key] = ToJ(value);
-  }
-};
-
-template <typename T>
-json ToJ(const std::vector<T>& v) {
-  json out = json::array();
-  for (const T& x : v) {
-    out.push_back(ToJ(x));
-  }
-  return out;
-}
-
-// A struct with a Visit: its object.
-template <typename T>
-json ToJ(const T& x) {
-  json out = json::object();
-  Writer w{out};
-  Visit(const_cast<T&>(x), w);  // the writer only reads
-  return out;
-}
-
 json ErrorJ(const Status& status) {
   return {{"code", std::string(NameIn(kCodes, status.code(), "INTERNAL"))},
           {"message", status.message()}};
@@ -255,127 +52,6 @@ std::string Line(json j) {
   return Dump(j, -1);
 }
 
-// --- reading -------------------------------------------------------------------------
-
-std::string Quoted(const std::string& path) { return "\"" + path + "\""; }
-
-Status WrongType(const std::string& path, const json& v, const char* wanted) {
-  return InvalidArgumentError(Quoted(path) + " is " + std::string(v.type_name()) + ", not " +
-                              wanted);
-}
-
-Status FromJ(const json& v, const std::string& path, std::string& out) {
-  if (!v.is_string()) {
-    return WrongType(path, v, "a string");
-  }
-  out = v.get<std::string>();
-  return Status::Ok();
-}
-
-Status FromJ(const json& v, const std::string& path, int64_t& out) {
-  if (!v.is_number_integer()) {
-    return WrongType(path, v, "an integer");
-  }
-  if (v.is_number_unsigned() &&
-      v.get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
-    return InvalidArgumentError(Quoted(path) + " is too large");
-  }
-  out = v.get<int64_t>();
-  return Status::Ok();
-}
-
-Status FromJ(const json& v, const std::string& path, int& out) {
-  int64_t wide = 0;
-  TPUFLEET_TRY(FromJ(v, path, wide));
-  if (wide < std::numeric_limits<int>::min() || wide > std::numeric_limits<int>::max()) {
-    return InvalidArgumentError(Quoted(path) + " is out of range");
-  }
-  out = static_cast<int>(wide);
-  return Status::Ok();
-}
-
-Status FromJ(const json& v, const std::string& path, bool& out) {
-  if (!v.is_boolean()) {
-    return WrongType(path, v, "true or false");
-  }
-  out = v.get<bool>();
-  return Status::Ok();
-}
-
-Status FromJ(const json& v, const std::string& path, JobState& out) {
-  std::string name;
-  TPUFLEET_TRY(FromJ(v, path, name));
-  std::optional<JobState> state = JobStateFromName(name);
-  if (!state) {
-    return InvalidArgumentError(Quoted(path) + " is \"" + name + "\", not one of " +
-                                Join(NamesIn(kStates), ", "));
-  }
-  out = *state;
-  return Status::Ok();
-}
-
-Status FromJ(const json& v, const std::string& path, std::map<std::string, std::string>& out) {
-  if (!v.is_object()) {
-    return WrongType(path, v, "an object");
-  }
-  for (const auto& [key, value] : v.items()) {
-    TPUFLEET_TRY(FromJ(value, path + "." + key, out[key]));
-  }
-  return Status::Ok();
-}
-
-template <typename T>
-Status FromJ(const json& v, const std::string& path, std::vector<T>& out);
-template <typename T>
-Status FromJ(const json& v, const std::string& path, T& out);
-template <typename T>
-Status FromJ(const json& v, const std::string& path, std::optional<T>& out) {
-  return FromJ(v, path, out.emplace());
-}
-
-struct Reader {
-  const json& in;
-  const std::string& prefix;  // "job." for the fields of "job"; "" at the top
-  Status status;
-  template <typename T>
-  void operator()(const char* key, T& out, bool /*omit_empty*/) {
-    if (!status.ok()) {
-      return;
-    }
-    auto it = in.find(key);
-    if (it == in.end() || it->is_null()) {
-      return;
-    }
-    status = FromJ(*it, prefix + key, out);
-  }
-};
-
-template <typename T>
-Status FromJ(const json& v, const std::string& path, std::vector<T>& out) {
-  if (!v.is_array()) {
-    return WrongType(path, v, "a list");
-  }
-  out.clear();
-  for (size_t i = 0; i < v.size(); ++i) {
-    TPUFLEET_TRY(FromJ(v[i], path + "[" + std::to_string(i) + "]", out.emplace_back()));
-  }
-  return Status::Ok();
-}
-
-// A struct with a Visit: read from its object, its fields' defaults kept for the keys
-// the object lacks.
-template <typename T>
-Status FromJ(const json& v, const std::string& path, T& out) {
-  if (!v.is_object()) {
-    return WrongType(path, v, "an object");
-  }
-  std::string prefix = path.empty() ? "" : path + ".";
-  Reader r{v, prefix, Status::Ok()};
-  Visit(out, r);
-  return r.status;
-}
-
-// `line` as a JSON object, within the size bound, with a "v" this build speaks.
 Result<json> ParseLine(std::string_view line, const char* what) {
   if (line.size() > kMaxAgentLineBytes) {
     return InvalidArgumentError(std::string(what) + " of " + std::to_string(line.size()) +
@@ -542,13 +218,10 @@ std::string_view AgentOpName(AgentOp op) { return NameIn(kOps, op); }
 
 bool IsStreamingOp(AgentOp op) { return op == AgentOp::kJobLogs || op == AgentOp::kJobWatch; }
 
-std::string_view JobStateName(JobState state) { return NameIn(kStates, state); }
+std::string_view JobStateName(JobState state) { return NameIn(kJobStateNames, state); }
 
-std::optional<JobState> JobStateFromName(std::string_view name) { return ValueIn(kStates, name); }
-
-bool JobStateEnded(JobState state) {
-  return state == JobState::kSucceeded || state == JobState::kFailed ||
-         state == JobState::kCancelled || state == JobState::kLost;
+std::optional<JobState> JobStateFromName(std::string_view name) {
+  return ValueIn(kJobStateNames, name);
 }
 
 std::string ToLine(const AgentRequest& request) {

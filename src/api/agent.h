@@ -34,6 +34,7 @@
 #include <variant>
 #include <vector>
 
+#include "core/job.h"
 #include "util/status.h"
 
 namespace tpufleet::api {
@@ -72,23 +73,15 @@ std::string_view AgentOpName(AgentOp op);
 /// Whether the op answers data/state lines and an end line (else one line).
 bool IsStreamingOp(AgentOp op);
 
-/// A job's state on one worker: "starting", "waiting" (for the TPU), "running",
-/// "succeeded", "failed", "cancelled", "lost" (serve lost track of it: its keeper
-/// vanished without recording an end).
-enum class JobState { kStarting, kWaiting, kRunning, kSucceeded, kFailed, kCancelled, kLost };
+/// A job's state on one worker, and the topology of a job: core/job.h's, so the agent,
+/// the CLI and the protocol cannot disagree. JobState is written by its name in
+/// kJobStateNames ("starting", "waiting", "running", "succeeded", "failed", "cancelled",
+/// "lost"); JobTopology as {"accelerator_type", "worker_addresses", "chips_per_host",
+/// "coordinator_port"}.
+using ::tpufleet::JobState;
+using ::tpufleet::JobTopology;
 std::string_view JobStateName(JobState state);
 std::optional<JobState> JobStateFromName(std::string_view name);
-/// succeeded, failed, cancelled and lost: nothing will change any more.
-bool JobStateEnded(JobState state);
-
-/// The TPU topology of a job (what the job environment of core/job.h is made of):
-/// {"accelerator_type", "worker_addresses", "chips_per_host", "coordinator_port"}.
-struct JobTopology {
-  std::string accelerator_type;               // "v4-32"; "" for a node without a TPU
-  std::vector<std::string> worker_addresses;  // worker 0 first; the world size is its size
-  int chips_per_host = 0;
-  int coordinator_port = 8482;  // on worker 0: TPUFLEET_COORDINATOR's port
-};
 
 /// What to run, the "job" of job.start (and the agent's jobs/ID/job.json):
 /// {"id", "name", "user", "command", "workdir", "env", "accelerator", "no_wait",
@@ -245,11 +238,15 @@ struct DoctorReport {
   int64_t time_unix_ms = 0;
 };
 
-/// What accounts.apply did for one user: {"name", "action", "error"}.
+/// What accounts.apply did for one user: {"name", "action", "error"} and, written only
+/// when set, {"detail"}.
 struct AccountResult {
   std::string name;
-  std::string action;  // "created", "updated", "unchanged", "failed"
-  std::string error;   // "" unless failed
+  /// "created", "updated" (keys changed), "unchanged", "sudo_only" (an account the agent
+  /// did not make: only its sudo rule set), "removed" (no longer listed), "refused".
+  std::string action;
+  std::string error;   // what failed; "" when it all went through
+  std::string detail;  // for sudo_only: why the keys were left alone
 };
 
 /// A one-shot op's answer, and the status of a streaming op's end line. The body is
