@@ -59,6 +59,11 @@ class FakeAgents {
   JobState start_state = JobState::kRunning;
   /// Workdirs that do not exist on any worker.
   std::set<std::string> missing_workdirs;
+  /// The time a job started now gets (Unix ms); a test moves it on.
+  int64_t now_ms = 1'767'225'600'000;  // 2026-01-01T00:00:00Z
+  /// Workers that refuse the real start (not the dry run) with this error: the TPU
+  /// held there, with no_wait.
+  std::map<std::string, Status> refuse_start;
 
   Worker& worker(const std::string& name) { return workers_[name]; }
   const std::vector<Call>& calls() const { return calls_; }
@@ -135,16 +140,21 @@ class FakeAgents {
     }
     request->worker = static_cast<int>(worker);
     calls_.push_back({host.name, command, *request});
-    Respond(w, *request, sink, index);
+    Respond(host.name, w, *request, sink, index);
     return r;
   }
 
-  void Respond(Worker& w, const api::AgentRequest& q, FanoutSink& sink, size_t index) {
+  void Respond(const std::string& name, Worker& w, const api::AgentRequest& q, FanoutSink& sink,
+               size_t index) {
     api::AgentAnswer a;
     switch (q.op) {
       case api::AgentOp::kJobStart: {
         if (missing_workdirs.count(q.job.workdir) > 0) {
           a.status = InvalidArgumentError("the workdir " + q.job.workdir + " does not exist");
+          break;
+        }
+        if (auto refused = refuse_start.find(name); refused != refuse_start.end() && !q.dry_run) {
+          a.status = refused->second;
           break;
         }
         api::JobOnWorker j;
@@ -157,6 +167,8 @@ class FakeAgents {
         j.started_by = q.job.started_by;
         j.keep_going = q.job.keep_going;
         j.world_size = static_cast<int>(q.job.topology.worker_addresses.size());
+        j.created_unix_ms = now_ms;
+        j.started_unix_ms = j.state == JobState::kRunning ? now_ms : 0;
         if (!q.dry_run) {
           w.jobs.push_back(j);
         }
