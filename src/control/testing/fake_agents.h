@@ -19,6 +19,7 @@
 // Thread-safety: one test thread.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <set>
 #include <string>
@@ -61,6 +62,9 @@ class FakeAgents {
   std::set<std::string> missing_workdirs;
   /// The time a job started now gets (Unix ms); a test moves it on.
   int64_t now_ms = 1'767'225'600'000;  // 2026-01-01T00:00:00Z
+  /// Called for each job a worker starts (not for dry runs), to make of it what the test
+  /// needs: an exit, some output (worker(name).stdout_text[job.id]).
+  std::function<void(const std::string& worker, api::JobOnWorker& job)> on_start;
   /// Workers that refuse the real start (not the dry run) with this error: the TPU
   /// held there, with no_wait.
   std::map<std::string, Status> refuse_start;
@@ -170,6 +174,9 @@ class FakeAgents {
         j.created_unix_ms = now_ms;
         j.started_unix_ms = j.state == JobState::kRunning ? now_ms : 0;
         if (!q.dry_run) {
+          if (on_start) {
+            on_start(name, j);
+          }
           w.jobs.push_back(j);
         }
         a.body = j;
