@@ -112,6 +112,23 @@ Status Refusal(const std::string& what, const std::vector<WorkerTarget>& workers
   return Status(code, what + ":\n  " + Join(lines, "\n  "));
 }
 
+// job.start on every worker: worker 0 on a terminal (for `attach`), the others without
+// one (their stderr stays apart). The request line is one per call, so two calls.
+Result<std::vector<AgentReply>> StartEverywhere(World& world,
+                                                const std::vector<WorkerTarget>& workers,
+                                                AgentCall call) {
+  call.request.job.pty = true;
+  TPUFLEET_ASSIGN_OR_RETURN(std::vector<AgentReply> replies,
+                            CallAgents(world, {workers[0]}, call));
+  if (workers.size() > 1) {
+    call.request.job.pty = false;
+    std::vector<WorkerTarget> rest(workers.begin() + 1, workers.end());
+    TPUFLEET_ASSIGN_OR_RETURN(std::vector<AgentReply> others, CallAgents(world, rest, call));
+    replies.insert(replies.end(), others.begin(), others.end());
+  }
+  return replies;
+}
+
 }  // namespace
 
 Result<JobView> StartJob(World& world, const Catalog& catalog, const RunRequest& request) {
@@ -159,7 +176,6 @@ Result<JobView> StartJob(World& world, const Catalog& catalog, const RunRequest&
   spec.no_wait = request.no_wait;
   spec.kill_stale = request.kill_stale;
   spec.keep_going = request.keep_going;
-  spec.pty = true;  // the agent gives worker 0 a terminal, for `attach`
   spec.topology = topology;
   spec.started_by = request.started_by;
 
@@ -169,7 +185,7 @@ Result<JobView> StartJob(World& world, const Catalog& catalog, const RunRequest&
   TPUFLEET_TRY(Refusal("the job was not started", workers, checked));
 
   call.request.dry_run = false;
-  TPUFLEET_ASSIGN_OR_RETURN(std::vector<AgentReply> started, CallAgents(world, workers, call));
+  TPUFLEET_ASSIGN_OR_RETURN(std::vector<AgentReply> started, StartEverywhere(world, workers, call));
   std::vector<std::optional<api::JobOnWorker>> found;
   std::vector<Status> errors;
   for (const AgentReply& r : started) {

@@ -79,6 +79,10 @@ TEST_F(JobsTest, EveryWorkerChecksTheJobBeforeAnyStartsItThenAllStart) {
     EXPECT_EQ(starts[i].request.dry_run, i < 4) << i;
     EXPECT_EQ(starts[i].request.worker, static_cast<int>(i % 4));
   }
+  // Worker 0 runs on a terminal, for `attach`; the others do not.
+  EXPECT_TRUE(starts[4].request.job.pty);
+  EXPECT_FALSE(starts[5].request.job.pty);
+  EXPECT_FALSE(starts[7].request.job.pty);
   EXPECT_EQ(job->id, kId);
   EXPECT_EQ(job->name, "python3");
   EXPECT_EQ(job->node, "pod");
