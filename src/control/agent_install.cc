@@ -136,7 +136,7 @@ Status ParseAccountsAnswer(std::string_view output) {
     if (const auto* results =
             std::get_if<std::vector<api::AccountResult>>(&got->answer.body)) {
       for (const api::AccountResult& r : *results) {
-        if (!r.error.empty() || r.action == "failed") {
+        if (!r.error.empty() || r.action == "refused") {
           failed.push_back(r.name + ": " + (r.error.empty() ? r.action : r.error));
         }
       }

@@ -72,10 +72,12 @@ TEST(ParseAgentCheck, OutputOfSomethingElseIsAnError) {
 }
 
 TEST(ParseAccountsAnswer, OkOnlyWhenEveryAccountWasMade) {
-  std::vector<api::AccountResult> made = {{"alice", "created", ""}, {"bob", "unchanged", ""}};
+  std::vector<api::AccountResult> made = {{"alice", "created", "", ""},
+                                          {"bob", "unchanged", "", ""},
+                                          {"carol", "removed", "", ""}};
   EXPECT_EQ(ParseAccountsAnswer(api::AnswerLine({Status::Ok(), made}) + "\n"), Status::Ok());
 
-  made[1] = {"bob", "failed", "useradd: group 'bob' exists"};
+  made[1] = {"bob", "refused", "useradd: group 'bob' exists", ""};
   Status s = ParseAccountsAnswer(api::AnswerLine({Status::Ok(), made}) + "\n");
   EXPECT_EQ(s.message(),
             "the agent could not make every account: bob: useradd: group 'bob' exists");

@@ -123,15 +123,19 @@ void NodeSteps::AfterAgentInstall(const std::vector<WorkerRun>& runs, Clock::Mon
 }
 
 void NodeSteps::StartAccounts() {
+  // Also with no users: the agent then removes the accounts it made for users the spec
+  // no longer lists.
   size_t users = UsersOn(fleet_, spec_).size();
   size_t workers = AgentWorkers().size();
-  if (users == 0 || workers == 0) {
+  if (workers == 0) {
     StartSetup();
     return;
   }
-  Report(NodePhase::kAgent, zone_,
-         "making " + std::to_string(users) + (users == 1 ? " account" : " accounts") + " on " +
-             Workers(workers));
+  if (users > 0) {
+    Report(NodePhase::kAgent, zone_,
+           "making " + std::to_string(users) + (users == 1 ? " account" : " accounts") + " on " +
+               Workers(workers));
+  }
   Go(NodeStep::kAccounts);
 }
 

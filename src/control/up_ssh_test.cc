@@ -174,12 +174,11 @@ TEST(Issue11, UpLogsInAndRunsSetupOnTheFanoutEngineNotSsh) {
   ASSERT_EQ(t.Up(spec).nodes[0].status, Status::Ok());
 
   EXPECT_TRUE(t.ssh.calls().empty()) << "no ssh process for a worker tpufleet made";
-  ASSERT_EQ(t.fanout.jobs.size(), 4u) << "login check, agent check, agent install, setup";
+  ASSERT_EQ(t.fanout.jobs.size(), 5u)
+      << "login check, agent check, agent install, accounts, setup";
   NodeRecord rec = t.Record("trainer");
   for (const FanoutJob& job : t.fanout.jobs) {
     EXPECT_EQ(job.key_path, t.world.paths.ssh_dir + "/id_ed25519");
-    EXPECT_EQ(job.command, job.stdin_path.empty() ? "bash -s"
-                                                  : AgentInstallCommand(t.AgentSha256()));
     ASSERT_EQ(job.hosts.size(), 4u);
     for (size_t i = 0; i < 4; ++i) {
       EXPECT_EQ(job.hosts[i].name, "trainer-w" + std::to_string(i));
@@ -190,8 +189,11 @@ TEST(Issue11, UpLogsInAndRunsSetupOnTheFanoutEngineNotSsh) {
   }
   EXPECT_EQ(t.fanout.jobs[0].stdin_header, "true");
   EXPECT_EQ(t.fanout.jobs[1].stdin_header, AgentCheckScript());
+  EXPECT_EQ(t.fanout.jobs[2].command, AgentInstallCommand(t.AgentSha256()));
   EXPECT_EQ(t.fanout.jobs[2].stdin_path, t.world.paths.agent_binary);
-  EXPECT_TRUE(Contains(t.fanout.jobs[3].stdin_header, "echo hello"));
+  EXPECT_EQ(t.fanout.jobs[3].command, AgentRootCallCommand());
+  EXPECT_EQ(t.fanout.jobs[4].command, "bash -s");
+  EXPECT_TRUE(Contains(t.fanout.jobs[4].stdin_header, "echo hello"));
 }
 
 TEST(Issue11, SixteenNodesShareOneLoginJobAndOneSetupJob) {
@@ -205,9 +207,9 @@ TEST(Issue11, SixteenNodesShareOneLoginJobAndOneSetupJob) {
   for (const NodeOutcome& o : r.nodes) {
     EXPECT_EQ(o.status, Status::Ok()) << o.node;
   }
-  ASSERT_EQ(t.fanout.jobs.size(), 4u) << "the nodes reach SSH together and go as one";
+  ASSERT_EQ(t.fanout.jobs.size(), 5u) << "the nodes reach SSH together and go as one";
   for (const FanoutJob& job : t.fanout.jobs) {
-    EXPECT_EQ(job.hosts.size(), 16u) << "login, agent check, agent install, setup";
+    EXPECT_EQ(job.hosts.size(), 16u) << "login, agent check, install, accounts, setup";
   }
   EXPECT_EQ(t.Events("setup-done").size(), 16u);
 }
@@ -226,8 +228,8 @@ TEST(Issue11, SshHostsMachinesAreLoggedInToWithOpenSshThenSetUpOnTheEngine) {
   std::string fleet_key = t.FleetPublicKey();
   EXPECT_EQ(t.ssh.RunsOf(AuthorizeFleetKeyScript(fleet_key)), 4);
   EXPECT_EQ(t.ssh.calls().size(), 4u) << "only the login check goes through OpenSSH";
-  ASSERT_EQ(t.fanout.jobs.size(), 3u) << "agent check and install, setup: on the engine";
-  const FanoutJob& job = t.fanout.jobs[2];
+  ASSERT_EQ(t.fanout.jobs.size(), 4u) << "agent check, install, accounts, setup: the engine";
+  const FanoutJob& job = t.fanout.jobs[3];
   EXPECT_TRUE(Contains(job.stdin_header, "echo hi"));
   ASSERT_EQ(job.hosts.size(), 4u);
   NodeRecord rec = t.Record("gpus");

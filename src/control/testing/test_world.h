@@ -200,7 +200,7 @@ class FakeWorkers {
       api::AgentRequest request = api::ParseAgentRequest(Trim(job.stdin_header)).value();
       std::vector<api::AccountResult> made;
       for (const api::AccountSpec& u : request.users) {
-        made.push_back({u.name, "created", ""});
+        made.push_back({u.name, "created", "", ""});
       }
       sink.OnOutput(index, OutputStream::kStdout,
                     api::AnswerLine({Status::Ok(), made}) + "\n");
