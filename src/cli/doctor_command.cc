@@ -34,10 +34,6 @@ std::string LineOf(const WorkerDiagnosis& d) {
 }  // namespace
 
 ExitStatus RunDoctor(Invocation& inv) {
-  Result<const Catalog*> catalog = inv.LoadCatalog();
-  if (!catalog.ok()) {
-    return Fail(inv, catalog.status());
-  }
   Result<std::unique_ptr<WorldHandle>> handle = OpenWorld(inv, false);
   if (!handle.ok()) {
     return Fail(inv, handle.status());
@@ -51,6 +47,10 @@ ExitStatus RunDoctor(Invocation& inv) {
                    targets.status().code() == StatusCode::kNotFound
                ? UsageError(inv, targets.status().message())
                : Fail(inv, targets.status());
+  }
+  Result<const Catalog*> catalog = inv.LoadCatalog();  // chips per host of each type
+  if (!catalog.ok()) {
+    return Fail(inv, catalog.status());
   }
   Result<std::vector<WorkerDiagnosis>> diagnosed = Doctor(world, **catalog, *targets);
   if (!diagnosed.ok()) {
