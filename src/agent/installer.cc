@@ -33,6 +33,9 @@ constexpr const char* kSuperviseLog = "var/log/tpufleet-agent.log";
 constexpr off_t kMaxSuperviseLog = 4 * 1024 * 1024;
 // A started agent answers on its socket within this long, or install says it did not.
 constexpr std::chrono::seconds kStartTimeout{15};
+// A service manager restarts a serve it ran within this long (the emulator's worker
+// init after 0.5 s, systemd's RestartSec=2 units after 2 s); else supervise takes over.
+constexpr std::chrono::seconds kManagedRestart{5};
 // systemctl's commands return within seconds; a hung systemd is an error, not a wait.
 constexpr std::chrono::seconds kSystemctlTimeout{60};
 constexpr std::chrono::milliseconds kPollStep{100};
@@ -73,15 +76,26 @@ std::vector<std::string> Cmdline(pid_t pid) {
   return argv;
 }
 
-// True for a `tpufleet-agent supervise` or `tpufleet-agent serve`: what an install
-// replaces (a job keeper, `keep`, is never one of them).
-bool IsAgentServer(const std::vector<std::string>& argv) {
+// "serve" or "supervise" for a `tpufleet-agent serve` or `supervise`: what an install
+// replaces (a job keeper, `keep`, is never one of them); "" for anything else.
+std::string AgentRole(const std::vector<std::string>& argv) {
   if (argv.size() < 2) {
-    return false;
+    return "";
   }
   std::string_view prog = argv[0];
   prog = prog.substr(prog.rfind('/') == std::string_view::npos ? 0 : prog.rfind('/') + 1);
-  return prog == "tpufleet-agent" && (argv[1] == "serve" || argv[1] == "supervise");
+  return prog == "tpufleet-agent" && (argv[1] == "serve" || argv[1] == "supervise") ? argv[1]
+                                                                                  : "";
+}
+
+// The parent of `pid` (field 4 of /proc/PID/stat); 0 when it is gone.
+pid_t ParentOf(pid_t pid) {
+  Result<std::string> stat = ReadFile("/proc/" + std::to_string(pid) + "/stat", 4096);
+  size_t paren = stat.ok() ? stat->rfind(')') : std::string::npos;
+  std::vector<std::string> fields =
+      paren == std::string::npos ? std::vector<std::string>{} : Split(stat->substr(paren + 2), ' ');
+  long long ppid = 0;
+  return fields.size() > 1 && ParseInt(fields[1], &ppid) ? static_cast<pid_t>(ppid) : 0;
 }
 
 bool Gone(pid_t pid) {
@@ -95,15 +109,31 @@ bool Gone(pid_t pid) {
 }
 
 // TERMs every supervise and serve of an older install, then KILLs what is left after
-// kStopGrace. Their job keepers run on (sessions of their own).
-void StopRunningAgents() {
+// kStopGrace. Their job keepers run on (sessions of their own). True when a serve was
+// not a supervise's: a service manager runs it (the emulator's worker init, after a
+// boot), which starts it again by itself.
+bool StopRunningAgents() {
   std::vector<pid_t> pids;
+  std::vector<pid_t> supervisors;
+  std::vector<pid_t> parents;  // of the serves
   for (const std::string& name : ListDirectory("/proc")) {
     long long pid = 0;
-    if (ParseInt(name, &pid) && pid != getpid() && IsAgentServer(Cmdline(static_cast<pid_t>(pid)))) {
+    if (!ParseInt(name, &pid) || pid == getpid()) {
+      continue;
+    }
+    std::string role = AgentRole(Cmdline(static_cast<pid_t>(pid)));
+    if (!role.empty()) {
       pids.push_back(static_cast<pid_t>(pid));
+      if (role == "supervise") {
+        supervisors.push_back(static_cast<pid_t>(pid));
+      } else {
+        parents.push_back(ParentOf(static_cast<pid_t>(pid)));
+      }
     }
   }
+  bool managed = std::any_of(parents.begin(), parents.end(), [&](pid_t parent) {
+    return std::find(supervisors.begin(), supervisors.end(), parent) == supervisors.end();
+  });
   for (pid_t pid : pids) {
     kill(pid, SIGTERM);
   }
@@ -116,6 +146,7 @@ void StopRunningAgents() {
       kill(pid, SIGKILL);
     }
   }
+  return managed;
 }
 
 bool Answers(const std::string& socket_path) {
@@ -129,12 +160,13 @@ bool Answers(const std::string& socket_path) {
   return connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
 }
 
-Status WaitUntilAnswers(const InstallPaths& paths, const std::string& where_to_look) {
-  Steady::time_point deadline = Steady::now() + kStartTimeout;
+Status WaitUntilAnswers(const InstallPaths& paths, std::chrono::seconds timeout,
+                        const std::string& where_to_look) {
+  Steady::time_point deadline = Steady::now() + timeout;
   while (!Answers(Under(paths.root, api::kAgentSocketPath))) {
     if (Steady::now() >= deadline) {
       return UnavailableError("the agent did not answer on " + std::string(api::kAgentSocketPath) +
-                              " within " + std::to_string(kStartTimeout.count()) +
+                              " within " + std::to_string(timeout.count()) +
                               " s of its start; " + where_to_look);
     }
     std::this_thread::sleep_for(kPollStep);
@@ -177,7 +209,7 @@ Status StartSupervise(const InstallPaths& paths) {
   TPUFLEET_ASSIGN_OR_RETURN(
       pid_t pid, SpawnSubprocess({paths.Binary(), "supervise"}, options, {-1, out.get()}));
   (void)pid;  // reparented to init when install exits
-  return WaitUntilAnswers(paths, "see " + log);
+  return WaitUntilAnswers(paths, kStartTimeout, "see " + log);
 }
 
 }  // namespace
@@ -247,9 +279,13 @@ Status StartAgent(const InstallPaths& paths) {
     TPUFLEET_TRY(Systemctl({"daemon-reload"}));
     TPUFLEET_TRY(Systemctl({"enable", kUnitName}));
     TPUFLEET_TRY(Systemctl({"restart", kUnitName}));
-    return WaitUntilAnswers(paths, "see `journalctl -u tpufleet-agent`");
+    return WaitUntilAnswers(paths, kStartTimeout, "see `journalctl -u tpufleet-agent`");
   }
-  StopRunningAgents();
+  // The service manager that ran the old serve starts the new binary itself: a second
+  // serve of ours would only lose the race for the lock, again and again.
+  if (StopRunningAgents() && WaitUntilAnswers(paths, kManagedRestart, "").ok()) {
+    return Status::Ok();
+  }
   return StartSupervise(paths);
 }
 

@@ -12,7 +12,9 @@
 //     `enable`, `restart`;
 //   - elsewhere (containers, the emulator's workers): stops the running `supervise` and
 //     any `serve` not under it, then starts `tpufleet-agent supervise` in a session of its
-//     own, detached from the SSH connection that ran install.
+//     own, detached from the SSH connection that ran install; but when a service manager
+//     ran the stopped serve (the emulator's worker init does after a boot, from the
+//     unit) and starts the new binary within seconds, that one stays alone.
 // The unit's KillMode=process (and supervise's own TERM, to serve alone) stops only the
 // server: job keepers run in sessions of their own and outlive an agent restart.
 //
