@@ -7,8 +7,9 @@
 #   b. doctor passes on the healthy node (exit 0, --json ok);
 #   c. after `emulator inject maintenance` (a reboot on a new address) the agent answers
 #      again and doctor passes;
-#   d. with the agent stopped on the worker (killed through exec), doctor names the
-#      worker and the problem and exits 1; up starts it again and doctor passes;
+#   d. with the agent stopped on the worker (killed through exec while its lock is held,
+#      so that nothing starts it again), doctor names the worker and the problem and
+#      exits 1; once the lock is let go, up starts it again and doctor passes;
 #   and down plus emulator stop leave no process, namespace, sshd or link of this run.
 # Prints "ok N - ..." or "not ok N - ..." per check and exits 1 if any failed.
 # Usage: agent_e2e.sh path/to/tpufleet. Exit 77 (skipped) when not root, when a tool it
@@ -120,15 +121,21 @@ check "doctor passes after the maintenance" doctor_passes
 
 # ---------------------------------------------------------------------------------
 note "d. a stopped agent"
-# Kills the agent's supervise and serve of this worker only: its processes are those in
-# the network namespace of the shell exec runs there.
+# The worker's service manager (its init, like systemd) starts a killed serve again at
+# once; an agent stays down when it cannot start: a process of the test holds serve's
+# lock (/run/tpufleet-agent/lock, flock) while serve and any supervise of this worker
+# (those in the network namespace of the shell exec runs there) are killed.
 stop_agent() {
-  tf exec ag -- sudo -n bash -c 'me=$(readlink /proc/self/ns/net); \
-    for p in $(pgrep -f "tpufleet-agent (supervise|serve)"); do \
+  tf exec ag -- sudo -n bash -c 'setsid flock /run/tpufleet-agent/lock sleep 600 \
+      </dev/null >/dev/null 2>&1 & echo $! >/tmp/agent-e2e-lock.pgid
+    me=$(readlink /proc/self/ns/net)
+    for p in $(pgrep -f "tpufleet-agent (supervise|serve)"); do
       [ "$(readlink /proc/$p/ns/net)" = "$me" ] && kill -KILL $p; done; true' >/dev/null
-  wait_for 20 eval '! agent_answers >/dev/null 2>&1'
+  wait_for 20 eval '! agent_answers >/dev/null 2>&1' || { echo "it still answers"; return 1; }
+  sleep 2
+  ! agent_answers >/dev/null 2>&1 || { echo "it was started again"; return 1; }
 }
-check "the agent is killed on the worker" stop_agent
+check "the agent is killed on the worker and cannot start again" stop_agent
 doctor_reports_it() {
   tf_run stopped doctor ag
   rc_is stopped 1 && grep -q '^ag/w0: FAIL agent: .*not running' "$tmp/stopped.out" &&
@@ -136,11 +143,15 @@ doctor_reports_it() {
 }
 check "doctor names the worker and the stopped agent, with what to do (exit 1)" \
   doctor_reports_it
+release_lock() {
+  tf exec ag -- sudo -n bash -c 'kill -KILL -- -$(cat /tmp/agent-e2e-lock.pgid)' >/dev/null
+}
+check "the lock is let go" release_lock
 restarted() {
   up_fleet || return 1
   agent_answers
 }
-check "up starts it again, and it answers" restarted
+check "up (or the worker's init) starts it again, and it answers" restarted
 check "doctor passes again" doctor_passes
 
 # ---------------------------------------------------------------------------------
