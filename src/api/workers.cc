@@ -12,6 +12,40 @@ using nlohmann::json;
 
 constexpr int kOneLine = -1;  // nlohmann's "no newlines"
 
+json JobJson(const JobReport& job) {
+  json workers = ArrayOf(job.workers, [](const JobWorkerReport& w) {
+    json j = {{"worker", w.worker}, {"index", w.index}, {"state", w.state}, {"pid", w.pid}};
+    if (w.exit_code) {
+      j["exit_code"] = *w.exit_code;
+    }
+    for (const auto& [key, value] :
+         {std::pair{"signal", &w.signal}, {"message", &w.message}, {"error", &w.error}}) {
+      if (!value->empty()) {
+        j[key] = *value;
+      }
+    }
+    return j;
+  });
+  json j = {{"id", job.id},
+            {"name", job.name},
+            {"node", job.node},
+            {"state", job.state},
+            {"ended", job.ended},
+            {"user", job.user},
+            {"started_by", job.started_by},
+            {"command", job.command},
+            {"keep_going", job.keep_going},
+            {"created_unix_ms", job.created_unix_ms},
+            {"started_unix_ms", job.started_unix_ms},
+            {"ended_unix_ms", job.ended_unix_ms},
+            {"duration_ms", job.duration_ms},
+            {"workers", std::move(workers)}};
+  if (!job.first_failure.empty()) {
+    j["first_failure"] = job.first_failure;
+  }
+  return j;
+}
+
 }  // namespace
 
 std::string ToJson(ExecReport report) {
@@ -55,6 +89,13 @@ std::string ToJson(const CopyReport& report) {
                {"seconds", report.seconds},
                {"security_events", report.security_events},
                {"ok", report.ok}},
+              kDocumentIndent);
+}
+
+std::string ToJson(const JobReport& job) { return Dump(JobJson(job), kDocumentIndent); }
+
+std::string ToJson(const JobsList& list) {
+  return Dump({{"jobs", ArrayOf(list.jobs, JobJson)}, {"unreachable", list.unreachable}},
               kDocumentIndent);
 }
 

@@ -1,5 +1,5 @@
 // The wire types of the --json output of the commands that work on workers (`exec`,
-// `cp`, `forward`), and their JSON.
+// `cp`, `forward`, `jobs`, `cancel`), and their JSON.
 //
 // Plain values, as in api/fleet.h: the CLI fills them from control's results; each
 // struct's comment names its JSON object, keys in alphabetical order. ToJson never
@@ -69,10 +69,56 @@ struct ForwardStarted {
   std::string worker;  // "pod/w0"
 };
 
+/// One worker of a job in `jobs` and `cancel`: {"worker", "index", "state", "pid",
+/// "exit_code"?, "signal"?, "message"?, "error"?}. "state" is "unknown" when the worker
+/// could not be asked ("error" says why); the others are written only when set.
+struct JobWorkerReport {
+  std::string worker;  // "pod/w3"
+  int index = 0;
+  std::string state;   // "running", "failed", …, "unknown"
+  int pid = 0;
+  std::optional<int> exit_code;
+  std::string signal;   // "TERM", …
+  std::string message;  // why it could not start, or how it was lost
+  std::string error;    // why the worker could not be asked
+};
+
+/// A job: {"id", "name", "node", "state", "ended", "user", "started_by", "command",
+/// "keep_going", "created_unix_ms", "started_unix_ms", "ended_unix_ms", "duration_ms",
+/// "first_failure"?, "workers"}; "first_failure" ("w2 failed first: exit 1") is written
+/// only when a worker failed. started/ended are 0 until every worker started/ended;
+/// duration_ms is from the start to the end, or to now while it runs.
+struct JobReport {
+  std::string id;
+  std::string name;
+  std::string node;
+  std::string state;
+  bool ended = false;
+  std::string user;
+  std::string started_by;
+  std::string command;
+  bool keep_going = false;
+  int64_t created_unix_ms = 0;
+  int64_t started_unix_ms = 0;
+  int64_t ended_unix_ms = 0;
+  int64_t duration_ms = 0;
+  std::string first_failure;
+  std::vector<JobWorkerReport> workers;
+};
+
+/// `jobs`: {"jobs", "unreachable"}: every job, newest first, and a message for each
+/// worker that could not be asked.
+struct JobsList {
+  std::vector<JobReport> jobs;
+  std::vector<std::string> unreachable;
+};
+
 /// The documents, indented by two spaces, without a final newline.
 /// By value: the workers' output (up to 64 MiB) moves into the document, not copied.
 std::string ToJson(ExecReport report);
 std::string ToJson(const CopyReport& report);
+std::string ToJson(const JobReport& job);
+std::string ToJson(const JobsList& list);
 /// On one line (a script reads it as soon as the forward works), no final newline.
 std::string ToJson(const ForwardStarted& forward);
 

@@ -21,9 +21,8 @@ std::string HolderSocketPath(const std::map<std::string, std::string>& env) {
   return FleetStateDir(env) + "/holder.sock";
 }
 
-Status StartHolderProcess(const std::string& socket_path) {
+Status StartSelfDetached(const std::vector<std::string>& args, const std::string& log) {
   TPUFLEET_ASSIGN_OR_RETURN(std::string self, ThisProgram());
-  std::string log = socket_path.substr(0, socket_path.rfind('/') + 1) + "holder.log";
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
@@ -33,16 +32,26 @@ Status StartHolderProcess(const std::string& socket_path) {
   posix_spawnattr_t attr;
   posix_spawnattr_init(&attr);
   posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID);
-  std::string a0 = self, a1 = "holder", a2 = "serve", a3 = "--socket", a4 = socket_path;
-  char* argv[] = {a0.data(), a1.data(), a2.data(), a3.data(), a4.data(), nullptr};
+  std::vector<std::string> words = {self};
+  words.insert(words.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (std::string& w : words) {
+    argv.push_back(w.data());
+  }
+  argv.push_back(nullptr);
   pid_t pid = 0;
-  int err = ::posix_spawn(&pid, self.c_str(), &actions, &attr, argv, environ);
+  int err = ::posix_spawn(&pid, self.c_str(), &actions, &attr, argv.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attr);
   if (err != 0) {
-    return InternalError(std::string("cannot start the connection holder: ") + std::strerror(err));
+    return InternalError("cannot start `tpufleet " + args.front() + "`: " + std::strerror(err));
   }
   return Status::Ok();  // not waited for: it outlives this command, init reaps it
+}
+
+Status StartHolderProcess(const std::string& socket_path) {
+  std::string log = socket_path.substr(0, socket_path.rfind('/') + 1) + "holder.log";
+  return StartSelfDetached({"holder", "serve", "--socket", socket_path}, log);
 }
 
 namespace {

@@ -5,6 +5,7 @@
 
 #include <map>
 #include <string>
+#include <vector>
 
 #include "cli/command.h"
 
@@ -13,9 +14,14 @@ namespace tpufleet::app {
 /// STATE/holder.sock: one holder per state directory (per user, unless shared).
 std::string HolderSocketPath(const std::map<std::string, std::string>& env);
 
-/// Starts `tpufleet holder serve` for `socket_path` as a process of its own session,
-/// detached from the caller's terminal and process group (so Ctrl-C on exec does not
-/// end it), output to STATE/holder.log.
+/// Starts `tpufleet ARGS…` (this program again) as a process of its own session,
+/// detached from the caller's terminal and process group (so Ctrl-C on the command that
+/// started it does not end it), stdin /dev/null, stdout and stderr appended to `log`
+/// (made 0600). Not waited for: it outlives the caller, and init reaps it.
+Status StartSelfDetached(const std::vector<std::string>& args, const std::string& log);
+
+/// Starts `tpufleet holder serve` for `socket_path` (StartSelfDetached), output to
+/// STATE/holder.log.
 Status StartHolderProcess(const std::string& socket_path);
 
 cli::Command HolderCommandRow();

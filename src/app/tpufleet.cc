@@ -10,7 +10,8 @@
 
 int main(int argc, char** argv) {
   tpufleet::app::FleetWorlds worlds;
-  tpufleet::cli::App app{tpufleet::cli::CliCommands(), worlds.Factory()};
+  tpufleet::cli::App app{tpufleet::cli::CliCommands(), worlds.Factory(),
+                         tpufleet::app::StartSelfDetached};
   app.commands.push_back(tpufleet::cli::EmulatorCommandRow(tpufleet::cli::ExecEmulator));
   app.commands.push_back(tpufleet::app::HolderCommandRow());
   return tpufleet::app::RunCli(app, std::vector<std::string>(argv + 1, argv + argc));

@@ -7,6 +7,7 @@
 // read it, and the factory must be safe to call from several threads at once.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -23,6 +24,12 @@ struct App {
   /// Opens the fleet's world for a command (see fleet_world.h); null in a build that
   /// has no fleet state, whose fleet commands then fail with that message.
   WorldFactory open_world;
+  /// Starts `tpufleet ARGS…` detached (a session of its own, no terminal, output appended
+  /// to `log`): how `run` starts its gang watcher. Null where nothing may be started (a
+  /// test, a build without jobs); `run` then says the gang rule holds only while
+  /// `jobs` or `logs -f` look.
+  std::function<Status(const std::vector<std::string>& args, const std::string& log)>
+      start_detached = nullptr;
 };
 
 /// The CLI's own rows (catalog … forward), in help order; command_table.cc.

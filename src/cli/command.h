@@ -34,12 +34,16 @@ struct FlagSpec {
   std::string name;        // without dashes: "hours"
   std::string value_name;  // "H"; empty for a boolean flag
   std::string help;
+  char letter = 0;         // also spelled -L, as people type it (`logs -f`); 0: none
+  bool hidden = false;     // given by tpufleet itself (`jobs --watch`), not in --help
 };
 
 /// Flags and arguments after parsing.
 struct Args {
   std::vector<std::string> positional;
-  std::map<std::string, std::string> values;  // flag -> value ("" for booleans)
+  std::map<std::string, std::string> values;  // flag -> value ("" for booleans): the last
+  /// Every value of each flag that takes one, in the order given (`--env A=1 --env B=2`).
+  std::map<std::string, std::vector<std::string>> all_values;
   /// Where the words after `--` begin in `positional` (npos: there was no `--`), for
   /// commands that take a remote command: `exec pod -- ls -l`.
   size_t after_dashdash = std::string::npos;
@@ -121,5 +125,11 @@ ExitStatus RunCopy(Invocation& inv);
 ExitStatus RunSsh(Invocation& inv);
 ExitStatus RunForward(Invocation& inv);
 ExitStatus RunSshProxy(Invocation& inv);
+ExitStatus RunJobRun(Invocation& inv);
+ExitStatus RunJobs(Invocation& inv);
+ExitStatus RunLogs(Invocation& inv);
+ExitStatus RunCancel(Invocation& inv);
+ExitStatus RunAttach(Invocation& inv);
+ExitStatus RunDoctor(Invocation& inv);
 
 }  // namespace tpufleet::cli

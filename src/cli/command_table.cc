@@ -165,6 +165,84 @@ std::vector<Command> CliCommands() {
        "Exit status: 0 when stopped, 1 when ssh could not forward at first or hit such a\n"
        "failure, 130 when stopped before the forward worked.",
        {}, true, RunForward},
+      {"run", "Run a job on every worker of a node, kept by the workers' agents",
+       "NODE [--name N] [--workdir D] [--env K=V]... [--detach] [--no-wait] [--kill-stale] "
+       "[--keep-going] [--no-accelerator] -- COMMAND [ARG...]",
+       "Starts COMMAND on every worker of NODE at once, as a job kept by each worker's\n"
+       "tpufleet-agent (installed by up): it goes on when this command, the SSH connection or\n"
+       "the terminal goes away, and its output is kept in log files on the workers. Worker r\n"
+       "of W runs it as rank r, with TPUFLEET_RANK, TPUFLEET_WORLD_SIZE, TPUFLEET_COORDINATOR\n"
+       "and the TPU variables JAX and PyTorch/XLA read, so jax.distributed.initialize() needs\n"
+       "no arguments. The words after `--` reach the worker's login shell (bash -lc) quoted\n"
+       "once each; for pipes or &&, pass a shell: -- bash -c 'cd code && python3 train.py'.\n"
+       "--env values travel to the agents on stdin, never on a command line. Every worker\n"
+       "checks the job first (name, user, workdir); if one refuses, none starts. A job that\n"
+       "uses the TPU waits while another job holds it (--no-wait: refused, naming the holder);\n"
+       "a stale /tmp/libtpu_lockfile is removed, a process of no job holding the TPU refuses\n"
+       "the job (--kill-stale: it is killed). Prints the job's id, then every worker's output\n"
+       "as it comes, prefixed `pod/w3 | `, until the job ends; Ctrl-C detaches (the job goes\n"
+       "on). When one worker fails, the job is stopped on the others (--keep-going: not): a\n"
+       "watcher started in the background sees to it, and so do `jobs` and `logs -f`.\n"
+       "Exit status: the job's (0 when every worker exited 0; the first failure's exit code,\n"
+       "or 128+signal), 2 when it was refused, 130 when detached.",
+       {{"name", "N", "the job's name (default: the command's first word)"},
+        {"workdir", "D", "run in D (default: the login's home; relative to it)"},
+        {"env", "K=V", "set K in the job's environment (repeat for more)"},
+        {"detach", "", "return once the job started; do not follow its logs"},
+        {"no-wait", "", "refuse if the TPU is held, instead of waiting for it"},
+        {"kill-stale", "", "kill a process of no job that holds the TPU"},
+        {"keep-going", "", "do not stop the other workers when one fails"},
+        {"no-accelerator", "", "the job does not use the TPU: never wait for it"}},
+       false, RunJobRun},
+      {"jobs", "List the jobs on the fleet's workers: state, exit codes, who, when",
+       "[TARGET...]",
+       "Asks every worker's agent (or those of TARGET: a node, NODE:N, key=value, all) for\n"
+       "its jobs and shows one row per job: its state (starting, waiting for the TPU,\n"
+       "running, succeeded, failed, cancelled, lost), each worker's exit code or signal in\n"
+       "order (runs folded: 0x3,1; - while running, ? when the worker did not answer), who\n"
+       "started it, when, how long it ran, and which worker failed first and how. A job on\n"
+       "which a worker failed while others still run is stopped on them (unless started\n"
+       "with --keep-going), and it says so. Workers that did not answer are named on stderr.",
+       {{"watch", "ID", "watch job ID and stop it when a worker fails (run starts this)", 0,
+         true}},
+       true, RunJobs},
+      {"logs", "Show a job's output: every worker's, prefixed, or one worker's",
+       "JOB [--worker N] [-f] [--tail N]",
+       "JOB is a job's id or name (the newest with it). Prints what every worker's process\n"
+       "wrote, each line prefixed with its worker (pod/w3 | ), stderr lines on stderr; with\n"
+       "--worker N only worker N's, as written. The logs are kept on the workers, so this\n"
+       "works after the job ended and from any machine of the same user. -f follows the job\n"
+       "until it ends (Ctrl-C stops following, the job goes on) and stops the other workers\n"
+       "when one fails, as `run` does.",
+       {{"worker", "N", "only worker N's output"},
+        {"follow", "", "go on printing until the job ends", 'f'},
+        {"tail", "N", "only the last N lines of each worker's stdout and stderr"}},
+       false, RunLogs},
+      {"cancel", "Stop a job on every worker: TERM, then KILL after a grace period",
+       "JOB [--grace D]",
+       "Sends SIGTERM to the job's processes on every worker where it has not ended, and\n"
+       "SIGKILL D later (default 10s) to what is left. Waits until they have ended, then\n"
+       "prints how the job ended. Exit status: 0 when it has ended everywhere.",
+       {{"grace", "D", "time between TERM and KILL, e.g. 30s (default 10s)"}},
+       true, RunCancel},
+      {"attach", "Attach this terminal to a running job's terminal on worker 0", "JOB",
+       "Connects with the system's ssh (tpufleet's ssh config, as `tpufleet ssh`) to worker 0\n"
+       "of the job and relays this terminal to the job's own: what you type reaches the\n"
+       "program (a debugger, a prompt), and you see it as it runs. Ctrl-] detaches; the job\n"
+       "goes on. The other workers' output: tpufleet logs JOB.",
+       {}, false, RunAttach},
+      {"doctor", "Check every worker: TPU devices, their users, agent, metadata, disk, clock",
+       "[TARGET...]",
+       "Asks every worker of TARGET (a node, NODE:N, key=value, all; default all) at once,\n"
+       "through its node agent: the accelerator devices are there and as many as the type\n"
+       "has per worker; who holds them and /tmp/libtpu_lockfile (a stale lockfile or an\n"
+       "orphaned holder fails); the metadata server answers and its worker number, type and\n"
+       "endpoints agree with the TPU API; free space on / and /tmp; the agent answers at the\n"
+       "version of this tpufleet's agent binary; the worker's clock is within 1 s of this\n"
+       "machine's (half the round trip allowed). One line per worker, failing ones first,\n"
+       "each failed check with what to do. Exit status: 0 when every check passed, 1\n"
+       "otherwise, 2 for a target that names no worker.",
+       {}, true, RunDoctor},
       {"ssh-proxy", "Connect ssh to a worker wherever it is now (the ssh config's ProxyCommand)",
        "--state-dir DIR -- NODE N",
        "Run by ssh, for the Host blocks tpufleet writes, not by people. Connects to worker N\n"

@@ -33,7 +33,11 @@ const FlagSpec* FindFlag(const std::vector<FlagSpec>& flags, std::string_view na
 
 void PrintFlags(std::ostream& out, const std::vector<FlagSpec>& flags) {
   for (const FlagSpec& f : flags) {
-    std::string left = "--" + f.name + (f.value_name.empty() ? "" : " " + f.value_name);
+    if (f.hidden) {
+      continue;
+    }
+    std::string left = (f.letter != 0 ? std::string("-") + f.letter + ", " : "") + "--" + f.name +
+                       (f.value_name.empty() ? "" : " " + f.value_name);
     out << "  " << left << std::string(left.size() < 24 ? 24 - left.size() : 1, ' ') << f.help
         << "\n";
   }
@@ -79,6 +83,20 @@ const Command* FindCommand(const App& app, std::string_view name) {
   return nullptr;
 }
 
+// The flag of command `name` spelled -`letter`, or null.
+const FlagSpec* FindLetter(const App& app, const std::string& name, char letter) {
+  const Command* cmd = FindCommand(app, name);
+  if (cmd == nullptr) {
+    return nullptr;
+  }
+  for (const FlagSpec& f : cmd->flags) {
+    if (f.letter == letter) {
+      return &f;
+    }
+  }
+  return nullptr;
+}
+
 std::vector<std::string> CommandNames(const App& app) {
   std::vector<std::string> names;
   for (const Command& c : app.commands) {
@@ -114,10 +132,14 @@ Status ParseArgs(const App& app, const std::vector<std::string>& argv, std::stri
       args->values["help"] = "";
       continue;
     }
-    if (a[1] != '-') {
+    std::string flag;
+    if (const FlagSpec* lettered = a.size() == 2 ? FindLetter(app, *name, a[1]) : nullptr) {
+      flag = lettered->name;
+    } else if (a[1] != '-') {
       return InvalidArgumentError("unknown flag '" + a + "' (flags are spelled --name)");
+    } else {
+      flag = a.substr(2);
     }
-    std::string flag = a.substr(2);
     std::optional<std::string> value;
     if (size_t eq = flag.find('='); eq != std::string::npos) {
       value = flag.substr(eq + 1);
@@ -157,6 +179,7 @@ Status ParseArgs(const App& app, const std::vector<std::string>& argv, std::stri
       value = argv[++i];
     }
     args->values[flag] = *value;
+    args->all_values[flag].push_back(*value);
   }
   return Status::Ok();
 }

@@ -90,36 +90,38 @@ std::string Size(size_t bytes) {
 // Prints each complete line of `data` with the worker's prefix, holding an unfinished
 // last line for the next call. The newline search looks at each byte once: the held
 // part has none (it would have been printed), so only the new bytes are searched.
-void ExecOutput::Prefixed(size_t host, int stream, std::string_view data) {
-  std::string& held = state_[host].partial[stream];
-  std::ostream& os = stream == 0 ? out_ : err_;
-  const std::string prefix = "[" + workers_[host].name + "] ";
+void PrintPrefixedLines(std::ostream& os, const std::string& prefix, std::string& held,
+                        std::string_view data, size_t line_bytes) {
   while (!data.empty()) {
-    size_t room = limits_.line_bytes > held.size() ? limits_.line_bytes - held.size() : 1;
+    size_t room = line_bytes > held.size() ? line_bytes - held.size() : 1;
     size_t look = std::min(data.size(), room);
     const void* nl = std::memchr(data.data(), '\n', look);
     if (nl != nullptr) {
       size_t line = static_cast<size_t>(static_cast<const char*>(nl) - data.data()) + 1;
-      scanned_ += line;
       os << prefix << held << data.substr(0, line);
-      buffered_ -= held.size();
       held.clear();
       data.remove_prefix(line);
       continue;
     }
-    scanned_ += look;
     held.append(data.substr(0, look));
-    buffered_ += look;
     data.remove_prefix(look);
-    if (held.size() >= limits_.line_bytes) {
+    if (held.size() >= line_bytes) {
       // A full line without its end: print this piece and carry on with the rest.
       size_t cut = Utf8Cut(held);
       os << prefix << std::string_view(held).substr(0, cut) << "\n";
       held.erase(0, cut);
-      buffered_ -= cut;
     }
   }
   os.flush();
+}
+
+void ExecOutput::Prefixed(size_t host, int stream, std::string_view data) {
+  std::string& held = state_[host].partial[stream];
+  buffered_ -= held.size();
+  scanned_ += data.size();  // each byte is looked at once: the search never rescans
+  PrintPrefixedLines(stream == 0 ? out_ : err_, "[" + workers_[host].name + "] ", held, data,
+                     limits_.line_bytes);
+  buffered_ += held.size();
 }
 
 // An unfinished last line, ended with a newline as pdsh and clush do.

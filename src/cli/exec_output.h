@@ -41,6 +41,14 @@ struct ExecOutputLimits {
   size_t keep_total = kExecKeepTotalBytes;           // --group and --json, all workers
 };
 
+/// Prints what a worker wrote on one stream line by line, each line after `prefix`
+/// ("[pod/w3] " for exec, "pod/w3 | " for a job's logs): `held` is the stream's
+/// unfinished last line, kept for the next call; a line that reaches `line_bytes`
+/// without its end is printed in pieces of that size (cut between UTF-8 characters),
+/// each ended with a newline. Flushes `os`.
+void PrintPrefixedLines(std::ostream& os, const std::string& prefix, std::string& held,
+                        std::string_view data, size_t line_bytes);
+
 /// "pod/w[0-3,5], eval/w0": workers of one node folded into index ranges, in order.
 std::string FoldWorkerNames(const std::vector<WorkerTarget>& workers);
 
