@@ -27,9 +27,19 @@ fi
 e2e_home jobs
 bg_pids=()
 
+# The gang watchers the runs of this script started (their own sessions): those whose
+# environment has this run's state dir.
+our_watchers() {
+  local p
+  for p in $(pgrep -f "jobs --watch j"); do
+    tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qxF "TPUFLEET_STATE_DIR=$state" &&
+      echo "$p"
+  done
+}
 cleanup() {
   local p
   for p in "${bg_pids[@]}"; do end_ours "$p" KILL; done
+  for p in $(our_watchers); do kill "$p" 2>/dev/null; done
   e2e_end
 }
 trap cleanup EXIT
@@ -231,6 +241,9 @@ missing_command() {
 }
 check "a command not on the workers: exit 127 on each, reported per worker" missing_command
 tf cancel dupe >/dev/null 2>&1
+no_watchers() { [[ -z $(our_watchers) ]]; }
+watchers_end() { wait_for 30 no_watchers || { ps -fp "$(our_watchers | tr '\n' ,)"; return 1; }; }
+check "every job's watcher ended with its job" watchers_end
 
 # ---------------------------------------------------------------------------------
 down_all() { tf down --all --yes >"$tmp/down.txt" 2>&1 || { cat "$tmp/down.txt"; return 1; }; }
