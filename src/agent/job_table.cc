@@ -201,6 +201,13 @@ void JobTable::KeeperGone(const std::string& id) {
     waitpid(keeper, nullptr, WNOHANG);  // ours when serve started it; else ECHILD
   }
   Reload(id);
+  if (pid_t other = KeeperPid(job->dir);
+      !IsEnded(job->state.state) && other > 0 && other != keeper) {
+    // Another keeper holds the job (serve restarted just as it started one, and started
+    // one more, which found the lock taken): that one is the job's.
+    Adopt(*job, other);
+    return;
+  }
   if (!IsEnded(job->state.state)) {
     api::JobOnWorker lost = job->state;
     lost.state = JobState::kLost;
