@@ -42,6 +42,9 @@ JobTable::~JobTable() {
     if (job.pidfd_watch != 0) {
       loop_.Remove(job.pidfd_watch);
     }
+    if (job.log_batch != 0) {
+      loop_.Remove(job.log_batch);
+    }
   }
   if (inotify_watch_ != 0) {
     loop_.Remove(inotify_watch_);
@@ -198,6 +201,13 @@ void JobTable::KeeperGone(const std::string& id) {
     waitpid(keeper, nullptr, WNOHANG);  // ours when serve started it; else ECHILD
   }
   Reload(id);
+  if (pid_t other = KeeperPid(job->dir);
+      !IsEnded(job->state.state) && other > 0 && other != keeper) {
+    // Another keeper holds the job (serve restarted just as it started one, and started
+    // one more, which found the lock taken): that one is the job's.
+    Adopt(*job, other);
+    return;
+  }
   if (!IsEnded(job->state.state)) {
     api::JobOnWorker lost = job->state;
     lost.state = JobState::kLost;
@@ -242,7 +252,8 @@ void JobTable::SetState(JobEntry& job, api::JobOnWorker state) {
 
 void JobTable::UpdateWatch(JobEntry& job) {
   bool live = !IsEnded(job.state.state) && job.state.state != JobState::kWaiting;
-  uint32_t mask = (live ? kStateEvents : 0) | (job.followers > 0 ? kLogEvents : 0);
+  bool logs = job.followers > 0 && job.log_batch == 0;
+  uint32_t mask = (live ? kStateEvents : 0) | (logs ? kLogEvents : 0);
   if (mask == 0) {
     if (job.watch >= 0) {
       inotify_rm_watch(inotify_.get(), job.watch);
@@ -280,10 +291,29 @@ void JobTable::OnInotify() {
         Reload(id);
       } else if ((event->mask & kLogEvents) != 0 &&
                  (name.rfind(kStdoutLog, 0) == 0 || name.rfind(kStderrLog, 0) == 0)) {
-        Notify(id, Change::kLogs);
+        LogsWritten(id);
       }
     }
   }
+}
+
+void JobTable::LogsWritten(const std::string& id) {
+  JobEntry* job = Mutable(id);
+  if (job == nullptr || job->log_batch != 0) {
+    return;
+  }
+  // Until the batch ends, writes wake no one: a job printing a hundred lines a second
+  // costs serve ten turns a second, not a hundred.
+  job->log_batch = loop_.After(kLogBatch, [this, id](Clock::MonoTime) {
+    JobEntry* j = Mutable(id);
+    if (j == nullptr) {
+      return;
+    }
+    j->log_batch = 0;
+    UpdateWatch(*j);
+    Notify(id, Change::kLogs);
+  });
+  UpdateWatch(*job);
 }
 
 void JobTable::Follow(const std::string& id, bool on) {

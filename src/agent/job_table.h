@@ -9,8 +9,8 @@
 //
 // What changes a job's state after it started is its keeper, which replaces state.json;
 // the table learns it through inotify on the job's directory (and, when asked to follow
-// a job's logs, of every write to them) and tells its listener. Nothing polls: an idle
-// agent sleeps in poll(2).
+// a job's logs, of writes to them, in batches of kLogBatch) and tells its listener.
+// Nothing polls: an idle agent sleeps in poll(2).
 //
 // One process per TPU: a job with `accelerator` starts only while no other accelerator
 // job of the table is starting or running and no job waits before it (FIFO); then the
@@ -25,6 +25,7 @@
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <deque>
 #include <functional>
 #include <map>
@@ -60,7 +61,12 @@ struct JobEntry {
   EventLoop::Id pidfd_watch = 0;
   int watch = -1;                // inotify watch of dir; -1 when none
   int followers = 0;             // streams that want log writes
+  EventLoop::Id log_batch = 0;   // the timer of a batch of log writes (LogsWritten)
 };
+
+/// How long log writes gather before followers are told: a follower sees output at most
+/// this late, and a chatty job wakes serve at most 1/kLogBatch times a second.
+inline constexpr std::chrono::milliseconds kLogBatch{100};
 
 class JobTable {
  public:
@@ -105,6 +111,9 @@ class JobTable {
   void SetState(JobEntry& job, api::JobOnWorker state);
   void UpdateWatch(JobEntry& job);
   void OnInotify();
+  // A write to a followed job's logs: starts a batch (kLogBatch) whose end tells the
+  // listener, unless one runs.
+  void LogsWritten(const std::string& id);
   void Notify(const std::string& id, Change change);
   // The device guard's answer for a job that wants the TPU now; fills `job` (waiting,
   // waiting_for) or the log lines to write first.

@@ -216,7 +216,7 @@ void Server::OnJobChange(const std::string& id, JobTable::Change change) {
         break;
       case api::AgentOp::kJobLogs:
         if (r.id == id) {
-          if (change == JobTable::Change::kState) {
+          if (change == JobTable::Change::kState && r.follow) {
             Queue(c, api::StateLine(job->state));
           }
           PumpLogs(c);

@@ -4,11 +4,13 @@
 // may apply accounts).
 #include <gtest/gtest.h>
 
+#include <sys/socket.h>
 #include <sys/stat.h>
 
 #include "agent/attach.h"
 #include "agent/host/tpu_verdict.h"
 #include "agent/running_agent.h"
+#include "agent/unix_socket.h"
 #include "util/subprocess.h"
 
 namespace tpufleet::agent {
@@ -246,6 +248,35 @@ TEST(AgentAttach, TypesIntoTheJobsTerminalAndDetaches) {
   EXPECT_NE(late->output.find("job jattacha has no terminal to attach to on this worker"),
             std::string::npos)
       << late->output;
+}
+
+}  // namespace
+}  // namespace tpufleet::agent
+
+namespace tpufleet::agent {
+namespace {
+
+// The terminal of root's job is not nobody's: its socket refuses them.
+TEST(AgentAttach, AnotherUserCannotAttach) {
+  if (auto why = NobodySkipReason()) {
+    GTEST_SKIP() << *why;
+  }
+  RunningAgent agent;
+  api::JobSpec spec = RunningAgent::Job("jrootpty", "sleep 30");
+  spec.user = "root";
+  spec.pty = true;
+  ASSERT_TRUE(agent.StartJob(spec).status.ok());
+  std::string path = AttachSocketPath(agent.dir().Path("run/attach"), "jrootpty");
+  Result<sockaddr_un> addr = UnixAddress(path);
+  ASSERT_TRUE(addr.ok());
+  int connected = RunAsNobody([&] {
+    int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+    return connect(fd, reinterpret_cast<const sockaddr*>(&*addr), sizeof *addr) == 0 ? 1 : 0;
+  });
+  EXPECT_EQ(connected, 0);
+  struct stat st {};
+  ASSERT_EQ(stat(path.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
 }
 
 }  // namespace
