@@ -27,9 +27,19 @@ fi
 e2e_home jobs
 bg_pids=()
 
+# The gang watchers the runs of this script started (their own sessions): those whose
+# environment has this run's state dir.
+our_watchers() {
+  local p
+  for p in $(pgrep -f "jobs --watch j"); do
+    tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qxF "TPUFLEET_STATE_DIR=$state" &&
+      echo "$p"
+  done
+}
 cleanup() {
   local p
   for p in "${bg_pids[@]}"; do end_ours "$p" KILL; done
+  for p in $(our_watchers); do kill "$p" 2>/dev/null; done
   e2e_end
 }
 trap cleanup EXIT
@@ -159,8 +169,8 @@ gang_by_watcher() {
     bash -c 'if [ "$TPUFLEET_RANK" = 1 ]; then sleep 2; exit 7; fi; exec sleep 601'
   rc_is lone 0 || { shows lone; return 1; }
   # Nobody looks: the watcher `run` left behind stops the others.
-  wait_for 60 [ "$(count_procs 'sleep 601')" = 0 ] ||
-    { pgrep -af 'sleep 601'; cat "$state/job-watchers.log"; return 1; }
+  none_left() { [[ $(count_procs 'sleep 601') == 0 ]]; }
+  wait_for 60 none_left || { pgrep -af 'sleep 601'; cat "$state/job-watchers.log"; return 1; }
   local id
   id=$(head -1 "$tmp/lone.out")
   grep -q "job $id: w1 failed first: exit 7; stopped it on" "$state/job-watchers.log" ||
@@ -231,10 +241,14 @@ missing_command() {
 }
 check "a command not on the workers: exit 127 on each, reported per worker" missing_command
 tf cancel dupe >/dev/null 2>&1
+no_watchers() { [[ -z $(our_watchers) ]]; }
+watchers_end() { wait_for 30 no_watchers || { ps -fp "$(our_watchers | tr '\n' ,)"; return 1; }; }
+check "every job's watcher ended with its job" watchers_end
 
 # ---------------------------------------------------------------------------------
 down_all() { tf down --all --yes >"$tmp/down.txt" 2>&1 || { cat "$tmp/down.txt"; return 1; }; }
 check "down --all" down_all
+timeout 20 "$bin" holder stop >/dev/null 2>&1  # the runs' and watchers' connection holder
 check "emulator stop leaves no process, namespace, sshd or link of this run" stop_clean
 echo "1..$n"
 ((failed == 0))

@@ -160,7 +160,8 @@ Result<JobView> FollowJob(World& world, JobView job, const FollowOptions& option
 /// The detached gang watcher (`tpufleet jobs --watch ID`): watches job `id` on its
 /// workers (job.watch) until every worker has ended, applying the gang rule at each
 /// change; after a broken watch it asks again kWatchRetryDelay later, and gives up
-/// after kWatchGiveUp without any worker answering. `note` gets a line for each thing
+/// after kWatchGiveUp without any worker answering, or at once when the job's node is
+/// no longer in tpufleet's state (NotFound: `down` deleted it). `note` gets a line for each thing
 /// it did, for its log.
 Status WatchJob(World& world, const std::string& id, const JobNoteFn& note);
 

@@ -125,8 +125,10 @@ Status WatchJob(World& world, const std::string& id, const JobNoteFn& note) {
       AgentCall call;
       call.request.op = api::AgentOp::kJobWatch;
       call.request.ids = {id};
-      std::vector<size_t> live =
-          Indices(*job, [](const JobWorker& w) { return !w.known || !IsEnded(w.record.state); });
+      // A worker that answered without a record of the job has nothing to watch.
+      std::vector<size_t> live = Indices(*job, [](const JobWorker& w) {
+        return w.known ? !IsEnded(w.record.state) : w.status.code() != StatusCode::kNotFound;
+      });
       auto on_line = [&](size_t k, const api::AgentLine& line) {
         if (line.kind == api::AgentLine::Kind::kState) {
           TakeState(world, *job, job->workers[live[k]], line.state, note);
@@ -143,6 +145,11 @@ Status WatchJob(World& world, const std::string& id, const JobNoteFn& note) {
       if (Refresh(world, *job).ok() && job->ended) {
         continue;  // the top of the loop applies the rule once more and says so
       }
+    }
+    if (job.has_value() &&
+        ResolveTargets(world.store, {job->node}).status().code() == StatusCode::kNotFound) {
+      return NotFoundError("node " + job->node + " of job " + id +
+                           " is gone (down); the watcher ends");
     }
     Clock::MonoTime now = world.clock.MonotonicNow();
     if (answered) {

@@ -113,13 +113,22 @@ Status Refusal(const std::string& what, const std::vector<WorkerTarget>& workers
 }
 
 // job.start on every worker: worker 0 on a terminal (for `attach`), the others without
-// one (their stderr stays apart). The request line is one per call, so two calls.
+// one (their stderr stays apart). The request line is one per call, so two calls; when
+// worker 0 refuses, the others are not asked (their replies are OK and empty).
 Result<std::vector<AgentReply>> StartEverywhere(World& world,
                                                 const std::vector<WorkerTarget>& workers,
                                                 AgentCall call) {
   call.request.job.pty = true;
   TPUFLEET_ASSIGN_OR_RETURN(std::vector<AgentReply> replies,
                             CallAgents(world, {workers[0]}, call));
+  if (!replies[0].status.ok()) {
+    // Worker 0 refused (the TPU is held there, say): the others are not asked.
+    replies.resize(workers.size());
+    for (size_t i = 1; i < workers.size(); ++i) {
+      replies[i].status = Status::Ok();
+    }
+    return replies;
+  }
   if (workers.size() > 1) {
     call.request.job.pty = false;
     std::vector<WorkerTarget> rest(workers.begin() + 1, workers.end());

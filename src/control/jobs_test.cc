@@ -335,6 +335,27 @@ TEST_F(JobsTest, TheWatcherOfAJobNoWorkerHasEndsAtOnce) {
   EXPECT_EQ(WatchJob(t_.world, kId, note_).code(), StatusCode::kNotFound);
 }
 
+TEST_F(JobsTest, TheWatcherEndsWhenTheNodeIsGone) {
+  PutOnPod(kId, "t", JobState::kRunning);
+  agents_.worker("pod/w0").unreachable = true;  // the watch breaks: it looks again later
+  t_.fanout.clock = &t_.clock;
+  int runs = 0;
+  t_.fanout.run_time = [&](const FanoutJob&) {
+    if (++runs == 10) {
+      EXPECT_EQ(t_.store->DeleteNode("lab", "pod"), Status::Ok());  // `down` meanwhile
+    } else if (runs == 1000) {
+      // A watcher that missed it must still end (no worker answers: it gives up).
+      ADD_FAILURE() << "the watcher did not see its node go";
+      for (int i = 1; i < 4; ++i) {
+        agents_.worker("pod/w" + std::to_string(i)).unreachable = true;
+      }
+    }
+    return std::chrono::nanoseconds(0);
+  };
+  Status s = WatchJob(t_.world, kId, note_);
+  EXPECT_EQ(s, NotFoundError("node pod of job jabcdefg is gone (down); the watcher ends"));
+}
+
 TEST_F(JobsTest, TheWatcherGivesUpWhenNoWorkerAnswersForLong) {
   PutOnPod(kId, "t", JobState::kRunning);
   JobView job = Find(kId);
