@@ -238,11 +238,15 @@ struct DoctorReport {
   int64_t time_unix_ms = 0;
 };
 
-/// What accounts.apply did for one user: {"name", "action", "error"}.
+/// What accounts.apply did for one user: {"name", "action", "error"} and, written only
+/// when set, {"detail"}.
 struct AccountResult {
   std::string name;
-  std::string action;  // "created", "updated", "unchanged", "failed"
-  std::string error;   // "" unless failed
+  /// "created", "updated" (keys changed), "unchanged", "sudo_only" (an account the agent
+  /// did not make: only its sudo rule set), "removed" (no longer listed), "refused".
+  std::string action;
+  std::string error;   // what failed; "" when it all went through
+  std::string detail;  // for sudo_only: why the keys were left alone
 };
 
 /// A one-shot op's answer, and the status of a streaming op's end line. The body is

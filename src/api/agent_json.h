@@ -159,6 +159,7 @@ void Visit(AccountResult& r, F& f) {
   f("name", r.name, false);
   f("action", r.action, false);
   f("error", r.error, false);
+  f("detail", r.detail, true);
 }
 
 template <typename F>

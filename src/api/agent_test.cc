@@ -93,8 +93,9 @@ TEST(AgentProtocol, HostAnswers) {
   doctor.checks = {{"devices", true, "4 of 4 v4 chips", ""},
                    {"disk /tmp", false, "120 MiB free", "free space on /tmp"}};
   doctor.time_unix_ms = 1764000000000;
-  std::vector<AccountResult> accounts = {{"alice", "created", ""},
-                                         {"root", "failed", "not an account tpufleet made"}};
+  std::vector<AccountResult> accounts = {
+      {"alice", "created", "", ""},
+      {"root", "sudo_only", "", "an account tpufleet did not make keeps its keys"}};
   std::string text = AnswerLine({Status::Ok(), devices}) + "\n" +
                      AnswerLine({Status::Ok(), doctor}) + "\n" +
                      AnswerLine({Status::Ok(), accounts}) + "\n";

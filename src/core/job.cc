@@ -148,6 +148,8 @@ Result<EnvList> JobEnvironment(const JobTopology& topology, int worker,
                                std::string_view job_id, std::string_view job_name,
                                const EnvList& user_env) {
   TPUFLEET_TRY(CheckJobTopology(topology));
+  TPUFLEET_TRY(CheckJobId(job_id));
+  TPUFLEET_TRY(CheckJobName(job_name));
   const size_t world = topology.worker_addresses.size();
   if (worker < 0 || static_cast<size_t>(worker) >= world) {
     return InvalidArgumentError("worker " + std::to_string(worker) + " is not one of the " +

@@ -49,7 +49,9 @@ struct JobTopology {
   std::string accelerator_type;
   /// Every worker's address, worker 0 first, as the API's networkEndpoints list them
   /// (on a TPU VM the metadata's worker-network-endpoints has the same order): the
-  /// addresses the workers reach each other at. One entry for a single-host node.
+  /// addresses the workers reach each other at, networkEndpoints[].ipAddress, not the
+  /// external address (accessConfig) the CLI may log in through. One entry for a
+  /// single-host node.
   std::vector<std::string> worker_addresses;
   /// Chips on each worker's host (catalog chips_per_worker); 0 without a TPU.
   int chips_per_host = 0;
@@ -142,8 +144,9 @@ Result<std::pair<std::string, std::string>> ParseEnvAssignment(std::string_view 
 /// and TPUFLEET_JOB_ID is how a process (and whoever reads /proc/PID/environ) tells
 /// which job it belongs to: it must not claim another job's.
 ///
-/// InvalidArgument when `worker` is not an index of topology.worker_addresses, the
-/// topology is malformed (CheckJobTopology), or a user entry is (CheckUserEnvEntry).
+/// InvalidArgument when `worker` is not an index of topology.worker_addresses, or the
+/// topology (CheckJobTopology), the id (CheckJobId), the name (CheckJobName) or a user
+/// entry (CheckUserEnvEntry) is malformed.
 Result<EnvList> JobEnvironment(const JobTopology& topology, int worker,
                                std::string_view job_id, std::string_view job_name,
                                const EnvList& user_env);

@@ -151,6 +151,8 @@ TEST(JobEnvironmentTest, RefusesAWorkerOutsideTheTopologyAndBadUserEntries) {
             InvalidArgumentError("environment variable name \"BAD NAME\" is not a letter or _ "
                                  "followed by letters, digits and _"));
   EXPECT_FALSE(JobEnvironment(JobTopology{}, 0, "jabcdefg", "train", {}).ok());
+  EXPECT_FALSE(JobEnvironment(pod, 0, "../x", "train", {}).ok());
+  EXPECT_FALSE(JobEnvironment(pod, 0, "jabcdefg", std::string("a\0b", 3), {}).ok());
 }
 
 TEST(EnvCheckTest, NamesAreWhatAShellCanName) {

@@ -24,7 +24,8 @@ struct HostPaths {
   std::string etc = "/etc";           // passwd, group, sudoers.d
   std::string home = "/home";         // where the accounts the agent makes live
   std::string lockfile = kLibtpuLockfile;
-  std::string root = "/";             // statvfs targets: root and root + "tmp"
+  std::string root = "/";             // statvfs targets, and useradd's --prefix
+  std::string state = "/var/lib/tpufleet-agent";  // the agent's own records (0700)
 
   /// Every path below `root` ("/" gives the defaults above).
   static HostPaths Under(const std::string& root) {
@@ -32,8 +33,9 @@ struct HostPaths {
     while (!r.empty() && r.back() == '/') {
       r.pop_back();
     }
-    return {r + "/sys", r + "/dev",  r + "/proc", r + "/etc",
-            r + "/home", r + kLibtpuLockfile, r.empty() ? "/" : r};
+    return {r + "/sys",  r + "/dev",          r + "/proc",
+            r + "/etc",  r + "/home",         r + kLibtpuLockfile,
+            r.empty() ? "/" : r,              r + "/var/lib/tpufleet-agent"};
   }
 };
 

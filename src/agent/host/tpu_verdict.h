@@ -73,8 +73,9 @@ struct TpuVerdict {
   std::vector<TpuClaimant> claimants;  // kHeldByJob: that job's; kOrphan: the orphans
   /// kHeldByJob, kOrphan: one line for the refusal (or the waiting job's state).
   std::string message;
-  /// What the agent did, one line each, for the job's log: the stale lockfile it
-  /// removed, the orphans it killed. Empty from DecideTpu.
+  /// What the agent did, one line each, for the job's log: the orphans it killed (or
+  /// failed to), the stale lockfile it removed. Empty from DecideTpu; from ClaimTpu it
+  /// may hold lines whatever the kind (kills, then kFree), so log them always.
   std::vector<std::string> log_lines;
 };
 

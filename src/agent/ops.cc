@@ -1,0 +1,273 @@
+// Server's ops (server.h, docs/agent-protocol.md).
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+
+#include "agent/host/accounts.h"
+#include "agent/host/doctor_checks.h"
+#include "agent/host/plain_http.h"
+#include "agent/host/tpu_scan.h"
+#include "agent/job_dir.h"
+#include "agent/server.h"
+#include "util/file.h"
+#include "util/strings.h"
+
+namespace tpufleet::agent {
+namespace {
+
+int64_t NowMs(const Clock& clock) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(clock.Now().time_since_epoch())
+      .count();
+}
+
+bool IsRoot(uid_t uid) { return uid == 0; }
+
+}  // namespace
+
+void Server::Handle(Conn& c, std::string_view line) {
+  Result<api::AgentRequest> parsed = api::ParseAgentRequest(line);
+  if (!parsed.ok()) {
+    Finish(c, api::EndLine(parsed.status()));
+    return;
+  }
+  const api::AgentRequest& r = *parsed;
+  auto answer = [&](const api::AgentAnswer& a) { Finish(c, api::AnswerLine(a)); };
+  switch (r.op) {
+    case api::AgentOp::kHello:
+      answer(Hello(c));
+      return;
+    case api::AgentOp::kJobStart:
+      StartJob(c, r);
+      return;
+    case api::AgentOp::kJobList: {
+      std::vector<api::JobOnWorker> jobs;
+      for (const JobEntry* job : jobs_.All()) {
+        if (r.ids.empty() || std::find(r.ids.begin(), r.ids.end(), job->spec.id) != r.ids.end()) {
+          jobs.push_back(job->state);
+        }
+      }
+      answer({Status::Ok(), std::move(jobs)});
+      return;
+    }
+    case api::AgentOp::kJobCancel:
+      CancelJob(c, r);
+      return;
+    case api::AgentOp::kJobLogs:
+      StartLogs(c, r);
+      return;
+    case api::AgentOp::kJobWatch:
+      StartWatch(c, r);
+      return;
+    case api::AgentOp::kDevices:
+      answer(Devices());
+      return;
+    case api::AgentOp::kDoctor:
+      answer(Doctor(r.expect));
+      return;
+    case api::AgentOp::kAccountsApply:
+      if (!IsRoot(c.uid)) {
+        answer({PermissionDeniedError("accounts.apply is for root (sudo -n tpufleet-agent call)"), {}});
+        return;
+      }
+      answer(ApplyAccounts(r.users));
+      return;
+  }
+}
+
+api::AgentAnswer Server::Hello(const Conn& c) {
+  api::AgentHello h;
+  h.agent_version = identity_.version;
+  h.binary_sha256 = identity_.binary_sha256;
+  h.protocol.assign(std::begin(api::kAgentProtocolVersions), std::end(api::kAgentProtocolVersions));
+  char host[256] = {};
+  gethostname(host, sizeof host - 1);
+  h.hostname = host;
+  Result<std::string> boot_id = ReadFile("/proc/sys/kernel/random/boot_id", 64);
+  h.boot_id = boot_id.ok() ? std::string(Trim(*boot_id)) : "";
+  h.time_unix_ms = NowMs(loop_.clock());
+  h.uid = static_cast<int>(c.uid);
+  return {Status::Ok(), h};
+}
+
+api::AgentAnswer Server::Devices() {
+  host::TpuFacts facts = host::ScanTpu(host_);
+  host::LiveJobPids live = jobs_.LivePids();
+  api::DevicesReport report;
+  for (const host::Accelerator& a : facts.accelerators) {
+    report.devices.push_back({a.index, a.path, a.pci_address, a.family});
+  }
+  report.lockfile.present = facts.lockfile.present;
+  if (!facts.lockfile.lockers.empty()) {
+    report.lockfile.locked_by_pid = facts.lockfile.lockers.front().pid;
+  }
+  auto job_of = [&](pid_t pid) {
+    auto it = live.find(pid);
+    return it == live.end() ? std::string() : it->second;
+  };
+  for (const host::DeviceHolder& h : facts.holders) {
+    report.holders.push_back(
+        {h.device, h.process.pid, h.process.user, h.process.command, job_of(h.process.pid)});
+  }
+  for (const host::ProcessInfo& p : facts.lockfile.lockers) {
+    report.holders.push_back({host_.lockfile, p.pid, p.user, p.command, job_of(p.pid)});
+  }
+  return {Status::Ok(), std::move(report)};
+}
+
+api::AgentAnswer Server::Doctor(const api::DoctorExpect& expect) {
+  host::DoctorExpect e;
+  e.accelerator_type = expect.accelerator_type;
+  e.chips_per_host = expect.chips_per_host;
+  e.worker = expect.worker;
+  e.endpoints = expect.endpoints;
+  host::PlainHttpClient http;
+  host::HostDoctorReport report =
+      host::RunHostDoctor(host_, e, jobs_.LivePids(), http,
+                          host::MetadataBaseUrl(std::getenv("GCE_METADATA_IP")), loop_.clock());
+  api::DoctorReport out;
+  for (host::DoctorCheck& check : report.checks) {
+    out.checks.push_back({std::move(check.name), check.ok, std::move(check.detail),
+                          std::move(check.fix)});
+  }
+  out.time_unix_ms = report.time_unix_ms;
+  return {Status::Ok(), std::move(out)};
+}
+
+api::AgentAnswer Server::ApplyAccounts(const std::vector<api::AccountSpec>& users) {
+  std::vector<host::AccountSpec> specs;
+  for (const api::AccountSpec& u : users) {
+    specs.push_back({u.name, u.keys, u.sudo});
+  }
+  std::vector<api::AccountResult> results;
+  for (host::AccountResult& r : host::ApplyAccounts(host_, specs)) {
+    results.push_back({std::move(r.name), std::move(r.action), std::move(r.error),
+                       std::move(r.detail)});
+  }
+  return {Status::Ok(), std::move(results)};
+}
+
+Result<const JobEntry*> Server::OwnJob(const Conn& c, const std::string& id) {
+  const JobEntry* job = jobs_.Find(id);
+  if (job == nullptr) {
+    return NotFoundError("no job " + id + " on this worker");
+  }
+  if (!IsRoot(c.uid) && job->uid != c.uid) {
+    return PermissionDeniedError("job " + id + " is " + job->spec.user +
+                                 "'s: only they and root may see its logs or cancel it");
+  }
+  return job;
+}
+
+std::vector<api::JobOnWorker> Server::States(const std::vector<std::string>& ids) {
+  std::vector<api::JobOnWorker> states;
+  for (const std::string& id : ids) {
+    if (const JobEntry* job = jobs_.Find(id); job != nullptr) {
+      states.push_back(job->state);
+    }
+  }
+  return states;
+}
+
+void Server::StartJob(Conn& c, const api::AgentRequest& r) {
+  Result<api::JobOnWorker> started = jobs_.Start(r.job, c.uid, r.dry_run);
+  if (!started.ok() || r.dry_run || started->state != JobState::kStarting) {
+    Finish(c, api::AnswerLine({started.status(), started.ok() ? *started : api::JobOnWorker{}}));
+    return;
+  }
+  // Answer once the keeper has started the command (or could not), or after a while.
+  const JobEntry* job = jobs_.Find(r.job.id);
+  if (job != nullptr && job->state.state != JobState::kStarting) {
+    Finish(c, api::AnswerLine({Status::Ok(), job->state}));
+    return;
+  }
+  AnswerLater(c, r, r.job.id, kStartAnswerWait);
+}
+
+void Server::AnswerLater(Conn& c, const api::AgentRequest& r, const std::string& id,
+                         std::chrono::nanoseconds at_most) {
+  c.request = r;
+  uint64_t key = c.key;
+  c.timer = loop_.After(at_most, [this, key, id](Clock::MonoTime) {
+    auto it = conns_.find(key);
+    const JobEntry* now = jobs_.Find(id);
+    if (it != conns_.end() && now != nullptr) {
+      it->second->timer = 0;
+      Finish(*it->second, api::AnswerLine({Status::Ok(), now->state}));
+    }
+  });
+}
+
+void Server::CancelJob(Conn& c, const api::AgentRequest& r) {
+  Result<const JobEntry*> job = OwnJob(c, r.id);
+  Status cancelled = job.ok() ? jobs_.Cancel(r.id, r.grace_seconds) : job.status();
+  if (!cancelled.ok() || IsEnded((*job)->state.state)) {
+    Finish(c, api::AnswerLine({cancelled, cancelled.ok() ? (*job)->state : api::JobOnWorker{}}));
+    return;
+  }
+  AnswerLater(c, r, r.id, std::chrono::seconds(r.grace_seconds) + kCancelAnswerExtra);
+}
+
+void Server::StartLogs(Conn& c, const api::AgentRequest& r) {
+  Result<const JobEntry*> job = OwnJob(c, r.id);
+  if (!job.ok()) {
+    Finish(c, api::EndLine(job.status()));
+    return;
+  }
+  c.request = r;
+  c.stdout_log = LogReader::Open((*job)->dir + "/" + kStdoutLog, r.tail);
+  c.stderr_log = LogReader::Open((*job)->dir + "/" + kStderrLog, r.tail);
+  if (r.follow) {
+    c.followed = r.id;
+    jobs_.Follow(r.id, true);
+    Queue(c, api::StateLine((*job)->state));
+  }
+  PumpLogs(c);
+}
+
+void Server::PumpLogs(Conn& c) {
+  if (!c.request.has_value()) {
+    return;
+  }
+  const JobEntry* job = jobs_.Find(c.request->id);
+  // The end is decided before the last read: output written before the end was
+  // recorded is then surely read below.
+  bool ended = job == nullptr || IsEnded(job->state.state);
+  while (c.out.size() < kMaxQueuedOutput) {
+    std::string data = c.stdout_log->Read();
+    std::string stream = "stdout";
+    if (data.empty()) {
+      data = c.stderr_log->Read();
+      stream = "stderr";
+    }
+    if (data.empty()) {
+      if (!c.request->follow || ended) {
+        Finish(c, api::EndLine(Status::Ok()));
+      }
+      return;
+    }
+    Queue(c, api::DataLine({stream, std::move(data)}));
+  }
+}
+
+void Server::StartWatch(Conn& c, const api::AgentRequest& r) {
+  for (const std::string& id : r.ids) {
+    Result<const JobEntry*> job = OwnJob(c, id);
+    if (!job.ok()) {
+      Finish(c, api::EndLine(job.status()));
+      return;
+    }
+  }
+  bool all_ended = true;
+  for (const api::JobOnWorker& s : States(r.ids)) {
+    Queue(c, api::StateLine(s));
+    all_ended = all_ended && IsEnded(s.state);
+  }
+  if (all_ended) {
+    Finish(c, api::EndLine(Status::Ok()));
+    return;
+  }
+  c.request = r;
+}
+
+}  // namespace tpufleet::agent
