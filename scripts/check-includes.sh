@@ -17,6 +17,8 @@ declare -A allowed=(
   # The worker hosts implement the one seam where the server meets them, and nothing else
   # of the emulator: a row entry may name a single header.
   [emulator/hosts]="util emulator/worker_hosts.h"
+  # The stand-in program runs on a worker: it reads the chips' ids from the hosts' table.
+  [emulator/standin]="util emulator/hosts/accelerators.h"
 )
 # Third-party headers (an #include <…> prefix) and the modules whose headers may name
 # them: util's HTTP client and JWTs (curl, loaded with dlopen; OpenSSL), core's YAML

@@ -41,6 +41,9 @@ json FaultJson(const EmulatorFault& f) {
   if (f.worker) {
     j["worker"] = *f.worker;
   }
+  if (f.device) {
+    j["device"] = *f.device;
+  }
   if (f.storm) {
     j["rate"] = f.storm->rate;
     j["httpCodes"] = f.storm->http_codes;
@@ -68,7 +71,8 @@ json NodeJson(const EmulatorNode& n) {
                            {"address", w.address},
                            {"hostname", w.hostname},
                            {"hostKey", w.host_key},
-                           {"cutOff", w.cut_off}});
+                           {"cutOff", w.cut_off},
+                           {"devices", w.devices}});
   }
   json j{{"name", n.name},
          {"state", n.state},
@@ -154,7 +158,7 @@ Result<EmulatorWorker> ReadWorker(const json& j) {
   EmulatorWorker w;
   TPUFLEET_TRY(ReadFields(j, {{"index", &w.index}, {"address", &w.address},
                               {"hostname", &w.hostname}, {"hostKey", &w.host_key},
-                              {"cutOff", &w.cut_off}}));
+                              {"cutOff", &w.cut_off}, {"devices", &w.devices}}));
   return w;
 }
 
@@ -180,6 +184,7 @@ Result<EmulatorFault> ReadFault(const json& j) {
   TPUFLEET_TRY(ReadFields(
       j, {{"id", &f.id}, {"kind", &f.kind}, {"createTime", &f.create_time}, {"zone", &f.zone},
           {"region", &f.region}, {"family", &f.family}, {"node", &f.node}, {"worker", &f.worker},
+          {"device", &f.device},
           {"factor", &f.factor}, {"duration", &f.duration}, {"endTime", &f.end_time},
           {"notice", &f.notice}}));
   if (j.contains("rate")) {

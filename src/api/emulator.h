@@ -41,8 +41,9 @@ struct EmulatorStopped {
 };
 
 /// A fault (emulator/faults.h): {"id", "kind", "createTime"} and, written only when
-/// set, {"zone", "region", "family", "node", "worker" (cutoff), "rate", "httpCodes",
-/// "seed" (storm), "factor" (slow), "duration", "endTime", "notice"}.
+/// set, {"zone", "region", "family", "node", "worker" (cutoff, device), "device"
+/// (device), "rate", "httpCodes", "seed" (storm), "factor" (slow), "duration",
+/// "endTime", "notice"}.
 struct EmulatorFault {
   std::string id;           // "f1"
   std::string kind;         // "stockout", "quota", "storm", …
@@ -52,6 +53,7 @@ struct EmulatorFault {
   std::string family;
   std::string node;  // the node's full name
   std::optional<int> worker;
+  std::optional<int> device;  // the chip a device fault takes away
   struct Storm {
     double rate = 0;
     std::vector<int> http_codes;
@@ -64,13 +66,15 @@ struct EmulatorFault {
   std::optional<std::string> notice;
 };
 
-/// One worker of an emulated node: {"index", "address", "hostname", "hostKey", "cutOff"}.
+/// One worker of an emulated node: {"index", "address", "hostname", "hostKey", "cutOff",
+/// "devices"}.
 struct EmulatorWorker {
   int index = 0;
   std::string address;
   std::string hostname;
   std::string host_key;  // "ssh-ed25519 AAAA…"
   bool cut_off = false;
+  int devices = 0;  // chips it shows: the type's chips per worker less those device faults took
 };
 
 /// An emulated node: {"name", "state", "acceleratorType", "chips", "spot", "workers"}

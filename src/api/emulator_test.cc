@@ -20,7 +20,8 @@ EmulatorDaemon Running() {
 constexpr const char* kZone = "projects/p/locations/us-central2-b";
 
 // A status with one of everything: a spot node of a queued resource with a worker cut
-// off and a preemption pending, a storm and a timed cut-off, capacity and quota use.
+// off, a chip taken away and a preemption pending, a storm, a cut-off and a device
+// fault, capacity and quota use.
 EmulatorStatus Busy() {
   const std::string node = std::string(kZone) + "/nodes/train-0";
   const std::string qr = std::string(kZone) + "/queuedResources/train";
@@ -29,8 +30,8 @@ EmulatorStatus Busy() {
   // name, state, type, chips, spot, workers, health, queued resource, operation,
   // preemption pending, maintenance.
   s.nodes = {{node, "READY", "v4-16", 8, true,
-              {{0, "198.18.0.2", "t1v-n-0-w-0", "ssh-ed25519 AAAA0", false},
-               {1, "198.18.0.3", "t1v-n-0-w-1", "ssh-ed25519 AAAA1", true}},
+              {{0, "198.18.0.2", "t1v-n-0-w-0", "ssh-ed25519 AAAA0", false, 3},
+               {1, "198.18.0.3", "t1v-n-0-w-1", "ssh-ed25519 AAAA1", true, 4}},
               "HEALTHY", qr, "", true, ""},
              {std::string(kZone) + "/nodes/eval", "CREATING", "v4-8", 4, false, {}, "", "",
               std::string(kZone) + "/operations/op-1", false, "PENDING"}};
@@ -48,7 +49,13 @@ EmulatorStatus Busy() {
   cutoff.create_time = "2026-11-23T11:59:10Z";
   cutoff.node = node;
   cutoff.worker = 1;
-  s.faults = {storm, cutoff};
+  EmulatorFault device = cutoff;  // chip 2 of worker 0
+  device.id = "f3";
+  device.kind = "device";
+  device.create_time = "2026-11-23T11:59:20Z";
+  device.worker = 0;
+  device.device = 2;
+  s.faults = {storm, cutoff, device};
   // zone, region, tier, family, chips in use, chips limit.
   s.capacity = {{"us-central2-b", "", "", "v4", 12, 4096}};
   s.quota = {{"", "us-central2", "spot", "v4", 8, 16}};
@@ -91,6 +98,8 @@ TEST(ApiJson, EmulatorStatusReadsBack) {
   ASSERT_TRUE(read.ok()) << read.status().message();
   EXPECT_EQ(ToJson(*read), text);
   EXPECT_EQ(read->nodes.at(0).workers.at(1).cut_off, true);
+  EXPECT_EQ(read->nodes.at(0).workers.at(0).devices, 3);
+  EXPECT_EQ(read->faults.at(2).device, 2);
   EXPECT_EQ(read->faults.at(0).storm->seed, 7u);
 }
 

@@ -57,6 +57,7 @@ Command EmulatorCommandRow(ExitStatus (*run)(Invocation&)) {
           "            preempt NODE [--notice D]                  spot preemption\n"
           "            maintenance NODE [--notice D]              reboot on new addresses\n"
           "            cutoff NODE --worker N [--for D]           a worker off the network\n"
+          "            device NODE --worker N [--device K] [--for D]  chip K (0) gone from it\n"
           "            slow --factor X [--for D]                  operations take X times longer\n"
           "            clear [FAULT-ID]                           end one fault, or all\n"
           "The state dir defaults to $TPUFLEET_EMULATOR_DIR, else\n"
@@ -73,7 +74,8 @@ Command EmulatorCommandRow(ExitStatus (*run)(Invocation&)) {
            {"codes", "LIST", "inject storm: HTTP codes to answer with"},
            {"seed", "N", "inject storm: seed, so the same calls fail again"},
            {"notice", "DURATION", "inject preempt/maintenance: warning before the event"},
-           {"worker", "N", "inject cutoff: the worker's index"},
+           {"worker", "N", "inject cutoff/device: the worker's index"},
+           {"device", "K", "inject device: the chip's index on the worker (default 0)"},
            {"factor", "X", "inject slow: how many times longer operations take"}},
           true,
           run};

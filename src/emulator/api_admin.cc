@@ -25,6 +25,17 @@ std::string FormatMillis(Millis d) {
   return s;
 }
 
+// The chips of `node`'s worker `worker` that device faults have taken away.
+std::set<int> RemovedDevices(const FaultSet& faults, const std::string& node, int worker) {
+  std::set<int> out;
+  for (const Fault& f : faults.faults()) {
+    if (f.kind == FaultKind::kDevice && f.node == node && f.worker == worker) {
+      out.insert(f.device);
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 api::EmulatorFault ApiServerImpl::RenderFault(const Fault& f) const {
@@ -36,8 +47,11 @@ api::EmulatorFault ApiServerImpl::RenderFault(const Fault& f) const {
   j.region = f.region;
   j.family = f.family;
   j.node = f.node;
-  if (f.kind == FaultKind::kCutOff) {
+  if (f.kind == FaultKind::kCutOff || f.kind == FaultKind::kDevice) {
     j.worker = f.worker;
+  }
+  if (f.kind == FaultKind::kDevice) {
+    j.device = f.device;
   }
   if (f.kind == FaultKind::kStorm) {
     j.storm = api::EmulatorFault::Storm{f.rate, f.http_codes, f.seed};
@@ -109,11 +123,18 @@ RpcOr<api::EmulatorFault> ApiServerImpl::AddFaultLocked(Fault f, Clock::MonoTime
       break;
     }
     case FaultKind::kCutOff:
+    case FaultKind::kDevice:
       if (f.worker < 0 || static_cast<size_t>(f.worker) >= node->workers.size()) {
         return RpcError{RpcCode::kFailedPrecondition,
                         "fault: " + f.node + " has no worker " + std::to_string(f.worker) +
                             " (it has " + std::to_string(node->workers.size()) + " running)",
                         Json::array()};
+      }
+      if (f.kind == FaultKind::kDevice && f.device >= node->type.chips_per_worker) {
+        return InvalidArgument("fault: the workers of " + f.node + " (" + node->type.name +
+                               ") have devices 0 to " +
+                               std::to_string(node->type.chips_per_worker - 1) + ", not " +
+                               std::to_string(f.device));
       }
       break;
     case FaultKind::kStorm:
@@ -153,6 +174,13 @@ RpcOr<api::EmulatorFault> ApiServerImpl::AddFaultLocked(Fault f, Clock::MonoTime
         *node, "SetCutOff",
         [name = node->name, w = f.worker](WorkerHosts& h) { return h.SetCutOff(name, w, true); },
         Waiter::kNone);
+  } else if (f.kind == FaultKind::kDevice) {
+    PostHostCallLocked(
+        *node, "SetDeviceRemoved",
+        [name = node->name, w = f.worker, d = f.device](WorkerHosts& h) {
+          return h.SetDeviceRemoved(name, w, d, true);
+        },
+        Waiter::kNone);
   }
   return RenderFault(stored);
 }
@@ -172,6 +200,17 @@ void ApiServerImpl::EndFaultLocked(const Fault& f) {
           n, "SetCutOff",
           [name = n.name, w = f.worker](WorkerHosts& h) { return h.SetCutOff(name, w, false); },
           Waiter::kNone);
+      break;
+    case FaultKind::kDevice:
+      // The chip comes back unless another fault still holds it away.
+      if (RemovedDevices(faults_, f.node, f.worker).count(f.device) == 0) {
+        PostHostCallLocked(
+            n, "SetDeviceRemoved",
+            [name = n.name, w = f.worker, d = f.device](WorkerHosts& h) {
+              return h.SetDeviceRemoved(name, w, d, false);
+            },
+            Waiter::kNone);
+      }
       break;
     case FaultKind::kPreempt:
       // Called off before it happened (the notice, once given, stays given).
@@ -196,8 +235,10 @@ api::EmulatorStatus ApiServerImpl::StatusLocked() {
   for (const auto& [name, n] : nodes_) {
     api::EmulatorNode j;
     for (size_t i = 0; i < n.workers.size(); ++i) {
+      int removed = static_cast<int>(RemovedDevices(faults_, name, static_cast<int>(i)).size());
       j.workers.push_back({static_cast<int>(i), n.workers[i].address, n.workers[i].hostname,
-                           n.workers[i].host_key, i < n.cut_off.size() && n.cut_off[i]});
+                           n.workers[i].host_key, i < n.cut_off.size() && n.cut_off[i],
+                           n.type.chips_per_worker - removed});
     }
     j.name = name;
     j.state = n.state.Name();

@@ -222,6 +222,35 @@ TEST_F(FaultsApiTest, CutOffWorkerIsReconnectedWhenTheFaultEnds) {
   EXPECT_EQ(Inject({{"kind", "cutoff"}, {"node", NodeName("pod")}, {"worker", 4}}).status, 400);
 }
 
+TEST_F(FaultsApiTest, ADeviceComesBackWhenTheLastFaultOnItEnds) {
+  CreateNode("pod", NodeBody("v4-32"));
+  hosts_->ClearCalls();
+  auto workers = [&] { return Get("/emulator/v1/status").json["nodes"][0]["workers"]; };
+  EXPECT_EQ(workers()[1]["devices"], 4);
+  Reply f = Inject({{"kind", "device"}, {"node", NodeName("pod")}, {"worker", 1}, {"device", 3}});
+  ASSERT_EQ(f.status, 200) << f.text;
+  EXPECT_EQ(f.json["device"], 3);
+  Reply twice = Inject({{"kind", "device"}, {"node", NodeName("pod")}, {"worker", 1},
+                        {"device", 3}, {"duration", "3s"}});
+  ASSERT_EQ(twice.status, 200) << twice.text;
+  RunHostWork();
+  std::string removed = "SetDeviceRemoved " + NodeName("pod") + " worker=1 device=3 removed=";
+  EXPECT_EQ(hosts_->CallsStartingWith(removed + "1").size(), 2u);
+  EXPECT_EQ(workers()[1]["devices"], 3);
+  EXPECT_EQ(workers()[0]["devices"], 4);
+  Pass(seconds(3));  // the timed one ends; the other still holds the chip away
+  EXPECT_TRUE(hosts_->CallsStartingWith(removed + "0").empty());
+  EXPECT_EQ(workers()[1]["devices"], 3);
+  ASSERT_EQ(Delete("/emulator/v1/faults/" + f.json["id"].get<std::string>()).status, 200);
+  RunHostWork();
+  EXPECT_EQ(hosts_->CallsStartingWith(removed + "0").size(), 1u);
+  EXPECT_EQ(workers()[1]["devices"], 4);
+  // A v4 worker has chips 0 to 3.
+  Reply bad = Inject({{"kind", "device"}, {"node", NodeName("pod")}, {"worker", 0}, {"device", 4}});
+  EXPECT_EQ(bad.status, 400);
+  EXPECT_NE(bad.text.find("have devices 0 to 3, not 4"), std::string::npos) << bad.text;
+}
+
 TEST_F(FaultsApiTest, SlowMultipliesOperationTimes) {
   Inject({{"kind", "slow"}, {"factor", 10}});
   Reply r = Post(std::string(kParent) + "/nodes?nodeId=n1", NodeBody());

@@ -275,6 +275,8 @@ void ApiServerImpl::PostBootLocked(EmulatedNode& n, bool new_addresses, Waiter w
   spec.name = n.name;
   spec.id = n.uid;
   spec.accelerator_type = n.type.name;
+  spec.family = n.type.family->name;
+  spec.chips_per_worker = n.type.chips_per_worker;
   spec.workers = n.type.workers;
   if (n.spec.contains("metadata")) {
     spec.metadata = n.spec["metadata"].get<std::map<std::string, std::string>>();

@@ -309,7 +309,9 @@ ActionResult Serve(Inv& inv) {
   config.auth.owner_token = *std::move(secret);
   RealClock clock;
   Result<std::unique_ptr<NamespaceHosts>> hosts = NamespaceHosts::Create(
-      {dir + "/hosts", NamespaceHosts::DefaultWorkerBinary()}, clock);
+      {dir + "/hosts", NamespaceHosts::DefaultWorkerBinary(),
+       NamespaceHosts::DefaultStandinBinary()},
+      clock);
   if (!hosts.ok()) {
     return ActionResult(hosts.status());
   }

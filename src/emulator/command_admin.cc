@@ -136,7 +136,7 @@ ActionResult Inject(Inv& inv) {
     }
   }
   // The admin API wants whole numbers for these (a worker index, a generator seed).
-  for (const char* flag : {"seed", "worker"}) {
+  for (const char* flag : {"seed", "worker", "device"}) {
     if (auto v = inv.Get(flag)) {
       long long number = 0;
       if (!ParseInt(*v, &number)) {
@@ -157,7 +157,7 @@ ActionResult Inject(Inv& inv) {
     }
     fault["httpCodes"] = list;
   }
-  if (kind == "preempt" || kind == "maintenance" || kind == "cutoff") {
+  if (kind == "preempt" || kind == "maintenance" || kind == "cutoff" || kind == "device") {
     if (pos.size() != 3) {
       return Usage("inject " + kind + " needs the NODE it applies to");
     }
@@ -206,7 +206,10 @@ ActionResult ShowStatus(Inv& inv) {
     for (const api::EmulatorNode& n : s.nodes) {
       std::vector<std::string> addresses;
       for (const api::EmulatorWorker& w : n.workers) {
-        addresses.push_back(w.address + (w.cut_off ? " (cut off)" : ""));
+        addresses.push_back(w.address + (w.cut_off ? " (cut off)" : "") +
+                            (w.devices < n.chips / static_cast<int>(n.workers.size())
+                                 ? " (" + std::to_string(w.devices) + " devices)"
+                                 : ""));
       }
       std::string state = n.state;
       if (!n.health.empty() && n.health != "HEALTHY") {

@@ -19,7 +19,7 @@ constexpr EnumName<FaultKind> kFaultKinds[] = {
     {FaultKind::kStockout, "stockout"}, {FaultKind::kQuota, "quota"},
     {FaultKind::kStorm, "storm"},       {FaultKind::kPreempt, "preempt"},
     {FaultKind::kMaintenance, "maintenance"}, {FaultKind::kCutOff, "cutoff"},
-    {FaultKind::kSlow, "slow"}};
+    {FaultKind::kDevice, "device"},     {FaultKind::kSlow, "slow"}};
 
 }  // namespace
 
@@ -57,6 +57,9 @@ Result<std::chrono::milliseconds> ParseFaultDuration(std::string_view text) {
 }
 
 namespace {
+
+// A worker or device index beyond this is no index (and would not fit an int).
+constexpr uint64_t kMaxIndex = 1u << 20;
 
 Result<std::string> StringField(const Json& j, const char* key, bool required) {
   if (!j.contains(key) || j[key].is_null()) {
@@ -98,9 +101,10 @@ Result<Fault> ParseFaultJson(const Json& j) {
   if (!j.is_object()) {
     return InvalidArgumentError("fault: expected a JSON object");
   }
-  static const std::set<std::string> kKeys = {"kind", "zone",   "region",   "family",
-                                              "node", "worker", "rate",     "httpCodes",
-                                              "seed", "factor", "duration", "notice"};
+  static const std::set<std::string> kKeys = {"kind",   "zone",   "region",   "family",
+                                              "node",   "worker", "device",   "rate",
+                                              "httpCodes", "seed", "factor", "duration",
+                                              "notice"};
   for (const auto& [key, value] : j.items()) {
     if (!kKeys.count(key)) {
       return InvalidArgumentError("fault: unknown field \"" + key + "\"");
@@ -167,13 +171,22 @@ Result<Fault> ParseFaultJson(const Json& j) {
       }
       break;
     }
-    case FaultKind::kCutOff: {
+    case FaultKind::kCutOff:
+    case FaultKind::kDevice: {
       TPUFLEET_ASSIGN_OR_RETURN(f.node, StringField(j, "node", true));
-      if (j.contains("worker")) {
-        if (!j["worker"].is_number_unsigned()) {
-          return InvalidArgumentError("fault: \"worker\" must be a worker index (0, 1, …)");
+      if (f.kind == FaultKind::kCutOff && j.contains("device")) {
+        return InvalidArgumentError("fault: \"device\" belongs to device faults");
+      }
+      for (auto [key, field] : {std::pair<const char*, int*>{"worker", &f.worker},
+                                {"device", &f.device}}) {
+        if (!j.contains(key)) {
+          continue;
         }
-        f.worker = j["worker"].get<int>();
+        if (!j[key].is_number_unsigned() || j[key].get<uint64_t>() > kMaxIndex) {
+          return InvalidArgumentError(std::string("fault: \"") + key + "\" must be a " + key +
+                                      " index (0, 1, …)");
+        }
+        *field = j[key].get<int>();
       }
       break;
     }

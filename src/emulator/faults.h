@@ -20,9 +20,11 @@
 //                is UNHEALTHY_MAINTENANCE while its workers halt and boot with new
 //                addresses, then HEALTHY again.
 //   cutoff       node + worker: the worker is cut off the network until the fault ends.
+//   device       node + worker + device: the worker's chip `device` (its PCI entry and
+//                /dev node) is gone until the fault ends, as after a failed chip.
 //   slow         every operation started while it lasts takes `factor` times longer.
 //
-// Stockout, quota, storm, cutoff and slow last for `duration`, or until removed when it
+// Stockout, quota, storm, cutoff, device and slow last for `duration`, or until removed when it
 // is not given. Preempt and maintenance are events: they stay listed until they happen.
 //
 // Thread-safety: none; the ApiServer calls it under its mutex.
@@ -41,9 +43,18 @@
 
 namespace tpufleet::emulator {
 
-enum class FaultKind { kStockout, kQuota, kStorm, kPreempt, kMaintenance, kCutOff, kSlow };
+enum class FaultKind {
+  kStockout,
+  kQuota,
+  kStorm,
+  kPreempt,
+  kMaintenance,
+  kCutOff,
+  kDevice,
+  kSlow
+};
 
-/// "stockout", "quota", "storm", "preempt", "maintenance", "cutoff", "slow".
+/// "stockout", "quota", "storm", "preempt", "maintenance", "cutoff", "device", "slow".
 std::string_view FaultKindName(FaultKind kind);
 /// Every kind's name, as ParseFault reads it: "stockout", "quota", …
 std::vector<std::string> FaultKindNames();
@@ -54,8 +65,9 @@ struct Fault {
   std::string zone;             // stockout
   std::string region;           // quota
   std::string family;           // stockout, quota: catalog family ("v4"); "" means every family
-  std::string node;             // preempt, maintenance, cutoff: the node's full resource name
-  int worker = 0;               // cutoff: the worker index
+  std::string node;             // preempt, maintenance, cutoff, device: the node's full name
+  int worker = 0;               // cutoff, device: the worker index
+  int device = 0;               // device: the chip's index on the worker (/dev/accelN)
   double rate = 0;              // storm: fraction of API calls that fail, in (0, 1]
   std::vector<int> http_codes;  // storm: drawn uniformly; default 429, 500, 503
   uint64_t seed = 1;            // storm
@@ -78,6 +90,7 @@ struct Fault {
 ///   {"kind":"preempt","node":"projects/p/locations/z/nodes/n","notice":"2s"}
 ///   {"kind":"maintenance","node":"…","notice":"10s"}
 ///   {"kind":"cutoff","node":"…","worker":1,"duration":"1m"}
+///   {"kind":"device","node":"…","worker":1,"device":2}
 ///   {"kind":"slow","factor":10}
 /// Durations: "500ms", "1.5s", "30s", "5m", "1h". InvalidArgument naming the field.
 Result<Fault> ParseFault(std::string_view json_body);

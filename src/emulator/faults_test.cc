@@ -37,6 +37,12 @@ TEST(ParseFault, EveryKind) {
   EXPECT_EQ(f->worker, 3);
   EXPECT_EQ(f->duration, seconds(90));
 
+  f = ParseFault(R"({"kind":"device","node":"projects/p/locations/z/nodes/n","worker":1,"device":2})");
+  ASSERT_TRUE(f.ok());
+  EXPECT_EQ(f->kind, FaultKind::kDevice);
+  EXPECT_EQ(f->worker, 1);
+  EXPECT_EQ(f->device, 2);
+
   f = ParseFault(R"({"kind":"slow","factor":10})");
   ASSERT_TRUE(f.ok());
   EXPECT_EQ(f->factor, 10);
@@ -58,6 +64,10 @@ TEST(ParseFault, Errors) {
   EXPECT_FALSE(ParseFault(R"({"kind":"slow","factor":0})").ok());
   EXPECT_FALSE(ParseFault(R"({"kind":"preempt","node":"n","duration":"5s"})").ok());
   EXPECT_FALSE(ParseFault(R"({"kind":"cutoff","node":"n","worker":-1})").ok());
+  EXPECT_EQ(message(R"({"kind":"device","node":"n","device":-1})"),
+            "fault: \"device\" must be a device index (0, 1, …)");
+  EXPECT_EQ(message(R"({"kind":"cutoff","node":"n","device":1})"),
+            "fault: \"device\" belongs to device faults");
   EXPECT_FALSE(ParseFault(R"({"kind":"stockout","zone":"z","duration":"soon"})").ok());
 }
 

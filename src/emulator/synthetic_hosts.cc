@@ -73,6 +73,10 @@ Status SyntheticHosts::SetCutOff(const std::string&, int, bool) {
   return Status::Ok();
 }
 
+Status SyntheticHosts::SetDeviceRemoved(const std::string&, int, int, bool) {
+  return Status::Ok();
+}
+
 Status SyntheticHosts::Destroy(const std::string& node) {
   std::lock_guard<std::mutex> l(mu_);
   nodes_.erase(node);

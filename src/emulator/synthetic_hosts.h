@@ -31,6 +31,7 @@ class SyntheticHosts : public WorkerHosts {
   Status Notify(const std::string& node, HostEvent event) override;
   Status Halt(const std::string& node) override;
   Status SetCutOff(const std::string& node, int worker, bool cut) override;
+  Status SetDeviceRemoved(const std::string& node, int worker, int device, bool removed) override;
   Status Destroy(const std::string& node) override;
 
   /// "198.18.0.1" for n = 0, then onwards through 198.19.255.254, skipping .0 and .255.

@@ -26,6 +26,8 @@ struct NodeHostSpec {
   std::string name;              // full resource name
   std::string id;                // the node's numeric id (as in Node.id)
   std::string accelerator_type;  // "v4-32"
+  std::string family;            // its catalog family ("v4"): which chips the workers show
+  int chips_per_worker = 0;      // chips each worker shows (/dev/accelN or /dev/vfio/N)
   int workers = 1;               // worker VMs (one networkEndpoint each)
   std::map<std::string, std::string> metadata;  // Node.metadata: ssh-keys, startup-script, …
 };
@@ -70,6 +72,11 @@ class WorkerHosts {
 
   /// Cuts one worker off the network (cut = true) or reconnects it.
   virtual Status SetCutOff(const std::string& node, int worker, bool cut) = 0;
+
+  /// Takes chip `device` away from one worker (removed = true: its PCI entry and device
+  /// node are gone, as after a failed chip) or gives it back. Kept across reboots.
+  virtual Status SetDeviceRemoved(const std::string& node, int worker, int device,
+                                  bool removed) = 0;
 
   /// Halts the workers if needed and deletes everything they had.
   virtual Status Destroy(const std::string& node) = 0;

@@ -20,6 +20,7 @@
 #include <filesystem>
 #include <thread>
 
+#include "emulator/hosts/accelerators.h"
 #include "emulator/hosts/system_programs.h"
 #include "util/file.h"
 #include "util/log.h"
@@ -131,6 +132,15 @@ Status ValidateNodeSpec(const NodeHostSpec& spec) {
   }
   if (!IsSimpleName(spec.accelerator_type, 64)) {
     return InvalidArgumentError("worker hosts: bad accelerator type");
+  }
+  if (!spec.family.empty() && !IsSimpleName(spec.family, 64)) {
+    return InvalidArgumentError("worker hosts: bad accelerator family");
+  }
+  if (spec.chips_per_worker < 0 ||
+      spec.chips_per_worker > kMaxChipsPerWorker) {
+    return InvalidArgumentError("worker hosts: a worker has 0 to " +
+                                std::to_string(kMaxChipsPerWorker) + " chips, not " +
+                                std::to_string(spec.chips_per_worker));
   }
   if (spec.workers < 1 || spec.workers > kMaxWorkersPerNode) {
     return InvalidArgumentError("worker hosts: a node has 1 to " +

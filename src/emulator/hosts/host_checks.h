@@ -18,6 +18,8 @@
 namespace tpufleet::emulator::hosts {
 
 inline constexpr const char* kWorkerProgram = "tpufleet-emulator-worker";
+/// The stand-in for a JAX program on a TPU (emulator/standin), installed beside it.
+inline constexpr const char* kStandinProgram = "tpu-standin";
 /// A node larger than any TPU slice's worker count (v5p-12288 has 1536) is a mistake.
 inline constexpr int kMaxWorkersPerNode = 4096;
 /// How often waits for inits, acks and sshds poll: fast next to a boot, cheap for 256.

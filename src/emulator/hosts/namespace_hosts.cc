@@ -92,6 +92,8 @@ Status NamespaceHosts::WriteDocuments(Node& node) {
   in.node_name = node.spec.name;
   in.node_id = node.spec.id;
   in.accelerator_type = node.spec.accelerator_type;
+  in.accelerator_family = node.spec.family;
+  in.chips_per_worker = node.spec.chips_per_worker;
   in.metadata = node.spec.metadata;
   in.preempted = node.preempted;
   in.maintenance = node.maintenance;
@@ -108,6 +110,7 @@ Status NamespaceHosts::WriteDocuments(Node& node) {
   }
   for (size_t i = 0; i < node.workers.size(); ++i) {
     in.index = static_cast<int>(i);
+    in.removed_devices = node.workers[i].removed_devices;
     TPUFLEET_TRY(hosts::WriteDiskFile(node.workers[i].dir, "meta", hosts::kDocumentName,
                                       hosts::BuildWorkerDocument(in)));
   }
@@ -237,6 +240,9 @@ Status NamespaceHosts::BootWorkers(Node& node) {
     requests[i].binary = options_.worker_binary;
     requests[i].argv = {kWorkerProgram, "--disk=" + node.workers[i].dir,
                         "--state=" + options_.state_dir};
+    if (!options_.standin_binary.empty()) {
+      requests[i].argv.push_back("--standin=" + options_.standin_binary);
+    }
     requests[i].log_fd = logs[i].get();
     requests[i].status_fd = status_w[i].get();
     requests[i].go_fd = go_r[i].get();
@@ -468,16 +474,23 @@ Status NamespaceHosts::Halt(const std::string& name) {
   return HaltLocked(*node);
 }
 
-Status NamespaceHosts::SetCutOff(const std::string& name, int worker, bool cut) {
+Result<std::shared_ptr<NamespaceHosts::Node>> NamespaceHosts::LockNodeWithWorker(
+    const std::string& name, int worker, std::unique_lock<std::mutex>* op) const {
   std::shared_ptr<Node> node = FindNode(name);
   if (node == nullptr) {
     return NotFoundError("worker hosts: no node " + name);
   }
-  std::lock_guard<std::mutex> op(node->op_mu);
+  *op = std::unique_lock<std::mutex>(node->op_mu);
   if (worker < 0 || static_cast<size_t>(worker) >= node->workers.size()) {
     return InvalidArgumentError("worker hosts: " + name + " has no worker " +
                                 std::to_string(worker));
   }
+  return node;
+}
+
+Status NamespaceHosts::SetCutOff(const std::string& name, int worker, bool cut) {
+  std::unique_lock<std::mutex> op;
+  TPUFLEET_ASSIGN_OR_RETURN(std::shared_ptr<Node> node, LockNodeWithWorker(name, worker, &op));
   Worker& w = node->workers[static_cast<size_t>(worker)];
   w.cut = cut;
   if (!node->running || w.veth.empty()) {
@@ -492,6 +505,28 @@ Status NamespaceHosts::SetCutOff(const std::string& name, int worker, bool cut) 
     return FailedPreconditionError("the worker hosts are shut down");
   }
   return net->SetLinkUp(w.veth, !cut);
+}
+
+Status NamespaceHosts::SetDeviceRemoved(const std::string& name, int worker, int device,
+                                        bool removed) {
+  std::unique_lock<std::mutex> op;
+  TPUFLEET_ASSIGN_OR_RETURN(std::shared_ptr<Node> node, LockNodeWithWorker(name, worker, &op));
+  if (device < 0 || device >= node->spec.chips_per_worker) {
+    return InvalidArgumentError("worker hosts: the workers of " + name + " have no device " +
+                                std::to_string(device));
+  }
+  std::set<int>& gone = node->workers[static_cast<size_t>(worker)].removed_devices;
+  if (removed) {
+    gone.insert(device);
+  } else {
+    gone.erase(device);
+  }
+  if (!node->running) {
+    return Status::Ok();  // the next Boot writes it
+  }
+  TPUFLEET_TRY(WriteDocuments(*node));
+  SignalReload(*node);
+  return WaitApplied(*node);
 }
 
 Status NamespaceHosts::Destroy(const std::string& name) {

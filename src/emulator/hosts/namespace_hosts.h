@@ -81,6 +81,9 @@ struct NamespaceHostsOptions {
   std::string state_dir;
   /// The tpufleet-emulator-worker program (DefaultWorkerBinary() next to the emulator).
   std::string worker_binary;
+  /// The stand-in for a JAX program (tpu-standin, DefaultStandinBinary()), bound
+  /// read-only at /usr/local/bin/tpu-standin on every worker; "" for none.
+  std::string standin_binary;
 };
 
 class NamespaceHosts final : public WorkerHosts {
@@ -100,6 +103,7 @@ class NamespaceHosts final : public WorkerHosts {
   Status Notify(const std::string& node, HostEvent event) override;
   Status Halt(const std::string& node) override;
   Status SetCutOff(const std::string& node, int worker, bool cut) override;
+  Status SetDeviceRemoved(const std::string& node, int worker, int device, bool removed) override;
   Status Destroy(const std::string& node) override;
 
   /// Halts every worker and deletes the bridge; the disks stay for a later Boot (by
@@ -128,6 +132,8 @@ class NamespaceHosts final : public WorkerHosts {
 
   /// tpufleet-emulator-worker in the directory of the running program.
   static std::string DefaultWorkerBinary();
+  /// tpu-standin in the directory of the running program.
+  static std::string DefaultStandinBinary();
 
  private:
   struct Worker;
@@ -136,6 +142,10 @@ class NamespaceHosts final : public WorkerHosts {
   NamespaceHosts(NamespaceHostsOptions options, Clock& clock, int lock_fd);
 
   std::shared_ptr<Node> FindNode(const std::string& name) const;
+  /// The node `name`, its op_mu locked into *op: NotFound without it, InvalidArgument
+  /// when it has no worker `worker`.
+  Result<std::shared_ptr<Node>> LockNodeWithWorker(const std::string& name, int worker,
+                                                   std::unique_lock<std::mutex>* op) const;
   Status WriteDocuments(Node& node);
   void SignalReload(Node& node);
   Status WaitApplied(Node& node);

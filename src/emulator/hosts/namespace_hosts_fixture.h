@@ -211,6 +211,7 @@ class NamespaceHostsTest : public ::testing::Test {
     NamespaceHostsOptions o;
     o.state_dir = state_;
     o.worker_binary = TPUFLEET_EMULATOR_WORKER;
+    o.standin_binary = TPUFLEET_TPU_STANDIN;
     Result<std::unique_ptr<NamespaceHosts>> h = NamespaceHosts::Create(o, clock_);
     ASSERT_TRUE(h.ok()) << h.status().ToString();
     hosts_ = std::move(*h);
@@ -227,6 +228,16 @@ class NamespaceHostsTest : public ::testing::Test {
   }
 
   std::string KeyLine(const std::string& user) { return user + ":" + pub_[user]; }
+
+  // One worker of `type` showing `chips` chips of `family`, alice's key on it.
+  WorkerInfo BootOne(const std::string& type, const std::string& family, int chips) {
+    NodeHostSpec s = Spec(KeyLine("alice"), 1);
+    s.accelerator_type = type;
+    s.family = family;
+    s.chips_per_worker = chips;
+    std::vector<WorkerInfo> w = BootOrDie(s);
+    return w.empty() ? WorkerInfo{} : w[0];
+  }
 
   std::vector<WorkerInfo> BootOrDie(const NodeHostSpec& spec, bool new_addresses = false) {
     Result<std::vector<WorkerInfo>> r = hosts_->Boot(spec, new_addresses);

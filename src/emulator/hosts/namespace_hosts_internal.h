@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,7 @@ struct NamespaceHosts::Worker {
   std::string veth;      // the machine's end, while running
   pid_t pid = -1;        // the init, while running
   bool cut = false;
+  std::set<int> removed_devices;  // chips a device fault took away
 };
 
 struct NamespaceHosts::Node {

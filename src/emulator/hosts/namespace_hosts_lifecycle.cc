@@ -105,13 +105,26 @@ void NamespaceHosts::EmptyTrash() {
   }
 }
 
-std::string NamespaceHosts::DefaultWorkerBinary() {
+namespace {
+
+// `program` in the directory of the running program.
+std::string BesideThisProgram(const char* program) {
   std::error_code ec;
   fs::path self = fs::read_symlink("/proc/self/exe", ec);
   if (ec) {
-    return kWorkerProgram;
+    return program;
   }
-  return (self.parent_path() / kWorkerProgram).string();
+  return (self.parent_path() / program).string();
+}
+
+}  // namespace
+
+std::string NamespaceHosts::DefaultWorkerBinary() {
+  return BesideThisProgram(kWorkerProgram);
+}
+
+std::string NamespaceHosts::DefaultStandinBinary() {
+  return BesideThisProgram(hosts::kStandinProgram);
 }
 
 Status NamespaceHosts::CheckSupport() {
@@ -148,6 +161,11 @@ Result<std::unique_ptr<NamespaceHosts>> NamespaceHosts::Create(const NamespaceHo
     return FailedPreconditionError(
         "the worker program " + options.worker_binary +
         " is missing or not executable (build tpufleet-emulator-worker)");
+  }
+  if (!options.standin_binary.empty() &&
+      (options.standin_binary[0] != '/' || ::access(options.standin_binary.c_str(), X_OK) != 0)) {
+    return FailedPreconditionError("the stand-in program " + options.standin_binary +
+                                   " is missing or not executable (build tpu-standin)");
   }
   std::error_code ec;
   fs::create_directories(dir + "/nodes", ec);

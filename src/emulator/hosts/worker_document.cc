@@ -147,8 +147,14 @@ std::string BuildWorkerDocument(const WorkerDocumentInput& in) {
   for (const WorkerAddress& w : in.workers) {
     hosts.push_back({{"address", w.address}, {"hostname", w.hostname}});
   }
+  json removed = json::array();
+  for (int d : in.removed_devices) {
+    removed.push_back(d);
+  }
   json doc = {
       {"format", kWorkerDocumentFormat},
+      {"accelerators",
+       {{"family", in.accelerator_family}, {"chips", in.chips_per_worker}, {"removed", removed}}},
       {"version", in.version},
       {"worker",
        {{"index", in.index},
@@ -191,6 +197,18 @@ Result<WorkerDocument> ParseWorkerDocument(std::string_view text) {
       out.prefix_length < 8 || out.prefix_length > 30 ||
       (!out.domain.empty() && !IsHostname(out.domain))) {
     return InvalidArgumentError("worker document: bad \"worker\" section");
+  }
+  const json& accel = doc.value("accelerators", json::object());
+  out.accelerators.family = accel.value("family", "");
+  out.accelerators.chips = accel.value("chips", 0);
+  for (const json& d : accel.value("removed", json::array())) {
+    if (!d.is_number_integer()) {
+      return InvalidArgumentError("worker document: bad entry in \"accelerators.removed\"");
+    }
+    out.accelerators.removed.insert(d.get<int>());
+  }
+  if (out.accelerators.chips < 0 || out.accelerators.chips > kMaxChipsPerWorker) {
+    return InvalidArgumentError("worker document: bad \"accelerators.chips\"");
   }
   for (const json& h : w.value("hosts", json::array())) {
     WorkerAddress a{h.value("hostname", ""), h.value("address", "")};

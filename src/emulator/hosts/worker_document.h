@@ -13,6 +13,7 @@
 //       "prefix_length": 18, "gateway": "198.18.0.1",
 //       "hosts": [{"address": "198.18.0.2", "hostname": "t1v-n-1a2b3c4d-w-0"}, …]
 //     },
+//     "accelerators": {"family": "v4", "chips": 4, "removed": [2]},  // accelerators.h
 //     "computeMetadata": {"v1": {         // served verbatim at /computeMetadata/v1/…
 //       "instance": {
 //         "attributes": {"accelerator-type": "v4-32", "agent-worker-number": "0",
@@ -38,10 +39,12 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "emulator/hosts/accelerators.h"
 #include "util/status.h"
 
 namespace tpufleet::emulator::hosts {
@@ -66,6 +69,9 @@ struct WorkerDocumentInput {
   std::map<std::string, std::string> metadata;  // Node.metadata
   bool preempted = false;                       // instance/preempted = TRUE
   bool maintenance = false;  // instance/maintenance-event = TERMINATE_ON_HOST_MAINTENANCE
+  std::string accelerator_family;   // catalog family: "v4"
+  int chips_per_worker = 0;         // chips this worker shows
+  std::set<int> removed_devices;    // this worker's chips taken away by a device fault
 };
 
 /// The document's JSON text.
@@ -82,6 +88,7 @@ struct WorkerDocument {
   std::vector<WorkerAddress> hosts;
   std::string domain;    // "us-central2-b.c.p.internal", for /etc/hosts
   std::string ssh_keys;  // instance/attributes/ssh-keys, "" when absent
+  AcceleratorSpec accelerators;
 };
 
 /// Parses and checks a document (format, addresses, hostnames). InvalidArgument on any

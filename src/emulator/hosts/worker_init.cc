@@ -13,31 +13,23 @@
 #include <cerrno>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
-#include "emulator/hosts/guest_agent.h"
-#include "emulator/hosts/metadata_server.h"
 #include "emulator/hosts/ssh_keys.h"
 #include "emulator/hosts/system_programs.h"
-#include "emulator/hosts/worker_document.h"
+#include "emulator/hosts/worker_init_internal.h"
 #include "emulator/hosts/worker_setup.h"
 #include "util/file.h"
 #include "util/secret.h"
 #include "util/strings.h"
 
-namespace tpufleet::emulator::hosts {
+namespace tpufleet::emulator::hosts::init {
 namespace {
 
-using Mono = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
-// Metadata clients are the worker's own processes; a few hundred connections is plenty.
-constexpr size_t kMaxConnections = 512;
-// Request heads are a few hundred bytes; more is not a metadata client.
-constexpr size_t kMaxRequestHead = 16 * 1024;
-// A keep-alive metadata connection idle this long is closed (GCE's server does too).
-constexpr std::chrono::seconds kIdleTimeout{60};
 // How often boot checks whether sshd listens yet: it takes a few milliseconds.
 constexpr milliseconds kSshdPollInterval{5};
 // The longest the loop sleeps with nothing due: bounds how late a timer fires.
@@ -83,56 +75,14 @@ bool LifelineGone() {
   return ::poll(&p, 1, 0) > 0 && (p.revents & (POLLHUP | POLLERR | POLLNVAL)) != 0;
 }
 
-// One metadata client connection.
-struct Conn {
-  int fd = -1;
-  std::string in;
-  std::string out;
-  bool close_after_write = false;
-  bool parked = false;  // a long-poll waiting for a change
-  HttpRequest request;
-  std::string wait_etag;
-  Mono::time_point wait_deadline{};
-  Mono::time_point last_active{};
-};
 
-class Worker {
- public:
-  Worker(std::string disk, std::string state)
-      : disk_(std::move(disk)), state_(std::move(state)), server_(TokenSeed()) {}
+}  // namespace
 
-  [[noreturn]] void Run();
-
- private:
-  void Boot();
-  Result<std::string> ReadDocument(WorkerDocument* doc);
-  void ApplyDocument(const std::string& text, const WorkerDocument& doc);
-  void Reload();
-  void WriteApplied();
-  void Reap();
-  void BeginShutdown();
-  void Accept();
-  void ServeInput(Conn& c);
-  void Flush(Conn& c);
-  void Send(Conn& c, const HttpResponse& r, bool head_only);
-  // Answers 400 to a request head that is too long or malformed, and closes after it.
-  void SendBadRequest(Conn& c);
-  void ExpireWaits(Mono::time_point now);
-
-  std::string disk_;
-  std::string state_;
-  MetadataServer server_;
-  GuestAgent agent_;
-  WorkerDocument doc_;
-  std::string sshd_path_;
-  pid_t sshd_pid_ = -1;
-  Mono::time_point sshd_restart_at_{};
-  bool shutting_down_ = false;
-  Mono::time_point shutdown_deadline_{};
-  int signal_fd_ = -1;
-  int listen_fd_ = -1;
-  std::vector<std::unique_ptr<Conn>> conns_;
-};
+Worker::Worker(std::string disk, std::string state, std::string standin)
+    : disk_(std::move(disk)),
+      state_(std::move(state)),
+      standin_(std::move(standin)),
+      server_(TokenSeed()) {}
 
 Result<std::string> Worker::ReadDocument(WorkerDocument* doc) {
   TPUFLEET_ASSIGN_OR_RETURN(std::string text,
@@ -146,6 +96,9 @@ void Worker::ApplyDocument(const std::string& text, const WorkerDocument& doc) {
     Say(s.ToString());
   }
   if (Status s = WriteHostsFiles(doc); !s.ok()) {
+    Say(s.ToString());
+  }
+  if (Status s = accelerators_.Apply(doc.accelerators.removed); !s.ok()) {
     Say(s.ToString());
   }
   std::vector<std::string> skipped;
@@ -171,10 +124,13 @@ void Worker::Boot() {
   if (LifelineGone()) {
     FailBoot("the emulator is gone");
   }
-  CheckBoot(SetUpMounts(disk_, state_));
   WorkerDocument doc;
-  Result<std::string> text = ReadDocument(&doc);
-  CheckBoot(text.status());
+  Result<std::string> text = InternalError("no worker document");
+  CheckBoot(SetUpMounts(disk_, state_, standin_, [&]() -> Status {
+    text = ReadDocument(&doc);
+    TPUFLEET_TRY(text.status());
+    return accelerators_.SetUp(doc.accelerators);
+  }));
   if (::sethostname(doc.hostname.data(), doc.hostname.size()) != 0) {
     FailBoot(Errno("sethostname"));
   }
@@ -243,6 +199,7 @@ void Worker::Boot() {
     ::usleep(static_cast<useconds_t>(
         std::chrono::duration_cast<std::chrono::microseconds>(kSshdPollInterval).count()));
   }
+  StartUnits();
   WriteApplied();
   std::string ready = "READY " + *host_key + "\n";
   if (::write(g_status_fd, ready.data(), ready.size()) != static_cast<ssize_t>(ready.size())) {
@@ -286,6 +243,9 @@ void Worker::Reap() {
     if (pid <= 0) {
       return;
     }
+    if (units_.Exited(pid, status, Mono::now())) {
+      continue;
+    }
     if (pid == sshd_pid_) {
       sshd_pid_ = -1;
       if (!shutting_down_) {
@@ -296,108 +256,36 @@ void Worker::Reap() {
   }
 }
 
+namespace {
+
+// The wants directory as the worker itself wrote it: in the /etc overlay's upper layer,
+// or /etc's where /etc is the worker's copy (worker_setup.cc: no overlayfs).
+std::string EnabledHere() {
+  struct stat st;
+  bool copy = ::stat((std::string(kDiskMount) + "/etc-copy").c_str(), &st) == 0;
+  return copy ? kWantsDir : std::string(kDiskMount) + "/upper" + kWantsDir;
+}
+
+}  // namespace
+
+void Worker::StartUnits() {
+  std::vector<std::string> skipped;
+  std::vector<BootUnit> units = FindBootUnits(kWantsDir, EnabledHere(), &skipped);
+  for (const std::string& why : skipped) {
+    Say("unit " + why + ": not started");
+  }
+  units_.Start(std::move(units), Mono::now());
+}
+
 void Worker::BeginShutdown() {
   if (shutting_down_) {
     return;
   }
   shutting_down_ = true;
+  units_.Stop();
   shutdown_deadline_ = Mono::now() + kInitStopGrace;
   // As PID 1 of the worker, kill(-1) reaches every other process on it.
   ::kill(-1, SIGTERM);
-}
-
-void Worker::Accept() {
-  while (true) {
-    int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
-    if (fd < 0) {
-      return;
-    }
-    if (conns_.size() >= kMaxConnections) {
-      ::close(fd);
-      continue;
-    }
-    auto c = std::make_unique<Conn>();
-    c->fd = fd;
-    c->last_active = Mono::now();
-    conns_.push_back(std::move(c));
-  }
-}
-
-void Worker::Send(Conn& c, const HttpResponse& r, bool head_only) {
-  bool keep_alive = c.request.keep_alive && !c.close_after_write;
-  c.out += SerializeHttpResponse(r, keep_alive, head_only);
-  if (!keep_alive) {
-    c.close_after_write = true;
-  }
-  Flush(c);
-}
-
-void Worker::SendBadRequest(Conn& c) {
-  c.request = HttpRequest();
-  c.close_after_write = true;
-  HttpResponse bad;
-  bad.status = 400;
-  bad.body = "Bad Request\n";
-  Send(c, bad, false);
-}
-
-void Worker::Flush(Conn& c) {
-  while (!c.out.empty()) {
-    ssize_t n = ::send(c.fd, c.out.data(), c.out.size(), MSG_NOSIGNAL);
-    if (n <= 0) {
-      if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
-        return;
-      }
-      c.close_after_write = true;
-      c.out.clear();
-      return;
-    }
-    c.out.erase(0, static_cast<size_t>(n));
-  }
-}
-
-void Worker::ServeInput(Conn& c) {
-  // Requests are answered one at a time: a parked long-poll holds back what follows.
-  while (!c.parked && c.out.empty() && !c.close_after_write) {
-    size_t end = c.in.find("\r\n\r\n");
-    size_t skip = 4;
-    if (end == std::string::npos) {
-      end = c.in.find("\n\n");
-      skip = 2;
-    }
-    if (end == std::string::npos) {
-      if (c.in.size() > kMaxRequestHead) {
-        SendBadRequest(c);
-      }
-      return;
-    }
-    std::string head = c.in.substr(0, end);
-    c.in.erase(0, end + skip);
-    Result<HttpRequest> req = ParseHttpRequestHead(head);
-    if (!req.ok() || req->has_body) {
-      SendBadRequest(c);
-      return;
-    }
-    c.request = *req;
-    auto now = Mono::now();
-    MetadataServer::Answer a = server_.Handle(c.request, now);
-    if (a.wait) {
-      c.parked = true;
-      c.wait_etag = a.wait_etag;
-      c.wait_deadline = now + a.wait_timeout;
-      return;
-    }
-    Send(c, a.response, c.request.method == "HEAD");
-  }
-}
-
-void Worker::ExpireWaits(Mono::time_point now) {
-  for (auto& c : conns_) {
-    if (c->parked && now >= c->wait_deadline) {
-      c->parked = false;
-      Send(*c, server_.Render(c->request, now), c->request.method == "HEAD");
-    }
-  }
 }
 
 void Worker::Run() {
@@ -433,6 +321,7 @@ void Worker::Run() {
         sshd_restart_at_ = now + kSshdRestartDelay;
       }
     }
+    std::optional<Mono::time_point> unit_due = units_.Tick(now);
     ExpireWaits(now);
     // Drop finished or idle connections.
     for (size_t i = 0; i < conns_.size();) {
@@ -452,6 +341,9 @@ void Worker::Run() {
     }
     if (sshd_pid_ < 0 && !shutting_down_) {
       next = std::min(next, sshd_restart_at_);
+    }
+    if (unit_due) {
+      next = std::min(next, *unit_due);
     }
     for (auto& c : conns_) {
       if (c->parked) {
@@ -544,24 +436,30 @@ void Worker::Run() {
   }
 }
 
-}  // namespace
+}  // namespace tpufleet::emulator::hosts::init
+
+namespace tpufleet::emulator::hosts {
 
 int WorkerInitMain(int argc, char** argv) {
   std::string disk;
   std::string state;
+  std::string standin;
   for (int i = 1; i < argc; ++i) {
     std::string_view a = argv[i];
     if (StartsWith(a, "--disk=")) {
       disk = std::string(a.substr(7));
     } else if (StartsWith(a, "--state=")) {
       state = std::string(a.substr(8));
+    } else if (StartsWith(a, "--standin=")) {
+      standin = std::string(a.substr(10));
     } else {
       Say("unknown argument " + std::string(a));
       return 2;
     }
   }
   if (disk.empty() || disk[0] != '/' || state.empty() || state[0] != '/') {
-    Say("usage: tpufleet-emulator-worker --disk=DIR --state=DIR (started by the emulator)");
+    Say("usage: tpufleet-emulator-worker --disk=DIR --state=DIR [--standin=PATH] (started by "
+        "the emulator)");
     return 2;
   }
   if (::getpid() != 1) {
@@ -576,7 +474,7 @@ int WorkerInitMain(int argc, char** argv) {
   }
   ::sigprocmask(SIG_SETMASK, &mask, nullptr);
   ::umask(022);
-  Worker worker(disk, state);
+  init::Worker worker(disk, state, standin);
   worker.Run();
 }
 

@@ -5,7 +5,7 @@
 // process on the worker (sshd, user sessions, jobs started with nohup or tmux), and the
 // mount and network namespaces, their mounts and the worker's veth go with them.
 //
-//   tpufleet-emulator-worker --disk=<state>/nodes/<id>/w<i> --state=<state>
+//   tpufleet-emulator-worker --disk=<state>/nodes/<id>/w<i> --state=<state> [--standin=<path>]
 //
 // Descriptors: 1 and 2 the worker's log (<disk>/worker.log); kStatusFd the boot status
 // pipe; kGoFd a pipe on which the machine writes one byte once the veth is in place;
@@ -17,13 +17,15 @@
 // on this worker; /var only when the state dir is not under it, else just a private
 // /var/tmp); the disk's home, root and tmp bound over /home, /root and /tmp; a /dev of
 // its own with only harmless devices; a fresh /proc (kernel settings read-only) and
-// /sys; every other mount, the machine's, read-only; the emulator's state dir hidden;
+// /sys; the stand-in program (--standin) at /usr/local/bin/tpu-standin; the node's
+// chips (accelerators.h), which every document reload brings up to date; every other mount, the machine's, read-only; the emulator's state dir hidden;
 // the hostname. After "go": lo up with 169.254.169.254/32, eth0 with the worker's
 // address. Then the host key (ssh-keygen at first boot, kept on the disk), sshd_config,
 // /etc/hosts, the users from ssh-keys (guest_agent.h), the metadata server on
 // 169.254.169.254:80, the capabilities a worker does not need dropped for good
-// (DropCapabilities, so root on a worker is not root on the machine), and sshd. When
-// sshd listens it writes one line to the status pipe:
+// (DropCapabilities, so root on a worker is not root on the machine), sshd, and the
+// units enabled in multi-user.target.wants (boot_units.h: how the node agent comes back
+// after a reboot). When sshd listens it writes one line to the status pipe:
 //
 //   READY <host key type> <base64>        or        ERROR <message>
 //
@@ -31,7 +33,7 @@
 // replaces <disk>/meta/metadata.json and sends SIGHUP: reload, apply users, answer
 // long-polls, then write the version to <disk>/meta/applied; a signal rather than
 // inotify, whose per-user instance limit, 128 by default, would cap a machine at 128
-// workers); sshd restarts; reaping orphans. SIGTERM powers off: every process gets
+// workers); sshd and unit restarts; reaping orphans. SIGTERM powers off: every process gets
 // SIGTERM, and after kInitStopGrace (or when none is left) init exits.
 //
 // Thread-safety: a single-threaded program.

@@ -14,6 +14,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <vector>
@@ -178,6 +179,26 @@ Status SetUpDev() {
   return Status::Ok();
 }
 
+// The machine's program `binary` bound read-only at `path` on the worker's /usr. What
+// the worker's root left at `path` (a link, say) is replaced by an empty file first, so
+// the bind lands there and nowhere else.
+Status BindProgram(const std::string& binary, const std::string& path) {
+  struct stat st;
+  if (::lstat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode) && ::unlink(path.c_str()) != 0) {
+    return InternalError(Errno("unlink " + path));
+  }
+  std::string dir = path.substr(0, path.rfind('/'));
+  std::string parent = dir.substr(0, dir.rfind('/'));
+  TPUFLEET_TRY(MkDir(parent, 0755));
+  TPUFLEET_TRY(MkDir(dir, 0755));
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0755);
+  if (fd < 0) {
+    return InternalError(Errno("create " + path));
+  }
+  ::close(fd);
+  return Mount(binary, path, nullptr, MS_BIND);
+}
+
 // Makes every mount read-only but the worker's own (`own`, with what is mounted below
 // them), so the part of the machine's file system the worker shares is read-only to it.
 // /proc itself stays writable (processes' own files), its bound kernel settings not.
@@ -217,7 +238,8 @@ Status WriteSshdConfig() {
 }
 
 // The worker's file system: see worker_init.h.
-Status SetUpMounts(const std::string& disk, const std::string& state) {
+Status SetUpMounts(const std::string& disk, const std::string& state, const std::string& standin,
+                   const std::function<Status()>& extra) {
   const std::string d = kDiskMount;
   // The mounts the worker owns, writable after LockDown; the rest of / is not.
   std::vector<std::string> own = {"/run"};
@@ -316,6 +338,14 @@ Status SetUpMounts(const std::string& disk, const std::string& state) {
       !s.ok()) {
     Say(s.message());
   }
+  if (!standin.empty()) {
+    if (std::find(own.begin(), own.end(), "/usr") != own.end()) {
+      TPUFLEET_TRY(BindProgram(standin, kStandinPath));
+    } else {
+      Say(std::string("/usr is the machine's here: no ") + kStandinPath);
+    }
+  }
+  TPUFLEET_TRY(extra());
   TPUFLEET_TRY(LockDown(own));
   // Hide the other workers' disks (when the state dir is still visible at all).
   if (::stat(state.c_str(), &st) == 0) {
@@ -338,6 +368,7 @@ Status DropCapabilities() {
   for (int cap : kWorkerCapabilities) {
     keep |= uint64_t{1} << cap;
   }
+  const uint64_t init_only = uint64_t{1} << CAP_MKNOD;
   for (long long cap = 0; cap <= last && cap < 64; ++cap) {
     if ((keep & (uint64_t{1} << cap)) == 0 && ::prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 &&
         errno != EINVAL) {
@@ -353,9 +384,24 @@ Status DropCapabilities() {
   for (int i = 0; i < 2; ++i) {
     uint32_t mask = static_cast<uint32_t>(keep >> (32 * i));
     data[i].effective &= mask;
-    data[i].permitted &= mask;
+    data[i].permitted &= mask | static_cast<uint32_t>(init_only >> (32 * i));
     data[i].inheritable &= mask;
   }
+  if (::syscall(SYS_capset, &header, data) != 0) {
+    return InternalError(Errno("capset"));
+  }
+  return Status::Ok();
+}
+
+Status SetInitCapability(int cap, bool effective) {
+  __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+  __user_cap_data_struct data[2] = {};
+  if (::syscall(SYS_capget, &header, data) != 0) {
+    return InternalError(Errno("capget"));
+  }
+  uint32_t bit = uint32_t{1} << (cap % 32);
+  __user_cap_data_struct& d = data[cap / 32];
+  d.effective = effective ? (d.effective | bit) : (d.effective & ~bit);
   if (::syscall(SYS_capset, &header, data) != 0) {
     return InternalError(Errno("capset"));
   }

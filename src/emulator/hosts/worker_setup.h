@@ -10,6 +10,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "emulator/hosts/worker_document.h"
@@ -34,9 +35,17 @@ void Say(const std::string& m);
 /// disk at kDiskMount, overlays over /etc /usr /opt /var, the disk's home, root and tmp
 /// over /home /root /tmp, a /dev of its own (null, zero, full, random, urandom, tty,
 /// shm, pts), /proc (its sys, sysrq-trigger, irq and bus read-only) and /sys
-/// (read-only). Every other mount, the machine's root file system first, is made
-/// read-only for the worker; then the state dir is hidden.
-Status SetUpMounts(const std::string& disk, const std::string& state_dir);
+/// (read-only), and the machine's program `standin` (unless "") bound read-only at
+/// kStandinPath, over an empty file made on the worker's own /usr (skipped, and said,
+/// when /usr is not the worker's). Then `extra` runs (the worker's disk is at
+/// kDiskMount, /dev and /sys are mounted: the accelerators go in here). Every other
+/// mount, the machine's root file system first, is made read-only for the worker; then
+/// the state dir is hidden.
+Status SetUpMounts(const std::string& disk, const std::string& state_dir,
+                   const std::string& standin, const std::function<Status()>& extra);
+
+/// Where every worker has the stand-in for a JAX program (emulator/standin).
+inline constexpr const char* kStandinPath = "/usr/local/bin/tpu-standin";
 
 /// The capabilities a worker's processes may have, Docker's default set without
 /// CAP_MKNOD: enough for sshd (setuid, setgid, chown, chroot, audit), sudo, useradd,
@@ -51,9 +60,14 @@ inline constexpr int kWorkerCapabilities[] = {
     CAP_NET_RAW, CAP_SYS_CHROOT,      CAP_AUDIT_WRITE, CAP_SETFCAP};
 
 /// Drops every other capability from the bounding set (so nothing started from now on,
-/// root or setuid, can have it) and from this process. REQUIRES: the steps that need
-/// them (mounts, network, hostname, binding port 80) are done.
+/// root or setuid, can have it) and from this process, but for CAP_MKNOD, which the init
+/// keeps permitted (not effective, not inheritable: no child can have it) to make the
+/// accelerators' nodes again after a device fault. REQUIRES: the steps that need them
+/// (mounts, network, hostname, binding port 80) are done.
 Status DropCapabilities();
+
+/// Raises (or lowers) a capability this process has permitted in its effective set.
+Status SetInitCapability(int cap, bool effective);
 
 /// lo up with kMetadataAddress/32; eth0 (moved in by the machine) with the worker's
 /// address; IPv6 off on eth0. No default route: nothing beyond the bridge is reachable.

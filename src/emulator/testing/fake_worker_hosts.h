@@ -49,6 +49,11 @@ class FakeWorkerHosts final : public SyntheticHosts {
     Record("SetCutOff " + node + " worker=" + std::to_string(worker) + " cut=" + (cut ? "1" : "0"));
     return Status::Ok();
   }
+  Status SetDeviceRemoved(const std::string& node, int worker, int device, bool removed) override {
+    Record("SetDeviceRemoved " + node + " worker=" + std::to_string(worker) +
+           " device=" + std::to_string(device) + " removed=" + (removed ? "1" : "0"));
+    return Status::Ok();
+  }
   Status Destroy(const std::string& node) override {
     Record("Destroy " + node);
     return SyntheticHosts::Destroy(node);
