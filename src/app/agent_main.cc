@@ -6,6 +6,7 @@
 
 #include "agent/attach.h"
 #include "agent/flags.h"
+#include "agent/installer.h"
 #include "agent/keeper.h"
 #include "agent/serve.h"
 
@@ -26,6 +27,10 @@ constexpr Subcommand kSubcommands[] = {
      tpufleet::agent::VersionMain},
     {"attach", "connect this terminal to a job's (Ctrl-] detaches)",
      tpufleet::agent::AttachMain},
+    {"install", "(as root, from a copy) install this binary and start it as a service",
+     tpufleet::agent::InstallMain},
+    {"supervise", "run serve, starting it again when it dies (where systemd does not)",
+     tpufleet::agent::SuperviseMain},
     {"keep", "(internal) keep one job: started by serve", tpufleet::agent::KeepMain},
 };
 

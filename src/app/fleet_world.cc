@@ -12,6 +12,7 @@
 #include <mutex>
 
 #include "app/holder_command.h"
+#include "control/agent_install.h"
 #include "control/port_forward.h"
 #include "core/fleet_spec.h"
 #include "provider/ssh_hosts.h"
@@ -222,6 +223,12 @@ Result<FleetPaths> PathsFor(const std::map<std::string, std::string>& env,
   paths.user_ssh_config = Env(env, "HOME") + "/.ssh/config";
   // The ssh config's Host blocks run this program to find a worker's current address.
   TPUFLEET_ASSIGN_OR_RETURN(paths.control.proxy_program, ThisProgram());
+  // The node agent up installs: built and installed beside tpufleet.
+  paths.control.agent_binary = Env(env, std::string(kAgentBinaryEnv));
+  if (paths.control.agent_binary.empty()) {
+    const std::string& self = paths.control.proxy_program;
+    paths.control.agent_binary = self.substr(0, self.rfind('/') + 1) + "tpufleet-agent";
+  }
   std::string mode = Env(env, std::string(kSshIncludeEnv));
   if (mode == "off") {
     paths.user_ssh_config.clear();

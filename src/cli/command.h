@@ -130,5 +130,6 @@ ExitStatus RunJobs(Invocation& inv);
 ExitStatus RunLogs(Invocation& inv);
 ExitStatus RunCancel(Invocation& inv);
 ExitStatus RunAttach(Invocation& inv);
+ExitStatus RunDoctor(Invocation& inv);
 
 }  // namespace tpufleet::cli

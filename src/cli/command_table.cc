@@ -231,6 +231,18 @@ std::vector<Command> CliCommands() {
        "program (a debugger, a prompt), and you see it as it runs. Ctrl-] detaches; the job\n"
        "goes on. The other workers' output: tpufleet logs JOB.",
        {}, false, RunAttach},
+      {"doctor", "Check every worker: TPU devices, their users, agent, metadata, disk, clock",
+       "[TARGET...]",
+       "Asks every worker of TARGET (a node, NODE:N, key=value, all; default all) at once,\n"
+       "through its node agent: the accelerator devices are there and as many as the type\n"
+       "has per worker; who holds them and /tmp/libtpu_lockfile (a stale lockfile or an\n"
+       "orphaned holder fails); the metadata server answers and its worker number, type and\n"
+       "endpoints agree with the TPU API; free space on / and /tmp; the agent answers at the\n"
+       "version of this tpufleet's agent binary; the worker's clock is within 1 s of this\n"
+       "machine's (half the round trip allowed). One line per worker, failing ones first,\n"
+       "each failed check with what to do. Exit status: 0 when every check passed, 1\n"
+       "otherwise, 2 for a target that names no worker.",
+       {}, true, RunDoctor},
       {"ssh-proxy", "Connect ssh to a worker wherever it is now (the ssh config's ProxyCommand)",
        "--state-dir DIR -- NODE N",
        "Run by ssh, for the Host blocks tpufleet writes, not by people. Connects to worker N\n"

@@ -30,6 +30,11 @@ ProgressView::Mode ModeFor(const Invocation& inv) {
 bool ReportOutcomes(Invocation& inv, const std::vector<NodeOutcome>& outcomes) {
   bool all_ok = true;
   for (const NodeOutcome& o : outcomes) {
+    for (const std::string& w : o.warnings) {
+      if (!inv.json) {
+        inv.err << "tpufleet: warning: " << TerminalText(o.node + ": " + w) << "\n";
+      }
+    }
     if (!o.status.ok()) {
       all_ok = false;
       if (!inv.json) {

@@ -11,6 +11,7 @@ std::string_view NodePhaseName(NodePhase phase) {
     case NodePhase::kQueued: return "queued";
     case NodePhase::kBooting: return "booting";
     case NodePhase::kConnecting: return "connecting";
+    case NodePhase::kAgent: return "agent";
     case NodePhase::kSetup: return "setup";
     case NodePhase::kReady: return "ready";
     case NodePhase::kDeleting: return "deleting";

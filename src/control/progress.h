@@ -18,6 +18,7 @@ enum class NodePhase {
   kQueued,      // queued resource waiting for capacity
   kBooting,     // node exists, waiting for READY and host keys
   kConnecting,  // waiting for SSH on every worker
+  kAgent,       // checking the node agent, installing it, making the spec's accounts
   kSetup,       // running the spec's setup script
   kReady,       // every worker READY, answering SSH, set up
   kDeleting,    // delete requested

@@ -104,6 +104,9 @@ struct NodeOutcome {
   std::string node;
   Status status;      // OK when the node is ready
   bool changed = false;  // up created, recreated, re-keyed or set up something
+  /// What the user should know though the node is ready ("the agent is not installed on
+  /// 2 workers: …"), one line each.
+  std::vector<std::string> warnings{};
 };
 
 struct UpReport {

@@ -11,9 +11,7 @@
 #include "util/strings.h"
 
 namespace tpufleet::up_internal {
-namespace {
 
-// The last lines of a setup's output, indented, for its failure message.
 std::string LastLines(const std::string& output) {
   constexpr size_t kLines = 10;  // enough for the error and what led to it
   std::vector<std::string> lines = Split(std::string(Trim(output)), '\n');
@@ -24,6 +22,8 @@ std::string LastLines(const std::string& output) {
   }
   return out;
 }
+
+namespace {
 
 // Keeps each host's output (both streams, as they come, the last kSetupOutputKept
 // bytes) and its result.
@@ -93,9 +93,12 @@ void NodeSteps::AfterSshFiles(const Status& synced, Clock::MonoTime now) {
   // Every worker the same VM that accepted us and ran setup before: nothing to wait
   // for, and a second `up` of a large fleet stays a few API reads.
   // A worker that ran another version of the setup script runs the spec's again.
+  // So is every worker whose recorded agent is the CLI's.
   bool all_done = !rec_.workers.empty() &&
                   std::none_of(rec_.workers.begin(), rec_.workers.end(),
-                               [&](const WorkerRecord& w) { return NeedsSetup(w, spec_.setup); });
+                               [&](const WorkerRecord& w) {
+                                 return NeedsSetup(w, spec_.setup) || !AgentRecorded(w);
+                               });
   if (all_done && !changed_) {
     End(Status::Ok());
     return;
@@ -153,7 +156,7 @@ void NodeSteps::AfterLogin(const std::vector<WorkerRun>& runs, Clock::MonoTime n
   }
   pending = LoginPending();
   if (pending.empty()) {
-    StartSetup();
+    StartAgent();
     return;
   }
   // A spot node can be preempted while we wait for it; then waiting is pointless.
@@ -212,31 +215,39 @@ std::string NodeSteps::SetupScript() const { return "{\n" + spec_.setup + "\n} <
 
 void NodeSteps::AfterSetup(const std::vector<WorkerRun>& runs, Clock::MonoTime now) {
   now_ = now;
-  std::vector<size_t> pending = SetupPending();
+  End(TakeRuns(SetupPending(), runs, "setup", "setup-done", [&](WorkerRecord& w) {
+    w.setup_done = true;
+    w.setup_digest = SetupDigest(spec_.setup);
+    return "worker=" + std::to_string(w.index);
+  }));
+}
+
+Status NodeSteps::TakeRuns(const std::vector<size_t>& workers, const std::vector<WorkerRun>& runs,
+                           const std::string& what, const std::string& event,
+                           const std::function<std::string(WorkerRecord&)>& done) {
   Status first;  // the first failure, in worker order
-  for (size_t i = 0; i < pending.size() && i < runs.size(); ++i) {
+  for (size_t i = 0; i < workers.size() && i < runs.size(); ++i) {
     const WorkerRun& r = runs[i];
-    WorkerRecord& w = rec_.workers[pending[i]];
+    WorkerRecord& w = rec_.workers[workers[i]];
     std::string which = "worker " + std::to_string(w.index) + " of " + plan_.node;
     Status s;
     if (!r.status.ok()) {
-      s = r.status.WithContext("setup on " + which);
+      s = r.status.WithContext(what + " on " + which);
     } else if (r.exit_code != 0) {
-      s = FailedPreconditionError("setup failed on " + which + " (exit " +
+      s = FailedPreconditionError(what + " failed on " + which + " (exit " +
                                   std::to_string(r.exit_code) + "):\n" + LastLines(r.output));
     } else {
-      w.setup_done = true;
-      w.setup_digest = SetupDigest(spec_.setup);
+      std::string detail = done(w);
       s = world_.store.Transaction([&]() -> Status {
         TPUFLEET_TRY(Save());
-        return Event("setup-done", "worker=" + std::to_string(w.index));
+        return Event(event, detail);
       });
     }
     if (first.ok()) {
       first = s;
     }
   }
-  End(first);
+  return first;
 }
 
 // ---------------------------------------------------------------------------------------
@@ -258,8 +269,8 @@ UpSteps::UpSteps(World& world, const FleetSpec& fleet, const std::vector<NodePla
                  CloudProvider& provider, const UpOptions& options, ProgressObserver& progress,
                  const FleetKey* key, EventLoop& loop)
     : world_(world), fleet_(fleet), plans_(plans), provider_(provider), options_(options),
-      progress_(progress), key_(key), loop_(loop), session_(world.local_fanout.Open(loop)),
-      nodes_(plans.size()) {
+      progress_(progress), key_(key), agent_(LoadLocalAgent(world.paths.agent_binary)),
+      loop_(loop), session_(world.local_fanout.Open(loop)), nodes_(plans.size()) {
   wake_ = loop_.Now();
   timer_ = loop_.At(*wake_, [this](Clock::MonoTime now) {
     timer_ = 0;
@@ -297,7 +308,7 @@ std::vector<NodeSteps*> UpSteps::Due(NodeStep step, Clock::MonoTime now) {
 void UpSteps::StartJob(const std::vector<NodeSteps*>& nodes,
                        std::vector<size_t> (NodeSteps::*pending)() const,
                        void (NodeSteps::*after)(const std::vector<WorkerRun>&, Clock::MonoTime),
-                       const std::string& script, std::chrono::milliseconds timeout,
+                       const JobInput& input, std::chrono::milliseconds timeout,
                        const std::string& openssh_script) {
   auto job = std::make_unique<Job>();
   Job* j = job.get();
@@ -308,10 +319,11 @@ void UpSteps::StartJob(const std::vector<NodeSteps*>& nodes,
   j->parts = 1;
   FanoutJob spec;
   spec.key_path = world_.keys.PrivateKeyPath();
-  spec.command = "bash -s";
-  // The script reaches bash on stdin, as with `ssh HOST bash -s`: no shell parses it
-  // on the way, and the remote one sees it exactly once.
-  spec.stdin_header = script;
+  spec.command = input.command;
+  // A script reaches bash on stdin, as with `ssh HOST bash -s`: no shell parses it on
+  // the way, and the remote one sees it exactly once.
+  spec.stdin_header = input.stdin_header;
+  spec.stdin_path = input.stdin_path;
   spec.command_timeout = timeout;
   for (NodeSteps* n : nodes) {
     std::vector<size_t> workers = (n->*pending)();
@@ -396,7 +408,7 @@ void UpSteps::Advance(Clock::MonoTime now) {
   for (size_t i = 0; i < nodes_.size() && active < cap; ++i) {
     if (!nodes_[i]) {
       nodes_[i] = std::make_unique<NodeSteps>(world_, fleet_, plans_[i], provider_, options_,
-                                              progress_, key_);
+                                              progress_, key_, agent_);
       ++active;
     }
   }
@@ -415,9 +427,10 @@ void UpSteps::Advance(Clock::MonoTime now) {
   }
   if (std::vector<NodeSteps*> due = Due(NodeStep::kLogin, now); !due.empty()) {
     // ssh-hosts logins (the user's own key) get the fleet key in their authorized_keys.
-    StartJob(due, &NodeSteps::LoginPending, &NodeSteps::AfterLogin, "true", kLoginCheckTimeout,
-             key_ ? AuthorizeFleetKeyScript(key_->public_key) : "");
+    StartJob(due, &NodeSteps::LoginPending, &NodeSteps::AfterLogin, {"bash -s", "true", ""},
+             kLoginCheckTimeout, key_ ? AuthorizeFleetKeyScript(key_->public_key) : "");
   }
+  StartAgentJobs(now);
   // One job per setup script (the script is each job's stdin): the nodes of one entry
   // of the spec share theirs.
   std::map<std::string, std::vector<NodeSteps*>> by_script;
@@ -425,7 +438,7 @@ void UpSteps::Advance(Clock::MonoTime now) {
     by_script[n->SetupScript()].push_back(n);
   }
   for (const auto& [script, due] : by_script) {
-    StartJob(due, &NodeSteps::SetupPending, &NodeSteps::AfterSetup, script,
+    StartJob(due, &NodeSteps::SetupPending, &NodeSteps::AfterSetup, {"bash -s", script, ""},
              options_.setup_timeout);
   }
   // The timer, for the next step due of a node in no job.
@@ -460,7 +473,7 @@ std::vector<NodeOutcome> UpSteps::Outcomes() const {
   std::vector<NodeOutcome> out;
   for (size_t i = 0; i < nodes_.size(); ++i) {
     out.push_back(nodes_[i] ? nodes_[i]->outcome()
-                            : NodeOutcome{plans_[i].node, InternalError("never started"), false});
+                            : NodeOutcome{plans_[i].node, InternalError("never started"), false, {}});
   }
   return out;
 }

@@ -4,6 +4,7 @@
 #include <set>
 #include <string>
 
+#include "control/agent_install.h"
 #include "control/host_keys.h"
 #include "control/testing/test_world.h"
 #include "control/testing/up_specs.h"
@@ -173,11 +174,11 @@ TEST(Issue11, UpLogsInAndRunsSetupOnTheFanoutEngineNotSsh) {
   ASSERT_EQ(t.Up(spec).nodes[0].status, Status::Ok());
 
   EXPECT_TRUE(t.ssh.calls().empty()) << "no ssh process for a worker tpufleet made";
-  ASSERT_EQ(t.fanout.jobs.size(), 2u) << "one login check, one setup";
+  ASSERT_EQ(t.fanout.jobs.size(), 5u)
+      << "login check, agent check, agent install, accounts, setup";
   NodeRecord rec = t.Record("trainer");
   for (const FanoutJob& job : t.fanout.jobs) {
     EXPECT_EQ(job.key_path, t.world.paths.ssh_dir + "/id_ed25519");
-    EXPECT_EQ(job.command, "bash -s");
     ASSERT_EQ(job.hosts.size(), 4u);
     for (size_t i = 0; i < 4; ++i) {
       EXPECT_EQ(job.hosts[i].name, "trainer-w" + std::to_string(i));
@@ -187,7 +188,12 @@ TEST(Issue11, UpLogsInAndRunsSetupOnTheFanoutEngineNotSsh) {
     }
   }
   EXPECT_EQ(t.fanout.jobs[0].stdin_header, "true");
-  EXPECT_TRUE(Contains(t.fanout.jobs[1].stdin_header, "echo hello"));
+  EXPECT_EQ(t.fanout.jobs[1].stdin_header, AgentCheckScript());
+  EXPECT_EQ(t.fanout.jobs[2].command, AgentInstallCommand(t.AgentSha256()));
+  EXPECT_EQ(t.fanout.jobs[2].stdin_path, t.world.paths.agent_binary);
+  EXPECT_EQ(t.fanout.jobs[3].command, AgentRootCallCommand());
+  EXPECT_EQ(t.fanout.jobs[4].command, "bash -s");
+  EXPECT_TRUE(Contains(t.fanout.jobs[4].stdin_header, "echo hello"));
 }
 
 TEST(Issue11, SixteenNodesShareOneLoginJobAndOneSetupJob) {
@@ -201,9 +207,10 @@ TEST(Issue11, SixteenNodesShareOneLoginJobAndOneSetupJob) {
   for (const NodeOutcome& o : r.nodes) {
     EXPECT_EQ(o.status, Status::Ok()) << o.node;
   }
-  ASSERT_EQ(t.fanout.jobs.size(), 2u) << "the nodes reach SSH together and go as one";
-  EXPECT_EQ(t.fanout.jobs[0].hosts.size(), 16u);
-  EXPECT_EQ(t.fanout.jobs[1].hosts.size(), 16u);
+  ASSERT_EQ(t.fanout.jobs.size(), 5u) << "the nodes reach SSH together and go as one";
+  for (const FanoutJob& job : t.fanout.jobs) {
+    EXPECT_EQ(job.hosts.size(), 16u) << "login, agent check, install, accounts, setup";
+  }
   EXPECT_EQ(t.Events("setup-done").size(), 16u);
 }
 
@@ -211,14 +218,7 @@ TEST(Issue11, SshHostsMachinesAreLoggedInToWithOpenSshThenSetUpOnTheEngine) {
   // They take the user's own keys, which the fan-out engine does not hold, until the
   // login check has put the fleet key in; setup then runs as on any worker (as exec).
   TestWorld t;
-  CreateNodeRequest machines;
-  machines.node_id = "gpus";
-  machines.type = "v4-32";  // the fake's way to give it 4 workers
-  t.cloud.AddNode(machines);
-  FleetSpec spec = t.Spec(
-      "fleet: lab\nprovider: ssh-hosts\nnodes:\n  - name: gpus\n"
-      "    hosts: [198.18.0.10, 198.18.0.11, 198.18.0.12, 198.18.0.13]\n"
-      "    ssh_user: ops\n    setup: echo hi\n");
+  FleetSpec spec = testing::SshHostsSpec(t, "gpus", 4, "    setup: echo hi\n");
 
   UpReport r = t.Up(spec);
 
@@ -228,8 +228,8 @@ TEST(Issue11, SshHostsMachinesAreLoggedInToWithOpenSshThenSetUpOnTheEngine) {
   std::string fleet_key = t.FleetPublicKey();
   EXPECT_EQ(t.ssh.RunsOf(AuthorizeFleetKeyScript(fleet_key)), 4);
   EXPECT_EQ(t.ssh.calls().size(), 4u) << "only the login check goes through OpenSSH";
-  ASSERT_EQ(t.fanout.jobs.size(), 1u) << "setup, on the engine, all four at once";
-  const FanoutJob& job = t.fanout.jobs[0];
+  ASSERT_EQ(t.fanout.jobs.size(), 4u) << "agent check, install, accounts, setup: the engine";
+  const FanoutJob& job = t.fanout.jobs[3];
   EXPECT_TRUE(Contains(job.stdin_header, "echo hi"));
   ASSERT_EQ(job.hosts.size(), 4u);
   NodeRecord rec = t.Record("gpus");

@@ -10,14 +10,17 @@
 namespace tpufleet::up_internal {
 
 bool IsBatchStep(NodeStep step) {
-  return step == NodeStep::kSshFiles || step == NodeStep::kLogin || step == NodeStep::kSetup;
+  return step == NodeStep::kSshFiles || step == NodeStep::kLogin || step == NodeStep::kAgent ||
+         step == NodeStep::kAgentInstall || step == NodeStep::kAccounts ||
+         step == NodeStep::kSetup;
 }
 
 NodeSteps::NodeSteps(World& world, const FleetSpec& fleet, const NodePlan& plan,
                      CloudProvider& provider, const UpOptions& options,
-                     ProgressObserver& progress, const FleetKey* key)
+                     ProgressObserver& progress, const FleetKey* key,
+                     const Result<LocalAgent>& agent)
     : world_(world), fleet_(fleet), spec_(*plan.spec), plan_(plan), provider_(provider),
-      options_(options), progress_(progress), key_(key),
+      options_(options), progress_(progress), key_(key), agent_(agent),
       poller_(world.clock, options.poll_min, options.poll_max, options.timeout),
       due_(world.clock.MonotonicNow()), now_(due_), action_(plan.action),
       resume_(plan.resume) {}
@@ -46,6 +49,9 @@ void NodeSteps::Advance(Clock::MonoTime now) {
       break;
     case NodeStep::kSshFiles:
     case NodeStep::kLogin:
+    case NodeStep::kAgent:
+    case NodeStep::kAgentInstall:
+    case NodeStep::kAccounts:
     case NodeStep::kSetup:
     case NodeStep::kDone:
       return;
@@ -386,8 +392,8 @@ Status NodeSteps::Ready(const std::vector<WorkerIdentity>& ids) {
   return WaitFor(op, OpFor::kSshKeys);
 }
 
-// A worker keeps its setup flag (and the version of setup it ran) only while it is the
-// same VM (same host key).
+// A worker keeps its setup flag (and the version of setup it ran) and its agent only
+// while it is the same VM (same host key).
 std::vector<WorkerRecord> NodeSteps::MergeWorkers(const CloudNode& node,
                                                   const std::vector<WorkerIdentity>& ids) const {
   std::vector<WorkerRecord> out;
@@ -402,6 +408,7 @@ std::vector<WorkerRecord> NodeSteps::MergeWorkers(const CloudNode& node,
       if (old.index == w.index && old.host_key == w.host_key) {
         w.setup_done = old.setup_done;
         w.setup_digest = old.setup_digest;
+        w.agent_sha256 = old.agent_sha256;
       }
     }
     out.push_back(std::move(w));

@@ -4,16 +4,17 @@
 // NodeSteps brings one node id from its plan to ready as a sequence of resumable steps:
 // load the record, delete a node that is gone (recreate), create it zone by zone, wait
 // for the operation and the queued resource, wait for READY and the workers' host keys,
-// set the ssh-keys metadata; then three steps the driver batches for all nodes at once:
-// rewrite the SSH files, check that every worker accepts the fleet key, run the setup
-// script. A step is one short piece of work (a request, or its answer) that ends by
+// set the ssh-keys metadata; then steps the driver batches for all nodes at once:
+// rewrite the SSH files, check that every worker accepts the fleet key, check the node
+// agent and install it where it is not current, make the spec's accounts through it
+// (control/agent_install.h), run the setup script. A step is one short piece of work (a request, or its answer) that ends by
 // naming the next step and when it is due: nothing inside a step sleeps. Every write to
 // the store that up.h's crash-safety contract names comes before its request, as it did
 // when each node had a thread, so a killed `up` resumes from the records.
 //
 // UpSteps drives the nodes of one `up` on an EventLoop (util/event_loop.h): a timer runs
-// every node step that is due, then starts the SSH work of all nodes at the login check
-// or setup as one fan-out job each, on a FanoutSession (ssh/fanout.h) of the same loop,
+// every node step that is due, then starts the SSH work of all nodes at each batched
+// step as one fan-out job each, on a FanoutSession (ssh/fanout.h) of the same loop,
 // and arms itself for the next step due. The jobs run while the loop goes on (a long
 // setup holds up no other node's cloud polls); each job's end hands its nodes their
 // runs. It owns no thread and never sleeps; the loop's owner turns the loop (`Up`:
@@ -24,11 +25,13 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "control/agent_install.h"
 #include "control/leftovers.h"
 #include "control/progress.h"
 #include "control/up.h"
@@ -51,6 +54,14 @@ inline constexpr std::chrono::seconds kLoginCheckTimeout{30};
 /// Of each worker's setup output the last this many bytes are kept (the message of a
 /// failed setup shows its last lines): a chatty script costs no more memory than this.
 inline constexpr size_t kSetupOutputKept = 64 * 1024;
+/// The agent check (a hash, `sudo -n true`, a hello with its own 10 s limit) takes well
+/// under a second on a live worker; a worker that takes a minute is not answering.
+inline constexpr std::chrono::seconds kAgentCheckTimeout{60};
+/// Streaming a few MiB to every worker and the install itself (which waits up to 10 s
+/// for an old agent to stop and 15 s for the new one to answer) fit in this.
+inline constexpr std::chrono::minutes kAgentInstallTimeout{5};
+/// accounts.apply runs useradd and visudo per user: seconds, even for many users.
+inline constexpr std::chrono::minutes kAccountsTimeout{2};
 
 enum class NodeStep {
   kStart,      // load the record and act on the plan
@@ -61,12 +72,18 @@ enum class NodeStep {
   kLeftover,   // what a stockout left behind is deleted before the next zone
   kSshFiles,   // batched: the SSH files are rewritten from the store
   kLogin,      // batched: every worker not yet in is asked to run `true`
+  kAgent,      // batched: every worker says which agent it has and whether it answers
+  kAgentInstall,  // batched: the CLI's agent is installed where it is not current
+  kAccounts,   // batched: the agent makes the spec's users on every worker
   kSetup,      // batched: the setup script runs on every worker that has not run it
   kDone,
 };
 
 /// True for the steps UpSteps batches over nodes; the others are NodeSteps::Advance's.
 bool IsBatchStep(NodeStep step);
+
+/// The last lines of a worker's output, each indented, for a failure message.
+std::string LastLines(const std::string& output);
 
 /// How one worker's script ended, whichever transport carried it.
 struct WorkerRun {
@@ -77,11 +94,12 @@ struct WorkerRun {
 
 class NodeSteps {
  public:
-  /// `plan` and `key` (null for ssh-hosts fleets) must outlive the steps. The node's
-  /// deadline (options.timeout) starts now.
+  /// `plan`, `key` (null for ssh-hosts fleets) and `agent` (the CLI's agent binary, or
+  /// why there is none) must outlive the steps. The node's deadline (options.timeout)
+  /// starts now.
   NodeSteps(World& world, const FleetSpec& fleet, const NodePlan& plan,
             CloudProvider& provider, const UpOptions& options, ProgressObserver& progress,
-            const FleetKey* key);
+            const FleetKey* key, const Result<LocalAgent>& agent);
   NodeSteps(const NodeSteps&) = delete;
   NodeSteps& operator=(const NodeSteps&) = delete;
 
@@ -90,7 +108,7 @@ class NodeSteps {
   bool ssh_hosts() const { return fleet_.provider == Provider::kSshHosts; }
   const NodeRecord& record() const { return rec_; }
   /// The outcome so far; final once step() is kDone.
-  NodeOutcome outcome() const { return {plan_.node, status_, changed_}; }
+  NodeOutcome outcome() const { return {plan_.node, status_, changed_, warnings_}; }
 
   /// Runs the node's current step. REQUIRES: due() <= now, !IsBatchStep(step()).
   void Advance(Clock::MonoTime now);
@@ -102,6 +120,17 @@ class NodeSteps {
   std::vector<size_t> LoginPending() const;
   /// kLogin: one run per LoginPending() worker, in that order.
   void AfterLogin(const std::vector<WorkerRun>& runs, Clock::MonoTime now);
+  /// kAgent: every worker, each to run AgentCheckScript.
+  std::vector<size_t> AllWorkers() const;
+  void AfterAgentCheck(const std::vector<WorkerRun>& runs, Clock::MonoTime now);
+  /// kAgentInstall: the workers whose agent is not current.
+  std::vector<size_t> AgentInstallPending() const { return agent_install_; }
+  void AfterAgentInstall(const std::vector<WorkerRun>& runs, Clock::MonoTime now);
+  /// kAccounts: the workers with an agent (all but ssh-hosts ones without sudo), and
+  /// the accounts.apply request each gets.
+  std::vector<size_t> AgentWorkers() const;
+  std::string AccountsRequest() const;
+  void AfterAccounts(const std::vector<WorkerRun>& runs, Clock::MonoTime now);
   /// kSetup: the workers that have not run the spec's setup script (this version of
   /// it), and the script as each worker's bash reads it on stdin.
   std::vector<size_t> SetupPending() const;
@@ -137,6 +166,17 @@ class NodeSteps {
   // Steps (up_ssh.cc).
   void StartLogin();
   void StartSetup();
+  // The runs of a batched step on `workers` (the pending ones, in order): the first
+  // failure ("WHAT on worker N of NODE: …", or "WHAT failed on … (exit N):" and the
+  // output's last lines), and for each worker whose run exited 0, `done` updates its
+  // record, which is saved with an event `event` (its detail: what `done` returns).
+  Status TakeRuns(const std::vector<size_t>& workers, const std::vector<WorkerRun>& runs,
+                  const std::string& what, const std::string& event,
+                  const std::function<std::string(WorkerRecord&)>& done);
+  // Steps (up_agent.cc).
+  void StartAgent();
+  void StartAccounts();
+  bool AgentRecorded(const WorkerRecord& w) const;
 
   // Helpers (up_steps.cc).
   void End(const Status& status);
@@ -168,6 +208,7 @@ class NodeSteps {
   const UpOptions& options_;
   ProgressObserver& progress_;
   const FleetKey* key_;
+  const Result<LocalAgent>& agent_;
   Poller poller_;  // every cloud wait of the node shares its backoff and deadline
 
   NodeStep step_ = NodeStep::kStart;
@@ -182,6 +223,7 @@ class NodeSteps {
   NodeRecord rec_;
   std::string zone_;
   bool changed_ = false;
+  std::vector<std::string> warnings_;  // the outcome's
   Status status_;               // the outcome once kDone
 
   CloudOperation op_;                   // kOperation: the operation polled
@@ -196,6 +238,7 @@ class NodeSteps {
   std::optional<Poller> login_poller_;  // kLogin: the login_timeout budget
   std::vector<bool> login_ok_;          // kLogin: per worker, logged in
   std::vector<Status> login_last_;      // kLogin: per worker, the last refusal
+  std::vector<size_t> agent_install_;   // kAgentInstall: the workers it runs on
 };
 
 /// A worker of a node: an index into its record's workers.
@@ -207,7 +250,8 @@ struct WorkerRef {
 class UpSteps {
  public:
   /// One node per plan; at most options.max_parallel_nodes of them are worked on at once.
-  /// The first steps are due at once. REQUIRES: `loop` outlives the steps.
+  /// The first steps are due at once. The CLI's agent binary (world.paths.agent_binary)
+  /// is read and hashed here, once. REQUIRES: `loop` outlives the steps.
   UpSteps(World& world, const FleetSpec& fleet, const std::vector<NodePlan>& plans,
           CloudProvider& provider, const UpOptions& options, ProgressObserver& progress,
           const FleetKey* key, EventLoop& loop);
@@ -224,23 +268,32 @@ class UpSteps {
 
  private:
   struct Job;
+  // What each worker of a job runs: `command` in its login shell, whose stdin gets
+  // `stdin_header`, then the file at `stdin_path` (if any).
+  struct JobInput {
+    std::string command = "bash -s";
+    std::string stdin_header;
+    std::string stdin_path;
+  };
   // Runs every step that is due at `now` (the SSH steps of all nodes batched) and arms
   // the timer for the next one.
   void Advance(Clock::MonoTime now);
   bool InJob(const NodeSteps* node) const;
   // The nodes at `step` that are due and in no SSH job, in plan order.
   std::vector<NodeSteps*> Due(NodeStep step, Clock::MonoTime now);
-  // Starts `script` with bash (on stdin) on the pending workers of `nodes` (`pending`
-  // says which), as one job; when it ends, `after` hands each node its runs. Workers
-  // run on the fan-out session with the fleet key and the pinned host key; but when
-  // `openssh_script` is given (the login check), ssh-hosts machines run it with OpenSSH
+  // Starts `input` on the pending workers of `nodes` (`pending` says which), as one
+  // job; when it ends, `after` hands each node its runs. Workers run on the fan-out
+  // session with the fleet key and the pinned host key; but when `openssh_script` is
+  // given (the login check), ssh-hosts machines run it with OpenSSH
   // (World::ssh's Start: all at once, watched by the loop), as they take only the
   // user's own keys until it has put the fleet key in their login's authorized_keys.
   void StartJob(const std::vector<NodeSteps*>& nodes,
                 std::vector<size_t> (NodeSteps::*pending)() const,
                 void (NodeSteps::*after)(const std::vector<WorkerRun>&, Clock::MonoTime),
-                const std::string& script, std::chrono::milliseconds timeout,
+                const JobInput& input, std::chrono::milliseconds timeout,
                 const std::string& openssh_script = "");
+  // The batched agent steps of the nodes due at `now`.
+  void StartAgentJobs(Clock::MonoTime now);
   // The fan-out job's runs into the job's, `missing` for hosts that had no result.
   void TakeEngineRuns(Job* job, const Status& missing);
   // One part of the job ended; the last hands the nodes their runs.
@@ -253,6 +306,7 @@ class UpSteps {
   const UpOptions& options_;
   ProgressObserver& progress_;
   const FleetKey* key_;
+  Result<LocalAgent> agent_;  // the CLI's agent binary, or why there is none
   EventLoop& loop_;
   std::unique_ptr<FanoutSession> session_;          // world.local_fanout's, on loop_
   std::vector<std::unique_ptr<NodeSteps>> nodes_;   // null until admitted

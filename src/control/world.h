@@ -44,6 +44,9 @@ struct ControlPaths {
   /// The absolute path of tpufleet, for the ProxyCommand of the SSH config's Host
   /// blocks (ssh_sync.h); "": none, the blocks connect to the stored address.
   std::string proxy_program{};
+  /// The node agent `up` installs on every worker and `doctor` compares with
+  /// (control/agent_install.h): tpufleet-agent next to tpufleet, or $TPUFLEET_AGENT_BINARY.
+  std::string agent_binary{};
 };
 
 struct World {

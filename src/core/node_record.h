@@ -24,6 +24,10 @@ struct WorkerRecord {
   /// SetupDigest (core/up_plan.h) of the setup script that exited 0 here; "" when the
   /// store does not know which (a worker set up before tpufleet recorded it).
   std::string setup_digest;
+  /// SHA-256 of the tpufleet-agent binary `up` last found installed and answering here
+  /// (control/agent_install.h); "" when not known (up checks again), "-" when up may not
+  /// install it (an ssh-hosts login without passwordless sudo).
+  std::string agent_sha256{};
 };
 
 /// One node of a fleet: what tpufleet asked for and what the cloud last said.

@@ -108,6 +108,17 @@ std::string Sha256(std::string_view bytes) {
   return digest;
 }
 
+std::string HexEncode(std::string_view bytes) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(bytes.size() * 2);
+  for (unsigned char c : bytes) {
+    out += kDigits[c >> 4];
+    out += kDigits[c & 0xf];
+  }
+  return out;
+}
+
 std::string UrlEscape(std::string_view text) {
   static constexpr char kHex[] = "0123456789ABCDEF";
   std::string out;

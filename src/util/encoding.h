@@ -34,6 +34,9 @@ Result<std::string> Base64UrlDecode(std::string_view text);
 /// The SHA-256 digest of `bytes`: 32 raw bytes.
 std::string Sha256(std::string_view bytes);
 
+/// `bytes` as lowercase hex, two digits a byte: how sha256sum writes a digest.
+std::string HexEncode(std::string_view bytes);
+
 /// Percent-encodes everything but unreserved characters (RFC 3986).
 std::string UrlEscape(std::string_view text);
 /// Decodes %XX escapes (either case); a '%' not followed by two hex digits stays as it

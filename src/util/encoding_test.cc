@@ -12,6 +12,13 @@ namespace {
 
 using Fields = std::map<std::string, std::string>;
 
+TEST(HexEncode, WritesADigestAsSha256sumDoes) {
+  EXPECT_EQ(HexEncode(Sha256("abc")),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  EXPECT_EQ(HexEncode(std::string("\x00\xff\x10", 3)), "00ff10");
+  EXPECT_EQ(HexEncode(""), "");
+}
+
 TEST(Sha256, MatchesTheStandardVectors) {
   // FIPS 180-2's "abc", and the empty input.
   EXPECT_EQ(Base64Encode(Sha256("abc")), "ungWv48Bz+pBQUDeXa4iI7ADYaOWF3qctBD/YfIAFa0=");

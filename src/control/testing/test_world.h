@@ -1,9 +1,11 @@
 // TestWorld: a World for control's tests, all in memory: a FakeCloud, a FakeFanout (with
-// FakeWorkers answering up's login checks and setup scripts), a FakeSshRunner, a
+// FakeWorkers answering up's login checks, agent steps and setup scripts), a
+// FakeSshRunner, a
 // FakeClock, a real SqliteStore in memory, and the fleet key, SSH files and forwards of
 // fake_seams.h. Nothing runs ssh-keygen or ssh, and nothing is written under HOME or
 // the state dir (whose paths the World still names); `dir` is a temp dir for the test's
-// own files (specs, copy sources), removed afterwards.
+// own files (specs, copy sources), removed afterwards; it holds the CLI's agent binary
+// (a few bytes) that up installs.
 //
 // The catalog is the built-in one with a second v4 zone (us-central2-a): the built-in
 // lists v4 in one zone only, and zone failover needs two.
@@ -16,10 +18,13 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "api/agent.h"
+#include "control/agent_install.h"
 #include "control/progress.h"
 #include "control/testing/fake_seams.h"
 #include "control/up.h"
@@ -31,6 +36,9 @@
 #include "ssh/testing/fake_ssh_runner.h"
 #include "ssh/testing/temp_dir.h"
 #include "store/sqlite_store.h"
+#include "util/encoding.h"
+#include "util/file.h"
+#include "util/strings.h"
 #include "util/testing/fake_clock.h"
 #include "util/testing/status_printer.h"
 
@@ -88,15 +96,19 @@ class ProgressLog final : public ProgressObserver {
   std::vector<NodeProgress> all_;  // guarded by mu_
 };
 
-/// The workers' side of up's login checks and setup scripts, answering through the
-/// FakeFanout: it records every (worker alias, script) run, answers exit 0 with no output,
-/// and can refuse the first N logins to each worker (as sshd does while a VM boots) or
-/// make every script but the "true" check exit non-zero on one worker (a failing setup).
+/// The workers' side of up's login checks, agent steps and setup scripts, answering
+/// through the FakeFanout: it records every (worker alias, script) run, answers exit 0
+/// with no output, and can refuse the first N logins to each worker (as sshd does while
+/// a VM boots) or make every setup script exit non-zero on one worker (a failing setup).
+/// Each worker has an agent as the agent steps leave it: none at first, the uploaded
+/// binary's hash after an install (which a test can make fail), answering unless
+/// stopped; its login may sudo unless a test says not.
 class FakeWorkers {
  public:
   struct Call {
     std::string alias;   // "trainer-w2"
-    std::string script;  // what the worker's bash read on stdin
+    std::string script;  // what the worker's bash (or the agent's call) read on stdin
+    std::string command{};  // the login shell's command
   };
 
   explicit FakeWorkers(FakeFanout& fanout) : fanout_(fanout) {
@@ -110,6 +122,36 @@ class FakeWorkers {
   /// Scripts other than the "true" check exit `exit_code` on `alias`, printing `output`.
   void FailScriptsOn(const std::string& alias, int exit_code, std::string output) {
     failing_[alias] = {exit_code, std::move(output)};
+  }
+
+  /// The agent on `alias` is the binary hashing to `sha256` ("": none), answering.
+  void SetAgent(const std::string& alias, const std::string& sha256) {
+    agents_[alias] = sha256;
+    stopped_.erase(alias);
+  }
+  /// The agent's hash on `alias` ("" when none is installed).
+  std::string Agent(const std::string& alias) const {
+    auto it = agents_.find(alias);
+    return it == agents_.end() ? "" : it->second;
+  }
+  /// The agent on `alias` is installed but does not answer (until installed again).
+  void StopAgent(const std::string& alias) { stopped_.insert(alias); }
+  /// The login on `alias` may not sudo.
+  void NoSudoOn(const std::string& alias) { no_sudo_.insert(alias); }
+  /// Installing the agent on `alias` exits `exit_code`, printing `output`.
+  void FailInstallOn(const std::string& alias, int exit_code, std::string output) {
+    failing_install_[alias] = {exit_code, std::move(output)};
+  }
+  /// How many installs ran (on any worker), and which workers had accounts.apply.
+  int installs() const { return installs_; }
+  std::vector<std::string> AccountsOn() const {
+    std::vector<std::string> out;
+    for (const Call& c : calls_) {
+      if (c.command == AgentRootCallCommand()) {
+        out.push_back(c.alias);
+      }
+    }
+    return out;
   }
 
   const std::vector<Call>& calls() const { return calls_; }
@@ -133,11 +175,35 @@ class FakeWorkers {
  private:
   HostResult Answer(const FanoutHost& host, size_t index, FanoutSink& sink) {
     const FanoutJob& job = fanout_.jobs[fanout_.answering];
-    calls_.push_back({host.name, job.stdin_header});
+    calls_.push_back({host.name, job.stdin_header, job.command});
     HostResult r;
     if (refusals_[host.name]++ < refuse_first_) {
       r.outcome = HostOutcome::kUnreachable;
       r.message = "connect to " + host.address + " port 22: Connection refused";
+      return r;
+    }
+    if (job.stdin_header == AgentCheckScript()) {
+      sink.OnOutput(index, OutputStream::kStdout, CheckOutput(host.name));
+      return r;
+    }
+    if (!job.stdin_path.empty()) {  // the agent's install: the binary on stdin
+      ++installs_;
+      if (auto it = failing_install_.find(host.name); it != failing_install_.end()) {
+        sink.OnOutput(index, OutputStream::kStderr, it->second.second);
+        r.exit_code = it->second.first;
+        return r;
+      }
+      SetAgent(host.name, HexEncode(Sha256(ReadFile(job.stdin_path).value())));
+      return r;
+    }
+    if (job.command == AgentRootCallCommand()) {  // accounts.apply
+      api::AgentRequest request = api::ParseAgentRequest(Trim(job.stdin_header)).value();
+      std::vector<api::AccountResult> made;
+      for (const api::AccountSpec& u : request.users) {
+        made.push_back({u.name, "created", "", ""});
+      }
+      sink.OnOutput(index, OutputStream::kStdout,
+                    api::AnswerLine({Status::Ok(), made}) + "\n");
       return r;
     }
     if (auto it = failing_.find(host.name); it != failing_.end() && job.stdin_header != "true") {
@@ -147,11 +213,33 @@ class FakeWorkers {
     return r;
   }
 
+  // What AgentCheckScript prints on `alias`.
+  std::string CheckOutput(const std::string& alias) const {
+    std::string sha = Agent(alias);
+    std::string out = "tpufleet-check installed " + (sha.empty() ? "none" : sha) + "\n" +
+                      "tpufleet-check sudo " + (no_sudo_.count(alias) ? "no" : "yes") + "\n";
+    if (sha.empty()) {
+      return out;
+    }
+    if (stopped_.count(alias)) {
+      return out + "tpufleet-check hello tpufleet-agent: no agent is running (" +
+             std::string(api::kAgentSocketPath) + ": Connection refused)\n";
+    }
+    api::AgentHello hello;
+    hello.binary_sha256 = sha;
+    return out + "tpufleet-check hello " + api::AnswerLine({Status::Ok(), hello}) + "\n";
+  }
+
   FakeFanout& fanout_;
   std::vector<Call> calls_;
   std::map<std::string, int> refusals_;  // logins so far per worker
   std::map<std::string, std::pair<int, std::string>> failing_;
   int refuse_first_ = 0;
+  std::map<std::string, std::string> agents_;  // alias: the installed agent's hash
+  std::set<std::string> stopped_;
+  std::set<std::string> no_sudo_;
+  std::map<std::string, std::pair<int, std::string>> failing_install_;
+  int installs_ = 0;
 };
 
 /// A node someone else made in the cloud (not tpufleet): in `zone`, with `labels`.
@@ -180,8 +268,17 @@ class TestWorld {
         store(SqliteStore::Open(":memory:").value()),
         cloud(catalog, kProject),
         providers(cloud),
-        world{*store, clock,     providers, ssh, fanout, fanout, keys, ssh_files, forwarder,
-              {dir.path() + "/state/ssh"}, "tester"} {}
+        world{*store,
+              clock,
+              providers,
+              ssh,
+              fanout,
+              fanout,
+              keys,
+              ssh_files,
+              forwarder,
+              {dir.path() + "/state/ssh", "", "", dir.Write("bin/tpufleet-agent", "agent v1")},
+              "tester"} {}
 
   /// The same world with other providers (an ssh-hosts provider's test).
   World WithProviders(ProviderSource& other) {
@@ -227,6 +324,10 @@ class TestWorld {
   std::string KnownHosts() { return ssh_files.known_hosts(); }
   /// The fleet key's public half, as up puts it on nodes.
   std::string FleetPublicKey() { return FakeFleetKeys::kPublicKey; }
+  /// The SHA-256 of the CLI's agent binary (world.paths.agent_binary), as up compares it.
+  std::string AgentSha256() {
+    return HexEncode(Sha256(ReadFile(world.paths.agent_binary).value()));
+  }
 
   TempDir dir;
   Catalog catalog;

@@ -25,4 +25,20 @@ inline std::string SmallNode(const std::string& name, const std::string& more = 
          more;
 }
 
+// Fleet "lab" of ssh-hosts: node `name` on `hosts` machines (198.18.0.10, .11, …) that
+// ops logs in to, `more` appended; the machines are put in `t`'s fake cloud.
+inline FleetSpec SshHostsSpec(TestWorld& t, const std::string& name, int hosts,
+                              const std::string& more = "") {
+  CreateNodeRequest machines;
+  machines.node_id = name;
+  machines.type = "v4-" + std::to_string(8 * hosts);  // the fake's way to give it N workers
+  t.cloud.AddNode(machines);
+  std::string list;
+  for (int i = 0; i < hosts; ++i) {
+    list += (i ? ", 198.18.0." : "198.18.0.") + std::to_string(10 + i);
+  }
+  return t.Spec("fleet: lab\nprovider: ssh-hosts\nnodes:\n  - name: " + name +
+                "\n    hosts: [" + list + "]\n    ssh_user: ops\n" + more);
+}
+
 }  // namespace tpufleet::testing

@@ -1,0 +1,154 @@
+#include "control/agent_install.h"
+
+#include "api/agent.h"
+#include "util/encoding.h"
+#include "util/file.h"
+#include "util/strings.h"
+
+namespace tpufleet {
+namespace {
+
+// The check script's lines start with these; anything else (a banner) is skipped.
+constexpr std::string_view kInstalledTag = "tpufleet-check installed ";
+constexpr std::string_view kSudoTag = "tpufleet-check sudo ";
+constexpr std::string_view kHelloTag = "tpufleet-check hello ";
+// The agent's own answer to hello is a line of a few hundred bytes; more is not it.
+constexpr size_t kHelloOutputCap = 64 * 1024;
+
+bool IsSha256Hex(std::string_view s) {
+  return s.size() == 64 && s.find_first_not_of("0123456789abcdef") == std::string_view::npos;
+}
+
+// The output's non-empty lines, trimmed.
+std::vector<std::string> Lines(std::string_view output) {
+  std::vector<std::string> out;
+  for (const std::string& line : Split(std::string(output), '\n')) {
+    if (!Trim(line).empty()) {
+      out.emplace_back(Trim(line));
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<LocalAgent> LoadLocalAgent(const std::string& path) {
+  Result<std::string> bytes = ReadFile(path, kMaxLocalAgent);
+  if (!bytes.ok()) {
+    return FailedPreconditionError(
+        "the node agent to install on the workers, " + path + ", cannot be read (" +
+        bytes.status().message() + "): tpufleet looks for tpufleet-agent next to itself, or " +
+        "where $" + std::string(kAgentBinaryEnv) + " says");
+  }
+  return LocalAgent{path, HexEncode(Sha256(*bytes))};
+}
+
+std::string AgentCheckScript() {
+  api::AgentRequest hello;
+  hello.op = api::AgentOp::kHello;
+  std::string a(api::kAgentBinaryPath);
+  return "a=" + a + "\n" +
+         "if [ -f \"$a\" ]; then echo \"" + std::string(kInstalledTag) +
+         "$(sha256sum < \"$a\" | cut -c1-64)\"; else echo \"" + std::string(kInstalledTag) +
+         "none\"; fi\n"
+         "if sudo -n true >/dev/null 2>&1; then echo '" + std::string(kSudoTag) +
+         "yes'; else echo '" + std::string(kSudoTag) + "no'; fi\n"
+         "if [ -x \"$a\" ]; then printf '%s\\n' " + ShellQuote(api::ToLine(hello)) +
+         " | timeout 10 \"$a\" call 2>&1 | head -c " + std::to_string(kHelloOutputCap) +
+         " | sed 's/^/" + std::string(kHelloTag) + "/'; fi\n"
+         "true\n";
+}
+
+Result<AgentCheck> ParseAgentCheck(std::string_view output) {
+  AgentCheck check;
+  bool installed_seen = false;
+  bool sudo_seen = false;
+  std::vector<std::string> said;  // hello's lines that were not its answer
+  for (const std::string& line : Lines(output)) {
+    if (StartsWith(line, kInstalledTag)) {
+      std::string hash = line.substr(kInstalledTag.size());
+      installed_seen = hash == "none" || IsSha256Hex(hash);
+      check.installed_sha256 = hash == "none" ? "" : hash;
+    } else if (StartsWith(line, kSudoTag)) {
+      sudo_seen = true;
+      check.sudo = line.substr(kSudoTag.size()) == "yes";
+    } else if (StartsWith(line, kHelloTag)) {
+      std::string text = line.substr(kHelloTag.size());
+      Result<api::AgentLine> got = api::ParseAgentLine(text, api::AgentOp::kHello);
+      if (got.ok() && got->answer.status.ok() &&
+          std::holds_alternative<api::AgentHello>(got->answer.body)) {
+        check.answers = true;
+        check.running_sha256 = std::get<api::AgentHello>(got->answer.body).binary_sha256;
+      } else {
+        said.push_back(got.ok() && !got->answer.status.ok() ? got->answer.status.message()
+                                                             : text);
+      }
+    }
+  }
+  if (!installed_seen || !sudo_seen) {
+    std::vector<std::string> lines = Lines(output);
+    return InvalidArgumentError("the agent check printed " +
+                                (lines.empty() ? std::string("nothing")
+                                               : "\"" + lines.back() + "\"") +
+                                " instead of its answer");
+  }
+  if (!check.answers) {
+    check.why_not = check.installed_sha256.empty() ? "not installed"
+                    : said.empty()                 ? "no answer"
+                                                   : Join(said, "; ");
+  }
+  return check;
+}
+
+std::string AgentInstallCommand(const std::string& sha256) {
+  // The hash is the CLI's own hex digest; anything else would not be safe on this line.
+  std::string want = IsSha256Hex(sha256) ? sha256 : "invalid";
+  return "t=$(mktemp /tmp/tpufleet-agent.XXXXXXXX) || exit 1; trap 'rm -f \"$t\"' EXIT; "
+         "cat > \"$t\" || exit 1; got=$(sha256sum < \"$t\" | cut -c1-64); "
+         "if [ \"$got\" != " + want + " ]; then echo \"the uploaded agent's SHA-256 is $got, "
+         "not " + want + ": the copy broke on the way\" >&2; exit 1; fi; "
+         "chmod 0755 \"$t\" && sudo -n \"$t\" install";
+}
+
+std::string AgentRootCallCommand() { return "sudo -n " + std::string(api::kAgentBinaryPath) + " call"; }
+
+std::string AccountsRequestLine(const std::vector<UserSpec>& users) {
+  api::AgentRequest r;
+  r.op = api::AgentOp::kAccountsApply;
+  for (const UserSpec& u : users) {
+    r.users.push_back({u.name, u.keys, u.sudo});
+  }
+  return api::ToLine(r) + "\n";
+}
+
+Status ParseAccountsAnswer(std::string_view output) {
+  std::vector<std::string> lines = Lines(output);
+  for (const std::string& line : lines) {
+    Result<api::AgentLine> got = api::ParseAgentLine(line, api::AgentOp::kAccountsApply);
+    if (!got.ok()) {
+      continue;  // a banner, or sudo's complaint (shown below if nothing else comes)
+    }
+    if (!got->answer.status.ok()) {
+      return FailedPreconditionError("the agent refused to make the accounts: " +
+                                     got->answer.status.message());
+    }
+    std::vector<std::string> failed;
+    if (const auto* results =
+            std::get_if<std::vector<api::AccountResult>>(&got->answer.body)) {
+      for (const api::AccountResult& r : *results) {
+        if (!r.error.empty() || r.action == "refused") {
+          failed.push_back(r.name + ": " + (r.error.empty() ? r.action : r.error));
+        }
+      }
+    }
+    if (failed.empty()) {
+      return Status::Ok();
+    }
+    return FailedPreconditionError("the agent could not make every account: " +
+                                   Join(failed, "; "));
+  }
+  return FailedPreconditionError("the agent did not answer accounts.apply: " +
+                                 (lines.empty() ? std::string("no output") : lines.back()));
+}
+
+}  // namespace tpufleet

@@ -1,0 +1,80 @@
+// The node agent as `up` puts it on workers, and as `doctor` compares it: what runs on
+// each worker (the commands of up's agent steps) and how their output is read. The
+// steps themselves (which workers, batching, the store) are up_agent.cc's.
+//
+// The version compared is the binary's SHA-256 (plan of issue 12): the CLI hashes its
+// own agent binary once (LoadLocalAgent); a worker's agent is current when the file at
+// /usr/local/bin/tpufleet-agent has that hash and the agent answers `hello` with it (a
+// serve still running an older binary is not current). Up's agent steps:
+//   1. check: every worker runs AgentCheckScript (bash -s) at once: the installed file's
+//      hash, whether the login may sudo without a password, and hello's answer;
+//   2. install: the binary is streamed on stdin to the workers that are not current,
+//      into a temporary file whose hash is checked before `sudo -n FILE install` runs
+//      it as root (agent/installer.h);
+//   3. accounts: `sudo -n tpufleet-agent call` with an accounts.apply line making the
+//      spec's users (UsersOn) on every worker.
+//
+// Thread-safety: pure functions but LoadLocalAgent, which reads a file.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/fleet_spec.h"
+#include "util/status.h"
+
+namespace tpufleet {
+
+/// The environment variable naming the agent binary to install instead of the one next
+/// to tpufleet (a build of its own, a cross-built one).
+inline constexpr std::string_view kAgentBinaryEnv = "TPUFLEET_AGENT_BINARY";
+/// WorkerRecord::agent_sha256 of an ssh-hosts worker whose login has no passwordless
+/// sudo: no agent can be put there (up warns once, and does not look again).
+inline constexpr char kAgentNotInstallable[] = "-";
+/// The agent binary is a few MiB; a file far larger is not one (and is not read whole).
+inline constexpr size_t kMaxLocalAgent = 128 * 1024 * 1024;
+
+/// The CLI's agent binary: what up installs and doctor compares with.
+struct LocalAgent {
+  std::string path;
+  std::string sha256;  // lowercase hex
+};
+
+/// Reads and hashes `path`. FailedPrecondition saying where the binary is looked for
+/// when it is missing or unreadable.
+Result<LocalAgent> LoadLocalAgent(const std::string& path);
+
+/// What one worker said to AgentCheckScript.
+struct AgentCheck {
+  std::string installed_sha256;  // the file's hash; "" when there is none
+  bool sudo = false;             // the login may run `sudo -n`
+  bool answers = false;          // hello was answered
+  std::string running_sha256;    // hello's binary_sha256
+  std::string why_not;           // when it did not answer: what `call` said
+  /// Installed at `sha256`, and that binary answers.
+  bool Current(const std::string& sha256) const {
+    return installed_sha256 == sha256 && answers && running_sha256 == sha256;
+  }
+};
+
+/// Phase one's script, for bash on stdin (one short command on every worker).
+std::string AgentCheckScript();
+/// The output of AgentCheckScript. InvalidArgument when it is not that script's (a
+/// login shell that prints a banner is fine: unknown lines are skipped).
+Result<AgentCheck> ParseAgentCheck(std::string_view output);
+
+/// Phase two's command for the login shell: reads the binary from stdin into a
+/// temporary file, checks its SHA-256 against `sha256`, runs `sudo -n FILE install`,
+/// removes the file. Exits non-zero (saying why) when any of it fails.
+std::string AgentInstallCommand(const std::string& sha256);
+
+/// Phase three's command: the agent's `call` as root, reading its request on stdin.
+std::string AgentRootCallCommand();
+/// The accounts.apply request line (with its newline) making `users`.
+std::string AccountsRequestLine(const std::vector<UserSpec>& users);
+/// OK when the answer says every account was made; else FailedPrecondition naming each
+/// user that failed and why (or what the agent answered instead).
+Status ParseAccountsAnswer(std::string_view output);
+
+}  // namespace tpufleet

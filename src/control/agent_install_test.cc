@@ -1,0 +1,132 @@
+// What up runs on workers for the agent, and how their output is read (issue 12). The
+// install command runs for real in /bin/sh, with a `sudo` stand-in on PATH.
+#include "control/agent_install.h"
+
+#include <sys/stat.h>
+
+#include <gtest/gtest.h>
+
+#include "api/agent.h"
+#include "util/encoding.h"
+#include "util/file.h"
+#include "util/strings.h"
+#include "util/subprocess.h"
+#include "util/testing/status_printer.h"
+#include "util/testing/temp_dir.h"
+
+namespace tpufleet {
+namespace {
+
+const std::string kSha(64, 'a');
+
+std::string HelloLine(const std::string& sha) {
+  api::AgentHello hello;
+  hello.binary_sha256 = sha;
+  return api::AnswerLine({Status::Ok(), hello});
+}
+
+TEST(ParseAgentCheck, ACurrentAgentAnswers) {
+  Result<AgentCheck> c = ParseAgentCheck("Welcome to Ubuntu 22.04\n"
+                                         "tpufleet-check installed " + kSha + "\n"
+                                         "tpufleet-check sudo yes\n"
+                                         "tpufleet-check hello " + HelloLine(kSha) + "\n");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_TRUE(c->Current(kSha));
+  EXPECT_TRUE(c->sudo);
+  EXPECT_FALSE(c->Current(std::string(64, 'b'))) << "another build is not current";
+}
+
+TEST(ParseAgentCheck, SaysWhyAnAgentIsNotCurrent) {
+  struct Case {
+    std::string output;
+    std::string why_not;
+  } cases[] = {
+      {"tpufleet-check installed none\ntpufleet-check sudo yes\n", "not installed"},
+      {"tpufleet-check installed " + kSha + "\ntpufleet-check sudo no\n" +
+           "tpufleet-check hello tpufleet-agent: no agent is running\n",
+       "tpufleet-agent: no agent is running"},
+      {"tpufleet-check installed " + kSha + "\ntpufleet-check sudo yes\n", "no answer"},
+  };
+  for (const Case& c : cases) {
+    Result<AgentCheck> got = ParseAgentCheck(c.output);
+    ASSERT_TRUE(got.ok()) << c.output;
+    EXPECT_FALSE(got->answers) << c.output;
+    EXPECT_FALSE(got->Current(kSha)) << c.output;
+    EXPECT_EQ(got->why_not, c.why_not) << c.output;
+  }
+  // A serve still running the old binary after the file was replaced.
+  Result<AgentCheck> old = ParseAgentCheck("tpufleet-check installed " + kSha +
+                                           "\ntpufleet-check sudo yes\ntpufleet-check hello " +
+                                           HelloLine(std::string(64, 'c')) + "\n");
+  ASSERT_TRUE(old.ok());
+  EXPECT_TRUE(old->answers);
+  EXPECT_FALSE(old->Current(kSha));
+}
+
+TEST(ParseAgentCheck, OutputOfSomethingElseIsAnError) {
+  Result<AgentCheck> c = ParseAgentCheck("bash: sha256sum: command not found\n");
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().message(),
+            "the agent check printed \"bash: sha256sum: command not found\" instead of its "
+            "answer");
+}
+
+TEST(ParseAccountsAnswer, OkOnlyWhenEveryAccountWasMade) {
+  std::vector<api::AccountResult> made = {{"alice", "created", "", ""},
+                                          {"bob", "unchanged", "", ""},
+                                          {"carol", "removed", "", ""}};
+  EXPECT_EQ(ParseAccountsAnswer(api::AnswerLine({Status::Ok(), made}) + "\n"), Status::Ok());
+
+  made[1] = {"bob", "refused", "useradd: group 'bob' exists", ""};
+  Status s = ParseAccountsAnswer(api::AnswerLine({Status::Ok(), made}) + "\n");
+  EXPECT_EQ(s.message(),
+            "the agent could not make every account: bob: useradd: group 'bob' exists");
+
+  s = ParseAccountsAnswer(api::AnswerLine({PermissionDeniedError("root only"), {}}) + "\n");
+  EXPECT_EQ(s.message(), "the agent refused to make the accounts: root only");
+
+  s = ParseAccountsAnswer("sudo: a password is required\n");
+  EXPECT_EQ(s.message(), "the agent did not answer accounts.apply: sudo: a password is required");
+}
+
+// The install command in a real shell: the upload lands in a temporary file that is
+// run as `sudo -n FILE install` (a stand-in sudo that drops -n) and removed after.
+class AgentInstallCommandTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string sudo = dir_.Write("bin/sudo", "#!/bin/sh\nshift\nexec \"$@\"\n");
+    chmod(sudo.c_str(), 0755);
+    // The "agent": says how it was called and from where.
+    agent_ = "#!/bin/sh\necho \"$1 from $0\" > " + dir_.Path("called") + "\n";
+  }
+  Result<ProgramResult> Run(const std::string& sha, const std::string& upload) {
+    SpawnOptions options;
+    options.env = {"PATH=" + dir_.Path("bin") + ":/usr/bin:/bin"};
+    return RunSubprocess({"/bin/sh", "-c", AgentInstallCommand(sha)}, upload,
+                         std::chrono::seconds(30), options);
+  }
+
+  TempDir dir_;
+  std::string agent_;
+};
+
+TEST_F(AgentInstallCommandTest, RunsTheUploadAsRootWithInstallAndRemovesIt) {
+  Result<ProgramResult> r = Run(HexEncode(Sha256(agent_)), agent_);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->exit_code, 0) << r->output;
+  std::string called = ReadFile(dir_.Path("called")).value();
+  ASSERT_TRUE(StartsWith(called, "install from /tmp/tpufleet-agent.")) << called;
+  std::string temp = std::string(Trim(called.substr(std::string("install from ").size())));
+  EXPECT_NE(access(temp.c_str(), F_OK), 0) << temp << " is left behind";
+}
+
+TEST_F(AgentInstallCommandTest, ABrokenUploadIsNeverRun) {
+  Result<ProgramResult> r = Run(HexEncode(Sha256(agent_)), agent_.substr(0, 20));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->exit_code, 1);
+  EXPECT_NE(r->output.find("the copy broke on the way"), std::string::npos) << r->output;
+  EXPECT_NE(access(dir_.Path("called").c_str(), F_OK), 0) << "it ran";
+}
+
+}  // namespace
+}  // namespace tpufleet
