@@ -45,21 +45,6 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 143' TERM INT HUP  # so that a ctest timeout still cleans up
 
-# tf_run NAME ARGS...: `tpufleet ARGS...` with stdout, stderr and the exit status in
-# $tmp/NAME.{out,err,rc}.
-tf_run() {
-  local name=$1
-  shift
-  tf "$@" >"$tmp/$name.out" 2>"$tmp/$name.err"
-  echo $? >"$tmp/$name.rc"
-  return 0
-}
-shows() {
-  echo "exit $(cat "$tmp/$1.rc"); stdout:"
-  head -c 2000 "$tmp/$1.out"
-  echo "stderr:"
-  head -c 2000 "$tmp/$1.err"
-}
 # jobs_json: `tpufleet jobs --json` into $tmp/jobs.json.
 jobs_json() { tf jobs --json >"$tmp/jobs.json" 2>"$tmp/jobs.err" || { cat "$tmp/jobs.err"; return 1; }; }
 # job_field ID JQ: a field of job ID in $tmp/jobs.json.
