@@ -48,8 +48,11 @@ warmup=${JOBS_WARMUP:-1}
 # Each run gets a cgroup of its own (cgroup v1's cpuacct, or v2), so that the CPU of what
 # it leaves running (run's gang watcher) is counted after that has ended too.
 cg=""
+inotify=/proc/sys/fs/inotify/max_user_instances
+inotify_was=$(cat "$inotify")
 cleanup() {
   bench_end
+  if [[ $(cat "$inotify") != "$inotify_was" ]]; then echo "$inotify_was" >"$inotify"; fi
   if [[ -n $cg ]]; then
     find "$cg" -mindepth 1 -depth -type d -exec rmdir {} + 2>/dev/null
     rmdir "$cg"
@@ -72,11 +75,40 @@ trap 'exit 130' INT TERM
 } >"$tmp/fleet.yaml"
 total=0
 for n in "${sizes[@]}"; do total=$((total + n)); done
+# Every worker's agent (serve) holds an inotify instance, and the emulator's workers all
+# share this kernel and its root: its default limit (fs.inotify.max_user_instances = 128
+# per user) lets no more agents start (serve exits "inotify_init1: Too many open files"
+# and `up` fails: "the agent did not answer on /run/tpufleet-agent/agent.sock within 15 s
+# of its start"). Raised for the run, set back at the end. A real TPU VM has its own kernel.
+if ((inotify_was < 2 * total + 512)); then
+  say "fs.inotify.max_user_instances $inotify_was -> $((2 * total + 512)) for the run"
+  echo $((2 * total + 512)) >"$inotify"
+fi
 say "starting the emulator, up of ${#sizes[@]} v4 pods ($total workers)"
 "$bin" emulator start >/dev/null
+# `up` again when it fails (it is idempotent), at most twice; what failed is reported.
+: >"$tmp/up-failures"
 up_start=$SECONDS
-timeout 1800 "$bin" up "$tmp/fleet.yaml" --timeout 25m >"$tmp/up.log" 2>&1 ||
-  { tail -30 "$tmp/up.log" >&2; exit 1; }
+for attempt in 1 2 3; do
+  from=$SECONDS
+  rc=0
+  timeout 1800 "$bin" up "$tmp/fleet.yaml" --timeout 25m >"$tmp/up.log" 2>&1 || rc=$?
+  ((rc != 0)) || break
+  {
+    echo "- \`up\` attempt $attempt failed (exit $rc after $((SECONDS - from)) s):"
+    grep -E '^tpufleet: |^  ' "$tmp/up.log" | sed 's/^/  > /'
+    # The agent's own log on each worker up names, as the worker has it.
+    grep -oE 'failed on worker [0-9]+ of [a-z0-9]+' "$tmp/up.log" | sort -u |
+      while read -r _ _ _ w _ node; do
+        echo "  \`tail -5 /var/log/tpufleet-agent.log\` on $node/w$w:"
+        timeout 60 "$bin" exec "$node:$w" -- sudo -n tail -5 /var/log/tpufleet-agent.log 2>&1 |
+          sed 's/^/  > /'
+      done
+  } >>"$tmp/up-failures"
+  ((attempt < 3)) || { cat "$tmp/up-failures" "$tmp/up.log" >&2; exit 1; }
+  say "up failed (exit $rc), trying again:"
+  grep -E '^tpufleet: |^  ' "$tmp/up.log" >&2 || true
+done
 up_took=$((SECONDS - up_start))
 say "up took $up_took s"
 # The connection holder up for every worker, outside the runs' cgroups (warm, as after
@@ -249,9 +281,9 @@ PY
 python3 "$tmp/bench.py" "$bin" "$tmp" "$cg" "$runs" "$warmup" "${sizes[@]}" >"$tmp/results.jsonl"
 
 status=0
-python3 - "$tmp/results.jsonl" "$(nproc)" "$runs" "$warmup" "$up_took" "$total" <<'PY' || status=$?
+python3 - "$tmp/results.jsonl" "$(nproc)" "$runs" "$warmup" "$up_took" "$total" "$tmp/up-failures" <<'PY' || status=$?
 import json, statistics, sys
-path, cores, runs, warmup, up_took, total = sys.argv[1:]
+path, cores, runs, warmup, up_took, total, up_failures = sys.argv[1:]
 rows = [json.loads(l) for l in open(path)]
 sizes = sorted({r["n"] for r in rows})
 failed = any(r["fails"] for r in rows)
@@ -274,6 +306,11 @@ print(f"### Jobs: `run --detach` to every rank started, next to `exec` ({cores} 
       f"per size on the emulator, {total} workers; medians of {runs} runs after {warmup} "
       f"warm-up, holder up; `up` of the fleet took {up_took} s)")
 print()
+if open(up_failures).read().strip():
+    print("`up` of the fleet did not succeed at once (then it did):")
+    print()
+    print(open(up_failures).read().rstrip())
+    print()
 print("| workers | command | all ranks started (s) | first rank started (s) | wall (s) | CLI CPU (s) | CPU with what it left running (s) |")
 print("|---|---|---|---|---|---|---|")
 for n in sizes:
