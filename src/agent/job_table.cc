@@ -49,17 +49,28 @@ JobTable::~JobTable() {
   if (inotify_watch_ != 0) {
     loop_.Remove(inotify_watch_);
   }
+  if (poll_timer_ != 0) {
+    loop_.Remove(poll_timer_);
+  }
 }
 
 Status JobTable::Init() {
   TPUFLEET_TRY(MakeStateDirs(options_.state_dir));
-  inotify_ = UniqueFd(inotify_init1(IN_NONBLOCK | IN_CLOEXEC));
-  if (inotify_.get() < 0) {
-    return InternalError(std::string("inotify_init1: ") + std::strerror(errno));
+  if (!options_.poll) {
+    inotify_ = UniqueFd(inotify_init1(IN_NONBLOCK | IN_CLOEXEC));
+    if (inotify_.get() < 0) {
+      Log(LogLevel::kWarn, std::string("inotify_init1: ") + std::strerror(errno) +
+                               "; looking at jobs every " +
+                               std::to_string(kPollFallback.count()) + " ms instead");
+    }
   }
-  inotify_watch_ = loop_.Watch(inotify_.get(), POLLIN, [this](short, Clock::MonoTime) {
-    OnInotify();
-  });
+  if (inotify_.get() >= 0) {
+    inotify_watch_ = loop_.Watch(inotify_.get(), POLLIN, [this](short, Clock::MonoTime) {
+      OnInotify();
+    });
+  } else {
+    poll_timer_ = loop_.Every(kPollFallback, [this](Clock::MonoTime) { PollJobs(); });
+  }
   for (const std::string& id : ListJobIds(options_.state_dir)) {
     Load(id);
   }
@@ -251,6 +262,9 @@ void JobTable::SetState(JobEntry& job, api::JobOnWorker state) {
 }
 
 void JobTable::UpdateWatch(JobEntry& job) {
+  if (inotify_.get() < 0) {
+    return;  // PollJobs looks instead
+  }
   bool live = !IsEnded(job.state.state) && job.state.state != JobState::kWaiting;
   bool logs = job.followers > 0 && job.log_batch == 0;
   uint32_t mask = (live ? kStateEvents : 0) | (logs ? kLogEvents : 0);
@@ -293,6 +307,22 @@ void JobTable::OnInotify() {
                  (name.rfind(kStdoutLog, 0) == 0 || name.rfind(kStderrLog, 0) == 0)) {
         LogsWritten(id);
       }
+    }
+  }
+}
+
+void JobTable::PollJobs() {
+  std::vector<std::pair<std::string, bool>> look;  // id, followed; Reload may change jobs_
+  for (const auto& [id, job] : jobs_) {
+    bool live = !IsEnded(job.state.state) && job.state.state != JobState::kWaiting;
+    if (live || job.followers > 0) {
+      look.emplace_back(id, job.followers > 0);
+    }
+  }
+  for (const auto& [id, followed] : look) {
+    Reload(id);
+    if (followed && Mutable(id) != nullptr) {
+      Notify(id, Change::kLogs);
     }
   }
 }

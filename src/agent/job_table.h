@@ -10,7 +10,10 @@
 // What changes a job's state after it started is its keeper, which replaces state.json;
 // the table learns it through inotify on the job's directory (and, when asked to follow
 // a job's logs, of writes to them, in batches of kLogBatch) and tells its listener.
-// Nothing polls: an idle agent sleeps in poll(2).
+// Nothing polls: an idle agent sleeps in poll(2). Where the kernel gives no inotify
+// instance (its per-user limit, fs.inotify.max_user_instances, is shared by every
+// worker of an emulated fleet and by anything else root runs), the table looks at its
+// live and followed jobs every kPollFallback instead, and says so in the log once.
 //
 // One process per TPU: a job with `accelerator` starts only while no other accelerator
 // job of the table is starting or running and no job waits before it (FIFO); then the
@@ -48,6 +51,7 @@ struct JobTableOptions {
   std::string program;           // the agent binary keepers are started from
   std::string attach_dir;        // where keepers put their jobs' terminals (attach.h)
   host::HostPaths host;          // where the device guard looks
+  bool poll = false;             // look at jobs every kPollFallback, not through inotify
 };
 
 /// A job as the table holds it.
@@ -67,6 +71,9 @@ struct JobEntry {
 /// How long log writes gather before followers are told: a follower sees output at most
 /// this late, and a chatty job wakes serve at most 1/kLogBatch times a second.
 inline constexpr std::chrono::milliseconds kLogBatch{100};
+/// Without inotify: how often live and followed jobs are looked at (a state change or
+/// new log lines then reach a follower at most this late).
+inline constexpr std::chrono::milliseconds kPollFallback{500};
 
 class JobTable {
  public:
@@ -111,6 +118,8 @@ class JobTable {
   void SetState(JobEntry& job, api::JobOnWorker state);
   void UpdateWatch(JobEntry& job);
   void OnInotify();
+  // Without inotify: every live job's state is read again, every followed job's logs.
+  void PollJobs();
   // A write to a followed job's logs: starts a batch (kLogBatch) whose end tells the
   // listener, unless one runs.
   void LogsWritten(const std::string& id);
@@ -130,6 +139,7 @@ class JobTable {
   UniqueFd inotify_;
   EventLoop::Id inotify_watch_ = 0;
   std::map<int, std::string> watches_;  // inotify watch -> job id
+  EventLoop::Id poll_timer_ = 0;        // set when there is no inotify (PollJobs)
   Listener listener_;
 };
 

@@ -73,12 +73,15 @@ Result<std::string> BinarySha256() {
 }
 
 int ServeMain(const std::vector<std::string>& args) {
-  Result<Flags> flags = ParseFlags(args, {"socket", "state-dir", "log-bytes", "host-root"});
+  Result<Flags> flags = ParseFlags(args, {"socket", "state-dir", "log-bytes", "host-root", "watch"});
+  const std::string watch = flags.ok() ? flags->Get("watch", "inotify") : "";
   long long log_bytes = 0;
   if (!flags.ok() || !flags->positional.empty() ||
-      !ParseInt(flags->Get("log-bytes", "0"), &log_bytes) || log_bytes < 0) {
+      !ParseInt(flags->Get("log-bytes", "0"), &log_bytes) || log_bytes < 0 ||
+      (watch != "inotify" && watch != "poll")) {
     return Complain(kExitUsage, (flags.ok() ? std::string() : flags.status().message() + "\n") +
-                                    "usage: tpufleet-agent serve [--socket PATH] [--state-dir DIR]");
+                                    "usage: tpufleet-agent serve [--socket PATH] [--state-dir DIR] "
+                                    "[--watch inotify|poll]");
   }
   signal(SIGPIPE, SIG_IGN);
   sigset_t stop;
@@ -109,6 +112,7 @@ int ServeMain(const std::vector<std::string>& args) {
   JobTableOptions options;
   options.state_dir = host.state;
   options.log_bytes = static_cast<size_t>(log_bytes);
+  options.poll = watch == "poll";
   options.program = "/proc/self/exe";
   options.attach_dir = DirOf(socket_path) + "/attach";
   options.host = host;

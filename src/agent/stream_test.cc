@@ -20,8 +20,12 @@ using api::AgentLine;
 using api::AgentOp;
 using api::AgentRequest;
 
-TEST(AgentStreams, FollowGivesTheOutputAndTheStatesUntilTheEnd) {
-  RunningAgent agent;
+// With inotify, and as a host that has no inotify instance to spare gets it (--watch
+// poll): the same lines and states.
+class AgentFollow : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(AgentFollow, GivesTheOutputAndTheStatesUntilTheEnd) {
+  RunningAgent agent({"--watch", GetParam()});
   ASSERT_TRUE(agent.StartJob(RunningAgent::Job(
                                  "jfollowa", "for i in 1 2 3 4 5; do echo $i; sleep 0.2; done; exit 4"))
                   .status.ok());
@@ -50,6 +54,8 @@ TEST(AgentStreams, FollowGivesTheOutputAndTheStatesUntilTheEnd) {
   // After the end: at once, and the tail of it.
   EXPECT_EQ(agent.Logs("jfollowa", 2), "4\n5\n");
 }
+
+INSTANTIATE_TEST_SUITE_P(WatchModes, AgentFollow, ::testing::Values("inotify", "poll"));
 
 TEST(AgentStreams, WatchEndsWhenEveryJobHasEnded) {
   RunningAgent agent;
