@@ -29,21 +29,6 @@ trap e2e_end EXIT
 trap 'exit 143' TERM INT HUP  # so that a ctest timeout still cleans up
 sha=$(sha256sum <"$agent" | cut -c1-64)
 
-# tf_run NAME ARGS...: `tpufleet ARGS...` with stdout, stderr and the exit status in
-# $tmp/NAME.{out,err,rc}.
-tf_run() {
-  local name=$1
-  shift
-  tf "$@" >"$tmp/$name.out" 2>"$tmp/$name.err"
-  echo $? >"$tmp/$name.rc"
-  return 0
-}
-shows() {
-  echo "exit $(cat "$tmp/$1.rc"); stdout:"
-  head -c 3000 "$tmp/$1.out"
-  echo "stderr:"
-  head -c 3000 "$tmp/$1.err"
-}
 # The agent's hello on the worker, asked there as any user would (through exec).
 hello() {
   tf exec ag -- bash -c 'echo "{\"v\":1,\"op\":\"hello\"}" | /usr/local/bin/tpufleet-agent call'
@@ -158,11 +143,6 @@ check "doctor passes again" doctor_passes
 # ---------------------------------------------------------------------------------
 down_all() { tf down --all --yes >"$tmp/down.txt" 2>&1 || { cat "$tmp/down.txt"; return 1; }; }
 check "down --all" down_all
-holder_stops() {
-  tf holder stop >"$tmp/holder.txt" 2>&1 || { cat "$tmp/holder.txt"; return 1; }
-  wait_for 10 eval '! pgrep -f "holder serve --socket $state/" >/dev/null' ||
-    { pgrep -af "holder serve --socket $state/"; return 1; }
-}
 check "holder stop ends the connection holder (exec and doctor started it)" holder_stops
 check "emulator stop leaves no process, namespace, sshd or link of this run" stop_clean
 echo "1..$n"

@@ -361,11 +361,6 @@ check "the other 15 workers have /tmp/after.bin intact; $dead fails" \
 note "g. down --all; nothing left"
 down_all() { tf down --all --yes >"$tmp/down.txt" 2>&1 || { cat "$tmp/down.txt"; return 1; }; }
 check "down --all --yes exits 0" down_all
-holder_stops() {
-  tf holder stop >"$tmp/holder.txt" 2>&1 || { cat "$tmp/holder.txt"; return 1; }
-  wait_for 10 eval '! pgrep -f "holder serve --socket $state/" >/dev/null' ||
-    { pgrep -af "holder serve --socket $state/"; return 1; }
-}
 check "holder stop ends the connection holder" holder_stops
 check "emulator stop leaves no process, namespace, sshd or state dir of this run" stop_clean
 note "$(wc -l <"$tmp/netns") worker namespaces and $(wc -l <"$tmp/sshd") sshd were checked"

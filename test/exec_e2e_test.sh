@@ -439,10 +439,6 @@ down_all() {
     { cat "$tmp/status.json"; return 1; }
 }
 check "down --all --yes exits 0 and leaves no node" down_all
-holder_stops() {
-  tf holder stop >"$tmp/holder.txt" 2>&1 || { cat "$tmp/holder.txt"; return 1; }
-  wait_for 10 no_procs "holder serve --socket $state/" || { pgrep -af "holder serve --socket $state/"; return 1; }
-}
 check "holder stop ends the connection holder exec started" holder_stops
 check "emulator stop leaves no process, namespace, sshd, link or state dir of this run" stop_clean "sleep ($mark_t|$mark_f)"
 note "$(wc -l <"$tmp/netns") worker namespaces and $(wc -l <"$tmp/sshd") sshd were checked"
