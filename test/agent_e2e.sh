@@ -10,7 +10,8 @@
 #   d. with the agent stopped on the worker (killed through exec while its lock is held,
 #      so that nothing starts it again), doctor names the worker and the problem and
 #      exits 1; once the lock is let go, up starts it again and doctor passes;
-#   and down plus emulator stop leave no process, namespace, sshd or link of this run.
+#   and down, holder stop and emulator stop leave no process, namespace, sshd or link of
+#   this run.
 # Prints "ok N - ..." or "not ok N - ..." per check and exits 1 if any failed.
 # Usage: agent_e2e.sh path/to/tpufleet. Exit 77 (skipped) when not root, when a tool it
 # needs is missing, or when no tpufleet-agent was built next to tpufleet.
@@ -157,6 +158,12 @@ check "doctor passes again" doctor_passes
 # ---------------------------------------------------------------------------------
 down_all() { tf down --all --yes >"$tmp/down.txt" 2>&1 || { cat "$tmp/down.txt"; return 1; }; }
 check "down --all" down_all
+holder_stops() {
+  tf holder stop >"$tmp/holder.txt" 2>&1 || { cat "$tmp/holder.txt"; return 1; }
+  wait_for 10 eval '! pgrep -f "holder serve --socket $state/" >/dev/null' ||
+    { pgrep -af "holder serve --socket $state/"; return 1; }
+}
+check "holder stop ends the connection holder (exec and doctor started it)" holder_stops
 check "emulator stop leaves no process, namespace, sshd or link of this run" stop_clean
 echo "1..$n"
 ((failed == 0))

@@ -74,6 +74,21 @@ tf() {
   wait "$tf_pid"
 }
 
+# tf_run NAME ARGS...: `tpufleet ARGS...` (as tf) with stdout, stderr and the exit status
+# in $tmp/NAME.{out,err,rc}; shows NAME prints them, for a failed check.
+tf_run() {
+  local name=$1
+  shift
+  tf "$@" >"$tmp/$name.out" 2>"$tmp/$name.err"
+  echo $? >"$tmp/$name.rc"
+  return 0
+}
+shows() {
+  echo "exit $(cat "$tmp/$1.rc"); stdout:"
+  head -c 3000 "$tmp/$1.out"
+  echo "stderr:"
+  head -c 3000 "$tmp/$1.err"
+}
 rc_is() { [[ $(cat "$tmp/$1.rc") == "$2" ]]; }  # rc_is NAME STATUS, of a run kept in $tmp
 # wait_for SECONDS COMMAND...: polls COMMAND every 0.1 s until it succeeds.
 wait_for() {

@@ -45,21 +45,6 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 143' TERM INT HUP  # so that a ctest timeout still cleans up
 
-# tf_run NAME ARGS...: `tpufleet ARGS...` with stdout, stderr and the exit status in
-# $tmp/NAME.{out,err,rc}.
-tf_run() {
-  local name=$1
-  shift
-  tf "$@" >"$tmp/$name.out" 2>"$tmp/$name.err"
-  echo $? >"$tmp/$name.rc"
-  return 0
-}
-shows() {
-  echo "exit $(cat "$tmp/$1.rc"); stdout:"
-  head -c 2000 "$tmp/$1.out"
-  echo "stderr:"
-  head -c 2000 "$tmp/$1.err"
-}
 # jobs_json: `tpufleet jobs --json` into $tmp/jobs.json.
 jobs_json() { tf jobs --json >"$tmp/jobs.json" 2>"$tmp/jobs.err" || { cat "$tmp/jobs.err"; return 1; }; }
 # job_field ID JQ: a field of job ID in $tmp/jobs.json.
@@ -169,8 +154,8 @@ gang_by_watcher() {
     bash -c 'if [ "$TPUFLEET_RANK" = 1 ]; then sleep 2; exit 7; fi; exec sleep 601'
   rc_is lone 0 || { shows lone; return 1; }
   # Nobody looks: the watcher `run` left behind stops the others.
-  wait_for 60 [ "$(count_procs 'sleep 601')" = 0 ] ||
-    { pgrep -af 'sleep 601'; cat "$state/job-watchers.log"; return 1; }
+  none_left() { [[ $(count_procs 'sleep 601') == 0 ]]; }
+  wait_for 60 none_left || { pgrep -af 'sleep 601'; cat "$state/job-watchers.log"; return 1; }
   local id
   id=$(head -1 "$tmp/lone.out")
   grep -q "job $id: w1 failed first: exit 7; stopped it on" "$state/job-watchers.log" ||
@@ -248,6 +233,7 @@ check "every job's watcher ended with its job" watchers_end
 # ---------------------------------------------------------------------------------
 down_all() { tf down --all --yes >"$tmp/down.txt" 2>&1 || { cat "$tmp/down.txt"; return 1; }; }
 check "down --all" down_all
+timeout 20 "$bin" holder stop >/dev/null 2>&1  # the runs' and watchers' connection holder
 check "emulator stop leaves no process, namespace, sshd or link of this run" stop_clean
 echo "1..$n"
 ((failed == 0))

@@ -63,7 +63,9 @@ void Server::Handle(Conn& c, std::string_view line) {
       answer(Devices());
       return;
     case api::AgentOp::kDoctor:
-      answer(Doctor(r.expect));
+      // One doctor request serves a node's workers alike: `call --worker N` says which
+      // worker this is when the request does not.
+      answer(Doctor(r.expect, r.expect.worker >= 0 ? r.expect.worker : r.worker.value_or(-1)));
       return;
     case api::AgentOp::kAccountsApply:
       if (!IsRoot(c.uid)) {
@@ -115,11 +117,11 @@ api::AgentAnswer Server::Devices() {
   return {Status::Ok(), std::move(report)};
 }
 
-api::AgentAnswer Server::Doctor(const api::DoctorExpect& expect) {
+api::AgentAnswer Server::Doctor(const api::DoctorExpect& expect, int worker) {
   host::DoctorExpect e;
   e.accelerator_type = expect.accelerator_type;
   e.chips_per_host = expect.chips_per_host;
-  e.worker = expect.worker;
+  e.worker = worker;
   e.endpoints = expect.endpoints;
   host::PlainHttpClient http;
   host::HostDoctorReport report =

@@ -2,11 +2,14 @@
 // nobody (as this user when not root), talked to with the real `call`.
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+
 #include <chrono>
 #include <thread>
 
 #include "agent/running_agent.h"
 #include "util/subprocess.h"
+#include "util/testing/temp_dir.h"
 
 namespace tpufleet::agent {
 namespace {
@@ -127,7 +130,15 @@ TEST(AgentServe, DryRunChecksAndStartsNothing) {
 // started again): the new serve finds its keeper and sees it end.
 TEST(AgentServe, AJobSurvivesItsClientAndARestartOfServe) {
   RunningAgent agent;
-  ASSERT_TRUE(agent.StartJob(RunningAgent::Job("jlongaaa", "echo begin; sleep 2; echo end")).status.ok());
+  // The job ends when the test says so (a file appears), not after a time that a loaded
+  // machine could spend restarting serve.
+  TempDir dir;
+  ASSERT_EQ(::chmod(dir.path().c_str(), 0755), 0);  // the job may run as nobody
+  const std::string gate = dir.Path("go");
+  ASSERT_TRUE(agent
+                  .StartJob(RunningAgent::Job(
+                      "jlongaaa", "echo begin; while [ ! -e " + gate + " ]; do sleep 0.05; done; echo end"))
+                  .status.ok());
   AgentRequest follow;
   follow.op = AgentOp::kJobLogs;
   follow.id = "jlongaaa";
@@ -144,6 +155,7 @@ TEST(AgentServe, AJobSurvivesItsClientAndARestartOfServe) {
   EXPECT_EQ(agent.Call(R"({"v":1,"op":"hello"})").exit_code, api::kAgentNotRunningExit);
   agent.Start();
   EXPECT_EQ(agent.Job("jlongaaa").state, JobState::kRunning);
+  dir.Write("go", "");
   api::JobOnWorker done = agent.WaitEnded("jlongaaa");
   EXPECT_EQ(done.state, JobState::kSucceeded);
   EXPECT_EQ(agent.Logs("jlongaaa"), "begin\nend\n");

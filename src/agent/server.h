@@ -92,7 +92,7 @@ class Server {
   api::AgentAnswer Devices();
   // Blocks the loop while the checks run (the metadata server's answers: up to three
   // host::kMetadataTimeout); doctor is asked rarely, by a person.
-  api::AgentAnswer Doctor(const api::DoctorExpect& expect);
+  api::AgentAnswer Doctor(const api::DoctorExpect& expect, int worker);
   // Blocks the loop while useradd and visudo run. REQUIRES: the caller is root.
   api::AgentAnswer ApplyAccounts(const std::vector<api::AccountSpec>& users);
   void StartJob(Conn& c, const api::AgentRequest& r);

@@ -236,7 +236,7 @@ std::vector<Command> CliCommands() {
        "Asks every worker of TARGET (a node, NODE:N, key=value, all; default all) at once,\n"
        "through its node agent: the accelerator devices are there and as many as the type\n"
        "has per worker; who holds them and /tmp/libtpu_lockfile (a stale lockfile or an\n"
-       "orphaned holder fails); the metadata server answers and its worker number, type and\n"
+       "orphaned holder fails); the metadata server answers and its accelerator type and\n"
        "endpoints agree with the TPU API; free space on / and /tmp; the agent answers at the\n"
        "version of this tpufleet's agent binary; the worker's clock is within 1 s of this\n"
        "machine's (half the round trip allowed). One line per worker, failing ones first,\n"

@@ -212,6 +212,20 @@ TEST_F(JobCommandsTest, JobsStopsAGangItSeesFailingAndNamesTheSilentWorkers) {
   EXPECT_TRUE(Contains(o.out, " TERM,2,TERMx2 ")) << o.out;
 }
 
+TEST_F(JobCommandsTest, TheWatcherLogsWhatItStoppedWithTheTimeAndEndsWithTheJob) {
+  PutRunning("jaaaaaaa", "train");
+  agents_.End("pod/w3", "jaaaaaaa", 1, 100);
+  Output o = Tpufleet(app_, {"jobs", "--watch", "jaaaaaaa"});
+  EXPECT_EQ(o.code, 0) << o.err;
+  EXPECT_EQ(o.out, "");
+  std::vector<std::string> lines = Split(o.err, '\n');
+  ASSERT_EQ(lines.size(), 3u) << o.err;
+  EXPECT_EQ(lines[0], "2026-01-01T00:00:00Z job jaaaaaaa: w3 failed first: exit 1; stopped it on "
+                      "pod/w0, pod/w1, pod/w2");
+  EXPECT_EQ(lines[1], "2026-01-01T00:00:00Z job jaaaaaaa ended: failed");
+  EXPECT_EQ(Tpufleet(app_, {"jobs", "--watch", "jnoneyet"}).code, 1);
+}
+
 TEST_F(JobCommandsTest, NoJobsSaysSo) {
   Output o = Tpufleet(app_, {"jobs"});
   EXPECT_EQ(o.code, 0);

@@ -1,9 +1,11 @@
 // `tpufleet doctor`: is every worker of a target fit to run jobs? On all workers at once
 // (control/agent_client.h), each through its node agent:
-//   - the agent's `doctor` op, told what the TPU API and the catalog say of the worker
-//     (accelerator type, chips per host, worker number, the workers' internal
-//     addresses), which checks the devices, the TPU's lockfile and holders, the metadata
-//     server and free space (agent/host/doctor_checks.h);
+//   - the agent's `doctor` op, told what the TPU API and the catalog say of the node
+//     (accelerator type, chips per host, the workers' internal addresses), which checks
+//     the devices, the TPU's lockfile and holders, the metadata server and free space
+//     (agent/host/doctor_checks.h). One call per node, its workers at once: the request
+//     is the same for all of them, so its expected worker number is -1 (not compared)
+//     until the agent takes it from the "worker" that `call --worker N` adds;
 //   - then `hello`, on the connections the first call opened, for the CLI's own checks:
 //       agent          the agent answers at all (else nothing more can be asked);
 //       agent_version  its binary's SHA-256 is the CLI's agent binary's (else "old agent

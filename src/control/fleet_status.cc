@@ -50,7 +50,8 @@ std::string Apply(const CloudNode* cloud, NodeRecord& r) {
   for (WorkerRecord& w : r.workers) {
     if (w.index < static_cast<int>(cloud->workers.size())) {
       const CloudWorker& c = cloud->workers[w.index];
-      w.address = c.external_address.empty() ? c.address : c.external_address;
+      w.address = c.SshAddress();
+      w.internal_address = c.address;
     }
   }
   return std::string(TransitionEvent(before, r.state));
@@ -67,6 +68,7 @@ NodeRecord MergeRefreshed(const NodeRecord& refreshed, NodeRecord current) {
     for (const WorkerRecord& f : refreshed.workers) {
       if (f.index == w.index) {
         w.address = f.address;
+        w.internal_address = f.internal_address;
       }
     }
   }

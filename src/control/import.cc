@@ -61,7 +61,8 @@ Status Adopt(World& world, CloudProvider& provider, const ImportRequest& request
     WorkerRecord w;
     w.index = static_cast<int>(i);
     const CloudWorker& c = node.workers[i];
-    w.address = c.external_address.empty() ? c.address : c.external_address;
+    w.address = c.SshAddress();
+    w.internal_address = c.address;
     if (i < ids.size()) {
       w.hostname = ids[i].hostname;
       w.host_key = ids[i].host_key;

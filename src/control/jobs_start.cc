@@ -73,7 +73,8 @@ Result<JobTopology> TopologyOf(const Catalog& catalog, const NodeRecord& record,
                                const std::vector<WorkerTarget>& workers) {
   std::vector<std::string> addresses;
   for (const WorkerTarget& w : workers) {
-    addresses.push_back(w.address);
+    // The workers reach each other inside their network, not at what SSH reaches.
+    addresses.push_back(w.internal_address.empty() ? w.address : w.internal_address);
   }
   if (record.type.empty()) {
     return MakeJobTopology(nullptr, addresses);

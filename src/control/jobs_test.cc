@@ -115,6 +115,20 @@ TEST_F(JobsTest, TheRequestCarriesTheNodesTopologyTheEnvAndWhoStartedIt) {
             (std::vector<std::string>{"198.18.0.2", "198.18.0.3", "198.18.0.4", "198.18.0.5"}));
 }
 
+// On a cloud node SSH reaches the workers' external addresses, but the workers reach
+// each other (JAX's coordinator, TPU_WORKER_HOSTNAMES) at their internal ones.
+TEST_F(JobsTest, TheTopologyNamesTheWorkersInternalAddresses) {
+  NodeRecord pod = t_.Record("pod");
+  for (WorkerRecord& w : pod.workers) {
+    w.internal_address = "10.130.0." + std::to_string(w.index + 10);
+  }
+  ASSERT_EQ(t_.store->PutNode(pod), Status::Ok());
+  ASSERT_TRUE(Start(Request()).ok());
+  api::JobSpec spec = agents_.CallsOf(api::AgentOp::kJobStart).back().request.job;
+  EXPECT_EQ(spec.topology.worker_addresses,
+            (std::vector<std::string>{"10.130.0.10", "10.130.0.11", "10.130.0.12", "10.130.0.13"}));
+}
+
 TEST_F(JobsTest, AWorkdirThatIsNotThereStartsNothingAndSaysSoOnce) {
   RunRequest r = Request();
   r.workdir = "/nope";

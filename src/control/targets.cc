@@ -80,6 +80,7 @@ Status AddWorker(const NodeRecord& r, const WorkerRecord& w, TargetSet& out) {
   t.name = r.name + "/w" + std::to_string(w.index);
   t.alias = WorkerAlias(r.name, w.index);
   t.address = w.address;
+  t.internal_address = w.internal_address;
   t.port = r.port == 0 ? 22 : r.port;
   t.login = r.login;
   t.host_key = w.host_key;  // ssh-hosts ones too: up pins them from the user's known_hosts

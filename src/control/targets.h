@@ -36,6 +36,7 @@ struct WorkerTarget {
   std::string name;      // "node/w3": how output is labelled
   std::string alias;     // WorkerAlias(node, worker): the ssh_config Host
   std::string address;   // what SSH connects to
+  std::string internal_address;  // inside the node's network; "" when not known
   int port = 22;         // record.port, 0 -> 22
   std::string login;     // record.login
   std::string host_key;  // pinned "ssh-ed25519 AAAA…"; "" when up pinned none (then

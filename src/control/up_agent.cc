@@ -10,7 +10,6 @@
 
 #include "control/up_internal.h"
 #include "control/up_steps.h"
-#include "util/strings.h"
 
 namespace tpufleet::up_internal {
 namespace {

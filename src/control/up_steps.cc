@@ -400,8 +400,8 @@ std::vector<WorkerRecord> NodeSteps::MergeWorkers(const CloudNode& node,
   for (size_t i = 0; i < node.workers.size(); ++i) {
     WorkerRecord w;
     w.index = static_cast<int>(i);
-    w.address = node.workers[i].external_address.empty() ? node.workers[i].address
-                                                         : node.workers[i].external_address;
+    w.address = node.workers[i].SshAddress();
+    w.internal_address = node.workers[i].address;
     w.hostname = ids[i].hostname;
     w.host_key = ids[i].host_key;
     for (const WorkerRecord& old : rec_.workers) {

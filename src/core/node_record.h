@@ -28,6 +28,11 @@ struct WorkerRecord {
   /// (control/agent_install.h); "" when not known (up checks again), "-" when up may not
   /// install it (an ssh-hosts login without passwordless sudo).
   std::string agent_sha256{};
+  /// The worker's address inside its network (the API's networkEndpoints[].ipAddress),
+  /// what the node's workers reach each other at: a job's coordinator and worker list
+  /// (core/job.h). "" when not known (ssh-hosts, or a record from before it was kept):
+  /// then `address` is used.
+  std::string internal_address{};
 };
 
 /// One node of a fleet: what tpufleet asked for and what the cloud last said.

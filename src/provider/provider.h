@@ -41,6 +41,11 @@ struct CloudWorker {
   int index = 0;
   std::string address;           // internal address (networkEndpoints[i].ipAddress)
   std::string external_address;  // accessConfig.externalIp, "" when none
+
+  /// What SSH connects to from outside the VPC: the external address when there is one.
+  const std::string& SshAddress() const {
+    return external_address.empty() ? address : external_address;
+  }
 };
 
 /// A node as the cloud reports it.

@@ -66,6 +66,9 @@ CREATE TABLE leftovers (
     // 5: the agent each worker runs (its binary's SHA-256); older workers get "", which
     // says it is not known (up looks).
     "ALTER TABLE workers ADD COLUMN agent_sha256 TEXT NOT NULL DEFAULT '';",
+    // 6: each worker's address inside its network (a job's coordinator and worker list);
+    // older workers get "", and the SSH address stands in until the next refresh.
+    "ALTER TABLE workers ADD COLUMN internal_address TEXT NOT NULL DEFAULT '';",
 };
 // The schema this build writes.
 constexpr int kSchemaVersion = static_cast<int>(std::size(kSchemaSteps));
@@ -353,11 +356,11 @@ Result<std::vector<NodeRecord>> SqliteStore::Nodes(std::string_view fleet) {
         n.workers,
         SelectAll<WorkerRecord>(
             db_,
-            "SELECT idx, address, hostname, host_key, setup_done, setup_digest, agent_sha256 "
-            "FROM workers WHERE fleet = ?1 AND node = ?2 ORDER BY idx",
+            "SELECT idx, address, hostname, host_key, setup_done, setup_digest, agent_sha256, "
+            "internal_address FROM workers WHERE fleet = ?1 AND node = ?2 ORDER BY idx",
             [](const Stmt& w) -> Result<WorkerRecord> {
               return WorkerRecord{static_cast<int>(w.Int(0)), w.Text(1), w.Text(2), w.Text(3),
-                                  w.Int(4) != 0, w.Text(5), w.Text(6)};
+                                  w.Int(4) != 0, w.Text(5), w.Text(6), w.Text(7)};
             },
             n.fleet, n.name));
   }
@@ -382,9 +385,10 @@ Status SqliteStore::PutNode(const NodeRecord& n) {
       TPUFLEET_TRY(RunStatement(
           db_,
           "INSERT INTO workers (fleet, node, idx, address, hostname, host_key, setup_done, "
-          "setup_digest, agent_sha256) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+          "setup_digest, agent_sha256, internal_address) "
+          "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
           n.fleet, n.name, w.index, w.address, w.hostname, w.host_key, w.setup_done,
-          w.setup_digest, w.agent_sha256));
+          w.setup_digest, w.agent_sha256, w.internal_address));
     }
     return Status::Ok();
   };

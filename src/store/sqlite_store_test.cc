@@ -317,14 +317,14 @@ PRAGMA user_version = 1;
   labelled.labels = {{"team", "a"}};
   ASSERT_TRUE(store->PutNode(labelled).ok());
   store.reset();
-  auto reopened = Open();  // migrated once: opening again finds schema 5 and changes nothing
+  auto reopened = Open();  // migrated once: opening again finds schema 6 and changes nothing
   EXPECT_EQ((*reopened->Nodes("lab"))[0].labels, labelled.labels);
   sqlite3* db = nullptr;
   ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
   sqlite3_stmt* version = nullptr;
   ASSERT_EQ(sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &version, nullptr), SQLITE_OK);
   ASSERT_EQ(sqlite3_step(version), SQLITE_ROW);
-  EXPECT_EQ(sqlite3_column_int(version, 0), 5);
+  EXPECT_EQ(sqlite3_column_int(version, 0), 6);
   sqlite3_finalize(version);
   sqlite3_close(db);
 }
@@ -399,8 +399,8 @@ TEST_F(SqliteStoreTest, Issue11AVersion3FileIsMigratedAndItsSetupVersionIsUnknow
     ASSERT_TRUE(store->PutNode(Node("old", 1)).ok());
   }
   const char* to_v3 =
-      "ALTER TABLE workers DROP COLUMN agent_sha256; ALTER TABLE workers DROP COLUMN "
-      "setup_digest; PRAGMA user_version = 3;";
+      "ALTER TABLE workers DROP COLUMN internal_address; ALTER TABLE workers DROP COLUMN "
+      "agent_sha256; ALTER TABLE workers DROP COLUMN setup_digest; PRAGMA user_version = 3;";
   std::unique_ptr<SqliteStore> store;
   std::vector<NodeRecord> nodes;
   ASSERT_NO_FATAL_FAILURE(OpenMigrated(to_v3, &store, &nodes));
@@ -425,7 +425,9 @@ TEST_F(SqliteStoreTest, Issue12AVersion4FileIsMigratedAndItsAgentIsUnknown) {
   std::unique_ptr<SqliteStore> store;
   std::vector<NodeRecord> nodes;
   ASSERT_NO_FATAL_FAILURE(OpenMigrated(
-      "ALTER TABLE workers DROP COLUMN agent_sha256; PRAGMA user_version = 4;", &store, &nodes));
+      "ALTER TABLE workers DROP COLUMN internal_address; ALTER TABLE workers DROP COLUMN "
+      "agent_sha256; PRAGMA user_version = 4;",
+      &store, &nodes));
   ASSERT_EQ(nodes[0].workers.size(), 1u);
   EXPECT_EQ(nodes[0].workers[0].setup_digest, "0123456789abcdef");
   EXPECT_EQ(nodes[0].workers[0].agent_sha256, "");
@@ -433,6 +435,28 @@ TEST_F(SqliteStoreTest, Issue12AVersion4FileIsMigratedAndItsAgentIsUnknown) {
   n.workers[0].agent_sha256 = std::string(64, 'a');
   ASSERT_TRUE(store->PutNode(n).ok());
   EXPECT_EQ((*store->Nodes("lab"))[0].workers[0].agent_sha256, std::string(64, 'a'));
+}
+
+// A state file written before workers' internal addresses were kept (schema 5) opens
+// with none (jobs fall back to the SSH address), and one round-trips after.
+TEST_F(SqliteStoreTest, Issue12AVersion5FileIsMigratedWithoutInternalAddresses) {
+  {
+    auto store = Open();
+    NodeRecord n = Node("old", 1);
+    n.workers[0].internal_address = "10.0.0.2";
+    ASSERT_TRUE(store->PutNode(n).ok());
+  }
+  std::unique_ptr<SqliteStore> store;
+  std::vector<NodeRecord> nodes;
+  ASSERT_NO_FATAL_FAILURE(OpenMigrated(
+      "ALTER TABLE workers DROP COLUMN internal_address; PRAGMA user_version = 5;", &store,
+      &nodes));
+  ASSERT_EQ(nodes[0].workers.size(), 1u);
+  EXPECT_EQ(nodes[0].workers[0].internal_address, "");
+  NodeRecord n = nodes[0];
+  n.workers[0].internal_address = "10.0.0.3";
+  ASSERT_TRUE(store->PutNode(n).ok());
+  EXPECT_EQ((*store->Nodes("lab"))[0].workers[0].internal_address, "10.0.0.3");
 }
 
 // A state the store does not know (written by a newer build, or the API's next state)
