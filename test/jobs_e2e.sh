@@ -162,6 +162,18 @@ gang_by_watcher() {
     { cat "$state/job-watchers.log"; return 1; }
 }
 check "run --detach, w1 exits 7: the detached watcher alone stops the others" gang_by_watcher
+piped_run() {
+  # The watcher outlives `run`, but not with the caller's pipe: the pipeline ends at once.
+  timeout 60 bash -c '"$0" run --detach pod --name piped --no-accelerator -- sleep 604 | cat' \
+    "$bin" >"$tmp/piped.out" 2>&1 || { echo "the pipeline did not end:"; cat "$tmp/piped.out"; return 1; }
+  local id
+  id=$(head -1 "$tmp/piped.out")
+  pgrep -f "jobs --watch $id" >/dev/null || { echo "no watcher for $id"; return 1; }
+  tf cancel "$id" >/dev/null 2>&1 || return 1
+  none_left() { [[ $(count_procs 'sleep 604') == 0 ]]; }
+  wait_for 30 none_left || { pgrep -af 'sleep 604'; return 1; }
+}
+check "run --detach | cat ends while the job's watcher lives on (it holds none of run's files)" piped_run
 
 # ---------------------------------------------------------------------------------
 note "c. one process per TPU"

@@ -29,6 +29,9 @@ Status StartSelfDetached(const std::vector<std::string>& args, const std::string
   posix_spawn_file_actions_addopen(&actions, 1, log.c_str(),
                                    O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW, 0600);
   posix_spawn_file_actions_adddup2(&actions, 1, 2);
+  // Nothing else of the caller's: a pipe a script waits on for its end, or the state
+  // database, must not be held open by a process that outlives the command.
+  posix_spawn_file_actions_addclosefrom_np(&actions, 3);
   posix_spawnattr_t attr;
   posix_spawnattr_init(&attr);
   posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID);

@@ -10,6 +10,7 @@
 #include "cli/interrupt_watch.h"
 #include "cli/job_output.h"
 #include "control/jobs.h"
+#include "util/file.h"
 #include "util/strings.h"
 
 namespace tpufleet::cli {
@@ -26,8 +27,9 @@ std::string StartedBy(const Invocation& inv) {
   if (::gethostname(host, sizeof host - 1) != 0) {
     host[0] = '\0';
   }
-  return (user == inv.env.end() || user->second.empty() ? "unknown" : user->second) + "@" +
-         (host[0] == '\0' ? "unknown" : host);
+  // Without USER (cron, a bare `env -i`): the name of the user this runs as.
+  return (user == inv.env.end() || user->second.empty() ? UserName(::geteuid()) : user->second) +
+         "@" + (host[0] == '\0' ? "unknown" : host);
 }
 
 // The gang watcher: `tpufleet jobs --watch ID`, detached, its notes in

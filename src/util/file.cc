@@ -179,12 +179,17 @@ Result<std::string> ThisProgram() {
   return std::string(self, static_cast<size_t>(n));
 }
 
+std::string UserName(uid_t uid) {
+  if (const passwd* pw = ::getpwuid(uid); pw != nullptr && pw->pw_name != nullptr) {
+    return pw->pw_name;
+  }
+  return "uid " + std::to_string(uid);
+}
+
 std::string DescribeUser(uid_t uid) {
   std::string id = "uid " + std::to_string(uid);
-  if (const passwd* pw = ::getpwuid(uid); pw != nullptr && pw->pw_name != nullptr) {
-    return std::string(pw->pw_name) + " (" + id + ")";
-  }
-  return id;
+  std::string name = UserName(uid);
+  return name == id ? id : name + " (" + id + ")";
 }
 
 Status CheckOwnedByMe(const std::string& path, const struct stat& st, mode_t forbidden) {

@@ -62,6 +62,8 @@ Result<std::string> ThisProgram();
 
 /// "alice (uid 1000)", or "uid 1234" for a uid without a passwd entry.
 std::string DescribeUser(uid_t uid);
+/// "alice", or "uid 1234" for a uid without a passwd entry.
+std::string UserName(uid_t uid);
 
 /// The names in directory `dir` (not . or ..), in no order; empty when it cannot be read
 /// (or stops being readable part way). Never throws, unlike a range-for over a
