@@ -165,7 +165,8 @@ check "run --detach, w1 exits 7: the detached watcher alone stops the others" ga
 piped_run() {
   # The watcher outlives `run`, but not with the caller's pipe: the pipeline ends at once.
   timeout 60 bash -c '"$0" run --detach pod --name piped --no-accelerator -- sleep 604 | cat' \
-    "$bin" >"$tmp/piped.out" 2>&1 || { echo "the pipeline did not end:"; cat "$tmp/piped.out"; return 1; }
+    "$bin" >"$tmp/piped.out" 2>"$tmp/piped.err" ||
+    { echo "the pipeline did not end:"; cat "$tmp/piped.out" "$tmp/piped.err"; return 1; }
   local id
   id=$(head -1 "$tmp/piped.out")
   pgrep -f "jobs --watch $id" >/dev/null || { echo "no watcher for $id"; return 1; }
