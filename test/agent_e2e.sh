@@ -10,6 +10,8 @@
 #   d. with the agent stopped on the worker (killed through exec while its lock is held,
 #      so that nothing starts it again), doctor names the worker and the problem and
 #      exits 1; once the lock is let go, up starts it again and doctor passes;
+#   e. a chip taken away (emulator inject device): doctor names the worker and the
+#      chip, exits 1, and passes once it is back;
 #   and down, holder stop and emulator stop leave no process, namespace, sshd or link of
 #   this run.
 # Prints "ok N - ..." or "not ok N - ..." per check and exits 1 if any failed.
@@ -139,6 +141,17 @@ restarted() {
 }
 check "up (or the worker's init) starts it again, and it answers" restarted
 check "doctor passes again" doctor_passes
+
+note "e. a chip taken away"
+device_gone() {
+  tf emulator inject device ag --worker 0 --device 1 >/dev/null || return 1
+  tf_run nodev doctor ag
+  rc_is nodev 1 && grep -q '^ag/w0: FAIL accelerators: ' "$tmp/nodev.out" ||
+    { shows nodev; return 1; }
+  tf emulator inject clear >/dev/null
+}
+check "doctor names the worker and its missing chip (exit 1)" device_gone
+check "doctor passes once the chip is back" doctor_passes
 
 # ---------------------------------------------------------------------------------
 down_all() { tf down --all --yes >"$tmp/down.txt" 2>&1 || { cat "$tmp/down.txt"; return 1; }; }
