@@ -272,6 +272,12 @@ std::vector<ChipMetrics> MetricsFor(const StandinOptions& o, const std::vector<C
 }
 
 int StandinMain(int argc, char** argv) {
+  if (argc == 2 && (std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h")) {
+    Out(std::string(kUsage) +
+        "A stand-in for a JAX program on an emulated TPU worker: it takes libtpu's lock,\n"
+        "opens the chips and prints a line per step (docs/emulator.md).");
+    return 0;
+  }
   Result<StandinOptions> parsed = ParseStandinArgs(std::vector<std::string>(argv + 1, argv + argc));
   if (!parsed.ok()) {
     Err("tpu-standin: " + parsed.status().message() + "\n" + kUsage);
