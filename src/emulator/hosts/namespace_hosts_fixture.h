@@ -207,11 +207,11 @@ class NamespaceHostsTest : public ::testing::Test {
     }
   }
 
-  void MakeHosts() {
+  void MakeHosts(const std::string& standin = TPUFLEET_TPU_STANDIN) {
     NamespaceHostsOptions o;
     o.state_dir = state_;
     o.worker_binary = TPUFLEET_EMULATOR_WORKER;
-    o.standin_binary = TPUFLEET_TPU_STANDIN;
+    o.standin_binary = standin;
     Result<std::unique_ptr<NamespaceHosts>> h = NamespaceHosts::Create(o, clock_);
     ASSERT_TRUE(h.ok()) << h.status().ToString();
     hosts_ = std::move(*h);

@@ -13,6 +13,20 @@ constexpr const char* kLockState =
     "if grep -q \":$i \" /proc/locks; then echo present locked; else echo present unlocked; fi; "
     "else echo absent; fi";
 
+// A build tree under /tmp (a checkout there, as CI's may be): the worker mounts its own
+// /tmp over the machine's, and still has the stand-in.
+TEST_F(NamespaceHostsTest, TheStandinIsThereWhenItsBuildIsUnderTmp) {
+  hosts_.reset();
+  const std::string copy = root_ + "/build/tpu-standin";  // root_ is under /tmp
+  ASSERT_TRUE(hosts::RunChecked({"/usr/bin/install", "-D", "-m", "0755", TPUFLEET_TPU_STANDIN, copy})
+                  .ok());
+  MakeHosts(copy);
+  WorkerInfo w = BootOne("v4-8", "v4", 4);
+  ProgramResult r = Ssh("alice", w.address, "tpu-standin --help | head -1");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output.rfind("usage: tpu-standin", 0), 0u) << r.output;
+}
+
 TEST_F(NamespaceHostsTest, TheStandinTakesTheLockAndASecondIsRefusedInLibtpusWords) {
   WorkerInfo w = BootOne("v4-8", "v4", 4);
   ProgramResult r = Ssh(

@@ -22,6 +22,7 @@
 #include "emulator/hosts/system_programs.h"
 #include "util/file.h"
 #include "util/strings.h"
+#include "util/unique_fd.h"
 
 namespace tpufleet::emulator::hosts {
 namespace {
@@ -241,6 +242,15 @@ Status WriteSshdConfig() {
 Status SetUpMounts(const std::string& disk, const std::string& state, const std::string& standin,
                    const std::function<Status()>& extra) {
   const std::string d = kDiskMount;
+  // The stand-in is opened now: the worker's own /tmp, /home, /root and /run hide the
+  // machine's below, and a build tree may well be there (a checkout in /tmp).
+  UniqueFd standin_fd;
+  if (!standin.empty()) {
+    standin_fd = UniqueFd(::open(standin.c_str(), O_PATH | O_CLOEXEC));
+    if (standin_fd.get() < 0) {
+      return InternalError(Errno("open " + standin));
+    }
+  }
   // The mounts the worker owns, writable after LockDown; the rest of / is not.
   std::vector<std::string> own = {"/run"};
   TPUFLEET_TRY(Mount("", "/", nullptr, MS_REC | MS_PRIVATE));
@@ -340,7 +350,7 @@ Status SetUpMounts(const std::string& disk, const std::string& state, const std:
   }
   if (!standin.empty()) {
     if (std::find(own.begin(), own.end(), "/usr") != own.end()) {
-      TPUFLEET_TRY(BindProgram(standin, kStandinPath));
+      TPUFLEET_TRY(BindProgram("/proc/self/fd/" + std::to_string(standin_fd.get()), kStandinPath));
     } else {
       Say(std::string("/usr is the machine's here: no ") + kStandinPath);
     }
