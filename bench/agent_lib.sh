@@ -25,14 +25,10 @@ bench_start() {
 
 say() { echo "$bench bench: $*" >&2; }
 
-# The gang watchers `run` started for this bench's jobs (their environment has its state).
-our_watchers() {
-  local p
-  for p in $(pgrep -f "jobs --watch j"); do
-    tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qxF "TPUFLEET_STATE_DIR=$TPUFLEET_STATE_DIR" &&
-      echo "$p"
-  done
-}
+# shellcheck source=scripts/job_watchers.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../scripts/job_watchers.sh"
+# The gang watchers `run` started for this bench's jobs.
+our_watchers() { job_watchers "$TPUFLEET_STATE_DIR"; }
 
 # The end, for the exit trap; goes on past any failure.
 bench_end() {

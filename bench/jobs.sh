@@ -77,9 +77,9 @@ total=0
 for n in "${sizes[@]}"; do total=$((total + n)); done
 # Every worker's agent (serve) holds an inotify instance, and the emulator's workers all
 # share this kernel and its root: its default limit (fs.inotify.max_user_instances = 128
-# per user) lets no more agents start (serve exits "inotify_init1: Too many open files"
-# and `up` fails: "the agent did not answer on /run/tpufleet-agent/agent.sock within 15 s
-# of its start"). Raised for the run, set back at the end. A real TPU VM has its own kernel.
+# per user) is soon used up, and serve then looks at its jobs every 0.5 s instead. Raised
+# for the run, set back at the end, so that every agent works as on a TPU VM, which has
+# a kernel of its own.
 if ((inotify_was < 2 * total + 512)); then
   say "fs.inotify.max_user_instances $inotify_was -> $((2 * total + 512)) for the run"
   echo $((2 * total + 512)) >"$inotify"

@@ -4,6 +4,8 @@
 set -euo pipefail
 bin=$(realpath "${1:-build/src/app/tpufleet}")
 root=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=scripts/job_watchers.sh
+source "$root/scripts/job_watchers.sh"
 cd "$root"  # so paths in messages read as a user would type them
 tpufleet() { "$bin" "$@"; }
 
@@ -48,10 +50,7 @@ cleanup() {
   set +e
   [[ -n $run_pid ]] && kill -KILL "$run_pid" 2>/dev/null
   local p
-  for p in $(pgrep -f "jobs --watch j"); do
-    tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null |
-      grep -qxF "TPUFLEET_STATE_DIR=$TPUFLEET_STATE_DIR" && kill "$p" 2>/dev/null
-  done
+  for p in $(job_watchers "$TPUFLEET_STATE_DIR"); do kill "$p" 2>/dev/null; done
   "$bin" down --all --yes >/dev/null 2>&1
   "$bin" emulator stop >/dev/null 2>&1
   "$bin" holder stop >/dev/null 2>&1

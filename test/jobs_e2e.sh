@@ -27,15 +27,10 @@ fi
 e2e_home jobs
 bg_pids=()
 
-# The gang watchers the runs of this script started (their own sessions): those whose
-# environment has this run's state dir.
-our_watchers() {
-  local p
-  for p in $(pgrep -f "jobs --watch j"); do
-    tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qxF "TPUFLEET_STATE_DIR=$state" &&
-      echo "$p"
-  done
-}
+# shellcheck source=scripts/job_watchers.sh
+source "$(dirname "$0")/../scripts/job_watchers.sh"
+# The gang watchers the runs of this script started.
+our_watchers() { job_watchers "$state"; }
 cleanup() {
   local p
   for p in "${bg_pids[@]}"; do end_ours "$p" KILL; done
