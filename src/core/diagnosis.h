@@ -1,0 +1,77 @@
+// Why a TPU is not busy: the verdicts `top`, `jobs` and `status` show per worker, per
+// job and per node, and the rules behind them. The thresholds and their sources
+// (SageMaker Debugger's CPU-bottleneck rule, xprof's input-pipeline analysis) are in
+// docs/monitoring.md; tests pin each verdict (diagnosis_test.cc).
+//
+// Two halves: the agent judges each sample (IsInputBoundSample) and summarizes its last
+// kDiagnosisWindow (WindowSummary); the CLI turns the summaries of a job's or a
+// node's workers into verdicts (DiagnoseWorker, DiagnoseGroup). Pure functions: times
+// are Unix milliseconds and `now` is passed in.
+//
+// Thread-safety: pure functions over values.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/worker_sample.h"
+
+namespace tpufleet {
+
+/// The span each worker's summary covers.
+inline constexpr std::chrono::seconds kDiagnosisWindow{60};
+/// How long a node must have been unused before it is `idle`, unless told (top
+/// --idle-after, serve's idle policy `after`).
+inline constexpr std::chrono::minutes kDefaultIdleAfter{10};
+
+enum class Verdict {
+  kBusy,        // "busy": working as it should
+  kInputBound,  // "input-bound": the TPU starves while the job's host CPU is at its limit
+  kStraggler,   // "straggler": (a job or node) one worker far less busy than the others
+  kIdle,        // "idle": nothing used it for at least idle_after
+  kQuiet,       // "quiet": nothing uses it now, for less than idle_after
+  kUnknown,     // "unknown": no answer from the worker, or too few samples
+};
+std::string_view VerdictName(Verdict v);
+
+/// A verdict and the sentence that says it with the numbers: "input-bound: TPU duty
+/// cycle 9 %, HLO queue empty, job j7x… host CPU 98 % of its 1 CPU".
+struct Diagnosis {
+  Verdict verdict = Verdict::kUnknown;
+  std::string detail;
+  std::optional<int> worker;  // kStraggler: the slow worker
+};
+
+/// Whether one sample shows a TPU job starved by its host: the chips' mean duty cycle
+/// below the input-bound duty threshold, the HLO queue empty, and the job holding the
+/// chips at its CPU limit (all of it, or one saturated thread). False when the sample
+/// has no runtime metrics or no job holds the chips.
+bool IsInputBoundSample(const WorkerSample& sample);
+
+/// The window summary of `samples` (oldest first, the last kDiagnosisWindow of them),
+/// `idle_since_unix_ms` as the agent tracked it.
+WindowSummary SummarizeWindow(const std::vector<WorkerSample>& samples,
+                                   int64_t idle_since_unix_ms);
+
+/// Whether a sample shows the worker in use (what ends an idle stretch): a running job,
+/// a login, a chip holder, or a duty cycle above 0.
+bool IsInUse(const WorkerSample& sample);
+
+/// One worker's verdict: input-bound, busy, idle (unused for idle_after), quiet, or
+/// unknown (fewer than a few samples).
+Diagnosis DiagnoseWorker(const WindowSummary& window, int64_t now_unix_ms,
+                         std::chrono::milliseconds idle_after = kDefaultIdleAfter);
+
+/// The verdict of a job or node from its workers' summaries (index = worker; nullopt
+/// for a worker that did not answer): a straggler when one worker's duty cycle is far
+/// below the others', else input-bound when any worker is, else idle only when all are,
+/// else busy (quiet when all are quiet). Unknown when no worker answered.
+Diagnosis DiagnoseGroup(const std::vector<std::optional<WindowSummary>>& workers,
+                        int64_t now_unix_ms,
+                        std::chrono::milliseconds idle_after = kDefaultIdleAfter);
+
+}  // namespace tpufleet
