@@ -10,6 +10,7 @@
 #include "agent/host/tpu_scan.h"
 #include "agent/job_dir.h"
 #include "agent/server.h"
+#include "tpu_metrics/runtime_metrics_client.h"
 #include "util/file.h"
 #include "util/strings.h"
 
@@ -115,6 +116,35 @@ api::AgentAnswer Server::Devices() {
     report.holders.push_back({host_.lockfile, p.pid, p.user, p.command, job_of(p.pid)});
   }
   return {Status::Ok(), std::move(report)};
+}
+
+api::AgentAnswer Server::Metrics(const api::MetricsQuery& query) {
+  if (sampler_ == nullptr) {
+    return {UnavailableError("this agent does not sample (serve without a sampler)"), {}};
+  }
+  if (query.history_seconds < 0 || query.step_seconds < 0 ||
+      query.history_seconds > sampler::kMaxHistory.count()) {
+    return {InvalidArgumentError("metrics: history_seconds must be 0 to " +
+                                 std::to_string(sampler::kMaxHistory.count()) +
+                                 " and step_seconds at least 0"),
+            {}};
+  }
+  return {Status::Ok(), sampler_->Report(query)};
+}
+
+void Server::TellSampler() {
+  if (sampler_ == nullptr) {
+    return;
+  }
+  std::vector<sampler::JobRef> running;
+  for (const JobEntry* job : jobs_.All()) {
+    if (job->keeper > 0 && !IsEnded(job->state.state) && job->state.state != JobState::kWaiting) {
+      auto ports = job->spec.env.find("TPU_RUNTIME_METRICS_PORTS");
+      running.push_back({job->spec.id, job->state.user, job->keeper, job->state.pid,
+                         tpu_metrics::MetricsPorts(ports == job->spec.env.end() ? "" : ports->second)});
+    }
+  }
+  sampler_->SetJobs(std::move(running));
 }
 
 api::AgentAnswer Server::Doctor(const api::DoctorExpect& expect, int worker) {

@@ -48,8 +48,8 @@ std::vector<ChipSample> TpuChips(const host::TpuFacts& facts, const host::LiveJo
 }
 
 void AddDeviceMetrics(std::vector<ChipSample>& chips, int port,
-                      const std::vector<DeviceMetrics>& metrics) {
-  for (const DeviceMetrics& m : metrics) {
+                      const std::vector<tpu_metrics::RuntimeChipMetrics>& metrics) {
+  for (const tpu_metrics::RuntimeChipMetrics& m : metrics) {
     auto chip = std::find_if(chips.begin(), chips.end(),
                              [&](const ChipSample& c) { return c.kind == "tpu" && c.index == m.device_id; });
     if (chip == chips.end()) {
@@ -64,7 +64,7 @@ void AddDeviceMetrics(std::vector<ChipSample>& chips, int port,
     }
     chip->port = port;
     chip->duty_cycle_percent = m.duty_cycle_percent;
-    chip->hbm_used_bytes = m.hbm_used_bytes;
+    chip->hbm_used_bytes = m.hbm_usage_bytes;
     chip->hbm_total_bytes = m.hbm_total_bytes;
     chip->hbm_bandwidth_percent = m.hbm_bandwidth_percent;
     chip->idle_seconds = m.idle_seconds;

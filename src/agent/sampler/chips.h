@@ -22,6 +22,8 @@
 #include "agent/host/tpu_scan.h"
 #include "agent/host/tpu_verdict.h"
 #include "core/worker_sample.h"
+#include "tpu_metrics/runtime_metrics.h"
+#include "tpu_metrics/runtime_metrics_client.h"
 #include "util/status.h"
 
 namespace tpufleet::agent::sampler {
@@ -31,25 +33,27 @@ inline constexpr std::chrono::milliseconds kMetricsDeadline{300};
 /// A holder's command as a sample carries it (core/worker_sample.h).
 inline constexpr size_t kMaxHolderCommandBytes = 256;
 
-/// One device's runtime metrics, as a libtpu process serves them (keyed by device id).
-struct DeviceMetrics {
-  int device_id = 0;
-  std::optional<double> duty_cycle_percent;
-  std::optional<int64_t> hbm_used_bytes;
-  std::optional<int64_t> hbm_total_bytes;
-  std::optional<double> hbm_bandwidth_percent;
-  std::optional<double> idle_seconds;
-  std::optional<int64_t> hlo_queue;
-};
-
-/// Reads the runtime metrics served on 127.0.0.1:port.
+/// Reads the runtime metrics served on 127.0.0.1:port (tpu_metrics' client, or a fake).
 class ChipMetricsReader {
  public:
   ChipMetricsReader() = default;
   ChipMetricsReader(const ChipMetricsReader&) = delete;
   ChipMetricsReader& operator=(const ChipMetricsReader&) = delete;
   virtual ~ChipMetricsReader() = default;
-  virtual Result<std::vector<DeviceMetrics>> Read(int port, std::chrono::milliseconds deadline) = 0;
+  virtual Result<std::vector<tpu_metrics::RuntimeChipMetrics>> Read(
+      int port, std::chrono::milliseconds deadline) = 0;
+};
+
+/// The agent's: tpu_metrics::RuntimeMetricsClient.
+class GrpcChipMetricsReader final : public ChipMetricsReader {
+ public:
+  Result<std::vector<tpu_metrics::RuntimeChipMetrics>> Read(
+      int port, std::chrono::milliseconds deadline) override {
+    return client_.Read(port, deadline);
+  }
+
+ private:
+  tpu_metrics::RuntimeMetricsClient client_;
 };
 
 /// Reads the GPUs: one ChipSample each (kind "gpu"), holders with their pid only.
@@ -70,7 +74,7 @@ std::vector<ChipSample> TpuChips(const host::TpuFacts& facts, const host::LiveJo
 /// becomes a chip of its own, with no device node); a chip that already has metrics from
 /// an earlier port keeps them.
 void AddDeviceMetrics(std::vector<ChipSample>& chips, int port,
-                      const std::vector<DeviceMetrics>& metrics);
+                      const std::vector<tpu_metrics::RuntimeChipMetrics>& metrics);
 
 /// Names the holders of GPU chips (their pid only, from NVML): user, command and job,
 /// as the TPUs' holders are named.

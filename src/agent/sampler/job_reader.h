@@ -32,7 +32,7 @@ struct JobRef {
   std::string user;
   pid_t keeper = 0;  // leads the job's session
   pid_t pid = 0;     // the command's process; 0 before it started
-  std::vector<int> metrics_ports;  // TPU_RUNTIME_METRICS_PORTS of its environment
+  std::vector<int> metrics_ports;  // tpu_metrics::MetricsPorts of its environment
 };
 
 /// A thread's CPU time, and its start to tell a reused tid.

@@ -86,15 +86,15 @@ TEST(Chips, HoldersWithTheirJobsAndMetricsByDeviceId) {
   facts.lockfile.lockers = {train};
   EXPECT_EQ(TpuChips(facts, {}).at(0).holders.at(0).pid, 4242);
 
-  DeviceMetrics m1;
+  tpu_metrics::RuntimeChipMetrics m1;
   m1.device_id = 1;
   m1.duty_cycle_percent = 60;
-  m1.hbm_used_bytes = 1 << 30;
+  m1.hbm_usage_bytes = 1 << 30;
   m1.hlo_queue = 3;
-  DeviceMetrics m2 = m1;
+  tpu_metrics::RuntimeChipMetrics m2 = m1;
   m2.device_id = 2;  // no such chip found in sysfs
   AddDeviceMetrics(chips, 8431, {m1, m2});
-  DeviceMetrics late = m1;
+  tpu_metrics::RuntimeChipMetrics late = m1;
   late.duty_cycle_percent = 5;
   AddDeviceMetrics(chips, 8432, {late});  // the first port to answer for a chip wins
   ASSERT_EQ(chips.size(), 3u);

@@ -47,7 +47,7 @@ WorkerSample Sampler::Sample() {
   s.host = HostSampleOf(host_before_ ? &*host_before_ : nullptr, host, seconds);
   std::map<std::string, JobCounters> counters = ReadJobCounters(options_.host, jobs);
   host::LiveJobPids live;
-  std::set<int> ports = {kDefaultMetricsPort};
+  std::set<int> ports = {tpu_metrics::kDefaultMetricsPort};
   for (const JobRef& job : jobs) {
     ports.insert(job.metrics_ports.begin(), job.metrics_ports.end());
     auto now = counters.find(job.id);
@@ -65,7 +65,7 @@ WorkerSample Sampler::Sample() {
   s.chips = TpuChips(host::ScanTpu(options_.host), live);
   if (metrics_ != nullptr) {
     for (int port : ports) {
-      Result<std::vector<DeviceMetrics>> read = metrics_->Read(port, kMetricsDeadline);
+      Result<std::vector<tpu_metrics::RuntimeChipMetrics>> read = metrics_->Read(port, kMetricsDeadline);
       if (read.ok()) {
         AddDeviceMetrics(s.chips, port, *read);
       }

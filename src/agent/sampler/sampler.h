@@ -37,8 +37,6 @@ namespace tpufleet::agent::sampler {
 
 /// How often serve samples unless told (`serve --sample-interval MS`).
 inline constexpr std::chrono::milliseconds kDefaultSampleInterval{1000};
-/// libtpu's metrics port when a job names none (reference/monitoring.md §1).
-inline constexpr int kDefaultMetricsPort = 8431;
 
 struct SamplerOptions {
   host::HostPaths host;  // where the host's files are (tests point sys and dev elsewhere)
