@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "agent/host/nvml.h"
 #include "agent/host/tpu_scan.h"
 #include "agent/host/tpu_verdict.h"
 #include "core/worker_sample.h"
@@ -64,6 +65,16 @@ class GpuReader {
   GpuReader& operator=(const GpuReader&) = delete;
   virtual ~GpuReader() = default;
   virtual Result<std::vector<ChipSample>> Read() = 0;
+};
+
+/// The agent's: host::Nvml (one that could not load NVML reads no GPUs).
+class NvmlGpuReader final : public GpuReader {
+ public:
+  explicit NvmlGpuReader(host::Nvml& nvml) : nvml_(nvml) {}
+  Result<std::vector<ChipSample>> Read() override { return nvml_.Read(); }
+
+ private:
+  host::Nvml& nvml_;
 };
 
 /// The TPU chips of `facts` (one per accelerator, numbered as the devices op numbers
