@@ -13,6 +13,7 @@
 #include "tpu_metrics/proto/tpu_metric_service.grpc.pb.h"
 #include "tpu_metrics/runtime_metrics_client.h"
 #include "tpu_metrics/runtime_metrics_server.h"
+#include "util/subprocess.h"
 #include "util/unique_fd.h"
 
 namespace tpufleet::tpu_metrics {
@@ -215,6 +216,33 @@ TEST(RuntimeMetrics, TheServiceAnswersAsLibtpusDoesToALocalCredentialsClient) {
     EXPECT_EQ(s.error_message(), "metric tpu.runtime.no.such.metric is not supported");
   }
 }
+
+#ifdef TPUFLEET_STATIC_PROBE
+// The client as the agent has it (static, gRPC's unsecure build, another process)
+// reads the server with local credentials: plaintext on the wire, from this host.
+TEST(RuntimeMetrics, TheStaticUnsecureClientReadsALocalCredentialsServer) {
+  RuntimeMetricsServerOptions options;
+  options.queue_cores = 2;
+  std::unique_ptr<RuntimeMetricsServer> server = Serve(TwoChips(), options);
+  ASSERT_NE(server, nullptr);
+  Result<ProgramResult> probe = RunUserCommand(
+      {TPUFLEET_STATIC_PROBE, std::to_string(server->port())}, "", kDeadline * 2);
+  ASSERT_TRUE(probe.ok()) << probe.status().ToString();
+  EXPECT_EQ(probe->exit_code, 0) << probe->output;
+  EXPECT_EQ(probe->output,
+            "device=0 duty=61.500000 hbm=18253611008 total=34359738368 bandwidth=40.250000 "
+            "idle=3.500000 queue=5\n"
+            "device=3 duty=0.000000 hbm=18253611008 total=34359738368 bandwidth=40.250000 "
+            "idle=3.500000 queue=0\n");
+  int port = 0;
+  UniqueFd held = RefusingPort(&port);
+  probe = RunUserCommand({TPUFLEET_STATIC_PROBE, std::to_string(port)}, "", kDeadline * 2);
+  ASSERT_TRUE(probe.ok()) << probe.status().ToString();
+  EXPECT_EQ(probe->exit_code, 1);
+  EXPECT_EQ(probe->output, "unavailable: no runtime metrics on port " + std::to_string(port) +
+                               " (no job using the TPU?)\n");
+}
+#endif
 
 TEST(RuntimeMetrics, PortsAreTheDefaultThenTheJobsEachOnce) {
   EXPECT_EQ(MetricsPorts(""), std::vector<int>({8431}));
