@@ -29,6 +29,7 @@
 #include "agent/logs.h"
 #include "agent/sampler/sampler.h"
 #include "api/agent.h"
+#include "api/metrics.h"
 #include "util/event_loop.h"
 #include "util/status.h"
 #include "util/unique_fd.h"
