@@ -2,8 +2,11 @@
 // real jobs' processes are what it measures.
 #include <gtest/gtest.h>
 
+#include <netinet/in.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 
+#include "agent/host/plain_http.h"
 #include "agent/running_agent.h"
 #include "api/metrics.h"
 #include "util/subprocess.h"
@@ -93,6 +96,52 @@ TEST(AgentMetrics, AJobsMemoryIsItsProcessesResidentBytes) {
   EXPECT_GE(job->memory_bytes, int64_t{96} << 20);
   EXPECT_LT(job->memory_bytes, int64_t{160} << 20);
   EXPECT_EQ(job->cpu_limit_percent, 100.0 * static_cast<double>(sysconf(_SC_NPROCESSORS_ONLN)));
+}
+
+// A port nothing listens on now (the kernel's pick for port 0, let go).
+int FreePort() {
+  UniqueFd fd(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  if (bind(fd.get(), reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
+      getsockname(fd.get(), reinterpret_cast<sockaddr*>(&a), &len) != 0) {
+    return 0;
+  }
+  return ntohs(a.sin_port);
+}
+
+TEST(AgentMetrics, PrometheusReadsTheLatestSampleOverHttp) {
+  const int port = FreePort();
+  ASSERT_GT(port, 0);
+  RunningAgent agent({"--sample-interval", "200", "--prometheus", "127.0.0.1:" + std::to_string(port)});
+  ASSERT_TRUE(agent.StartJob(RunningAgent::Job("jsleepaa", "sleep 600")).status.ok());
+  host::PlainHttpClient http;
+  HttpRequest get;
+  get.url = "http://127.0.0.1:" + std::to_string(port) + "/metrics";
+  get.timeout = std::chrono::seconds(5);
+  std::string text;
+  for (int i = 0; i < 100 && text.find("tpufleet_job_memory_bytes{job=\"jsleepaa\"") == std::string::npos; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    Result<HttpResponse> got = http.Send(get);
+    ASSERT_TRUE(got.ok()) << got.status().ToString();
+    EXPECT_EQ(got->status, 200);
+    text = got->body;
+  }
+  EXPECT_NE(text.find("tpufleet_job_memory_bytes{job=\"jsleepaa\""), std::string::npos) << text;
+  EXPECT_NE(text.find("\ntpufleet_host_cpus " + std::to_string(sysconf(_SC_NPROCESSORS_ONLN)) + "\n"),
+            std::string::npos)
+      << text;
+
+  // An address it cannot listen on: serve says so and exits.
+  Result<ProgramResult> bad =
+      RunSubprocess({TPUFLEET_AGENT_BINARY, "serve", "--socket", agent.dir().Path("other/agent.sock"),
+                     "--state-dir", agent.dir().Path("other-state"), "--prometheus", "nowhere:1"},
+                    "", std::chrono::seconds(10), SpawnOptions{});
+  ASSERT_TRUE(bad.ok());
+  EXPECT_EQ(bad->exit_code, 1);
+  EXPECT_NE(bad->output.find("tpufleet-agent: --prometheus: "), std::string::npos) << bad->output;
 }
 
 TEST(AgentSample, TwoSamplesASecondApartAsTheMetricsOpsReport) {

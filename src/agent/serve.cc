@@ -9,7 +9,11 @@
 
 #include <cerrno>
 #include <cstring>
+#include <memory>
+#include <optional>
 
+#include "agent/export/metrics_http.h"
+#include "agent/export/prometheus_text.h"
 #include "agent/flags.h"
 #include "agent/host/nvml.h"
 #include "agent/job_table.h"
@@ -76,7 +80,7 @@ Result<std::string> BinarySha256() {
 
 int ServeMain(const std::vector<std::string>& args) {
   Result<Flags> flags = ParseFlags(args, {"socket", "state-dir", "log-bytes", "host-root", "watch",
-                                          "sample-interval", "nvml"});
+                                          "sample-interval", "nvml", "prometheus"});
   const std::string watch = flags.ok() ? flags->Get("watch", "inotify") : "";
   long long log_bytes = 0;
   long long interval_ms = 0;
@@ -89,7 +93,7 @@ int ServeMain(const std::vector<std::string>& args) {
                                     "usage: tpufleet-agent serve [--socket PATH] [--state-dir DIR] "
                                     "[--watch inotify|poll] [--sample-interval MS (at least " +
                                     std::to_string(kMinSampleInterval.count()) +
-                                    ")] [--nvml LIBRARY]");
+                                    ")] [--nvml LIBRARY] [--prometheus [ADDR:]PORT]");
   }
   signal(SIGPIPE, SIG_IGN);
   sigset_t stop;
@@ -140,6 +144,15 @@ int ServeMain(const std::vector<std::string>& args) {
                            &gpus);
   Server server(loop, jobs, {AgentVersion(), sha.ok() ? *sha : ""}, host, &sampler);
   sampler.Start();
+  // GET /metrics for a Prometheus, from the sampler's snapshot (never a sample).
+  std::optional<exporter::MetricsHttpServer> prometheus;
+  if (std::string address = flags->Get("prometheus", ""); !address.empty()) {
+    prometheus.emplace(loop, [&sampler] { return exporter::PrometheusText(sampler.Report({})); });
+    Status listening_http = prometheus->Listen(address);
+    if (!listening_http.ok()) {
+      return Complain(kExitFailed, "--prometheus: " + listening_http.message());
+    }
+  }
   Status listening = server.Listen(socket_path);
   if (!listening.ok()) {
     return Complain(kExitFailed, listening.ToString());
