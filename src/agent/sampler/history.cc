@@ -178,9 +178,8 @@ History::Points History::Query(const MetricsQuery& query, int64_t now_unix_ms) c
   if (query.history_seconds <= 0) {
     return out;
   }
-  const int64_t start =
-      now_unix_ms - int64_t{std::min<int>(query.history_seconds,
-                                          static_cast<int>(kMaxHistory.count()))} * 1000;
+  const int history_seconds = std::min(query.history_seconds, kMaxHistorySeconds);
+  const int64_t start = now_unix_ms - int64_t{history_seconds} * 1000;
   // Every point, oldest first: the coarse ring, the coarse step being folded, the fine
   // ring, the newest second.
   std::vector<Packed> all;
@@ -204,7 +203,8 @@ History::Points History::Query(const MetricsQuery& query, int64_t now_unix_ms) c
     take(second_.Mean(), false);
   }
   const int native = coarse ? static_cast<int>(kCoarseStep.count()) : 1;
-  out.step_seconds = std::max(query.step_seconds, native);
+  const int fitting = (history_seconds + kMaxHistoryPoints - 1) / kMaxHistoryPoints;
+  out.step_seconds = std::max({query.step_seconds, native, fitting});
   const int64_t step_ms = int64_t{out.step_seconds} * 1000;
   Accumulator acc;
   for (const Packed& p : all) {
@@ -220,6 +220,11 @@ History::Points History::Query(const MetricsQuery& query, int64_t now_unix_ms) c
   }
   if (acc.bucket_unix_ms >= 0) {
     out.points.push_back(Unpack(acc.Mean()));
+  }
+  // The steps' boundaries need not meet the span's: a partial step at each end.
+  if (out.points.size() > static_cast<size_t>(kMaxHistoryPoints)) {
+    out.points.erase(out.points.begin(),
+                     out.points.end() - static_cast<ptrdiff_t>(kMaxHistoryPoints));
   }
   return out;
 }

@@ -13,8 +13,9 @@
 //
 // A query (MetricsQuery) takes the points of its last history_seconds at a step of at
 // least step_seconds; a step coarser than the points' own averages them (a mean of each
-// value over the points that have it), and a span reaching past the hour is given at
-// the coarse step. Times are the samples' Unix milliseconds; a sample older than the
+// value over the points that have it), a span reaching past the hour is given at the
+// coarse step, and a step that would give more than kMaxHistoryPoints points is widened
+// to history_seconds / kMaxHistoryPoints (core/worker_sample.h: the answer fits a line). Times are the samples' Unix milliseconds; a sample older than the
 // last one added is dropped (the wall clock was set back: the history moves on, it is
 // not rewritten).
 //
@@ -41,8 +42,6 @@ inline constexpr size_t kCoarsePoints = 23 * 3600 / 10;
 /// The raw samples kept for the window, whatever the interval (serve
 /// --sample-interval 100 in tests fills the window with 600).
 inline constexpr size_t kMaxWindowSamples = 1200;
-/// The longest history a query may ask for.
-inline constexpr std::chrono::seconds kMaxHistory{24 * 3600};
 
 class History {
  public:
