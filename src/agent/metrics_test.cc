@@ -9,8 +9,10 @@
 #include <fstream>
 
 #include "agent/host/plain_http.h"
+#include "agent/host/testing/fake_host.h"
 #include "agent/running_agent.h"
 #include "api/metrics.h"
+#include "tpu_metrics/runtime_metrics_server.h"
 #include "util/subprocess.h"
 
 namespace tpufleet::agent {
@@ -107,6 +109,63 @@ TEST(AgentMetrics, AJobsMemoryIsItsProcessesResidentBytes) {
   EXPECT_GE(job->memory_bytes, int64_t{96} << 20);
   EXPECT_LT(job->memory_bytes, int64_t{160} << 20);
   EXPECT_EQ(job->cpu_limit_percent, 100.0 * static_cast<double>(sysconf(_SC_NPROCESSORS_ONLN)));
+}
+
+TEST(AgentMetrics, AChipsHolderJobAndTheRuntimeMetricsOnTheJobsPort) {
+  // Two v4 chips under a host root of their own; the job holds accel1 open, and "its
+  // libtpu" (this test's server) serves on the port its TPU_RUNTIME_METRICS_PORTS names.
+  host::testing::FakeHost host;
+  host.AddPci("0000:00:04.0", "0x005e");
+  host.AddPci("0000:00:05.0", "0x005e");
+  host.AddNode("accel0");
+  host.AddNode("accel1");
+  for (const std::string& p : {std::string(), std::string("dev")}) {
+    chmod(host.dir().Path(p).c_str(), 0755);
+  }
+  chmod(host.dir().Path("dev/accel1").c_str(), 0666);
+  tpu_metrics::RuntimeMetricsServerOptions served;
+  served.port = 0;
+  served.metrics = [] {
+    tpu_metrics::RuntimeChipMetrics m;
+    m.device_id = 1;
+    m.duty_cycle_percent = 60;
+    m.hbm_usage_bytes = int64_t{12} << 30;
+    m.hbm_total_bytes = int64_t{32} << 30;
+    m.hlo_queue = 4;
+    return std::vector<tpu_metrics::RuntimeChipMetrics>{m};
+  };
+  Result<std::unique_ptr<tpu_metrics::RuntimeMetricsServer>> libtpu =
+      tpu_metrics::RuntimeMetricsServer::Start(served);
+  ASSERT_TRUE(libtpu.ok()) << libtpu.status().ToString();
+  const int port = (*libtpu)->port();
+
+  RunningAgent agent({"--sample-interval", "200", "--host-root", host.dir().path()});
+  const std::string accel1 = host.dir().Path("dev/accel1");
+  api::JobSpec spec = RunningAgent::Job("jchipaaa", "exec 3<" + accel1 + "; exec sleep 600");
+  spec.env["TPU_RUNTIME_METRICS_PORTS"] = std::to_string(port);
+  ASSERT_TRUE(agent.StartJob(spec).status.ok());
+
+  api::MetricsReport r;
+  auto ready = [&] {
+    return r.sample.chips.size() == 2 && r.sample.chips[1].port.has_value() &&
+           !r.sample.chips[1].holders.empty();
+  };
+  for (int i = 0; i < 100 && !ready(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    r = Metrics(agent);
+  }
+  ASSERT_TRUE(ready()) << api::ToJson(r);
+  const ChipSample& chip = r.sample.chips[1];
+  EXPECT_EQ(chip.kind, "tpu");
+  EXPECT_EQ(chip.device, accel1);
+  EXPECT_EQ(chip.port, port);
+  EXPECT_EQ(chip.duty_cycle_percent, 60);
+  EXPECT_EQ(chip.hbm_used_bytes, int64_t{12} << 30);
+  EXPECT_EQ(chip.hlo_queue, 4);
+  EXPECT_EQ(chip.holders[0].job, "jchipaaa");
+  EXPECT_EQ(chip.holders[0].command, "sleep 600");
+  EXPECT_TRUE(r.sample.chips[0].holders.empty());
+  EXPECT_FALSE(r.sample.chips[0].duty_cycle_percent.has_value());
 }
 
 // A port nothing listens on now (the kernel's pick for port 0, let go).
