@@ -254,9 +254,10 @@ struct AccountResult {
 /// A one-shot op's answer, and the status of a streaming op's end line. The body is
 /// written beside "ok" when the status is OK: hello's fields, {"job": JobOnWorker}
 /// (job.start, job.cancel), {"jobs": […]} (job.list), the fields of devices', doctor's
-/// and metrics' (MetricsReport) bodies, {"results": […]} (accounts.apply). An error is {"code", "message"}, the code one of
-/// INVALID_ARGUMENT, NOT_FOUND, ALREADY_EXISTS, PERMISSION_DENIED, FAILED_PRECONDITION,
-/// UNAVAILABLE, INTERNAL (and TIMEOUT, RESOURCE_EXHAUSTED, which v1 agents never send).
+/// and metrics' (MetricsReport) bodies, {"results": […]} (accounts.apply). An error is
+/// {"code", "message"}, the code one of INVALID_ARGUMENT, NOT_FOUND, ALREADY_EXISTS,
+/// PERMISSION_DENIED, FAILED_PRECONDITION, UNAVAILABLE, INTERNAL (and TIMEOUT,
+/// RESOURCE_EXHAUSTED, which v1 agents never send).
 using AgentBody = std::variant<std::monostate, AgentHello, JobOnWorker, std::vector<JobOnWorker>,
                                DevicesReport, DoctorReport, std::vector<AccountResult>,
                                MetricsReport>;

@@ -158,8 +158,8 @@ TEST(MetricsOp, LargestAnswerFitsALine) {
   chip.duty_cycle_percent = 61.123456789012345;
   r.sample.chips.assign(8, chip);
   r.sample.jobs.assign(8, r.sample.jobs.at(0));
-  HistoryPoint point{1764000000000, 61.123456789012345, 1288490188812, 3435973836812,
-                     12.123456789012345, 687194767361};
+  HistoryPoint point{1764000000000, 61.123456789012345, 1288490188812,
+                     3435973836812, 12.123456789012345, 687194767361};
   r.history.assign(kMaxHistoryPoints, point);
   std::string line = AnswerLine({Status::Ok(), r});
   EXPECT_LT(line.size(), kMaxAgentLineBytes);
