@@ -126,13 +126,9 @@ TEST(AgentMetrics, AChipsHolderJobAndTheRuntimeMetricsOnTheJobsPort) {
   tpu_metrics::RuntimeMetricsServerOptions served;
   served.port = 0;
   served.metrics = [] {
-    tpu_metrics::RuntimeChipMetrics m;
-    m.device_id = 1;
-    m.duty_cycle_percent = 60;
-    m.hbm_usage_bytes = int64_t{12} << 30;
-    m.hbm_total_bytes = int64_t{32} << 30;
-    m.hlo_queue = 4;
-    return std::vector<tpu_metrics::RuntimeChipMetrics>{m};
+    // Device 1: duty 60 %, HBM 12 of 32 GiB, no bandwidth or idle time, 4 queued.
+    return std::vector<tpu_metrics::RuntimeChipMetrics>{
+        {1, 60, int64_t{12} << 30, int64_t{32} << 30, std::nullopt, std::nullopt, 4}};
   };
   Result<std::unique_ptr<tpu_metrics::RuntimeMetricsServer>> libtpu =
       tpu_metrics::RuntimeMetricsServer::Start(served);
