@@ -216,7 +216,15 @@ Diagnosis DiagnoseWorker(const WindowSummary& window, int64_t now_unix_ms,
             std::nullopt};
   }
   if (window.input_bound_fraction >= kInputBoundFraction) {
-    return {Verdict::kInputBound, "input-bound: " + InputBoundText(window), std::nullopt};
+    if (window.duty_cycle_percent.value_or(0) > 0) {
+      return {Verdict::kInputBound, "input-bound: " + InputBoundText(window), std::nullopt};
+    }
+    // Not one step ran: a job compiling its program (one busy thread, an idle TPU, an
+    // empty queue) looks starved sample by sample, but is not.
+    return {Verdict::kBusy,
+            "busy: no step ran on the TPU in the last " + std::to_string(window.seconds) +
+                " s while " + JobCpuText(window) + " (compiling or loading)",
+            std::nullopt};
   }
   if (window.idle_since_unix_ms > 0) {
     std::chrono::milliseconds unused{std::max<int64_t>(0, now_unix_ms - window.idle_since_unix_ms)};

@@ -88,8 +88,9 @@ WindowSummary SummarizeWindow(const std::vector<WorkerSample>& samples,
 bool IsInUse(const WorkerSample& sample);
 
 /// One worker's verdict: unknown (fewer than kMinSamples samples), input-bound (at
-/// least kInputBoundFraction of the samples were), idle (unused for idle_after), quiet
-/// (unused for less), else busy. An input-bound worker is never idle.
+/// least kInputBoundFraction of the samples were, and the TPU ran something in the
+/// window: a job compiling its program starves no TPU), idle (unused for idle_after),
+/// quiet (unused for less), else busy. An input-bound worker is never idle.
 Diagnosis DiagnoseWorker(const WindowSummary& window, int64_t now_unix_ms,
                          std::chrono::milliseconds idle_after = kDefaultIdleAfter);
 

@@ -167,6 +167,25 @@ TEST(Diagnosis, InputBoundSaysWhyWithTheNumbers) {
   EXPECT_EQ(busy.detail, "busy: TPU duty cycle 35 %, HLO queue empty, job jabc1234");
 }
 
+TEST(Diagnosis, CompilingIsNotInputBound) {
+  // A job's first minute: XLA compiles on one thread, nothing runs on the TPU yet.
+  std::vector<WorkerSample> compiling;
+  for (int i = 0; i < 60; ++i) {
+    compiling.push_back(Sample(kT0 + i * 1000, 0, 0, 100, 400, 100));
+  }
+  WindowSummary w = SummarizeWindow(compiling, 0);
+  EXPECT_DOUBLE_EQ(w.input_bound_fraction, 1);
+  Diagnosis d = DiagnoseWorker(w, kT0 + kMinute);
+  EXPECT_EQ(d.verdict, Verdict::kBusy);
+  EXPECT_EQ(d.detail,
+            "busy: no step ran on the TPU in the last 60 s while job jabc1234 host CPU 100 % of "
+            "one thread (compiling or loading)");
+  // Once steps run, starved: input-bound.
+  compiling.back().chips.at(0).duty_cycle_percent = 4;
+  EXPECT_EQ(DiagnoseWorker(SummarizeWindow(compiling, 0), kT0 + kMinute).verdict,
+            Verdict::kInputBound);
+}
+
 TEST(Diagnosis, IdleAfterIdleAfterNotBefore) {
   WindowSummary w = SummarizeWindow(Window(Unused), kT0);
   Diagnosis quiet = DiagnoseWorker(w, kT0 + 9 * kMinute);

@@ -23,7 +23,7 @@ namespace tpufleet {
 struct ChipHolder {
   int pid = 0;
   std::string user;
-  std::string command;  // /proc/PID/comm, then the arguments, at most 256 bytes
+  std::string command;  // /proc/PID/cmdline, arguments joined by spaces, at most 256 bytes
   std::string job;      // the agent's job id, "" for a process of no job
 };
 
