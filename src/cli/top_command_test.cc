@@ -25,39 +25,10 @@ constexpr int64_t kNow = 1'767'225'600'000;
 
 class TopCommandTest : public tpufleet::testing::JobLab {
  protected:
-  // Worker `name`'s agent answers: 4 chips at `duty` %, held by job jaaaaaaa (when
-  // `job`), input-bound or not, a minute of samples.
+  // Worker `name`'s agent answers: testing::WorkerReport's.
   void Answer(const std::string& name, double duty, bool job = true, bool input_bound = false) {
-    MetricsReport r;
-    r.sample.time_unix_ms = kNow;
-    for (int c = 0; c < 4; ++c) {
-      ChipSample chip;
-      chip.index = c;
-      chip.kind = "tpu";
-      chip.device = "/dev/accel" + std::to_string(c);
-      chip.duty_cycle_percent = duty;
-      chip.hbm_used_bytes = int64_t{8} << 30;
-      chip.hbm_total_bytes = int64_t{32} << 30;
-      if (job) {
-        chip.holders.push_back({4242, "alice", "python3 train.py", "jaaaaaaa"});
-      }
-      r.sample.chips.push_back(chip);
-    }
-    r.sample.host.cpus = 8;
-    r.sample.host.cpu_percent = input_bound ? 99 : 20;
-    r.sample.host.memory_used_bytes = int64_t{10} << 30;
-    r.sample.host.memory_total_bytes = int64_t{40} << 30;
-    if (job) {
-      r.sample.jobs.push_back({"jaaaaaaa", "alice", input_bound ? 99.0 : 20.0, 100, 99, 1 << 30});
-    }
-    r.window.seconds = 60;
-    r.window.samples = 60;
-    r.window.duty_cycle_percent = duty;
-    r.window.hlo_queue = input_bound ? 0 : 3;
-    r.window.input_bound_fraction = input_bound ? 0.9 : 0;
-    r.window.job = job ? "jaaaaaaa" : "";
-    r.window.idle_since_unix_ms = job ? 0 : kNow - 3'600'000;
-    agents_.worker(name).metrics = r;
+    agents_.worker(name).metrics =
+        tpufleet::testing::WorkerReport(kNow, duty, job ? "jaaaaaaa" : "", input_bound);
   }
 
   // pod runs jaaaaaaa at 60 %, worker 2 input-bound at 8 %; solo is unused.

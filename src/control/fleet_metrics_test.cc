@@ -13,32 +13,8 @@ namespace {
 
 constexpr int64_t kNow = 1'767'225'600'000;  // FakeClock's and FakeAgents' "now"
 
-// A report of a worker whose 4 chips ran at `duty` % for the last minute, held by job
-// `job` (none: ""), its host CPU starved or not.
 MetricsReport Report(double duty, const std::string& job, bool input_bound = false) {
-  MetricsReport r;
-  r.sample.time_unix_ms = kNow;
-  for (int c = 0; c < 4; ++c) {
-    ChipSample chip;
-    chip.index = c;
-    chip.kind = "tpu";
-    chip.duty_cycle_percent = duty;
-    if (!job.empty()) {
-      chip.holders.push_back({4242, "alice", "python3 train.py", job});
-    }
-    r.sample.chips.push_back(chip);
-  }
-  if (!job.empty()) {
-    r.sample.jobs.push_back({job, "alice", input_bound ? 99.0 : 30.0, 100, 99, 1 << 30});
-  }
-  r.window.seconds = 60;
-  r.window.samples = 60;
-  r.window.duty_cycle_percent = duty;
-  r.window.hlo_queue = input_bound ? 0 : 3;
-  r.window.input_bound_fraction = input_bound ? 0.9 : 0;
-  r.window.job = job;
-  r.window.idle_since_unix_ms = job.empty() ? kNow - 3'600'000 : 0;
-  return r;
+  return testing::WorkerReport(kNow, duty, job, input_bound);
 }
 
 class FleetMetricsTest : public testing::JobLab {
