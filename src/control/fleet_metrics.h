@@ -32,6 +32,10 @@ namespace tpufleet {
 /// samples): it answers within milliseconds; this much covers a loaded worker and the
 /// round trip without letting one stuck worker hold up a refresh of the others for long.
 inline constexpr std::chrono::seconds kMetricsCallTimeout{5};
+/// A worker not logged in within this is not waited for: a round of the live view must
+/// not take the fan-out's 10 s for each worker that is cut off (the holder keeps the
+/// others' connections warm, and a fresh login takes well under a second).
+inline constexpr std::chrono::seconds kMetricsConnectTimeout{5};
 
 /// One worker's answer, and its verdict.
 struct WorkerMetrics {
@@ -65,7 +69,7 @@ struct MetricsOptions {
   MetricsQuery query;  // history to ask for (default: none)
   std::chrono::milliseconds idle_after = kDefaultIdleAfter;  // DiagnoseWorker/Group's
   std::chrono::milliseconds timeout = kMetricsCallTimeout;    // per worker
-  std::chrono::milliseconds connect_timeout = kFanoutConnectTimeout;
+  std::chrono::milliseconds connect_timeout = kMetricsConnectTimeout;
 };
 
 /// The verdicts on `workers` (their targets, reports and statuses set; the diagnoses are
