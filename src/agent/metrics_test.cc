@@ -164,10 +164,10 @@ TEST(AgentMetrics, AChipsHolderJobAndTheRuntimeMetricsOnTheJobsPort) {
   EXPECT_FALSE(r.sample.chips[0].duty_cycle_percent.has_value());
 }
 
-TEST(AgentMetrics, AGpuThroughNvmlWithItsHoldersJob) {
+TEST(AgentMetrics, AGpusHolderIsNamedWithItsJob) {
   // The stand-in libnvidia-ml reads its GPUs from the file $TPUFLEET_NVML_STANDIN names
   // when serve loads it; serve is started again once the job's pid is known (the job
-  // goes on, and the new serve adopts it).
+  // goes on, and the new serve adopts it). The numbers: nvml_serve_test.cc.
   TempDir dir;
   const std::string facts = dir.Path("gpus");
   setenv("TPUFLEET_NVML_STANDIN", facts.c_str(), 1);
@@ -190,12 +190,7 @@ TEST(AgentMetrics, AGpuThroughNvmlWithItsHoldersJob) {
   }
   ASSERT_TRUE(ready()) << api::ToJson(r);
   const ChipSample& gpu = r.sample.chips[0];
-  EXPECT_EQ(gpu.kind, "gpu");
   EXPECT_EQ(gpu.device, "/dev/nvidia3");
-  EXPECT_EQ(gpu.duty_cycle_percent, 70);
-  EXPECT_EQ(gpu.hbm_bandwidth_percent, 20);
-  EXPECT_EQ(gpu.hbm_used_bytes, 1000);
-  EXPECT_EQ(gpu.hbm_total_bytes, 8000);
   EXPECT_EQ(gpu.holders[0].pid, running.pid);
   EXPECT_EQ(gpu.holders[0].job, "jgpuaaaa");
   EXPECT_EQ(gpu.holders[0].user, running.user);
