@@ -138,13 +138,16 @@ def watch(seconds, procs):
             rss[pid].append(kib(pid, "VmRSS"))
     wall = time.monotonic() - t0
     out = {"wall": wall, "load": [load0, os.getloadavg()[0]], "procs": []}
+    with open("/proc/uptime") as f:
+        uptime = float(f.read().split()[0])
     for label, pid in procs:
         t, start = ticks(pid)
         if start != first[pid][1]:
             sys.exit(f"{label} (pid {pid}) was replaced during the window")
         out["procs"].append({"label": label, "cpu_pct": 100.0 * (t - first[pid][0]) / hz / wall,
                              "rss_start_kib": rss[pid][0], "rss_end_kib": rss[pid][-1],
-                             "rss_max_kib": max(rss[pid]), "hwm_kib": kib(pid, "VmHWM")})
+                             "rss_max_kib": max(rss[pid]), "hwm_kib": kib(pid, "VmHWM"),
+                             "age_end_s": uptime - start / hz})
     print(json.dumps(out))
 
 def timed(argv):
@@ -300,11 +303,6 @@ print(json.dumps(d))
 PY
 }
 
-# The history's memory: how serve's VmRSS grows as its history fills.
-history_fill() {
-  :
-}
-
 # side: part 2, on the worker `ag` while the stand-in runs there.
 side() {
   local w=/tmp/tpufleet-top-bench py
@@ -388,7 +386,6 @@ if part agent || part side; then
   if part agent; then
     window "b. the stand-in's job (4 chips at 60 %)" serve="$serve" keeper="$keeper" \
       ${supervise:+supervise="$supervise"} ${standin:+stand-in="$standin"}
-    history_fill
   fi
   if part side; then side; fi
   "$bin" cancel "$job" --grace 2s >/dev/null
@@ -431,8 +428,11 @@ if of("agent"):
               f"**{sum(p['cpu_pct'] for p in agent):.3f}** | "
               f"**{mib(sum(p['rss_max_kib'] for p in agent))}** (largest) | | |")
     print()
-for h in of("history"):
-    print("History: " + h["text"])
+serve = [(d["phase"], p) for d in of("agent") for p in d["procs"] if p["label"] == "serve"]
+if serve:
+    first, last = serve[0][1], serve[-1][1]
+    print(f"serve's VmRSS: {mib(first['rss_start_kib'])} {first['age_end_s'] - float(seconds):.0f} s "
+          f"after it started, {mib(last['rss_end_kib'])} after {last['age_end_s']:.0f} s.")
     print()
 
 if of("hyperfine"):
