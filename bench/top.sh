@@ -78,8 +78,9 @@ cat >"$tmp/measure.py" <<'PY'
 #   pids NETNS_PID REGEX          the pids in NETNS_PID's network namespace whose command
 #                                 line matches REGEX
 #   watch SECONDS LABEL=PID...    CPU % and VmRSS of each PID over SECONDS
-#   run OUT -- ARGV...            one timed run of ARGV (its stdout to OUT): wall, CPU
-#                                 (rusage), the holder's CPU meanwhile, exit status
+#   run OUT IN -- ARGV...         one timed run of ARGV (stdin from IN, "": none; its
+#                                 stdout to OUT): wall, CPU (rusage), the holder's CPU
+#                                 meanwhile, exit status
 #   live SECONDS -- ARGV...       ARGV on a pseudo-terminal (60x200), its CPU and the
 #                                 holder's per second over SECONDS, after 5 s; then "q"
 import fcntl, json, os, pty, re, select, signal, struct, sys, termios, time
@@ -150,7 +151,7 @@ def watch(seconds, procs):
                              "age_end_s": uptime - start / hz})
     print(json.dumps(out))
 
-def timed(argv):
+def timed(argv, stdin):
     """One run: wall, CPU of argv and its waited-for children (rusage), stdout, stderr."""
     r, w = os.pipe()
     re_, we = os.pipe()
@@ -159,7 +160,7 @@ def timed(argv):
     if pid == 0:
         os.dup2(w, 1); os.dup2(we, 2)
         os.close(r); os.close(re_)
-        fd = os.open("/dev/null", os.O_RDONLY); os.dup2(fd, 0)
+        fd = os.open(stdin or "/dev/null", os.O_RDONLY); os.dup2(fd, 0)
         os.execvp(argv[0], argv)
     os.close(w); os.close(we)
     got, open_fds = {r: [], re_: []}, {r, re_}
@@ -216,10 +217,9 @@ elif cmd == "watch":
 elif cmd == "live":
     live(float(sys.argv[2]), sys.argv[4:])
 elif cmd == "run":
-    # run -- ARGV: one timed run; JSON {wall, cpu, holder, rc}; its stdout to OUT_FILE.
-    out_file, argv = sys.argv[2], sys.argv[4:]
+    out_file, stdin, argv = sys.argv[2], sys.argv[3], sys.argv[5:]
     h0 = holder_s()
-    wall, cpu, rc, out, err = timed(argv)
+    wall, cpu, rc, out, err = timed(argv, stdin)
     with open(out_file, "wb") as f:
         f.write(out)
     print(json.dumps({"wall": wall, "cpu": cpu, "holder": holder_s() - h0, "rc": rc,
@@ -230,7 +230,8 @@ measure() { python3 "$tmp/measure.py" "$@"; }
 
 cat >"$tmp/check.py" <<'PY'
 # check.py WHAT [N]: checks the JSON on stdin; prints what it found; exit 1 when wrong.
-#   agent    tpufleet-agent sample --json: every chip at 60 ± 3 %, held by a job
+#   sample   tpufleet-agent sample --json: every chip at 60 ± 3 %, held by a process
+#   op       the metrics op's answer: the same, held by a job
 #   tpuinfo  tpu_info_sample.py: every chip at 60 ± 3 %
 #   top N    top --once --json: N workers with chips, none in error, every chip at 60 ± 3 %
 import json, sys
@@ -242,10 +243,11 @@ def duties(chips):
 def near(values):
     return bool(values) and all(v is not None and abs(v - 60) <= 3 for v in values)
 
-if what == "agent":
+if what in ("sample", "op"):
     chips = doc["sample"]["chips"]
-    held = [c for c in chips if any(h.get("job") for h in c.get("holders", []))]
-    print(f"{len(chips)} chips, duty {duties(chips)}, {len(held)} held by a job")
+    by = "job" if what == "op" else "pid"
+    held = [c for c in chips if any(h.get(by) for h in c.get("holders", []))]
+    print(f"{len(chips)} chips, duty {duties(chips)}, {len(held)} held by a {'job' if by == 'job' else 'process'}")
     sys.exit(0 if near(duties(chips)) and len(held) == len(chips) else 1)
 if what == "tpuinfo":
     d = [c.get("duty_cycle_percent") for c in doc["chips"].values()]
@@ -308,7 +310,8 @@ side() {
   local w=/tmp/tpufleet-top-bench py
   mkdir -p "$tmp/side/stubs"
   protoc --python_out="$tmp/side/stubs" -I "$root/src/tpu_metrics/proto" "$root"/src/tpu_metrics/proto/*.proto
-  cp "$root/bench/tpu_info_sample.py" "$tmp/side/"
+  cp "$root/bench/tpu_info_sample.py" "$tmp/measure.py" "$tmp/check.py" "$tmp/side/"
+  echo '{"v":1,"op":"metrics"}' >"$tmp/side/metrics.json"
   tar -C "$tmp/side" -cf - . | in_worker sh -c "rm -rf $w && mkdir $w && tar -C $w -xf -"
   py="/usr/bin/python3 $w/tpu_info_sample.py --stubs $w/stubs"
   # shellcheck disable=SC2086  # py is words
@@ -319,6 +322,15 @@ side() {
     "$py" "/usr/local/bin/tpufleet-agent sample --json" "/usr/bin/python3 -c pass" \
     "/usr/bin/python3 -c 'import grpc'" >/dev/null
   record "$(in_worker cat "$w/h.json")" kind=hyperfine
+  say "side by side: the agent's metrics op (tpufleet-agent call), 1 + 30 runs"
+  local i row ok
+  for i in $(seq 0 30); do
+    row=$(in_worker /usr/bin/python3 "$w/measure.py" run "$w/op.json" "$w/metrics.json" -- \
+      /usr/local/bin/tpufleet-agent call)
+    ok=true
+    in_worker sh -c "/usr/bin/python3 $w/check.py op <$w/op.json" >"$tmp/op.check" 2>&1 || ok=false
+    record "$row" kind=op i="$i" ok="$ok" check="$(tail -1 "$tmp/op.check")"
+  done
   say "side by side: $loop Python samples back to back, then one a second for ${seconds}s"
   # shellcheck disable=SC2086
   record "$(in_worker $py --count "$loop")" kind=loop interval=0
@@ -339,7 +351,7 @@ top_pod() {
     say "top $node: ${args[*]:2} ($v), 1 + $runs runs"
     for i in $(seq 0 "$runs"); do
       if [[ $v == cold ]]; then timeout 20 "$bin" holder stop >/dev/null 2>&1 || true; fi
-      row=$(measure run "$tmp/top.out" -- "$bin" "${args[@]}")
+      row=$(measure run "$tmp/top.out" "" -- "$bin" "${args[@]}")
       ok=true
       verdict=$(python3 -c 'import json, sys; sys.exit(json.loads(sys.argv[1])["rc"])' "$row" 2>&1) || ok=false
       if [[ $ok == true && $v != once ]]; then verdict=$(judge top "$n" <"$tmp/top.out" 2>&1) || ok=false; fi
@@ -381,7 +393,7 @@ if part agent || part side; then
   sleep 5
   keeper=$(one "^(/usr/local/bin/)?tpufleet-agent keep $job( |\$)")
   standin=$(one '^(/usr/local/bin/)?tpu-standin ') || standin=""
-  agent_sample() { in_worker /usr/local/bin/tpufleet-agent sample --json | judge agent; }
+  agent_sample() { in_worker /usr/local/bin/tpufleet-agent sample --json | judge sample; }
   check "tpufleet-agent sample --json" agent_sample
   if part agent; then
     window "b. the stand-in's job (4 chips at 60 %)" serve="$serve" keeper="$keeper" \
@@ -445,28 +457,36 @@ if of("hyperfine"):
           f"back to back ({loop} samples): wall / CPU per sample (ms) | one a second for {seconds} s: "
           "CPU % of a core | CPU per sample (ms) | RSS, largest |")
     print("|---|---|---|---|---|---|---|")
-    names = ["tpu-info's way: `bench/tpu_info_sample.py` (Python, grpcio)",
-             "`tpufleet-agent sample --json` (a full sample)",
-             "`/usr/bin/python3 -c pass` (the floor)", "`/usr/bin/python3 -c 'import grpc'`"]
-    for i, r in enumerate(hy):
-        one = f"{ms(r['mean'])} ± {ms(r['stddev'])} | {ms(r['user'] + r['system'])}"
-        if i == 0 and loops:
-            b, s = loops.get(0), loops.get(1)
-            rest = (f"{ms(b['wall_s'] / b['samples'])} / {ms(b['sample_cpu_s'])}" if b else "—") + " | " + (
-                f"{s['cpu_pct']:.3f} | {ms(s['sample_cpu_s'])} | {mib(s['rss_max_kib'])}" if s else "— | — | —")
-        elif i == 1 and serve_1hz:
-            rest = (f"— | {serve_1hz['cpu_pct']:.3f} (serve, part 1 b) | {ms(serve_1hz['cpu_pct'] / 100)} | "
-                    f"{mib(serve_1hz['rss_max_kib'])} (serve)")
-        else:
-            rest = "— | — | — | —"
-        print(f"| {names[i]} | {one} | {rest} |")
+    op = [r for r in of("op") if r["i"] > 0]
+    failed = failed or any(not r["ok"] for r in of("op"))
+    at_1hz = lambda r: f"{r['cpu_pct']:.3f} | {ms(r['sample_cpu_s'])} | {mib(r['rss_max_kib'])}"
+    one = lambda r: f"{ms(r['mean'])} ± {ms(r['stddev'])} | {ms(r['user'] + r['system'])}"
+    b, s = loops.get(0), loops.get(1)
+    print(f"| tpu-info's way: `bench/tpu_info_sample.py` (Python, grpcio; the six metrics) | {one(hy[0])} | "
+          + (f"{ms(b['wall_s'] / b['samples'])} / {ms(b['sample_cpu_s'])}" if b else "—") + " | "
+          + (at_1hz(s) if s else "— | — | —") + " |")
+    print(f"| `tpufleet-agent sample --json` (a full sample; two, 1 s apart, for the rates) | {one(hy[1])} | "
+          "— | — | — | — |")
+    if op:
+        op_wall = statistics.median(r["wall"] for r in op)
+        op_cpu = statistics.mean(r["cpu"] for r in op)
+        bad = sum(1 for r in of("op") if not r["ok"])
+        serve = (f"{serve_1hz['cpu_pct']:.3f} (serve, 1 b) | {ms(serve_1hz['cpu_pct'] / 100)} | "
+                 f"{mib(serve_1hz['rss_max_kib'])} (serve)") if serve_1hz else "— | — | —"
+        print(f"| the agent's metrics op: `tpufleet-agent call` (serve's latest sample; median of {len(op)}, "
+              f"serve's share not counted){f' **FAILED {bad}**' if bad else ''} | {ms(op_wall)} | {ms(op_cpu)} | — | "
+              f"{serve} |")
+    print(f"| `/usr/bin/python3 -c pass` (the floor) | {one(hy[2])} | — | — | — | — |")
+    print(f"| `/usr/bin/python3 -c 'import grpc'` | {one(hy[3])} | — | — | — | — |")
     print()
-    py, ag = hy[0], hy[1]
-    print(f"- One sample from a cold start: Python ÷ agent = **{py['mean'] / ag['mean']:.1f}× wall**, "
-          f"**{(py['user'] + py['system']) / (ag['user'] + ag['system']):.1f}× CPU**.")
-    if loops.get(1) and serve_1hz and serve_1hz["cpu_pct"] > 0:
-        print(f"- Once a second: Python ÷ serve = **{loops[1]['cpu_pct'] / serve_1hz['cpu_pct']:.1f}× CPU**, "
-              f"{loops[1]['rss_max_kib'] / serve_1hz['rss_max_kib']:.1f}× RSS.")
+    cpu = lambda r: r["user"] + r["system"]
+    print(f"- One sample from a cold start, Python ÷ `sample --json`: **{cpu(hy[0]) / cpu(hy[1]):.1f}× CPU** "
+          f"({ms(cpu(hy[0]))} against {ms(cpu(hy[1]))} ms)" + (
+          f"; Python ÷ the metrics op: **{hy[0]['mean'] / op_wall:.1f}× wall**, **{cpu(hy[0]) / op_cpu:.1f}× CPU**."
+          if op else "."))
+    if s and serve_1hz and serve_1hz["cpu_pct"] > 0:
+        print(f"- Once a second: Python ÷ serve = **{s['cpu_pct'] / serve_1hz['cpu_pct']:.1f}× CPU**, "
+              f"{s['rss_max_kib'] / serve_1hz['rss_max_kib']:.1f}× RSS.")
     print()
 
 if of("top"):
