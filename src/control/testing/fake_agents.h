@@ -9,7 +9,8 @@
 // `start_state`, or what `on_start` makes of it); job.list, job.cancel (a running job
 // becomes cancelled, signal TERM), job.logs (each stream's text, then the end line) and
 // job.watch (one state line per job, then the end: a test moves the states on itself)
-// work on them. A worker can be without a running agent (`call` exits 3), without
+// work on them; `metrics` answers the worker's `metrics` report, or "unknown op" as an
+// agent from before the op does when the test set none. A worker can be without a running agent (`call` exits 3), without
 // the binary (127) or unreachable; a workdir named in `missing_workdirs` is refused
 // as the real agent refuses it.
 //
@@ -21,6 +22,7 @@
 
 #include <functional>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -40,6 +42,7 @@ class FakeAgents {
     std::vector<api::JobOnWorker> jobs;
     std::map<std::string, std::string> stdout_text;  // by job id
     std::map<std::string, std::string> stderr_text;  // by job id
+    std::optional<MetricsReport> metrics;  // the metrics op's answer; none: "unknown op"
   };
   struct Call {
     std::string worker;  // "pod/w2"
@@ -232,6 +235,13 @@ class FakeAgents {
         Send(sink, index, api::EndLine(Status::Ok()));
         return;
       }
+      case api::AgentOp::kMetrics:
+        if (!w.metrics.has_value()) {
+          a.status = InvalidArgumentError("unknown op \"metrics\"");
+          break;
+        }
+        a.body = *w.metrics;
+        break;
       default:
         a.status = InternalError("the fake agent does not answer this op");
         break;
