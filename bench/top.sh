@@ -197,15 +197,13 @@ def live(seconds, argv):
     wall = time.monotonic() - m0
     c1, h1 = (ticks(pid, children=True)[0], holder_s()) if ok else (c0, h0)
     os.write(fd, b"q")
-    end = time.monotonic() + 5
-    while time.monotonic() < end and os.waitpid(pid, os.WNOHANG) == (0, 0):
+    quit_ok, end = False, time.monotonic() + 5
+    while not quit_ok and time.monotonic() < end:
+        quit_ok = os.waitpid(pid, os.WNOHANG)[0] == pid
         drain(time.monotonic() + 0.2)
-    if os.waitpid(pid, os.WNOHANG) == (0, 0):
+    if not quit_ok:
         os.kill(pid, signal.SIGTERM)
         os.waitpid(pid, 0)
-        quit_ok = False
-    else:
-        quit_ok = True
     print(json.dumps({"ok": ok, "quit_on_q": quit_ok, "wall": wall, "bytes": out,
                       "cpu_per_s": (c1 - c0) / hz / wall, "holder_per_s": (h1 - h0) / wall}))
 
@@ -512,6 +510,14 @@ if of("top"):
                   f"{'' if l['ok'] else ' **FAILED**'} | — | {l['cpu_per_s'] + l['holder_per_s']:.3f} | "
                   f"{l['holder_per_s']:.3f} | |")
     print()
+for n in sorted({r["n"] for r in of("top")}):
+    t = [r for r in of("top") if r["n"] == n and r["variant"] == "json" and r["i"] > 0]
+    if t:
+        checks.append(f"top p{n} --once --json: {t[0]['check']}")
+for l in of("live"):
+    checks.append(f"live view of p{l['n']}: {l['bytes'] / l['wall'] / 1024:.1f} KiB drawn a second, "
+                  + ("quit on q" if l["quit_on_q"] else "FAILED: did not quit on q"))
+    failed = failed or not l["ok"] or not l["quit_on_q"]
 print("Checks: " + "; ".join(checks))
 sys.exit(1 if failed else 0)
 PY
