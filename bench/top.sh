@@ -101,8 +101,8 @@ def ticks(pid, children=False):
     v = st[st.rindex(")") + 2:].split()
     return int(v[11]) + int(v[12]) + (int(v[13]) + int(v[14]) if children else 0), int(v[19])
 
-def kib(pid, key):
-    with open(f"/proc/{pid}/status") as f:
+def kib(pid, key, file="status"):
+    with open(f"/proc/{pid}/{file}") as f:
         for line in f:
             if line.startswith(key + ":"):
                 return int(line.split()[1])
@@ -148,6 +148,8 @@ def watch(seconds, procs):
         out["procs"].append({"label": label, "cpu_pct": 100.0 * (t - first[pid][0]) / hz / wall,
                              "rss_start_kib": rss[pid][0], "rss_end_kib": rss[pid][-1],
                              "rss_max_kib": max(rss[pid]), "hwm_kib": kib(pid, "VmHWM"),
+                             "anon_kib": kib(pid, "RssAnon"), "file_kib": kib(pid, "RssFile"),
+                             "pss_kib": kib(pid, "Pss", "smaps_rollup"),
                              "age_end_s": uptime - start / hz})
     print(json.dumps(out))
 
@@ -424,19 +426,20 @@ if of("agent"):
     print(f"#### The agent while it samples once a second ({cores} cores; one v4-8 worker, "
           f"{seconds} s a window)")
     print()
-    print("| phase | process | CPU % of a core | VmRSS start → end (largest) | VmHWM | load avg |")
+    print("| phase | process | CPU % of a core | VmRSS start → end (largest) | at the end: anon + file; PSS | load avg |")
     print("|---|---|---|---|---|---|")
     for d in of("agent"):
         for p in d["procs"]:
             print(f"| {d['phase']} | {p['label']} | {p['cpu_pct']:.3f} | {mib(p['rss_start_kib'])} → "
-                  f"{mib(p['rss_end_kib'])} ({mib(p['rss_max_kib'])}) | {mib(p['hwm_kib'])} | "
+                  f"{mib(p['rss_end_kib'])} ({mib(p['rss_max_kib'])}) | {mib(p['anon_kib'])} + "
+                  f"{mib(p['file_kib'])}; {mib(p['pss_kib'])} | "
                   f"{d['load'][0]:.1f}→{d['load'][1]:.1f} |")
             if p["label"] == "serve" and d["phase"].startswith("b."):
                 serve_1hz = p
         agent = [p for p in d["procs"] if p["label"] in ("serve", "keeper", "supervise")]
         print(f"| {d['phase']} | **agent total** (serve, keeper, supervise) | "
               f"**{sum(p['cpu_pct'] for p in agent):.3f}** | "
-              f"**{mib(sum(p['rss_max_kib'] for p in agent))}** (largest) | | |")
+              f"{mib(sum(p['rss_max_kib'] for p in agent))} (largest) | PSS **{mib(sum(p['pss_kib'] for p in agent))}** | |")
     print()
 serve = [(d["phase"], p) for d in of("agent") for p in d["procs"] if p["label"] == "serve"]
 if serve:
