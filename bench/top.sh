@@ -269,7 +269,9 @@ def walk(x):
 walk(doc)
 n = int(sys.argv[2])
 d = [v for s in samples for v in duties(s["chips"])]
-print(f"{len(samples)} workers' samples, {len(d)} chips, {len(errors)} errors")
+off = [v for v in d if v is not None and abs(v - 60) > 3]
+print(f"{len(samples)} workers' samples, {len(d)} chips, {len(errors)} errors; "
+      f"{d.count(None)} chips without a duty cycle, {len(off)} off 60 ± 3 % {sorted(off)[:8]}")
 sys.exit(0 if len(samples) == n and not errors and len(d) == 4 * n and near(d) else 1)
 PY
 judge() { python3 "$tmp/check.py" "$@"; }
