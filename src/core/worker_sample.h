@@ -70,7 +70,9 @@ struct JobSample {
   std::string user;
   double cpu_percent = 0;             // every process of the job (its keeper's session)
   double cpu_limit_percent = 0;       // 100 × the CPUs it may run on (affinity, cpu.max)
-  double busiest_thread_percent = 0;  // its busiest thread: 100 is a saturated GIL
+  // Its busiest thread's share of the time it ran or waited to run (schedstat): 100 is
+  // a saturated GIL, even on a host too loaded to give the thread a whole CPU.
+  double busiest_thread_percent = 0;
   int64_t memory_bytes = 0;           // resident, summed
 };
 

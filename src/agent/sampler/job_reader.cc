@@ -92,7 +92,10 @@ std::map<std::string, JobCounters> ReadJobCounters(const host::HostPaths& paths,
       std::optional<PidStat> ts = ParseInt(tid, &t) ? StatOf(tasks + "/" + tid + "/stat")
                                                     : std::nullopt;
       if (ts) {
-        c.threads[static_cast<pid_t>(t)] = {ts->start_ticks, ts->cpu_ticks};
+        Result<std::string> sched = ReadFile(tasks + "/" + tid + "/schedstat", kMaxStatBytes);
+        c.threads[static_cast<pid_t>(t)] = {
+            ts->start_ticks, ts->cpu_ticks,
+            sched.ok() ? ParseSchedstatWanted(*sched) : std::nullopt};
       }
     }
   }
@@ -129,9 +132,12 @@ JobSample JobSampleOf(const JobRef& job, const JobCounters* before, const JobCou
     auto was = before->threads.find(tid);
     if (was != before->threads.end() && was->second.start_ticks == t.start_ticks &&
         t.ticks >= was->second.ticks) {
-      // A thread runs on one CPU at a time: more is the ticks' rounding.
-      s.busiest_thread_percent = std::max(
-          s.busiest_thread_percent, std::min(100.0, percent(t.ticks - was->second.ticks)));
+      // A thread runs on one CPU at a time: more is the ticks' (or the span's) rounding.
+      double wanted = t.wanted_ns && was->second.wanted_ns && *t.wanted_ns >= *was->second.wanted_ns
+                          ? 100.0 * static_cast<double>(*t.wanted_ns - *was->second.wanted_ns) /
+                                1e9 / seconds
+                          : percent(t.ticks - was->second.ticks);
+      s.busiest_thread_percent = std::max(s.busiest_thread_percent, std::min(100.0, wanted));
     }
   }
   return s;

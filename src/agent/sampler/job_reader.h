@@ -18,6 +18,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -35,10 +36,14 @@ struct JobRef {
   std::vector<int> metrics_ports;  // tpu_metrics::MetricsPorts of its environment
 };
 
-/// A thread's CPU time, and its start to tell a reused tid.
+/// A thread's CPU time, and its start to tell a reused tid. `wanted_ns` is the time it
+/// ran or waited on a run queue (/proc/.../schedstat), nullopt where the kernel keeps no
+/// schedstat: a thread that always wants a CPU is saturated even on a host too loaded to
+/// give it one.
 struct ThreadTicks {
   uint64_t start_ticks = 0;
   uint64_t ticks = 0;
+  std::optional<uint64_t> wanted_ns;
 };
 
 /// One reading of one job (see above).
@@ -57,7 +62,8 @@ std::map<std::string, JobCounters> ReadJobCounters(const host::HostPaths& paths,
 
 /// The job's sample: CPU and the busiest thread from the deltas since `before`, taken
 /// `seconds` earlier (0 without `before`), in percent of one CPU; `ticks_per_second`
-/// is USER_HZ.
+/// is USER_HZ. The busiest thread is the one that wanted a CPU most (ran or waited to
+/// run), by its CPU time where schedstat is missing.
 JobSample JobSampleOf(const JobRef& job, const JobCounters* before, const JobCounters& now,
                       double seconds, double ticks_per_second);
 

@@ -171,6 +171,16 @@ std::optional<PidStat> ParsePidStat(std::string_view text) {
   return s;
 }
 
+std::optional<uint64_t> ParseSchedstatWanted(std::string_view text) {
+  std::vector<std::string_view> w = Words(Trim(text));
+  uint64_t run = 0;
+  uint64_t wait = 0;
+  if (w.size() != 3 || !ToU64(w[0], &run) || !ToU64(w[1], &wait)) {
+    return std::nullopt;
+  }
+  return run + wait;
+}
+
 std::optional<double> ParseCpuMax(std::string_view text) {
   std::vector<std::string_view> w = Words(Trim(text));
   long long quota = 0;

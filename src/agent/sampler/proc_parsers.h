@@ -63,6 +63,10 @@ struct PidStat {
 /// The command name may hold spaces and parentheses: the fields start after the last ')'.
 std::optional<PidStat> ParsePidStat(std::string_view text);
 
+/// /proc/PID/task/TID/schedstat ("RUN_NS WAIT_NS SLICES"): the nanoseconds the thread
+/// ran plus those it waited on a run queue; nullopt for anything else.
+std::optional<uint64_t> ParseSchedstatWanted(std::string_view text);
+
 /// A cgroup v2 cpu.max ("QUOTA PERIOD", or "max PERIOD"): the CPUs the quota allows
 /// (quota / period), nullopt when there is no quota.
 std::optional<double> ParseCpuMax(std::string_view text);

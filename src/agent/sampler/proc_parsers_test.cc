@@ -76,6 +76,9 @@ TEST(PidStat, FieldsAfterTheLastParenthesis) {
 }
 
 TEST(CpuMax, QuotaOverPeriodOrNone) {
+  EXPECT_EQ(ParseSchedstatWanted("1204376 16344421 2\n"), uint64_t{17548797});
+  EXPECT_EQ(ParseSchedstatWanted("12 34\n"), std::nullopt);
+  EXPECT_EQ(ParseSchedstatWanted("a b c"), std::nullopt);
   EXPECT_EQ(ParseCpuMax("150000 100000\n"), 1.5);
   EXPECT_EQ(ParseCpuMax("max 100000\n"), std::nullopt);
   EXPECT_EQ(ParseCpuMax(""), std::nullopt);

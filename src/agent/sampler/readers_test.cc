@@ -68,6 +68,19 @@ TEST(JobSample, CpuOfTheJobAndItsBusiestThreadInPercentOfOneCpu) {
   EXPECT_EQ(JobSampleOf(job, &before, now, 1.5, 100).busiest_thread_percent, 100);
 }
 
+TEST(JobSample, AThreadThatWantsACpuAllTheTimeIsSaturatedOnAHostTooLoadedToGiveItOne) {
+  JobRef job{"jspinaaa", "alice", 4000, 4001, {}};
+  JobCounters before;
+  before.threads = {{4001, {50, 400, 1'000'000'000}}};
+  JobCounters now;
+  // 1 s: it ran 0.45 s (45 ticks) and waited 0.53 s on a run queue.
+  now.threads = {{4001, {50, 445, 1'980'000'000}}};
+  EXPECT_DOUBLE_EQ(JobSampleOf(job, &before, now, 1.0, 100).busiest_thread_percent, 98);
+  // Without schedstat on either side, its CPU time says it.
+  now.threads[4001].wanted_ns.reset();
+  EXPECT_DOUBLE_EQ(JobSampleOf(job, &before, now, 1.0, 100).busiest_thread_percent, 45);
+}
+
 TEST(Chips, HoldersWithTheirJobsAndMetricsByDeviceId) {
   host::TpuFacts facts;
   facts.accelerators = {{0, "0000:00:04.0", "v4", "0x005e", "/dev/accel0"},
