@@ -46,10 +46,10 @@ TEST(JobSample, CpuOfTheJobAndItsBusiestThreadInPercentOfOneCpu) {
   JobRef job{"jbusyaaa", "alice", 4000, 4001, {}};
   JobCounters before;
   before.cpu_ticks = 1000;
-  before.threads = {{4001, {50, 400}}, {4002, {60, 600}}, {4003, {70, 0}}};
+  before.threads = {{4001, {50, 400, {}}}, {4002, {60, 600, {}}}, {4003, {70, 0, {}}}};
   JobCounters now;
   now.cpu_ticks = 1300;  // 300 ticks in 2 s at 100 Hz: 1.5 CPUs
-  now.threads = {{4001, {50, 420}}, {4002, {60, 790}}, {4003, {99, 5000}}};  // 4003 reused
+  now.threads = {{4001, {50, 420, {}}}, {4002, {60, 790, {}}}, {4003, {99, 5000, {}}}};  // 4003 reused
   now.rss_bytes = 123456;
   now.cpu_limit_percent = 400;
   JobSample s = JobSampleOf(job, &before, now, 2.0, 100);
