@@ -38,27 +38,28 @@ readonly points=3
 # half from the job's start is enough for every verdict to have formed.
 readonly verdict_wait=150
 
-# ---- `top --json`: the document h-top's top_json writes. Each worker is an entry of
-# .workers ({node, worker, error?, verdict: {verdict, detail}, metrics: the agent's
-# MetricsReport}); each job one of .jobs ({id, verdict: {verdict, detail, worker?}});
-# each node one of .nodes ({node, verdict: {verdict, detail}}).
+# ---- `top --json` (docs/cli.md): {"nodes": [{"name", "verdict", "detail", "worker"?,
+# "workers": [{"worker", "name", "verdict", "detail", "report"? (the agent's
+# MetricsReport), "error"?}]}], "jobs": [{"id", "node", "user", "verdict", "detail",
+# "worker"?}]}; "worker" of a node or job names its straggler.
 # top_json NAME ARGS...: `top ARGS --once --json` into $tmp/NAME.json; fails when its
 # output is not JSON.
 top_json() {
   local name=$1
   shift
   tf_run "$name" top "$@" --once --json
-  jq -e . "$tmp/$name.out" >/dev/null 2>&1 || { shows "$name"; return 1; }
+  [[ $(jq -s 'length == 1 and (.[0] | type) == "object"' "$tmp/$name.out" 2>/dev/null) == true ]] ||
+    { shows "$name"; return 1; }
   cp "$tmp/$name.out" "$tmp/$name.json"
 }
 # worker_q NAME NODE W JQ: JQ of worker W of NODE in $tmp/NAME.json.
 worker_q() {
-  jq -r --arg n "$2" --argjson w "$3" ".workers[] | select(.node == \$n and .worker == \$w) | $4" \
+  jq -r --arg n "$2" --argjson w "$3" ".nodes[] | select(.name == \$n) | .workers[] | select(.worker == \$w) | $4" \
     "$tmp/$1.json"
 }
 # job_q NAME ID JQ, node_q NAME NODE JQ: the same of a job and a node.
 job_q() { jq -r --arg id "$2" ".jobs[] | select(.id == \$id) | $3" "$tmp/$1.json"; }
-node_q() { jq -r --arg n "$2" ".nodes[] | select(.node == \$n) | $3" "$tmp/$1.json"; }
+node_q() { jq -r --arg n "$2" ".nodes[] | select(.name == \$n) | $3" "$tmp/$1.json"; }
 
 # near A B TOLERANCE: |A - B| <= TOLERANCE (decimals).
 near() { awk -v a="$1" -v b="$2" -v t="$3" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= t) }'; }
@@ -129,13 +130,13 @@ check "the stand-ins report $duty % (worker 2: the input-bound default, below 25
 # window of samples of the running job.
 verdicts_formed() {
   top_json snap pod >/dev/null 2>&1 || return 1
-  [[ $(worker_q snap pod 2 .verdict.verdict) == input-bound &&
-     $(job_q snap "$job" .verdict.verdict) == straggler ]]
+  [[ $(worker_q snap pod 2 .verdict) == input-bound &&
+     $(job_q snap "$job" .verdict) == straggler ]]
 }
 formed() {
   wait_for "$verdict_wait" verdicts_formed && return 0
   echo "no input-bound worker 2 and straggler job within ${verdict_wait}s; the last top --json:"
-  head -c 3000 "$tmp/snap.out"
+  shows snap
   return 1
 }
 check "within ${verdict_wait}s top --json calls worker 2 input-bound and the job a straggler" formed
@@ -144,9 +145,9 @@ duty_near() {
   local w want got
   for w in 0 1 2 3; do
     want=$(told $w duty)
-    [[ $(worker_q snap pod $w '.metrics.sample.chips | length') == 4 ]] ||
+    [[ $(worker_q snap pod $w '.report.sample.chips | length') == 4 ]] ||
       { echo "worker $w: not 4 chips"; cat "$tmp/snap.json"; return 1; }
-    for got in $(worker_q snap pod $w '.metrics.sample.chips[].duty_cycle_percent'); do
+    for got in $(worker_q snap pod $w '.report.sample.chips[].duty_cycle_percent'); do
       near "$got" "$want" "$points" || { echo "worker $w: a chip at $got %, told $want %"; return 1; }
     done
   done
@@ -155,6 +156,8 @@ check "each chip's duty cycle is within $points points of what its stand-in repo
 hbm_near() {
   local w used total got_used got_total
   for w in 0 1 2 3; do
+    [[ $(worker_q snap pod $w '.report.sample.chips | length') == 4 ]] ||
+      { echo "worker $w: not 4 chips"; return 1; }
     used=$(told $w hbm_used)
     total=$(told $w hbm_total)
     while read -r got_used got_total; do
@@ -163,7 +166,7 @@ hbm_near() {
         "$(awk -v t="$total" -v p="$points" 'BEGIN { print t * p / 100 }')" &&
         near "$(awk -v b="$got_total" 'BEGIN { print b / 2^30 }')" "$total" 0.05 ||
         { echo "worker $w: HBM $got_used of $got_total bytes, told $used of $total GiB"; return 1; }
-    done < <(worker_q snap pod $w '.metrics.sample.chips[] | "\(.hbm_used_bytes) \(.hbm_total_bytes)"')
+    done < <(worker_q snap pod $w '.report.sample.chips[] | "\(.hbm_used_bytes) \(.hbm_total_bytes)"')
   done
 }
 check "each chip's HBM (used and total) is within $points points of what its stand-in reports" hbm_near
@@ -177,19 +180,19 @@ holders_named() {
     [[ -n $pid ]] || { echo "worker $w's stand-in printed no pid"; return 1; }
     # Every chip has one holder: the stand-in, of this job and user.
     jq -e --argjson w "$w" --argjson pid "$pid" --arg user "$user" --arg job "$job" \
-      '.workers[] | select(.node == "pod" and .worker == $w) | .metrics.sample.chips |
+      '.nodes[] | select(.name == "pod") | .workers[] | select(.worker == $w) | .report.sample.chips |
        length == 4 and all(.holders | length == 1 and .[0].pid == $pid and
                                      .[0].user == $user and .[0].job == $job)' \
       "$tmp/snap.json" >/dev/null ||
-      { echo "worker $w: want pid $pid, user $user, job $job on every chip"; worker_q snap pod $w .metrics.sample.chips; return 1; }
-    worker_q snap pod $w '.metrics.sample.chips[0].holders[0].command' | grep -q '^tpu-standin' ||
-      { echo "worker $w: the holder's command"; worker_q snap pod $w .metrics.sample.chips; return 1; }
+      { echo "worker $w: want pid $pid, user $user, job $job on every chip"; worker_q snap pod $w .report.sample.chips; return 1; }
+    worker_q snap pod $w '.report.sample.chips[0].holders[0].command' | grep -q '^tpu-standin' ||
+      { echo "worker $w: the holder's command"; worker_q snap pod $w .report.sample.chips; return 1; }
   done
 }
 check "every chip's holder is named: the stand-in's pid, the job's user and id, its command" holders_named
 input_bound_said() {
   local detail
-  detail=$(worker_q snap pod 2 .verdict.detail)
+  detail=$(worker_q snap pod 2 .detail)
   # The numbers: its duty cycle, its HLO queue, its host CPU.
   [[ $detail == input-bound:* && $detail =~ [0-9]+\ ?%.*[0-9]+\ ?% && $detail == *"HLO queue"* ]] ||
     { echo "worker 2: $detail"; return 1; }
@@ -199,31 +202,35 @@ check "worker 2 is input-bound, and its verdict gives the duty cycle, the queue 
 others_busy() {
   local w
   for w in 0 1 3; do
-    [[ $(worker_q snap pod $w .verdict.verdict) == busy ]] ||
-      { echo "worker $w: $(worker_q snap pod $w .verdict)"; return 1; }
+    [[ $(worker_q snap pod $w .verdict) == busy ]] ||
+      { worker_q snap pod $w "{worker, verdict, detail}"; return 1; }
   done
 }
 check "workers 0, 1 and 3 are busy" others_busy
 straggler_named() {
-  [[ $(job_q snap "$job" .verdict.worker) == 2 ]] || { job_q snap "$job" .verdict; return 1; }
-  job_q snap "$job" .verdict.detail | grep -q 'w\(orker \)\?2' || { job_q snap "$job" .verdict; return 1; }
-  [[ $(node_q snap pod .verdict.verdict) == straggler ]] || { node_q snap pod .verdict; return 1; }
+  [[ $(job_q snap "$job" .worker) == 2 ]] || { job_q snap "$job" "{verdict, detail}"; return 1; }
+  job_q snap "$job" .detail | grep -q 'w\(orker \)\?2' || { job_q snap "$job" "{verdict, detail}"; return 1; }
+  [[ $(node_q snap pod .verdict) == straggler ]] || { node_q snap pod "{verdict, detail}"; return 1; }
 }
 check "the job (and its node) is a straggler naming worker 2" straggler_named
 
 # ---------------------------------------------------------------------------------
 note "b. the table, and a worker that does not answer"
+# row NAME W: the table's row of pod's worker W in $tmp/NAME.out (NODE WORKER VERDICT …).
+row() { grep -E "^pod +w$2 " "$tmp/$1.out"; }
 table_rows() {
   tf_run table top pod --once
   rc_is table 0 || { shows table; return 1; }
   local w
-  for w in 0 1 2 3; do
-    grep -q "pod/w$w" "$tmp/table.out" || { shows table; return 1; }
+  for w in 0 1 3; do
+    row table $w | grep -qE "^pod +w$w +busy " || { shows table; return 1; }
   done
-  grep "pod/w2" "$tmp/table.out" | grep -q input-bound || { shows table; return 1; }
-  grep -q straggler "$tmp/table.out" || { shows table; return 1; }
+  row table 2 | grep -qE "^pod +w2 +input-bound " || { shows table; return 1; }
+  # Below the rows, a sentence for each verdict that is not busy.
+  grep -q "^job $job (pod): straggler: " "$tmp/table.out" &&
+    grep -q "^pod/w2: input-bound: " "$tmp/table.out" || { shows table; return 1; }
 }
-check "top --once prints a row per worker, worker 2's input-bound, the job a straggler" table_rows
+check "top --once: a row per worker, worker 2 input-bound, and the job a straggler" table_rows
 cut_off_row() {
   tf emulator inject cutoff pod --worker 3 >/dev/null || return 1
   tf_run cut top pod --once
@@ -231,18 +238,17 @@ cut_off_row() {
   tf emulator inject clear >/dev/null
   local w
   for w in 0 1 2; do
-    grep "pod/w$w" "$tmp/cut.out" | grep -q '[0-9] \?%' || { shows cut; return 1; }
+    row cut $w | grep -qE "^pod +w$w +(busy|input-bound) " || { shows cut; return 1; }
   done
-  # The row stays, with the error in place of the numbers.
-  grep -q "pod/w3" "$tmp/cut.out" || { shows cut; return 1; }
   cp "$tmp/cutj.out" "$tmp/cutj.json"
-  [[ -n $(worker_q cutj pod 3 '.error // empty') && $(worker_q cutj pod 0 '.error // empty') == "" ]] ||
-    { shows cutj; return 1; }
-  grep "pod/w3" "$tmp/cut.out" | grep -qiF "$(worker_q cutj pod 3 .error | cut -c1-20)" ||
-    { echo "the table's row of pod/w3 does not say why"; shows cut; return 1; }
+  local error
+  error=$(worker_q cutj pod 3 '.error // empty')
+  [[ -n $error && -z $(worker_q cutj pod 0 '.error // empty') ]] || { shows cutj; return 1; }
+  # The row stays, saying why it has no numbers.
+  row cut 3 | grep -qF "no answer: ${error:0:20}" || { shows cut; return 1; }
 }
 check "a worker cut off the network keeps its row, with the error (table and --json)" cut_off_row
-answers_again() { top_json back pod && [[ -z $(worker_q back pod 3 '.error // empty') ]]; }
+answers_again() { top_json back pod && [[ $(worker_q back pod 3 '.report.sample.chips | length') == 4 ]]; }
 check "once the cut-off ends, worker 3 answers again" wait_for 60 answers_again
 
 # ---------------------------------------------------------------------------------
@@ -263,29 +269,29 @@ solo_started=${solo_started:-$SECONDS}
 not_idle_yet() {
   top_json q pod --idle-after "$idle_after" || return 1
   local v
-  v=$(node_q q pod .verdict.verdict)
-  [[ -n $v && $v != idle ]] || { node_q q pod .verdict; return 1; }
+  v=$(node_q q pod .verdict)
+  [[ -n $v && $v != idle ]] || { node_q q pod "{verdict, detail}"; return 1; }
 }
 check "just after the cancel the pod is not idle yet" not_idle_yet
-pod_idle() { top_json idle pod --idle-after "$idle_after" && [[ $(node_q idle pod .verdict.verdict) == idle ]]; }
+pod_idle() { top_json idle pod --idle-after "$idle_after" && [[ $(node_q idle pod .verdict) == idle ]]; }
 turns_idle() {
-  wait_for 90 pod_idle || { node_q idle pod .verdict; return 1; }
+  wait_for 90 pod_idle || { node_q idle pod "{verdict, detail}"; return 1; }
   local w
   for w in 0 1 2 3; do
-    [[ $(worker_q idle pod $w .verdict.verdict) == idle ]] || { worker_q idle pod $w .verdict; return 1; }
+    [[ $(worker_q idle pod $w .verdict) == idle ]] || { worker_q idle pod $w "{verdict, detail}"; return 1; }
   done
 }
 check "the pod turns idle (every worker and the node) after --idle-after $idle_after" turns_idle
 solo_input_bound() {
   # Past the idle time, with the verdict's window full of the job's samples.
   wait_for 120 eval 'top_json s solo --idle-after "$idle_after" &&
-    [[ $(node_q s solo .verdict.verdict) == input-bound ]]' ||
-    { node_q s solo .verdict; return 1; }
+    [[ $(node_q s solo .verdict) == input-bound ]]' ||
+    { node_q s solo "{verdict, detail}"; return 1; }
   local left=$((solo_started + 30 - SECONDS))
   ((left <= 0)) || sleep "$left"
   top_json s solo --idle-after "$idle_after" || return 1
-  [[ $(node_q s solo .verdict.verdict) == input-bound &&
-     $(worker_q s solo 0 .verdict.verdict) == input-bound ]] || { cat "$tmp/s.json"; return 1; }
+  [[ $(node_q s solo .verdict) == input-bound &&
+     $(worker_q s solo 0 .verdict) == input-bound ]] || { cat "$tmp/s.json"; return 1; }
 }
 check "the v4-8 running an input-bound job is input-bound, never idle, well past $idle_after" \
   solo_input_bound
