@@ -17,19 +17,24 @@ declare -A allowed=(
   # The worker hosts implement the one seam where the server meets them, and nothing else
   # of the emulator: a row entry may name a single header.
   [emulator/hosts]="util emulator/worker_hosts.h"
-  # The stand-in program runs on a worker: it reads the chips' ids from the hosts' table.
-  [emulator/standin]="util emulator/hosts/accelerators.h"
+  # The stand-in program runs on a worker: it reads the chips' ids from the hosts' table,
+  # and serves their runtime metrics as libtpu does.
+  [emulator/standin]="util emulator/hosts/accelerators.h tpu_metrics"
+  # libtpu's runtime metrics service: the agent's client, the stand-in's server.
+  [tpu_metrics]="util"
 )
 # Third-party headers (an #include <…> prefix) and the modules whose headers may name
 # them: util's HTTP client and JWTs (curl, loaded with dlopen; OpenSSL), core's YAML
 # reader, store's SQLite, ssh's libssh2 engine, the emulator's HTTP server, and JSON where
 # a module's job is a JSON wire format (util, api, the gcp-tpu provider, the emulator's
-# API). Test helpers (testing/) may include anything their module's tests link.
+# API), and gRPC and protobuf (libtpu's metrics service). Test helpers (testing/) may
+# include anything their module's tests link.
 declare -A owners=(
   ["curl/"]="util"         ["openssl/"]="util"         ["yaml-cpp/"]="core"
   ["sqlite3.h"]="store"    ["libpq-fe.h"]="store"      ["libssh2"]="ssh"
   ["httplib.h"]="emulator server"
   ["nlohmann/"]="util api provider emulator"
+  ["grpc"]="tpu_metrics"   ["google/protobuf/"]="tpu_metrics"
 )
 module_of() {  # src-relative path -> its module (the longest row that contains it)
   local rel=$1 first=${1%%/*} rest=${1#*/}

@@ -24,6 +24,10 @@ packages=(
   g++ cmake ninja-build make pkg-config
   # libraries
   libyaml-cpp-dev nlohmann-json3-dev libcurl4-openssl-dev libsqlite3-dev libcpp-httplib-dev libssl-dev libssh2-1-dev
+  # libtpu's runtime metrics service (src/tpu_metrics): gRPC and protobuf, the compiler
+  # and gRPC's plugin; the static agent links gRPC's archives, which need c-ares', RE2's
+  # and zlib's too (their .a files are in these -dev packages)
+  libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc libc-ares-dev libre2-dev zlib1g-dev
   # tests and fuzzing (libFuzzer ships in libclang-rt-14-dev)
   googletest libgtest-dev libgmock-dev clang libclang-rt-14-dev
   # benchmarks
@@ -33,6 +37,9 @@ packages=(
   iproute2 openssh-server openssh-client passwd sudo procps curl
   # the fleet end-to-end test reads the CLI's and the API's JSON
   jq
+  # the monitoring tests: a real Prometheus scrapes the agents; bench/ reads a worker's
+  # TPU metrics the way tpu-info does (Python and grpcio, for /usr/bin/python3)
+  prometheus python3-grpcio python3-protobuf
   # cp's relay hop runs python3 on the workers (the emulator's workers use this /usr)
   python3
   # the emulator's fidelity tests: Node.js (this machine's nodejs package ships npm)
@@ -79,10 +86,11 @@ if [[ $(id -u) -ne 0 ]]; then
   sudo=(sudo)
 fi
 echo "setup-deps: installing ${missing[*]}" >&2
-# Installing openssh-server would start the machine's own sshd through invoke-rc.d. The
-# emulator runs one sshd per worker inside its namespaces and wants none on the machine,
-# so a policy-rc.d that forbids starting services stands in for the install (only when
-# the machine has none of its own) and any sshd the package started anyway is stopped.
+# Installing openssh-server (or prometheus) would start the machine's own sshd (or
+# Prometheus) through invoke-rc.d. The emulator runs one sshd per worker inside its
+# namespaces and wants none on the machine, and the tests start their own Prometheus, so
+# a policy-rc.d that forbids starting services stands in for the install (only when the
+# machine has none of its own) and any sshd the package started anyway is stopped.
 policy=/usr/sbin/policy-rc.d
 made_policy=0
 if [[ ! -e $policy ]]; then
