@@ -11,8 +11,10 @@ declare -A allowed=(
   [util]=""                [core]="util"              [api]="core util"
   [ssh]="core util"        [store]="core util"        [provider]="core util ssh"
   [control]="core api provider ssh store util"        [server]="control api core util"
-  [agent]="api core util agent/host"  [cli]="control api core util"
+  [agent]="api core util agent/host agent/export"  [cli]="control api core util"
   [agent/host]="api core util"
+  # What the agent shows outside its protocol (Prometheus' text, its HTTP server).
+  [agent/export]="core util"
   [emulator]="api core util emulator/hosts"
   # The worker hosts implement the one seam where the server meets them, and nothing else
   # of the emulator: a row entry may name a single header.
