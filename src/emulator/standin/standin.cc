@@ -15,6 +15,7 @@
 #include <filesystem>
 
 #include "emulator/hosts/accelerators.h"
+#include "emulator/standin/standin_metrics.h"
 #include "util/file.h"
 #include "util/strings.h"
 #include "util/unique_fd.h"
@@ -28,8 +29,9 @@ using std::chrono::milliseconds;
 constexpr const char* kUsage =
     "usage: tpu-standin [--burn | --idle | --input-bound] [--steps N] [--step-ms MS]\n"
     "                   [--checkpoint-dir D [--checkpoint-every K]] [--crash-after SECONDS]\n"
-    "                   [--orphan] [--duty-cycle PERCENT] [--hbm-gib GIB]\n";
-constexpr int64_t kGiB = int64_t{1} << 30;
+    "                   [--orphan] [--duty-cycle PERCENT] [--hbm-gib GIB]\n"
+    "                   [--hbm-bandwidth PERCENT] [--hlo-queue N]\n";
+constexpr double kGiB = 1 << 30;
 constexpr const char* kCheckpointPrefix = "step_";
 
 // SIGTERM is blocked from the start and seen as pending between steps: no handler and
@@ -39,6 +41,9 @@ bool Terminated() {
   ::sigpending(&pending);
   return ::sigismember(&pending, SIGTERM) == 1;
 }
+
+// --hlo-queue's ceiling: a queue of programs, not of steps.
+constexpr int64_t kMaxHloQueue = 1000;
 
 // How long a sleep goes without looking for SIGTERM.
 constexpr std::chrono::microseconds kTermLatency{50'000};
@@ -208,6 +213,17 @@ Result<StandinOptions> ParseStandinArgs(const std::vector<std::string>& args) {
     } else if (a == "--hbm-gib") {
       TPUFLEET_ASSIGN_OR_RETURN(std::string v, value());
       TPUFLEET_ASSIGN_OR_RETURN(o.hbm_gib, NumberFlag(a, v, 0, 1024));
+    } else if (a == "--hbm-bandwidth") {
+      TPUFLEET_ASSIGN_OR_RETURN(std::string v, value());
+      TPUFLEET_ASSIGN_OR_RETURN(o.hbm_bandwidth, NumberFlag(a, v, 0, 100));
+    } else if (a == "--hlo-queue") {
+      TPUFLEET_ASSIGN_OR_RETURN(std::string v, value());
+      long long n = 0;
+      if (!ParseInt(v, &n) || n < 0 || n > kMaxHloQueue) {
+        return InvalidArgumentError(a + " expects a whole number from 0 to " +
+                                    std::to_string(kMaxHloQueue) + ", got '" + v + "'");
+      }
+      o.hlo_queue = n;
     } else {
       return InvalidArgumentError("unknown argument '" + a + "'");
     }
@@ -253,22 +269,6 @@ std::vector<Chip> FindChips(const std::string& pci_devices) {
     chips.push_back(std::move(c));
   }
   return chips;
-}
-
-std::vector<ChipMetrics> MetricsFor(const StandinOptions& o, const std::vector<Chip>& chips) {
-  double duty = o.mode == Mode::kBurn ? 95 : o.mode == Mode::kInputBound ? 10 : 0;
-  std::vector<ChipMetrics> out;
-  for (const Chip& c : chips) {
-    double hbm = o.mode == Mode::kIdle ? 0 : c.hbm_gib / 2.0;
-    ChipMetrics m;
-    m.device_id = c.index;
-    m.duty_cycle_percent = o.duty_cycle.value_or(duty);
-    m.hbm_total_bytes = c.hbm_gib * kGiB;
-    m.hbm_usage_bytes = std::min<int64_t>(
-        m.hbm_total_bytes, static_cast<int64_t>(o.hbm_gib.value_or(hbm) * static_cast<double>(kGiB)));
-    out.push_back(m);
-  }
-  return out;
 }
 
 int StandinMain(int argc, char** argv) {
@@ -343,12 +343,22 @@ int StandinMain(int argc, char** argv) {
       Out("resumed from step " + std::to_string(step));
     }
   }
-  std::vector<ChipMetrics> metrics = MetricsFor(o, *chips);
-  const ChipMetrics& m0 = metrics.front();
+  Result<int> port = MetricsPortFor(Env);
+  Result<std::unique_ptr<tpu_metrics::RuntimeMetricsServer>> server =
+      port.ok() ? ServeMetrics(o, *chips, *port) : port.status();
+  if (!server.ok()) {
+    Err("tpu-standin: TPU initialization failed: the runtime metrics server cannot start: " +
+        server.status().message() +
+        (port.ok() ? "; give this program a free port in TPU_RUNTIME_METRICS_PORTS" : ""));
+    return 1;
+  }
+  Out("tpu-standin: runtime metrics on 127.0.0.1:" + std::to_string((*server)->port()));
+  const tpu_metrics::RuntimeChipMetrics m0 = MetricsFor(o, *chips, {}).front();
   char shown[96];
-  std::snprintf(shown, sizeof shown, "duty_cycle=%.1f%% hbm=%.1f/%.1fGiB", m0.duty_cycle_percent,
-                static_cast<double>(m0.hbm_usage_bytes) / kGiB,
-                static_cast<double>(m0.hbm_total_bytes) / kGiB);
+  std::snprintf(shown, sizeof shown, "duty_cycle=%.1f%% hbm=%.1f/%.1fGiB",
+                m0.duty_cycle_percent.value_or(0),
+                static_cast<double>(m0.hbm_usage_bytes.value_or(0)) / kGiB,
+                static_cast<double>(m0.hbm_total_bytes.value_or(0)) / kGiB);
   std::optional<Mono::time_point> crash_at;
   if (o.crash_after) {
     crash_at = Mono::now() + *o.crash_after;

@@ -15,6 +15,7 @@
 //   tpu-standin [--burn | --idle | --input-bound] [--steps N] [--step-ms MS]
 //               [--checkpoint-dir D [--checkpoint-every K]] [--crash-after SECONDS]
 //               [--orphan] [--duty-cycle PERCENT] [--hbm-gib GIB]
+//               [--hbm-bandwidth PERCENT] [--hlo-queue N]
 //
 // Modes: --burn (the default) keeps the TPU busy and the host idle (each step waits for
 // the device); --input-bound keeps the host's CPU busy and starves the TPU (low duty
@@ -28,11 +29,13 @@
 // 143. A clean end (all steps, or SIGTERM) removes the lockfile it locked, as libtpu's
 // atexit handler does in the versions that have one.
 //
-// --duty-cycle and --hbm-gib are what the program reports for each chip it holds (per
-// mode by default); ChipMetrics is the shape a runtime metrics server (libtpu's gRPC
-// RuntimeMetricService on TPU_RUNTIME_METRICS_PORTS / 8431) will serve from it.
+// While it runs it serves libtpu's runtime metrics (standin_metrics.h) on 127.0.0.1 at
+// the first port of TPU_RUNTIME_METRICS_PORTS, else 8431, and says so; --duty-cycle,
+// --hbm-gib, --hbm-bandwidth and --hlo-queue are what it reports for each chip it holds
+// (per mode by default). A port in use ends it, as it ends libtpu's process.
 //
-// Thread-safety: single-threaded program.
+// Thread-safety: a single-threaded program, but for the metrics server's threads (gRPC's,
+// started after SIGTERM is blocked, so they never take it).
 #pragma once
 
 #include <chrono>
@@ -61,8 +64,10 @@ struct StandinOptions {
   int64_t checkpoint_every = 10;             // steps between checkpoints
   std::optional<std::chrono::milliseconds> crash_after;
   bool orphan = false;
-  std::optional<double> duty_cycle;  // percent; default by mode
-  std::optional<double> hbm_gib;     // per chip; default by mode
+  std::optional<double> duty_cycle;     // percent; default by mode
+  std::optional<double> hbm_gib;        // per chip; default by mode
+  std::optional<double> hbm_bandwidth;  // percent; default by mode
+  std::optional<int64_t> hlo_queue;     // programs queued per chip; default by mode
 };
 
 /// argv[1..]: the flags above. InvalidArgument with one clear message otherwise.
@@ -81,18 +86,6 @@ struct Chip {
 /// The chips under `pci_devices` (a sysfs devices directory), in address order; one
 /// entry per chip (function 0) for families with several functions per chip.
 std::vector<Chip> FindChips(const std::string& pci_devices);
-
-/// What libtpu's runtime metrics would report for one chip this process holds.
-struct ChipMetrics {
-  int device_id = 0;                // the attribute's int value: the chip's index
-  double duty_cycle_percent = 0;    // tpu.runtime.tensorcore.dutycycle.percent
-  int64_t hbm_usage_bytes = 0;      // tpu.runtime.hbm.memory.usage.bytes
-  int64_t hbm_total_bytes = 0;      // tpu.runtime.hbm.memory.total.bytes
-};
-
-/// The metrics of `chips` under `options` (the told values, else the mode's: burn 95 %
-/// and half the HBM, input-bound 10 % and half, idle 0 and none).
-std::vector<ChipMetrics> MetricsFor(const StandinOptions& options, const std::vector<Chip>& chips);
 
 /// The program: exit code (0 done, 1 refused or failed, 2 bad usage, 143 on SIGTERM).
 int StandinMain(int argc, char** argv);

@@ -1,6 +1,7 @@
 // The stand-in's logic without a worker: its flags, libtpu's lock rules, chips found in
-// a sysfs tree made in a temp dir, and the metrics it reports. Its behaviour on a real
-// worker (the lock, refusals, crash, orphan) is in emulator/hosts' system tests.
+// a sysfs tree made in a temp dir, and the metrics it reports, served as it serves them
+// and read with the agent's client over loopback gRPC. Its behaviour on a real worker
+// (the lock, refusals, crash, orphan) is in emulator/hosts' system tests.
 #include "emulator/standin/standin.h"
 
 #include <gtest/gtest.h>
@@ -11,6 +12,8 @@
 #include <filesystem>
 #include <map>
 
+#include "emulator/standin/standin_metrics.h"
+#include "tpu_metrics/runtime_metrics_client.h"
 #include "util/file.h"
 
 namespace tpufleet::emulator::standin {
@@ -21,7 +24,8 @@ namespace fs = std::filesystem;
 TEST(StandinArgs, ModesStepsAndCheckpoints) {
   Result<StandinOptions> o = ParseStandinArgs(
       {"--input-bound", "--steps", "30", "--checkpoint-dir", "/tmp/ck", "--checkpoint-every", "5",
-       "--crash-after", "1.5", "--duty-cycle", "12.5", "--hbm-gib", "3"});
+       "--crash-after", "1.5", "--duty-cycle", "12.5", "--hbm-gib", "3", "--hbm-bandwidth", "7.5",
+       "--hlo-queue", "0"});
   ASSERT_TRUE(o.ok()) << o.status().ToString();
   EXPECT_EQ(o->mode, Mode::kInputBound);
   EXPECT_EQ(o->steps, 30);
@@ -30,6 +34,8 @@ TEST(StandinArgs, ModesStepsAndCheckpoints) {
   EXPECT_EQ(o->crash_after, std::chrono::milliseconds(1500));
   EXPECT_EQ(o->duty_cycle, 12.5);
   EXPECT_EQ(o->hbm_gib, 3);
+  EXPECT_EQ(o->hbm_bandwidth, 7.5);
+  EXPECT_EQ(o->hlo_queue, 0);
   EXPECT_EQ(ParseStandinArgs({})->mode, Mode::kBurn);
 }
 
@@ -42,13 +48,21 @@ TEST(StandinArgs, BadInputGetsOneMessage) {
   EXPECT_EQ(ParseStandinArgs({"--duty-cycle", "120"}).status().message(),
             "--duty-cycle expects a number from 0 to 100, got '120'");
   EXPECT_EQ(ParseStandinArgs({"--fast"}).status().message(), "unknown argument '--fast'");
+  EXPECT_EQ(ParseStandinArgs({"--hlo-queue", "1.5"}).status().message(),
+            "--hlo-queue expects a whole number from 0 to 1000, got '1.5'");
+  EXPECT_EQ(ParseStandinArgs({"--hbm-bandwidth", "-1"}).status().message(),
+            "--hbm-bandwidth expects a number from 0 to 100, got '-1'");
+}
+
+EnvLookup Env(std::map<std::string, std::string> env) {
+  return [env](const char* name) -> std::optional<std::string> {
+    auto it = env.find(name);
+    return it == env.end() ? std::nullopt : std::optional<std::string>(it->second);
+  };
 }
 
 LockDecision Decide(const std::map<std::string, std::string>& env) {
-  return DecideLibtpuLock([&](const char* name) -> std::optional<std::string> {
-    auto it = env.find(name);
-    return it == env.end() ? std::nullopt : std::optional<std::string>(it->second);
-  });
+  return DecideLibtpuLock(Env(env));
 }
 
 TEST(LibtpuLock, TheEnvironmentDecidesAsLibtpuDoes) {
@@ -131,21 +145,74 @@ TEST(Metrics, WhatTheProgramIsToldOrItsModesDefault) {
   v4.index = 2;
   v4.hbm_gib = 32;
   StandinOptions burn;
-  ChipMetrics m = MetricsFor(burn, {v4})[0];
+  tpu_metrics::RuntimeChipMetrics m = MetricsFor(burn, {v4}, std::chrono::seconds(100))[0];
   EXPECT_EQ(m.device_id, 2);
   EXPECT_EQ(m.duty_cycle_percent, 95);
   EXPECT_EQ(m.hbm_total_bytes, int64_t{32} << 30);
   EXPECT_EQ(m.hbm_usage_bytes, int64_t{16} << 30);
+  EXPECT_EQ(m.hbm_bandwidth_percent, 45);
+  EXPECT_EQ(m.hlo_queue, 2);  // programs wait their turn
+  EXPECT_NEAR(*m.idle_seconds, 5, 1e-9);  // idle 5 % of 100 s
   StandinOptions told;
   told.mode = Mode::kInputBound;
   told.duty_cycle = 7;
   told.hbm_gib = 64;  // more than the chip has: capped
-  m = MetricsFor(told, {v4})[0];
+  told.hbm_bandwidth = 1.5;
+  m = MetricsFor(told, {v4}, std::chrono::seconds(10))[0];
   EXPECT_EQ(m.duty_cycle_percent, 7);
   EXPECT_EQ(m.hbm_usage_bytes, m.hbm_total_bytes);
+  EXPECT_EQ(m.hbm_bandwidth_percent, 1.5);
+  EXPECT_EQ(m.hlo_queue, 0);  // the host cannot feed it
+  EXPECT_NEAR(*m.idle_seconds, 9.3, 1e-9);
   StandinOptions idle;
   idle.mode = Mode::kIdle;
-  EXPECT_EQ(MetricsFor(idle, {v4})[0].duty_cycle_percent, 0);
+  m = MetricsFor(idle, {v4}, std::chrono::seconds(60))[0];
+  EXPECT_EQ(m.duty_cycle_percent, 0);
+  EXPECT_EQ(m.hbm_usage_bytes, 0);
+  EXPECT_EQ(m.hlo_queue, 0);
+  EXPECT_EQ(m.idle_seconds, 60);
+}
+
+TEST(Metrics, ServedOnTheFirstPortOfTheJobElse8431) {
+  EXPECT_EQ(*MetricsPortFor(Env({})), 8431);
+  EXPECT_EQ(*MetricsPortFor(Env({{"TPU_RUNTIME_METRICS_PORTS", ""}})), 8431);
+  EXPECT_EQ(*MetricsPortFor(Env({{"TPU_RUNTIME_METRICS_PORTS", " 8433,8434"}})), 8433);
+  EXPECT_EQ(MetricsPortFor(Env({{"TPU_RUNTIME_METRICS_PORTS", "x,8434"}})).status().message(),
+            "TPU_RUNTIME_METRICS_PORTS=x,8434: 'x' is not a port (1-65535)");
+}
+
+// What the program serves, read as the agent reads it: two v5p chips, input-bound.
+TEST(Metrics, TheAgentsClientReadsWhatTheProgramServes) {
+  std::vector<Chip> chips(2);
+  chips[1].index = 1;
+  for (Chip& c : chips) {
+    c.hbm_gib = 95;
+  }
+  StandinOptions o;
+  o.mode = Mode::kInputBound;
+  o.duty_cycle = 4;
+  Result<std::unique_ptr<tpu_metrics::RuntimeMetricsServer>> server = ServeMetrics(o, chips, 0);
+  ASSERT_TRUE(server.ok()) << server.status().ToString();
+  tpu_metrics::RuntimeMetricsClient client;
+  Result<std::vector<tpu_metrics::RuntimeChipMetrics>> read =
+      client.Read((*server)->port(), std::chrono::seconds(5));
+  ASSERT_TRUE(read.ok()) << read.status().ToString();
+  ASSERT_EQ(read->size(), 2u);
+  for (int i = 0; i < 2; ++i) {
+    const tpu_metrics::RuntimeChipMetrics& m = (*read)[static_cast<size_t>(i)];
+    EXPECT_EQ(m.device_id, i);
+    EXPECT_EQ(m.duty_cycle_percent, 4);
+    EXPECT_EQ(m.hbm_usage_bytes, int64_t{95} << 29);  // half of 95 GiB
+    EXPECT_EQ(m.hbm_total_bytes, int64_t{95} << 30);
+    EXPECT_EQ(m.hbm_bandwidth_percent, 3);
+    EXPECT_EQ(m.hlo_queue, 0);
+    EXPECT_GE(m.idle_seconds, 0);
+    EXPECT_LT(m.idle_seconds, 60);
+  }
+  // A second program on the same port is refused.
+  Result<std::unique_ptr<tpu_metrics::RuntimeMetricsServer>> second =
+      ServeMetrics(o, chips, (*server)->port());
+  EXPECT_EQ(second.status().code(), StatusCode::kUnavailable);
 }
 
 }  // namespace
