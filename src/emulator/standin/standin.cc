@@ -275,7 +275,8 @@ int StandinMain(int argc, char** argv) {
   if (argc == 2 && (std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h")) {
     Out(std::string(kUsage) +
         "A stand-in for a JAX program on an emulated TPU worker: it takes libtpu's lock,\n"
-        "opens the chips and prints a line per step (docs/emulator.md).");
+        "opens the chips, serves their runtime metrics as libtpu does and prints a line per\n"
+        "step (docs/emulator.md).");
     return 0;
   }
   Result<StandinOptions> parsed = ParseStandinArgs(std::vector<std::string>(argv + 1, argv + argc));
