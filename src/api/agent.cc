@@ -13,6 +13,8 @@ namespace tpufleet::api {
 namespace {
 
 using agent_json::FromJ;
+using agent_json::ParseDocument;
+using agent_json::ParseLine;
 using agent_json::Reader;
 using agent_json::ToJ;
 using agent_json::Writer;
@@ -25,7 +27,7 @@ constexpr EnumName<AgentOp> kOps[] = {
     {AgentOp::kJobList, "job.list"},     {AgentOp::kJobCancel, "job.cancel"},
     {AgentOp::kJobLogs, "job.logs"},     {AgentOp::kJobWatch, "job.watch"},
     {AgentOp::kDevices, "devices"},      {AgentOp::kDoctor, "doctor"},
-    {AgentOp::kAccountsApply, "accounts.apply"},
+    {AgentOp::kAccountsApply, "accounts.apply"}, {AgentOp::kMetrics, "metrics"},
 };
 
 // The protocol's error codes: upper case, like gRPC's.
@@ -50,19 +52,6 @@ json ErrorJ(const Status& status) {
 std::string Line(json j) {
   j["v"] = kAgentProtocolVersion;
   return Dump(j, -1);
-}
-
-Result<json> ParseLine(std::string_view line, const char* what) {
-  if (line.size() > kMaxAgentLineBytes) {
-    return InvalidArgumentError(std::string(what) + " of " + std::to_string(line.size()) +
-                                " bytes is over the limit of " +
-                                std::to_string(kMaxAgentLineBytes) + " bytes");
-  }
-  json j = json::parse(line, nullptr, /*allow_exceptions=*/false);
-  if (!j.is_object()) {
-    return InvalidArgumentError(std::string(what) + " is not a JSON object");
-  }
-  return j;
 }
 
 std::string VersionsSpoken() {
@@ -108,6 +97,8 @@ void VisitRequest(AgentRequest& r, F& f, bool only_op) {
   field(op == AgentOp::kJobLogs, "follow", r.follow);
   field(op == AgentOp::kDoctor, "expect", r.expect);
   field(op == AgentOp::kAccountsApply, "users", r.users);
+  field(op == AgentOp::kMetrics, "history_seconds", r.metrics.history_seconds);
+  field(op == AgentOp::kMetrics, "step_seconds", r.metrics.step_seconds);
   if (!only_op || r.tail) {
     field(op == AgentOp::kJobLogs, "tail", r.tail);
   }
@@ -136,6 +127,19 @@ Status CheckRequest(const AgentRequest& r) {
         return InvalidArgumentError(op + " needs \"ids\", the jobs to watch");
       }
       break;
+    case AgentOp::kMetrics:
+      if (r.metrics.history_seconds < 0 || r.metrics.history_seconds > kMaxHistorySeconds) {
+        return InvalidArgumentError(op + ": \"history_seconds\" is " +
+                                    std::to_string(r.metrics.history_seconds) +
+                                    ", not within 0.." + std::to_string(kMaxHistorySeconds) +
+                                    " (the agent keeps 24 hours)");
+      }
+      if (r.metrics.step_seconds < 0 || r.metrics.step_seconds > kMaxStepSeconds) {
+        return InvalidArgumentError(op + ": \"step_seconds\" is " +
+                                    std::to_string(r.metrics.step_seconds) + ", not within 0.." +
+                                    std::to_string(kMaxStepSeconds));
+      }
+      break;
     default:
       break;
   }
@@ -146,17 +150,6 @@ Status CheckRequest(const AgentRequest& r) {
     return InvalidArgumentError(op + ": \"worker\" cannot be negative");
   }
   return Status::Ok();
-}
-
-template <typename T>
-Result<T> ParseDocument(std::string_view text, const char* what) {
-  TPUFLEET_ASSIGN_OR_RETURN(json j, ParseLine(text, what));
-  T out;
-  Status read = FromJ(j, "", out);
-  if (!read.ok()) {
-    return read.WithContext(what);
-  }
-  return out;
 }
 
 // The one-shot body of `op` from answer line `j`.
@@ -184,6 +177,8 @@ Status ReadBody(const json& j, AgentOp op, AgentBody& body) {
       return read_as(DoctorReport{}, nullptr);
     case AgentOp::kAccountsApply:
       return read_as(std::vector<AccountResult>{}, "results");
+    case AgentOp::kMetrics:
+      return read_as(MetricsReport{}, nullptr);
     case AgentOp::kJobLogs:
     case AgentOp::kJobWatch:
       break;
@@ -281,7 +276,7 @@ std::string AnswerLine(const AgentAnswer& answer) {
         } else if constexpr (std::is_same_v<T, std::vector<AccountResult>>) {
           j["results"] = ToJ(body);
         } else if constexpr (!std::is_same_v<T, std::monostate>) {
-          j.update(ToJ(body));  // hello, devices, doctor: their fields beside "ok"
+          j.update(ToJ(body));  // hello, devices, doctor, metrics: fields beside "ok"
         }
       },
       answer.body);

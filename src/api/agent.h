@@ -34,6 +34,7 @@
 #include <variant>
 #include <vector>
 
+#include "api/metrics.h"
 #include "core/job.h"
 #include "util/status.h"
 
@@ -68,6 +69,7 @@ enum class AgentOp {
   kDevices,        // "devices"
   kDoctor,         // "doctor"
   kAccountsApply,  // "accounts.apply"
+  kMetrics,        // "metrics"
 };
 std::string_view AgentOpName(AgentOp op);
 /// Whether the op answers data/state lines and an end line (else one line).
@@ -103,13 +105,9 @@ struct JobSpec {
   std::string started_by;    // "alice@laptop"
 };
 
-/// What the job's TPU waits for, or who holds it: {"pid", "user", "command", "job"}.
-struct TpuHolder {
-  int pid = 0;
-  std::string user;
-  std::string command;
-  std::string job;  // the holder's job id; "" for a process of no job
-};
+/// What the job's TPU waits for, or who holds it: {"pid", "user", "command", "job"}
+/// ("job" is "" for a process of no job). The metrics' chip holder: one type, one JSON.
+using TpuHolder = ::tpufleet::ChipHolder;
 
 /// A job on one worker, what job.start, job.list, job.cancel and the state lines give:
 /// {"id", "name", "user", "command", "worker", "state", "pid", "created_unix_ms",
@@ -154,7 +152,8 @@ struct AccountSpec {
 /// A request: {"v", "op"} and the op's fields (docs/agent-protocol.md):
 /// job.start {"job", "dry_run"}, job.list {"ids"}, job.cancel {"id", "grace_seconds"},
 /// job.logs {"id", "tail", "follow"}, job.watch {"ids"}, doctor {"expect"},
-/// accounts.apply {"users"}; any op may carry {"worker"} (`call --worker N` adds it).
+/// accounts.apply {"users"}, metrics {"history_seconds", "step_seconds"}; any op may
+/// carry {"worker"} (`call --worker N` adds it).
 struct AgentRequest {
   AgentOp op = AgentOp::kHello;
   std::optional<int> worker;   // job.start: the job's worker (overrides job.worker)
@@ -167,6 +166,7 @@ struct AgentRequest {
   bool follow = false;         // job.logs: go on until the job ended and its logs drained
   DoctorExpect expect;         // doctor
   std::vector<AccountSpec> users;  // accounts.apply
+  MetricsQuery metrics;        // metrics: its two fields sit at the request's top level
 };
 
 /// The request on one line (no newline), "v": kAgentProtocolVersion.
@@ -174,7 +174,9 @@ std::string ToLine(const AgentRequest& request);
 /// A request line read by the agent. InvalidArgument for a line that is too long, not a
 /// JSON object, has no "v", an unknown "op", a field of the wrong type, or lacks what
 /// the op needs (job.start: job.id and job.command; job.cancel and job.logs: id;
-/// job.watch: ids); FailedPrecondition for a "v" this build does not speak.
+/// job.watch: ids; metrics: history_seconds within 0..kMaxHistorySeconds and
+/// step_seconds within 0..kMaxStepSeconds); FailedPrecondition for a "v" this build does
+/// not speak.
 Result<AgentRequest> ParseAgentRequest(std::string_view line);
 /// `line` (a request from the CLI) with "worker": worker set, everything else kept as
 /// it was, on one line: what `call --worker N` sends. InvalidArgument when `line` is not
@@ -251,12 +253,14 @@ struct AccountResult {
 
 /// A one-shot op's answer, and the status of a streaming op's end line. The body is
 /// written beside "ok" when the status is OK: hello's fields, {"job": JobOnWorker}
-/// (job.start, job.cancel), {"jobs": […]} (job.list), devices' and doctor's fields,
-/// {"results": […]} (accounts.apply). An error is {"code", "message"}, the code one of
-/// INVALID_ARGUMENT, NOT_FOUND, ALREADY_EXISTS, PERMISSION_DENIED, FAILED_PRECONDITION,
-/// UNAVAILABLE, INTERNAL (and TIMEOUT, RESOURCE_EXHAUSTED, which v1 agents never send).
+/// (job.start, job.cancel), {"jobs": […]} (job.list), the fields of devices', doctor's
+/// and metrics' (MetricsReport) bodies, {"results": […]} (accounts.apply). An error is
+/// {"code", "message"}, the code one of INVALID_ARGUMENT, NOT_FOUND, ALREADY_EXISTS,
+/// PERMISSION_DENIED, FAILED_PRECONDITION, UNAVAILABLE, INTERNAL (and TIMEOUT,
+/// RESOURCE_EXHAUSTED, which v1 agents never send).
 using AgentBody = std::variant<std::monostate, AgentHello, JobOnWorker, std::vector<JobOnWorker>,
-                               DevicesReport, DoctorReport, std::vector<AccountResult>>;
+                               DevicesReport, DoctorReport, std::vector<AccountResult>,
+                               MetricsReport>;
 struct AgentAnswer {
   Status status;
   AgentBody body;

@@ -1,7 +1,8 @@
-// How api/agent.cc writes and reads the agent protocol's structs: each struct's fields
-// listed once (Visit), and a generic writer (ToJ) and reader (FromJ) over them, so a
-// field cannot be written under one key and read under another. Private to src/api:
-// only agent.cc includes it (it carries nlohmann/json, as json_internal.h does).
+// How api/agent.cc and api/metrics.cc write and read the agent protocol's structs: each
+// struct's fields listed once (Visit), and a generic writer (ToJ) and reader (FromJ)
+// over them, so a field cannot be written under one key and read under another. Private
+// to src/api: only agent.cc and metrics.cc include it (it carries nlohmann/json, as
+// json_internal.h does).
 //
 // Visit(x, f) calls f(key, member, omit_empty) for each field of x; omit_empty marks the
 // fields written only when set. The writer only reads the members (it gets them through
@@ -16,11 +17,13 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "api/agent.h"
+#include "api/metrics.h"
 #include "util/enum_names.h"
 #include "util/status.h"
 #include "util/strings.h"
@@ -53,14 +56,6 @@ void Visit(JobSpec& s, F& f) {
   f("topology", s.topology, false);
   f("worker", s.worker, false);
   f("started_by", s.started_by, false);
-}
-
-template <typename F>
-void Visit(TpuHolder& h, F& f) {
-  f("pid", h.pid, false);
-  f("user", h.user, false);
-  f("command", h.command, false);
-  f("job", h.job, false);
 }
 
 template <typename F>
@@ -168,6 +163,95 @@ void Visit(LogChunk& c, F& f) {
   f("data", c.data, false);
 }
 
+// The metrics op's report (core/worker_sample.h names each object's fields).
+
+// ChipHolder is also api::TpuHolder (job.start's waiting_for).
+template <typename F>
+void Visit(ChipHolder& h, F& f) {
+  f("pid", h.pid, false);
+  f("user", h.user, false);
+  f("command", h.command, false);
+  f("job", h.job, false);
+}
+
+template <typename F>
+void Visit(ChipSample& c, F& f) {
+  f("index", c.index, false);
+  f("kind", c.kind, false);
+  f("device", c.device, false);
+  f("holders", c.holders, false);
+  f("duty_cycle_percent", c.duty_cycle_percent, true);
+  f("hbm_used_bytes", c.hbm_used_bytes, true);
+  f("hbm_total_bytes", c.hbm_total_bytes, true);
+  f("hbm_bandwidth_percent", c.hbm_bandwidth_percent, true);
+  f("idle_seconds", c.idle_seconds, true);
+  f("hlo_queue", c.hlo_queue, true);
+  f("port", c.port, true);
+}
+
+template <typename F>
+void Visit(HostSample& h, F& f) {
+  f("cpus", h.cpus, false);
+  f("cpu_percent", h.cpu_percent, false);
+  f("memory_used_bytes", h.memory_used_bytes, false);
+  f("memory_total_bytes", h.memory_total_bytes, false);
+  f("logins", h.logins, false);
+  f("disk_read_bytes_per_second", h.disk_read_bytes_per_second, true);
+  f("disk_write_bytes_per_second", h.disk_write_bytes_per_second, true);
+  f("net_rx_bytes_per_second", h.net_rx_bytes_per_second, true);
+  f("net_tx_bytes_per_second", h.net_tx_bytes_per_second, true);
+}
+
+template <typename F>
+void Visit(JobSample& j, F& f) {
+  f("id", j.id, false);
+  f("user", j.user, false);
+  f("cpu_percent", j.cpu_percent, false);
+  f("cpu_limit_percent", j.cpu_limit_percent, false);
+  f("busiest_thread_percent", j.busiest_thread_percent, false);
+  f("memory_bytes", j.memory_bytes, false);
+}
+
+template <typename F>
+void Visit(WorkerSample& s, F& f) {
+  f("time_unix_ms", s.time_unix_ms, false);
+  f("chips", s.chips, false);
+  f("host", s.host, false);
+  f("jobs", s.jobs, false);
+}
+
+template <typename F>
+void Visit(WindowSummary& w, F& f) {
+  f("seconds", w.seconds, false);
+  f("samples", w.samples, false);
+  f("duty_cycle_percent", w.duty_cycle_percent, true);
+  f("hlo_queue", w.hlo_queue, true);
+  f("input_bound_fraction", w.input_bound_fraction, false);
+  f("job", w.job, true);
+  f("job_cpu_percent", w.job_cpu_percent, true);
+  f("job_cpu_limit_percent", w.job_cpu_limit_percent, true);
+  f("job_busiest_thread_percent", w.job_busiest_thread_percent, true);
+  f("idle_since_unix_ms", w.idle_since_unix_ms, false);
+}
+
+template <typename F>
+void Visit(HistoryPoint& p, F& f) {
+  f("time_unix_ms", p.time_unix_ms, false);
+  f("duty_cycle_percent", p.duty_cycle_percent, true);
+  f("hbm_used_bytes", p.hbm_used_bytes, true);
+  f("hbm_total_bytes", p.hbm_total_bytes, true);
+  f("cpu_percent", p.cpu_percent, true);
+  f("memory_used_bytes", p.memory_used_bytes, true);
+}
+
+template <typename F>
+void Visit(MetricsReport& r, F& f) {
+  f("sample", r.sample, false);
+  f("window", r.window, false);
+  f("history", r.history, false);
+  f("step_seconds", r.step_seconds, false);
+}
+
 // --- writing -------------------------------------------------------------------------
 
 // The fields written only when set are strings and optionals.
@@ -184,6 +268,7 @@ bool IsEmpty(const T& /*v*/) {
 inline json ToJ(const std::string& v) { return v; }
 inline json ToJ(int v) { return v; }
 inline json ToJ(int64_t v) { return v; }
+inline json ToJ(double v) { return v; }  // a NaN would be null: the samplers give none
 inline json ToJ(bool v) { return v; }
 inline json ToJ(JobState v) { return std::string(JobStateName(v)); }
 inline json ToJ(const std::map<std::string, std::string>& v) { return v; }
@@ -261,6 +346,14 @@ inline Status FromJ(const json& v, const std::string& path, int& out) {
     return InvalidArgumentError(Quoted(path) + " is out of range");
   }
   out = static_cast<int>(wide);
+  return Status::Ok();
+}
+
+inline Status FromJ(const json& v, const std::string& path, double& out) {
+  if (!v.is_number()) {
+    return WrongType(path, v, "a number");
+  }
+  out = v.get<double>();
   return Status::Ok();
 }
 
@@ -346,5 +439,31 @@ Status FromJ(const json& v, const std::string& path, T& out) {
   return r.status;
 }
 
-// `line` as a JSON object, within the size bound, with a "v" this build speaks.
+// `line` as a JSON object within the protocol's line bound; `what` names it in errors
+// ("request", "answer", "job.json").
+inline Result<json> ParseLine(std::string_view line, const char* what) {
+  if (line.size() > kMaxAgentLineBytes) {
+    return InvalidArgumentError(std::string(what) + " of " + std::to_string(line.size()) +
+                                " bytes is over the limit of " +
+                                std::to_string(kMaxAgentLineBytes) + " bytes");
+  }
+  json j = json::parse(line, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object()) {
+    return InvalidArgumentError(std::string(what) + " is not a JSON object");
+  }
+  return j;
+}
+
+// A whole document of type T (a struct with a Visit), errors prefixed with `what`.
+template <typename T>
+Result<T> ParseDocument(std::string_view text, const char* what) {
+  TPUFLEET_ASSIGN_OR_RETURN(json j, ParseLine(text, what));
+  T out;
+  Status read = FromJ(j, "", out);
+  if (!read.ok()) {
+    return read.WithContext(what);
+  }
+  return out;
+}
+
 }  // namespace tpufleet::api::agent_json

@@ -193,10 +193,10 @@ TEST(AgentProtocol, BadRequests) {
             "protocol version 2 is not spoken here: this agent speaks 1"},
            {R"({"v":1})", StatusCode::kInvalidArgument,
             "request has no \"op\"; one of hello, job.start, job.list, job.cancel, job.logs, "
-            "job.watch, devices, doctor, accounts.apply"},
+            "job.watch, devices, doctor, accounts.apply, metrics"},
            {R"({"v":1,"op":"job.explode"})", StatusCode::kInvalidArgument,
             "unknown op \"job.explode\"; this agent knows hello, job.start, job.list, "
-            "job.cancel, job.logs, job.watch, devices, doctor, accounts.apply"},
+            "job.cancel, job.logs, job.watch, devices, doctor, accounts.apply, metrics"},
            {R"({"v":1,"op":"job.cancel","id":"j1","grace_seconds":"soon"})",
             StatusCode::kInvalidArgument,
             "job.cancel: \"grace_seconds\" is string, not an integer"},

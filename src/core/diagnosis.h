@@ -6,7 +6,9 @@
 // Two halves: the agent judges each sample (IsInputBoundSample) and summarizes its last
 // kDiagnosisWindow (WindowSummary); the CLI turns the summaries of a job's or a
 // node's workers into verdicts (DiagnoseWorker, DiagnoseGroup). Pure functions: times
-// are Unix milliseconds and `now` is passed in.
+// are Unix milliseconds and `now` is passed in. idle_since comes from the worker's clock:
+// pass the worker's own time as `now` (its sample's time_unix_ms; for a group, the
+// newest of its workers'), so that a skewed CLI clock does not make a node idle.
 //
 // Thread-safety: pure functions over values.
 #pragma once
@@ -28,6 +30,29 @@ inline constexpr std::chrono::seconds kDiagnosisWindow{60};
 /// --idle-after, serve's idle policy `after`).
 inline constexpr std::chrono::minutes kDefaultIdleAfter{10};
 
+// The thresholds, each argued in docs/monitoring.md against its sources (SageMaker
+// Debugger's CPU-bottleneck rule, xprof's input-pipeline analysis).
+
+/// A sample's chips are starved below this mean duty cycle: a TPU fed a step at a time
+/// by a slow pipeline stays well under it, a healthy one well over.
+inline constexpr double kStarvedDutyPercent = 25;
+/// The HLO queue is "empty" below this (per chip, summed over its cores): nothing
+/// waits to run, so the TPU is not the bottleneck.
+inline constexpr double kEmptyHloQueue = 1;
+/// The job's host CPU is at its limit from this share of it (all its CPUs, or its
+/// busiest thread of one CPU): 1 Hz /proc sampling and a pipeline's own I/O waits keep a
+/// saturated job from reading 100.
+inline constexpr double kSaturatedCpuPercent = 80;
+/// A worker is input-bound when at least this share of its window's samples are.
+inline constexpr double kInputBoundFraction = 0.5;
+/// Fewer samples than this in a window say nothing (an agent just started, a stalled
+/// sampler): the verdict is unknown.
+inline constexpr int kMinSamples = 10;
+/// A straggler's mean duty cycle is below this share of its group's median…
+inline constexpr double kStragglerShare = 0.5;
+/// …and the median is at least this, so that a group at rest has no stragglers.
+inline constexpr double kStragglerMinMedianPercent = 20;
+
 enum class Verdict {
   kBusy,        // "busy": working as it should
   kInputBound,  // "input-bound": the TPU starves while the job's host CPU is at its limit
@@ -43,7 +68,8 @@ std::string_view VerdictName(Verdict v);
 struct Diagnosis {
   Verdict verdict = Verdict::kUnknown;
   std::string detail;
-  std::optional<int> worker;  // kStraggler: the slow worker
+  /// The worker the verdict is about: a group's straggler, or its input-bound worker.
+  std::optional<int> worker;
 };
 
 /// Whether one sample shows a TPU job starved by its host: the chips' mean duty cycle
@@ -61,15 +87,20 @@ WindowSummary SummarizeWindow(const std::vector<WorkerSample>& samples,
 /// a login, a chip holder, or a duty cycle above 0.
 bool IsInUse(const WorkerSample& sample);
 
-/// One worker's verdict: input-bound, busy, idle (unused for idle_after), quiet, or
-/// unknown (fewer than a few samples).
+/// One worker's verdict: unknown (fewer than kMinSamples samples), input-bound (at
+/// least kInputBoundFraction of the samples were, and the TPU ran something in the
+/// window: a job compiling its program starves no TPU), idle (unused for idle_after),
+/// quiet (unused for less), else busy. An input-bound worker is never idle.
 Diagnosis DiagnoseWorker(const WindowSummary& window, int64_t now_unix_ms,
                          std::chrono::milliseconds idle_after = kDefaultIdleAfter);
 
 /// The verdict of a job or node from its workers' summaries (index = worker; nullopt
-/// for a worker that did not answer): a straggler when one worker's duty cycle is far
-/// below the others', else input-bound when any worker is, else idle only when all are,
-/// else busy (quiet when all are quiet). Unknown when no worker answered.
+/// for a worker that did not answer): a straggler when one worker's mean duty cycle is
+/// below kStragglerShare of the group's median (and the median at least
+/// kStragglerMinMedianPercent), else input-bound when any worker is, else idle only
+/// when every worker answered and is idle, quiet when none is in use, else busy.
+/// Unknown when no worker could be judged, or when the rest are unused but a worker did
+/// not answer (it may be working: serve's idle policy must not reclaim the node).
 Diagnosis DiagnoseGroup(const std::vector<std::optional<WindowSummary>>& workers,
                         int64_t now_unix_ms,
                         std::chrono::milliseconds idle_after = kDefaultIdleAfter);

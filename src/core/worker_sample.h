@@ -18,11 +18,12 @@
 
 namespace tpufleet {
 
-/// A process using a chip: {"pid", "user", "command", "job"} (as api::TpuHolder).
+/// A process using a chip: {"pid", "user", "command", "job"} (api::TpuHolder is this
+/// type).
 struct ChipHolder {
   int pid = 0;
   std::string user;
-  std::string command;  // /proc/PID/comm, then the arguments, at most 256 bytes
+  std::string command;  // /proc/PID/cmdline, arguments joined by spaces, at most 256 bytes
   std::string job;      // the agent's job id, "" for a process of no job
 };
 
@@ -93,7 +94,9 @@ struct WindowSummary {
   /// Share of the samples (0–1) in which the TPU job was starved: core/diagnosis.h's
   /// IsInputBoundSample held.
   double input_bound_fraction = 0;
-  /// The job holding the chips (the one with most CPU when several), its mean CPU.
+  /// The job that held the chips in most of the samples (in a sample, the one with
+  /// most CPU when several did; of two as often, the later), and its mean CPU over the
+  /// samples it ran in. "" when no job of the agent held a chip.
   std::string job;
   std::optional<double> job_cpu_percent;
   std::optional<double> job_cpu_limit_percent;
@@ -117,9 +120,20 @@ struct HistoryPoint {
   std::optional<int64_t> memory_used_bytes;
 };
 
+/// The most history a `metrics` request may ask for: the 24 hours the agent keeps.
+inline constexpr int kMaxHistorySeconds = 86400;
+/// The widest step a request may ask for: an hour (a day in 24 points).
+inline constexpr int kMaxStepSeconds = 3600;
+/// The most points one answer carries: 3600 points of at most ~200 bytes each keep the
+/// answer well inside the protocol's 1 MiB line (api/agent.h kMaxAgentLineBytes). The
+/// agent widens the step to history_seconds / kMaxHistoryPoints (rounded up) when the
+/// step asked for would give more.
+inline constexpr int kMaxHistoryPoints = 3600;
+
 /// The `metrics` op's request fields: {"history_seconds", "step_seconds"}; the history
-/// of the last history_seconds (0: none; at most 86400), at least step_seconds apart (0:
-/// the agent's own resolution for that age).
+/// of the last history_seconds (0: none; at most kMaxHistorySeconds), at least
+/// step_seconds apart (0: the agent's own resolution for that age; at most
+/// kMaxStepSeconds), in at most kMaxHistoryPoints points.
 struct MetricsQuery {
   int history_seconds = 0;
   int step_seconds = 0;
