@@ -11,8 +11,11 @@ declare -A allowed=(
   [util]=""                [core]="util"              [api]="core util"
   [ssh]="core util"        [store]="core util"        [provider]="core util ssh"
   [control]="core api provider ssh store util"        [server]="control api core util"
-  [agent]="api core util agent/host agent/export"  [cli]="control api core util"
+  [agent]="api core util agent/host agent/sampler agent/export tpu_metrics"
+  [cli]="control api core util"
   [agent/host]="api core util"
+  # What the agent samples of its worker (/proc, its jobs, the chips' metrics).
+  [agent/sampler]="core util agent/host tpu_metrics"
   # What the agent shows outside its protocol (Prometheus' text, its HTTP server).
   [agent/export]="core util"
   [emulator]="api core util emulator/hosts"

@@ -10,6 +10,7 @@
 #include "agent/host/tpu_scan.h"
 #include "agent/job_dir.h"
 #include "agent/server.h"
+#include "tpu_metrics/runtime_metrics_client.h"
 #include "util/file.h"
 #include "util/strings.h"
 
@@ -61,6 +62,9 @@ void Server::Handle(Conn& c, std::string_view line) {
       return;
     case api::AgentOp::kDevices:
       answer(Devices());
+      return;
+    case api::AgentOp::kMetrics:
+      answer(Metrics(r.metrics));
       return;
     case api::AgentOp::kDoctor:
       // One doctor request serves a node's workers alike: `call --worker N` says which
@@ -115,6 +119,28 @@ api::AgentAnswer Server::Devices() {
     report.holders.push_back({host_.lockfile, p.pid, p.user, p.command, job_of(p.pid)});
   }
   return {Status::Ok(), std::move(report)};
+}
+
+api::AgentAnswer Server::Metrics(const api::MetricsQuery& query) {
+  if (sampler_ == nullptr) {
+    return {UnavailableError("this agent does not sample (serve without a sampler)"), {}};
+  }
+  return {Status::Ok(), sampler_->Report(query)};
+}
+
+void Server::TellSampler() {
+  if (sampler_ == nullptr) {
+    return;
+  }
+  std::vector<sampler::JobRef> running;
+  for (const JobEntry* job : jobs_.All()) {
+    if (job->keeper > 0 && !IsEnded(job->state.state) && job->state.state != JobState::kWaiting) {
+      auto ports = job->spec.env.find("TPU_RUNTIME_METRICS_PORTS");
+      running.push_back({job->spec.id, job->state.user, job->keeper, job->state.pid,
+                         tpu_metrics::MetricsPorts(ports == job->spec.env.end() ? "" : ports->second)});
+    }
+  }
+  sampler_->SetJobs(std::move(running));
 }
 
 api::AgentAnswer Server::Doctor(const api::DoctorExpect& expect, int worker) {

@@ -9,9 +9,15 @@
 
 #include <cerrno>
 #include <cstring>
+#include <memory>
+#include <optional>
 
+#include "agent/export/metrics_http.h"
+#include "agent/export/prometheus_text.h"
 #include "agent/flags.h"
+#include "agent/host/nvml.h"
 #include "agent/job_table.h"
+#include "agent/sampler/sampler.h"
 #include "agent/server.h"
 #include "api/agent.h"
 #include "util/clock.h"
@@ -73,15 +79,21 @@ Result<std::string> BinarySha256() {
 }
 
 int ServeMain(const std::vector<std::string>& args) {
-  Result<Flags> flags = ParseFlags(args, {"socket", "state-dir", "log-bytes", "host-root", "watch"});
+  Result<Flags> flags = ParseFlags(args, {"socket", "state-dir", "log-bytes", "host-root", "watch",
+                                          "sample-interval", "nvml", "prometheus"});
   const std::string watch = flags.ok() ? flags->Get("watch", "inotify") : "";
   long long log_bytes = 0;
+  long long interval_ms = 0;
   if (!flags.ok() || !flags->positional.empty() ||
       !ParseInt(flags->Get("log-bytes", "0"), &log_bytes) || log_bytes < 0 ||
-      (watch != "inotify" && watch != "poll")) {
+      !ParseInt(flags->Get("sample-interval", std::to_string(sampler::kDefaultSampleInterval.count())),
+                &interval_ms) ||
+      interval_ms < kMinSampleInterval.count() || (watch != "inotify" && watch != "poll")) {
     return Complain(kExitUsage, (flags.ok() ? std::string() : flags.status().message() + "\n") +
                                     "usage: tpufleet-agent serve [--socket PATH] [--state-dir DIR] "
-                                    "[--watch inotify|poll]");
+                                    "[--watch inotify|poll] [--sample-interval MS (at least " +
+                                    std::to_string(kMinSampleInterval.count()) +
+                                    ")] [--nvml LIBRARY] [--prometheus [ADDR:]PORT]");
   }
   signal(SIGPIPE, SIG_IGN);
   sigset_t stop;
@@ -121,7 +133,26 @@ int ServeMain(const std::vector<std::string>& args) {
   if (!init.ok()) {
     return Complain(kExitFailed, init.ToString());
   }
-  Server server(loop, jobs, {AgentVersion(), sha.ok() ? *sha : ""}, host);
+  // The samples, on a thread of their own (a runtime metrics read may block).
+  std::unique_ptr<host::Nvml> nvml = host::Nvml::Open({flags->Get("nvml", ""), "", "/proc/driver/nvidia"});
+  if (!nvml->ok() && !flags->Get("nvml", "").empty()) {
+    Complain(kExitOk, nvml->reason());
+  }
+  sampler::GrpcChipMetricsReader chip_metrics;
+  sampler::NvmlGpuReader gpus(*nvml);
+  sampler::Sampler sampler(clock, {host, std::chrono::milliseconds(interval_ms)}, &chip_metrics,
+                           &gpus);
+  Server server(loop, jobs, {AgentVersion(), sha.ok() ? *sha : ""}, host, &sampler);
+  sampler.Start();
+  // GET /metrics for a Prometheus, from the sampler's snapshot (never a sample).
+  std::optional<exporter::MetricsHttpServer> prometheus;
+  if (std::string address = flags->Get("prometheus", ""); !address.empty()) {
+    prometheus.emplace(loop, [&sampler] { return exporter::PrometheusText(sampler.Report({})); });
+    Status listening_http = prometheus->Listen(address);
+    if (!listening_http.ok()) {
+      return Complain(kExitFailed, "--prometheus: " + listening_http.message());
+    }
+  }
   Status listening = server.Listen(socket_path);
   if (!listening.ok()) {
     return Complain(kExitFailed, listening.ToString());

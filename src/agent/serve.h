@@ -9,6 +9,7 @@
 // Thread-safety: whole programs, run on main's thread.
 #pragma once
 
+#include <chrono>
 #include <string>
 #include <vector>
 
@@ -23,10 +24,24 @@ std::string AgentVersion();
 /// links no crypto library: it is static, and OpenSSL's would bring dlopen along).
 Result<std::string> BinarySha256();
 
+/// The shortest --sample-interval: a sample reads every process's stat, so a faster one
+/// would cost the worker a share of a core.
+inline constexpr std::chrono::milliseconds kMinSampleInterval{50};
+
 /// `tpufleet-agent serve [--socket PATH] [--state-dir DIR] [--log-bytes N]
-/// [--host-root DIR]`. --host-root points the device guard's sysfs, /dev and libtpu
-/// lockfile below DIR (tests); /proc and /etc stay the host's.
+/// [--host-root DIR] [--sample-interval MS] [--nvml LIBRARY] [--prometheus
+/// [ADDR:]PORT]`. --host-root points the device guard's sysfs, /dev and libtpu lockfile
+/// below DIR (tests); /proc and /etc stay the host's. Serve samples its worker every
+/// --sample-interval (default 1000 ms; agent/sampler/sampler.h) for the metrics op;
+/// --nvml names the NVML library to load (tests), instead of the driver's
+/// libnvidia-ml.so.1; --prometheus serves the latest sample on GET /metrics there
+/// (agent/export/metrics_http.h; off unless given).
 int ServeMain(const std::vector<std::string>& args);
+
+/// `tpufleet-agent sample [--json]`: two samples a second apart, printed as the metrics
+/// op's report (JSON), or as a few lines for a person; for bench/top.sh and for people on
+/// a worker. Does not need serve.
+int SampleMain(const std::vector<std::string>& args);
 
 /// `tpufleet-agent call [--worker N] [--socket PATH]`: one request line from stdin to the
 /// agent ("worker": N added), every answer line to stdout. Exits 0 when an answer

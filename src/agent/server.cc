@@ -15,8 +15,14 @@
 
 namespace tpufleet::agent {
 
-Server::Server(EventLoop& loop, JobTable& jobs, AgentIdentity identity, host::HostPaths host)
-    : loop_(loop), jobs_(jobs), identity_(std::move(identity)), host_(std::move(host)) {
+Server::Server(EventLoop& loop, JobTable& jobs, AgentIdentity identity, host::HostPaths host,
+               sampler::Sampler* sampler)
+    : loop_(loop),
+      jobs_(jobs),
+      identity_(std::move(identity)),
+      host_(std::move(host)),
+      sampler_(sampler) {
+  TellSampler();
   jobs_.SetListener([this](const std::string& id, JobTable::Change change) {
     OnJobChange(id, change);
   });
@@ -187,6 +193,9 @@ void Server::Close(uint64_t key) {
 }
 
 void Server::OnJobChange(const std::string& id, JobTable::Change change) {
+  if (change == JobTable::Change::kState) {
+    TellSampler();
+  }
   std::vector<uint64_t> keys;
   for (const auto& [key, conn] : conns_) {
     keys.push_back(key);

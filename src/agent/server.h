@@ -27,7 +27,9 @@
 #include "agent/host/host_paths.h"
 #include "agent/job_table.h"
 #include "agent/logs.h"
+#include "agent/sampler/sampler.h"
 #include "api/agent.h"
+#include "api/metrics.h"
 #include "util/event_loop.h"
 #include "util/status.h"
 #include "util/unique_fd.h"
@@ -53,7 +55,10 @@ struct AgentIdentity {
 
 class Server {
  public:
-  Server(EventLoop& loop, JobTable& jobs, AgentIdentity identity, host::HostPaths host);
+  /// `sampler` (null: the metrics op answers UNAVAILABLE) is told the running jobs as
+  /// they change, and answers the metrics op; it must outlive the Server.
+  Server(EventLoop& loop, JobTable& jobs, AgentIdentity identity, host::HostPaths host,
+         sampler::Sampler* sampler = nullptr);
   Server(const Server&) = delete;
   Server& operator=(const Server&) = delete;
   ~Server();
@@ -90,6 +95,10 @@ class Server {
   // The ops (ops.cc); each answers, or keeps c.request to answer later.
   api::AgentAnswer Hello(const Conn& c);
   api::AgentAnswer Devices();
+  // From the sampler's snapshot: never waits for a sample.
+  api::AgentAnswer Metrics(const api::MetricsQuery& query);
+  // Tells the sampler the running jobs.
+  void TellSampler();
   // Blocks the loop while the checks run (the metadata server's answers: up to three
   // host::kMetadataTimeout); doctor is asked rarely, by a person.
   api::AgentAnswer Doctor(const api::DoctorExpect& expect, int worker);
@@ -114,6 +123,7 @@ class Server {
   JobTable& jobs_;
   AgentIdentity identity_;
   host::HostPaths host_;
+  sampler::Sampler* sampler_;
   UniqueFd listener_;
   EventLoop::Id listen_watch_ = 0;
   uint64_t next_key_ = 1;

@@ -23,6 +23,8 @@ constexpr Subcommand kSubcommands[] = {
      tpufleet::agent::ServeMain},
     {"call", "send one request line from stdin to the agent, answers to stdout",
      tpufleet::agent::CallMain},
+    {"sample", "print this worker's sample (host, jobs, chips), --json for the metrics op's",
+     tpufleet::agent::SampleMain},
     {"version", "print the version and the SHA-256 of this binary",
      tpufleet::agent::VersionMain},
     {"attach", "connect this terminal to a job's (Ctrl-] detaches)",
