@@ -6,9 +6,13 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 
+#include <fstream>
+
 #include "agent/host/plain_http.h"
+#include "agent/host/testing/fake_host.h"
 #include "agent/running_agent.h"
 #include "api/metrics.h"
+#include "tpu_metrics/runtime_metrics_server.h"
 #include "util/subprocess.h"
 
 namespace tpufleet::agent {
@@ -41,8 +45,14 @@ TEST(AgentMetrics, ABusyLoopIsOneSaturatedThreadOnItsOneCpu) {
   api::JobOnWorker running =
       agent.WaitFor("jbusyaaa", [](const api::JobOnWorker& j) { return j.state == JobState::kRunning; });
   // Other programs share this machine: as root the loop is made the first in line for
-  // its CPU, so that it gets the whole of it.
-  const bool favoured = setpriority(PRIO_PROCESS, static_cast<id_t>(running.pid), -20) == 0;
+  // its CPU, so that it gets the whole of it (nice -20, for its session's autogroup too:
+  // with autogroups a nice value counts only within the session).
+  bool favoured = setpriority(PRIO_PROCESS, static_cast<id_t>(running.pid), -20) == 0;
+  if (std::ofstream autogroup("/proc/" + std::to_string(running.pid) + "/autogroup");
+      autogroup.is_open()) {
+    autogroup << "-20\n";
+    favoured = favoured && autogroup.flush().good();
+  }
 
   const JobSample* busy = nullptr;
   api::MetricsReport r;
@@ -68,8 +78,12 @@ TEST(AgentMetrics, ABusyLoopIsOneSaturatedThreadOnItsOneCpu) {
 
   // The window summarizes the samples of the last minute; the history has a point a
   // second.
-  api::MetricsReport h = Metrics(agent, 10);
-  EXPECT_GT(h.window.samples, 5);
+  api::MetricsReport h;
+  for (int i = 0; i < 50 && h.window.samples <= 10; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    h = Metrics(agent, 10);
+  }
+  EXPECT_GT(h.window.samples, 10);
   EXPECT_EQ(h.step_seconds, 1);
   ASSERT_GE(h.history.size(), 2u);
   EXPECT_TRUE(h.history.back().cpu_percent.has_value());
@@ -79,23 +93,75 @@ TEST(AgentMetrics, ABusyLoopIsOneSaturatedThreadOnItsOneCpu) {
 
 TEST(AgentMetrics, AJobsMemoryIsItsProcessesResidentBytes) {
   RunningAgent agent({"--sample-interval", "200"});
-  ASSERT_TRUE(agent
-                  .StartJob(RunningAgent::Job(
-                      "jmemoryaa", "/usr/bin/python3 -c 'import time; x = bytearray(96 << 20); "
-                                   "time.sleep(600)' & wait"))
-                  .status.ok());
+  api::AgentAnswer started = agent.StartJob(RunningAgent::Job(
+      "jmemorya", "/usr/bin/python3 -c 'import time; x = bytearray(96 << 20); "
+                   "time.sleep(600)' & wait"));
+  ASSERT_TRUE(started.status.ok()) << started.status.ToString();
   const JobSample* job = nullptr;
   api::MetricsReport r;
   for (int i = 0; i < 100 && (job == nullptr || job->memory_bytes < (int64_t{96} << 20)); ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
     r = Metrics(agent);
-    job = JobIn(r, "jmemoryaa");
+    job = JobIn(r, "jmemorya");
   }
   ASSERT_NE(job, nullptr) << api::ToJson(r);
   // Python's own few MiB besides the 96 MiB, in two processes (bash and python).
   EXPECT_GE(job->memory_bytes, int64_t{96} << 20);
   EXPECT_LT(job->memory_bytes, int64_t{160} << 20);
   EXPECT_EQ(job->cpu_limit_percent, 100.0 * static_cast<double>(sysconf(_SC_NPROCESSORS_ONLN)));
+}
+
+TEST(AgentMetrics, AChipsHolderJobAndTheRuntimeMetricsOnTheJobsPort) {
+  // Two v4 chips under a host root of their own; the job holds accel1 open, and "its
+  // libtpu" (this test's server) serves on the port its TPU_RUNTIME_METRICS_PORTS names.
+  host::testing::FakeHost host;
+  host.AddPci("0000:00:04.0", "0x005e");
+  host.AddPci("0000:00:05.0", "0x005e");
+  host.AddNode("accel0");
+  host.AddNode("accel1");
+  for (const std::string& p : {std::string(), std::string("dev")}) {
+    chmod(host.dir().Path(p).c_str(), 0755);
+  }
+  chmod(host.dir().Path("dev/accel1").c_str(), 0666);
+  tpu_metrics::RuntimeMetricsServerOptions served;
+  served.port = 0;
+  served.metrics = [] {
+    // Device 1: duty 60 %, HBM 12 of 32 GiB, no bandwidth or idle time, 4 queued.
+    return std::vector<tpu_metrics::RuntimeChipMetrics>{
+        {1, 60, int64_t{12} << 30, int64_t{32} << 30, std::nullopt, std::nullopt, 4}};
+  };
+  Result<std::unique_ptr<tpu_metrics::RuntimeMetricsServer>> libtpu =
+      tpu_metrics::RuntimeMetricsServer::Start(served);
+  ASSERT_TRUE(libtpu.ok()) << libtpu.status().ToString();
+  const int port = (*libtpu)->port();
+
+  RunningAgent agent({"--sample-interval", "200", "--host-root", host.dir().path()});
+  const std::string accel1 = host.dir().Path("dev/accel1");
+  api::JobSpec spec = RunningAgent::Job("jchipaaa", "exec 3<" + accel1 + "; exec sleep 600");
+  spec.env["TPU_RUNTIME_METRICS_PORTS"] = std::to_string(port);
+  ASSERT_TRUE(agent.StartJob(spec).status.ok());
+
+  api::MetricsReport r;
+  auto ready = [&] {
+    return r.sample.chips.size() == 2 && r.sample.chips[1].port.has_value() &&
+           !r.sample.chips[1].holders.empty();
+  };
+  for (int i = 0; i < 100 && !ready(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    r = Metrics(agent);
+  }
+  ASSERT_TRUE(ready()) << api::ToJson(r);
+  const ChipSample& chip = r.sample.chips[1];
+  EXPECT_EQ(chip.kind, "tpu");
+  EXPECT_EQ(chip.device, accel1);
+  EXPECT_EQ(chip.port, port);
+  EXPECT_EQ(chip.duty_cycle_percent, 60);
+  EXPECT_EQ(chip.hbm_used_bytes, int64_t{12} << 30);
+  EXPECT_EQ(chip.hlo_queue, 4);
+  EXPECT_EQ(chip.holders[0].job, "jchipaaa");
+  EXPECT_EQ(chip.holders[0].command, "sleep 600");
+  EXPECT_TRUE(r.sample.chips[0].holders.empty());
+  EXPECT_FALSE(r.sample.chips[0].duty_cycle_percent.has_value());
 }
 
 // A port nothing listens on now (the kernel's pick for port 0, let go).
