@@ -13,6 +13,8 @@
 #include <cstring>
 #include <iostream>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "agent/flags.h"
 #include "api/agent.h"
@@ -108,6 +110,22 @@ bool Gone(pid_t pid) {
   return paren == std::string::npos || stat->substr(paren + 2, 1) == "Z";
 }
 
+// The running supervises and serves (but this process), with their argv.
+std::vector<std::pair<pid_t, std::vector<std::string>>> AgentProcesses() {
+  std::vector<std::pair<pid_t, std::vector<std::string>>> out;
+  for (const std::string& name : ListDirectory("/proc")) {
+    long long pid = 0;
+    if (!ParseInt(name, &pid) || pid == getpid()) {
+      continue;
+    }
+    std::vector<std::string> argv = Cmdline(static_cast<pid_t>(pid));
+    if (!AgentRole(argv).empty()) {
+      out.emplace_back(static_cast<pid_t>(pid), std::move(argv));
+    }
+  }
+  return out;
+}
+
 // TERMs every supervise and serve of an older install, then KILLs what is left after
 // kStopGrace. Their job keepers run on (sessions of their own). True when a serve was
 // not a supervise's: a service manager runs it (the emulator's worker init, after a
@@ -116,19 +134,12 @@ bool StopRunningAgents() {
   std::vector<pid_t> pids;
   std::vector<pid_t> supervisors;
   std::vector<pid_t> parents;  // of the serves
-  for (const std::string& name : ListDirectory("/proc")) {
-    long long pid = 0;
-    if (!ParseInt(name, &pid) || pid == getpid()) {
-      continue;
-    }
-    std::string role = AgentRole(Cmdline(static_cast<pid_t>(pid)));
-    if (!role.empty()) {
-      pids.push_back(static_cast<pid_t>(pid));
-      if (role == "supervise") {
-        supervisors.push_back(static_cast<pid_t>(pid));
-      } else {
-        parents.push_back(ParentOf(static_cast<pid_t>(pid)));
-      }
+  for (const auto& [pid, argv] : AgentProcesses()) {
+    pids.push_back(pid);
+    if (AgentRole(argv) == "supervise") {
+      supervisors.push_back(pid);
+    } else {
+      parents.push_back(ParentOf(pid));
     }
   }
   bool managed = std::any_of(parents.begin(), parents.end(), [&](pid_t parent) {
@@ -189,7 +200,33 @@ Status Systemctl(const std::vector<std::string>& args) {
   return Status::Ok();
 }
 
-Status StartSupervise(const InstallPaths& paths) {
+// The options of `install` and `supervise`: --prometheus PORT.
+Result<ServeOptions> ParseServeOptions(const std::vector<std::string>& args) {
+  TPUFLEET_ASSIGN_OR_RETURN(Flags flags, ParseFlags(args, {"prometheus"}));
+  if (!flags.positional.empty()) {
+    return InvalidArgumentError("unexpected argument " + flags.positional.front());
+  }
+  ServeOptions options;
+  if (flags.values.count("prometheus") != 0) {
+    long long port = 0;
+    if (!ParseInt(flags.values["prometheus"], &port) || port < 1 || port > 65535) {
+      return InvalidArgumentError("--prometheus: expected a TCP port from 1 to 65535, not " +
+                                  flags.values["prometheus"]);
+    }
+    options.prometheus_port = static_cast<int>(port);
+  }
+  return options;
+}
+
+// supervise's own arguments for `options` (ParseServeOptions reads them back).
+std::vector<std::string> SuperviseArgs(const ServeOptions& options) {
+  if (options.prometheus_port == 0) {
+    return {};
+  }
+  return {"--prometheus", std::to_string(options.prometheus_port)};
+}
+
+Status StartSupervise(const InstallPaths& paths, const ServeOptions& serve) {
   std::string log = Under(paths.root, kSuperviseLog);
   TPUFLEET_TRY(MakeDirs(Parent(log), 0755));
   struct stat st{};
@@ -206,8 +243,11 @@ Status StartSupervise(const InstallPaths& paths) {
   options.env = {"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"};
   // Its output goes to the log, not to the SSH channel that ran install: the channel
   // (and `up`'s job) ends when install does. supervise makes a session of its own.
-  TPUFLEET_ASSIGN_OR_RETURN(
-      pid_t pid, SpawnSubprocess({paths.Binary(), "supervise"}, options, {-1, out.get()}));
+  std::vector<std::string> argv = {paths.Binary(), "supervise"};
+  for (std::string& arg : SuperviseArgs(serve)) {
+    argv.push_back(std::move(arg));
+  }
+  TPUFLEET_ASSIGN_OR_RETURN(pid_t pid, SpawnSubprocess(argv, options, {-1, out.get()}));
   (void)pid;  // reparented to init when install exits
   return WaitUntilAnswers(paths, kStartTimeout, "see " + log);
 }
@@ -226,7 +266,16 @@ std::string InstallPaths::SupervisePid() const {
   return Under(root, "run/tpufleet-agent/supervise.pid");
 }
 
-std::string AgentUnitText() {
+std::vector<std::string> ServeArgs(const ServeOptions& options) {
+  std::vector<std::string> args = {"serve"};
+  if (options.prometheus_port != 0) {
+    args.push_back("--prometheus");
+    args.push_back("0.0.0.0:" + std::to_string(options.prometheus_port));
+  }
+  return args;
+}
+
+std::string AgentUnitText(const ServeOptions& options) {
   return std::string(
              "# Written by `tpufleet-agent install` (tpufleet up); replaced by the next one.\n"
              "[Unit]\n"
@@ -235,8 +284,8 @@ std::string AgentUnitText() {
              "\n"
              "[Service]\n"
              "ExecStart=") +
-         std::string(api::kAgentBinaryPath) +
-         " serve\n"
+         std::string(api::kAgentBinaryPath) + " " + Join(ServeArgs(options), " ") +
+         "\n"
          "Restart=always\n"
          "RestartSec=2\n"
          "# Only serve is stopped on a restart or upgrade: the job keepers it started\n"
@@ -247,7 +296,8 @@ std::string AgentUnitText() {
          "WantedBy=multi-user.target\n";
 }
 
-Status InstallFiles(const InstallPaths& paths, const std::string& self) {
+Status InstallFiles(const InstallPaths& paths, const std::string& self,
+                    const ServeOptions& options) {
   std::string binary = paths.Binary();
   TPUFLEET_TRY(MakeDirs(Parent(binary), 0755));
   if (self != binary) {
@@ -256,7 +306,7 @@ Status InstallFiles(const InstallPaths& paths, const std::string& self) {
     TPUFLEET_TRY(WriteFileAtomic(binary, bytes, 0755));
   }
   TPUFLEET_TRY(MakeDirs(Parent(paths.WantsLink()), 0755));
-  TPUFLEET_TRY(WriteFileAtomic(paths.Unit(), AgentUnitText(), 0644));
+  TPUFLEET_TRY(WriteFileAtomic(paths.Unit(), AgentUnitText(options), 0644));
   // The link systemctl enable makes: absolute, to the unit as the worker names it.
   std::string link = paths.WantsLink();
   std::string target = std::string("/etc/systemd/system/") + kUnitName;
@@ -273,7 +323,7 @@ Status InstallFiles(const InstallPaths& paths, const std::string& self) {
   return Status::Ok();
 }
 
-Status StartAgent(const InstallPaths& paths) {
+Status StartAgent(const InstallPaths& paths, const ServeOptions& options) {
   struct stat st{};
   if (stat(paths.SystemdRun().c_str(), &st) == 0) {
     TPUFLEET_TRY(Systemctl({"daemon-reload"}));
@@ -284,23 +334,36 @@ Status StartAgent(const InstallPaths& paths) {
   // The service manager that ran the old serve starts the new binary itself: a second
   // serve of ours would only lose the race for the lock, again and again.
   if (StopRunningAgents() && WaitUntilAnswers(paths, kManagedRestart, "").ok()) {
+    // It read the unit when it booted: a serve it starts has the arguments of then.
+    std::vector<std::string> want = ServeArgs(options);
+    for (const auto& [pid, argv] : AgentProcesses()) {
+      if (AgentRole(argv) == "serve" && std::vector(argv.begin() + 1, argv.end()) != want) {
+        return FailedPreconditionError(
+            "the service manager that runs the agent started it again as `" +
+            Join(argv, " ") + "`, from the unit it read at boot, not with `" +
+            Join(want, " ") + "`: reboot the worker (or restart its service manager)");
+      }
+    }
     return Status::Ok();
   }
-  return StartSupervise(paths);
+  return StartSupervise(paths, options);
 }
 
 int InstallMain(const std::vector<std::string>& args) {
-  if (!args.empty()) {
-    return Complain(kExitUsage, "usage: tpufleet-agent install (as root, from a copy)");
+  Result<ServeOptions> options = ParseServeOptions(args);
+  if (!options.ok()) {
+    return Complain(kExitUsage, "install: " + options.status().message() +
+                                    "\nusage: tpufleet-agent install [--prometheus PORT] (as "
+                                    "root, from a copy)");
   }
   if (geteuid() != 0) {
     return Complain(kExitFailed, "install: must run as root");
   }
   InstallPaths paths;
   Result<std::string> self = ThisProgram();
-  Status s = self.ok() ? InstallFiles(paths, *self) : self.status();
+  Status s = self.ok() ? InstallFiles(paths, *self, *options) : self.status();
   if (s.ok()) {
-    s = StartAgent(paths);
+    s = StartAgent(paths, *options);
   }
   if (!s.ok()) {
     return Complain(kExitFailed, "install: " + s.message());
@@ -310,13 +373,19 @@ int InstallMain(const std::vector<std::string>& args) {
 }
 
 int SuperviseMain(const std::vector<std::string>& args) {
-  if (!args.empty()) {
-    return Complain(kExitUsage, "usage: tpufleet-agent supervise");
+  Result<ServeOptions> options = ParseServeOptions(args);
+  if (!options.ok()) {
+    return Complain(kExitUsage, "supervise: " + options.status().message() +
+                                    "\nusage: tpufleet-agent supervise [--prometheus PORT]");
   }
   // Out of the session of whoever started it (install, over SSH): its end is not ours.
   setsid();
   InstallPaths paths;
-  return Supervise({paths.Binary(), "serve"}, paths.SupervisePid());
+  std::vector<std::string> argv = {paths.Binary()};
+  for (std::string& arg : ServeArgs(*options)) {
+    argv.push_back(std::move(arg));
+  }
+  return Supervise(argv, paths.SupervisePid());
 }
 
 int Supervise(const std::vector<std::string>& argv, const std::string& pid_file,

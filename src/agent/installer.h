@@ -60,23 +60,39 @@ inline constexpr std::chrono::seconds kSupervisePidCheck{5};
 /// before it kills it: serve's own shutdown takes well under a second.
 inline constexpr std::chrono::seconds kStopGrace{10};
 
-/// The systemd unit install writes.
-std::string AgentUnitText();
+/// How the installed agent is to serve, beyond its socket: what `install --prometheus
+/// PORT` was given (the fleet spec's monitoring.prometheus_port, through `up`), which
+/// the unit's ExecStart and supervise pass on to serve.
+struct ServeOptions {
+  /// `serve --prometheus 0.0.0.0:PORT` (agent/export/metrics_http.h); 0: not served.
+  int prometheus_port = 0;
+};
+
+/// serve's arguments after the program: "serve", then "--prometheus" "0.0.0.0:PORT"
+/// when the options have a port.
+std::vector<std::string> ServeArgs(const ServeOptions& options);
+
+/// The systemd unit install writes: ExecStart runs the binary with ServeArgs(options).
+std::string AgentUnitText(const ServeOptions& options = {});
 
 /// Puts `self` (the running binary's path) at paths.Binary() (0755), writes the unit and
 /// enables it (the wants link). Touches no process: StartAgent does that.
-Status InstallFiles(const InstallPaths& paths, const std::string& self);
+Status InstallFiles(const InstallPaths& paths, const std::string& self,
+                    const ServeOptions& options = {});
 
 /// Starts the installed agent at its new version, as the header says (systemctl, or
-/// supervise). REQUIRES: paths.root is "/" and this process is root.
-Status StartAgent(const InstallPaths& paths);
+/// supervise with the same options). REQUIRES: paths.root is "/" and this process is
+/// root.
+Status StartAgent(const InstallPaths& paths, const ServeOptions& options = {});
 
-/// `tpufleet-agent install`: InstallFiles from /proc/self/exe, then StartAgent. Prints
-/// what it did; 0 when it worked, 1 (with the reason on stderr) when not, 2 on usage.
+/// `tpufleet-agent install [--prometheus PORT]`: InstallFiles from /proc/self/exe, then
+/// StartAgent. Prints what it did; 0 when it worked, 1 (with the reason on stderr) when
+/// not, 2 on usage (a port that is not a number from 1 to 65535 too).
 int InstallMain(const std::vector<std::string>& args);
 
-/// `tpufleet-agent supervise`: runs `serve` from the installed binary as the header says.
-/// Returns the exit status for main (0 after a TERM or a newer install).
+/// `tpufleet-agent supervise [--prometheus PORT]`: runs `serve` (with ServeArgs) from
+/// the installed binary as the header says. Returns the exit status for main (0 after a
+/// TERM or a newer install).
 int SuperviseMain(const std::vector<std::string>& args);
 
 /// The loop of supervise, over any program (tests run a short-lived one): `argv` is

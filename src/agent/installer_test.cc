@@ -10,6 +10,7 @@
 
 #include <gtest/gtest.h>
 
+#include "agent/flags.h"
 #include "util/file.h"
 #include "util/strings.h"
 #include "util/testing/status_printer.h"
@@ -76,6 +77,39 @@ TEST(InstallFiles, PutsTheBinaryTheUnitAndTheBootLinkUnderTheRoot) {
   char target[256] = {};
   ASSERT_GT(readlink(paths.WantsLink().c_str(), target, sizeof(target) - 1), 0);
   EXPECT_STREQ(target, "/etc/systemd/system/tpufleet-agent.service");
+}
+
+TEST(InstallFiles, APrometheusPortGoesIntoTheUnitsServe) {
+  TempDir dir;
+  InstallPaths paths{dir.Path("root")};
+  ASSERT_EQ(InstallFiles(paths, dir.Write("a", "agent"), {.prometheus_port = 9100}), Status::Ok());
+  std::string unit = ReadFile(paths.Unit()).value();
+  EXPECT_NE(unit.find("\nExecStart=/usr/local/bin/tpufleet-agent serve --prometheus 0.0.0.0:9100\n"),
+            std::string::npos)
+      << unit;
+  EXPECT_EQ(ServeArgs({.prometheus_port = 9100}),
+            (std::vector<std::string>{"serve", "--prometheus", "0.0.0.0:9100"}));
+  EXPECT_EQ(ServeArgs({}), (std::vector<std::string>{"serve"}));
+  // And out again with the next install that has none.
+  ASSERT_EQ(InstallFiles(paths, dir.Write("b", "agent")), Status::Ok());
+  EXPECT_EQ(ReadFile(paths.Unit()).value().find("--prometheus"), std::string::npos);
+}
+
+TEST(InstallMain, ABadPrometheusPortIsAUsageError) {
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"--prometheus", "web"}, {"--prometheus", "0"},
+        {"--prometheus", "65536"}, {"--prometheus"}, {"extra"}, {"--port", "9100"}}) {
+    ::testing::internal::CaptureStderr();
+    EXPECT_EQ(InstallMain(args), kExitUsage) << args.front();
+    std::string err = ::testing::internal::GetCapturedStderr();
+    EXPECT_NE(err.find("usage: tpufleet-agent install [--prometheus PORT]"), std::string::npos)
+        << err;
+  }
+  ::testing::internal::CaptureStderr();
+  EXPECT_EQ(SuperviseMain({"--prometheus", "web"}), kExitUsage);
+  EXPECT_NE(::testing::internal::GetCapturedStderr().find(
+                "supervise: --prometheus: expected a TCP port from 1 to 65535, not web"),
+            std::string::npos);
 }
 
 TEST(InstallFiles, ReplacesAnOlderInstall) {

@@ -11,6 +11,7 @@ namespace {
 // The check script's lines start with these; anything else (a banner) is skipped.
 constexpr std::string_view kInstalledTag = "tpufleet-check installed ";
 constexpr std::string_view kSudoTag = "tpufleet-check sudo ";
+constexpr std::string_view kPrometheusTag = "tpufleet-check prometheus ";
 constexpr std::string_view kHelloTag = "tpufleet-check hello ";
 // The agent's own answer to hello is a line of a few hundred bytes; more is not it.
 constexpr size_t kHelloOutputCap = 64 * 1024;
@@ -43,6 +44,11 @@ Result<LocalAgent> LoadLocalAgent(const std::string& path) {
   return LocalAgent{path, HexEncode(Sha256(*bytes))};
 }
 
+std::string AgentRecord(const std::string& sha256, int prometheus_port) {
+  return prometheus_port == 0 ? sha256
+                              : sha256 + " prometheus=" + std::to_string(prometheus_port);
+}
+
 std::string AgentCheckScript() {
   api::AgentRequest hello;
   hello.op = api::AgentOp::kHello;
@@ -51,6 +57,10 @@ std::string AgentCheckScript() {
          "if [ -f \"$a\" ]; then echo \"" + std::string(kInstalledTag) +
          "$(sha256sum < \"$a\" | cut -c1-64)\"; else echo \"" + std::string(kInstalledTag) +
          "none\"; fi\n"
+         // The port of ExecStart's `serve --prometheus ADDR:PORT`, when there is one.
+         "p=$(sed -n 's/^ExecStart=.* --prometheus [^ ]*:\\([0-9]*\\).*$/\\1/p' " +
+         std::string(kAgentUnitPath) + " 2>/dev/null | head -n 1)\n"
+         "echo \"" + std::string(kPrometheusTag) + "${p:-none}\"\n"
          "if sudo -n true >/dev/null 2>&1; then echo '" + std::string(kSudoTag) +
          "yes'; else echo '" + std::string(kSudoTag) + "no'; fi\n"
          "if [ -x \"$a\" ]; then printf '%s\\n' " + ShellQuote(api::ToLine(hello)) +
@@ -69,6 +79,12 @@ Result<AgentCheck> ParseAgentCheck(std::string_view output) {
       std::string hash = line.substr(kInstalledTag.size());
       installed_seen = hash == "none" || IsSha256Hex(hash);
       check.installed_sha256 = hash == "none" ? "" : hash;
+    } else if (StartsWith(line, kPrometheusTag)) {
+      long long port = 0;
+      check.prometheus_port =
+          ParseInt(line.substr(kPrometheusTag.size()), &port) && port > 0 && port <= 65535
+              ? static_cast<int>(port)
+              : 0;
     } else if (StartsWith(line, kSudoTag)) {
       sudo_seen = true;
       check.sudo = line.substr(kSudoTag.size()) == "yes";
@@ -100,14 +116,15 @@ Result<AgentCheck> ParseAgentCheck(std::string_view output) {
   return check;
 }
 
-std::string AgentInstallCommand(const std::string& sha256) {
+std::string AgentInstallCommand(const std::string& sha256, int prometheus_port) {
   // The hash is the CLI's own hex digest; anything else would not be safe on this line.
   std::string want = IsSha256Hex(sha256) ? sha256 : "invalid";
   return "t=$(mktemp /tmp/tpufleet-agent.XXXXXXXX) || exit 1; trap 'rm -f \"$t\"' EXIT; "
          "cat > \"$t\" || exit 1; got=$(sha256sum < \"$t\" | cut -c1-64); "
          "if [ \"$got\" != " + want + " ]; then echo \"the uploaded agent's SHA-256 is $got, "
          "not " + want + ": the copy broke on the way\" >&2; exit 1; fi; "
-         "chmod 0755 \"$t\" && sudo -n \"$t\" install";
+         "chmod 0755 \"$t\" && sudo -n \"$t\" install" +
+         (prometheus_port > 0 ? " --prometheus " + std::to_string(prometheus_port) : "");
 }
 
 std::string AgentRootCallCommand() { return "sudo -n " + std::string(api::kAgentBinaryPath) + " call"; }

@@ -5,12 +5,15 @@
 // The version compared is the binary's SHA-256 (plan of issue 12): the CLI hashes its
 // own agent binary once (LoadLocalAgent); a worker's agent is current when the file at
 // /usr/local/bin/tpufleet-agent has that hash and the agent answers `hello` with it (a
-// serve still running an older binary is not current). Up's agent steps:
+// serve still running an older binary is not current), and its unit serves Prometheus'
+// metrics on the spec's monitoring.prometheus_port (or not at all when the spec has
+// none). Up's agent steps:
 //   1. check: every worker runs AgentCheckScript (bash -s) at once: the installed file's
-//      hash, whether the login may sudo without a password, and hello's answer;
+//      hash, the unit's --prometheus port, whether the login may sudo without a
+//      password, and hello's answer;
 //   2. install: the binary is streamed on stdin to the workers that are not current,
-//      into a temporary file whose hash is checked before `sudo -n FILE install` runs
-//      it as root (agent/installer.h);
+//      into a temporary file whose hash is checked before `sudo -n FILE install
+//      [--prometheus PORT]` runs it as root (agent/installer.h);
 //   3. accounts: `sudo -n tpufleet-agent call` with an accounts.apply line making the
 //      spec's users (UsersOn) on every worker.
 //
@@ -34,6 +37,9 @@ inline constexpr std::string_view kAgentBinaryEnv = "TPUFLEET_AGENT_BINARY";
 inline constexpr char kAgentNotInstallable[] = "-";
 /// The agent binary is a few MiB; a file far larger is not one (and is not read whole).
 inline constexpr size_t kMaxLocalAgent = 128 * 1024 * 1024;
+/// The unit `tpufleet-agent install` writes on a worker (agent/installer.h), whose
+/// ExecStart says whether serve exposes Prometheus' metrics.
+inline constexpr std::string_view kAgentUnitPath = "/etc/systemd/system/tpufleet-agent.service";
 
 /// The CLI's agent binary: what up installs and doctor compares with.
 struct LocalAgent {
@@ -45,16 +51,25 @@ struct LocalAgent {
 /// when it is missing or unreadable.
 Result<LocalAgent> LoadLocalAgent(const std::string& path);
 
+/// What the store records of a worker's current agent (WorkerRecord::agent_sha256): the
+/// binary's SHA-256, followed by " prometheus=PORT" when it serves the metrics there.
+/// A spec whose port changed no longer matches the record, so the next `up` checks the
+/// worker again (and installs with the new port) instead of trusting the record.
+std::string AgentRecord(const std::string& sha256, int prometheus_port);
+
 /// What one worker said to AgentCheckScript.
 struct AgentCheck {
   std::string installed_sha256;  // the file's hash; "" when there is none
+  int prometheus_port = 0;       // the unit's serve --prometheus port; 0: none
   bool sudo = false;             // the login may run `sudo -n`
   bool answers = false;          // hello was answered
   std::string running_sha256;    // hello's binary_sha256
   std::string why_not;           // when it did not answer: what `call` said
-  /// Installed at `sha256`, and that binary answers.
-  bool Current(const std::string& sha256) const {
-    return installed_sha256 == sha256 && answers && running_sha256 == sha256;
+  /// Installed at `sha256` with the unit serving metrics on `want_prometheus_port` (0:
+  /// not), and that binary answers.
+  bool Current(const std::string& sha256, int want_prometheus_port) const {
+    return installed_sha256 == sha256 && answers && running_sha256 == sha256 &&
+           prometheus_port == want_prometheus_port;
   }
 };
 
@@ -65,9 +80,10 @@ std::string AgentCheckScript();
 Result<AgentCheck> ParseAgentCheck(std::string_view output);
 
 /// Phase two's command for the login shell: reads the binary from stdin into a
-/// temporary file, checks its SHA-256 against `sha256`, runs `sudo -n FILE install`,
-/// removes the file. Exits non-zero (saying why) when any of it fails.
-std::string AgentInstallCommand(const std::string& sha256);
+/// temporary file, checks its SHA-256 against `sha256`, runs `sudo -n FILE install`
+/// (with `--prometheus PORT` when prometheus_port is not 0), removes the file. Exits
+/// non-zero (saying why) when any of it fails.
+std::string AgentInstallCommand(const std::string& sha256, int prometheus_port);
 
 /// Phase three's command: the agent's `call` as root, reading its request on stdin.
 std::string AgentRootCallCommand();

@@ -31,9 +31,54 @@ TEST(ParseAgentCheck, ACurrentAgentAnswers) {
                                          "tpufleet-check sudo yes\n"
                                          "tpufleet-check hello " + HelloLine(kSha) + "\n");
   ASSERT_TRUE(c.ok()) << c.status().ToString();
-  EXPECT_TRUE(c->Current(kSha));
+  EXPECT_TRUE(c->Current(kSha, 0));
   EXPECT_TRUE(c->sudo);
-  EXPECT_FALSE(c->Current(std::string(64, 'b'))) << "another build is not current";
+  EXPECT_FALSE(c->Current(std::string(64, 'b'), 0)) << "another build is not current";
+  EXPECT_FALSE(c->Current(kSha, 9100)) << "the spec wants the metrics served, the unit does not";
+}
+
+TEST(ParseAgentCheck, TheUnitsPrometheusPortIsPartOfCurrent) {
+  Result<AgentCheck> c = ParseAgentCheck("tpufleet-check installed " + kSha + "\n"
+                                         "tpufleet-check prometheus 9100\n"
+                                         "tpufleet-check sudo yes\n"
+                                         "tpufleet-check hello " + HelloLine(kSha) + "\n");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->prometheus_port, 9100);
+  EXPECT_TRUE(c->Current(kSha, 9100));
+  EXPECT_FALSE(c->Current(kSha, 9200)) << "another port";
+  EXPECT_FALSE(c->Current(kSha, 0)) << "no longer wanted";
+  EXPECT_EQ(AgentRecord(kSha, 0), kSha);
+  EXPECT_EQ(AgentRecord(kSha, 9100), kSha + " prometheus=9100");
+}
+
+// The check script in a real shell, against a unit as `install --prometheus` writes it.
+TEST(AgentCheckScript, ReadsThePortFromTheUnitsExecStart) {
+  TempDir dir;
+  std::string sudo = dir.Write("bin/sudo", "#!/bin/sh\nexit 0\n");
+  chmod(sudo.c_str(), 0755);
+  std::string unit = dir.Path("tpufleet-agent.service");
+  std::string script = AgentCheckScript();
+  size_t at = script.find(kAgentUnitPath);
+  ASSERT_NE(at, std::string::npos);
+  script.replace(at, kAgentUnitPath.size(), unit);
+  SpawnOptions options;
+  options.env = {"PATH=" + dir.Path("bin") + ":/usr/bin:/bin"};
+  auto check = [&]() {
+    Result<ProgramResult> r =
+        RunSubprocess({"/bin/bash", "-s"}, script, std::chrono::seconds(30), options);
+    EXPECT_TRUE(r.ok() && r->exit_code == 0) << (r.ok() ? r->output : r.status().ToString());
+    Result<AgentCheck> c = ParseAgentCheck(r.ok() ? r->output : "");
+    EXPECT_TRUE(c.ok()) << c.status().ToString();
+    return c.ok() ? c->prometheus_port : -1;
+  };
+  EXPECT_EQ(check(), 0) << "no unit";
+  dir.Write("tpufleet-agent.service",
+            "[Service]\nExecStart=/usr/local/bin/tpufleet-agent serve --prometheus "
+            "0.0.0.0:9100\nRestart=always\n");
+  EXPECT_EQ(check(), 9100);
+  dir.Write("tpufleet-agent.service",
+            "[Service]\nExecStart=/usr/local/bin/tpufleet-agent serve\nRestart=always\n");
+  EXPECT_EQ(check(), 0);
 }
 
 TEST(ParseAgentCheck, SaysWhyAnAgentIsNotCurrent) {
@@ -51,7 +96,7 @@ TEST(ParseAgentCheck, SaysWhyAnAgentIsNotCurrent) {
     Result<AgentCheck> got = ParseAgentCheck(c.output);
     ASSERT_TRUE(got.ok()) << c.output;
     EXPECT_FALSE(got->answers) << c.output;
-    EXPECT_FALSE(got->Current(kSha)) << c.output;
+    EXPECT_FALSE(got->Current(kSha, 0)) << c.output;
     EXPECT_EQ(got->why_not, c.why_not) << c.output;
   }
   // A serve still running the old binary after the file was replaced.
@@ -60,7 +105,7 @@ TEST(ParseAgentCheck, SaysWhyAnAgentIsNotCurrent) {
                                            HelloLine(std::string(64, 'c')) + "\n");
   ASSERT_TRUE(old.ok());
   EXPECT_TRUE(old->answers);
-  EXPECT_FALSE(old->Current(kSha));
+  EXPECT_FALSE(old->Current(kSha, 0));
 }
 
 TEST(ParseAgentCheck, OutputOfSomethingElseIsAnError) {
@@ -97,12 +142,13 @@ class AgentInstallCommandTest : public ::testing::Test {
     std::string sudo = dir_.Write("bin/sudo", "#!/bin/sh\nshift\nexec \"$@\"\n");
     chmod(sudo.c_str(), 0755);
     // The "agent": says how it was called and from where.
-    agent_ = "#!/bin/sh\necho \"$1 from $0\" > " + dir_.Path("called") + "\n";
+    agent_ = "#!/bin/sh\necho \"$* from $0\" > " + dir_.Path("called") + "\n";
   }
-  Result<ProgramResult> Run(const std::string& sha, const std::string& upload) {
+  Result<ProgramResult> Run(const std::string& sha, const std::string& upload,
+                            int prometheus_port = 0) {
     SpawnOptions options;
     options.env = {"PATH=" + dir_.Path("bin") + ":/usr/bin:/bin"};
-    return RunSubprocess({"/bin/sh", "-c", AgentInstallCommand(sha)}, upload,
+    return RunSubprocess({"/bin/sh", "-c", AgentInstallCommand(sha, prometheus_port)}, upload,
                          std::chrono::seconds(30), options);
   }
 
@@ -118,6 +164,14 @@ TEST_F(AgentInstallCommandTest, RunsTheUploadAsRootWithInstallAndRemovesIt) {
   ASSERT_TRUE(StartsWith(called, "install from /tmp/tpufleet-agent.")) << called;
   std::string temp = std::string(Trim(called.substr(std::string("install from ").size())));
   EXPECT_NE(access(temp.c_str(), F_OK), 0) << temp << " is left behind";
+}
+
+TEST_F(AgentInstallCommandTest, ThePrometheusPortIsPassedToInstall) {
+  Result<ProgramResult> r = Run(HexEncode(Sha256(agent_)), agent_, 9100);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->exit_code, 0) << r->output;
+  std::string called = ReadFile(dir_.Path("called")).value();
+  EXPECT_TRUE(StartsWith(called, "install --prometheus 9100 from /tmp/tpufleet-agent.")) << called;
 }
 
 TEST_F(AgentInstallCommandTest, ABrokenUploadIsNeverRun) {

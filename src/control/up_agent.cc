@@ -2,10 +2,11 @@
 // agent is checked, the CLI's is installed where it is not current, and the spec's
 // accounts are made through it (control/agent_install.h says what runs where).
 //
-// Each worker's agent is recorded in the store (WorkerRecord::agent_sha256) as soon as
-// it is known to be current, so a killed `up` resumes without installing again, and an
-// `up` with nothing to do (setup done, every recorded agent the CLI's) opens no SSH
-// connection at all.
+// Each worker's agent is recorded in the store (WorkerRecord::agent_sha256, as
+// AgentRecord: the binary's hash and the spec's Prometheus port) as soon as it is known
+// to be current, so a killed `up` resumes without installing again, and an `up` with
+// nothing to do (setup done, every recorded agent the CLI's with the spec's port) opens
+// no SSH connection at all.
 #include <map>
 
 #include "control/up_internal.h"
@@ -16,12 +17,17 @@ namespace {
 
 std::string Workers(size_t n) { return std::to_string(n) + (n == 1 ? " worker" : " workers"); }
 
+// The record of a worker whose agent is `agent`, installed as `fleet` wants it.
+std::string Recorded(const LocalAgent& agent, const FleetSpec& fleet) {
+  return AgentRecord(agent.sha256, fleet.monitoring.prometheus_port);
+}
+
 }  // namespace
 
 // The record says it: the CLI's agent (or, on an ssh-hosts machine whose login may not
 // sudo, that none can be put there).
 bool NodeSteps::AgentRecorded(const WorkerRecord& w) const {
-  return agent_.ok() && (w.agent_sha256 == agent_->sha256 ||
+  return agent_.ok() && (w.agent_sha256 == Recorded(*agent_, fleet_) ||
                          (ssh_hosts() && w.agent_sha256 == kAgentNotInstallable));
 }
 
@@ -71,8 +77,8 @@ void NodeSteps::AfterAgentCheck(const std::vector<WorkerRun>& runs, Clock::MonoT
                                   LastLines(runs[i].output)));
       return;
     }
-    if (check->Current(agent_->sha256)) {
-      w.agent_sha256 = agent_->sha256;
+    if (check->Current(agent_->sha256, fleet_.monitoring.prometheus_port)) {
+      w.agent_sha256 = Recorded(*agent_, fleet_);
     } else if (check->sudo) {
       w.agent_sha256.clear();
       agent_install_.push_back(i);
@@ -110,9 +116,9 @@ void NodeSteps::AfterAgentInstall(const std::vector<WorkerRun>& runs, Clock::Mon
   now_ = now;
   Status first = TakeRuns(agent_install_, runs, "installing the agent", "agent-installed",
                           [&](WorkerRecord& w) {
-                            w.agent_sha256 = agent_->sha256;
+                            w.agent_sha256 = Recorded(*agent_, fleet_);
                             return "worker=" + std::to_string(w.index) +
-                                   " sha256=" + agent_->sha256;
+                                   " sha256=" + w.agent_sha256;
                           });
   if (!first.ok()) {
     End(first);
@@ -173,7 +179,9 @@ void UpSteps::StartAgentJobs(Clock::MonoTime now) {
   if (std::vector<NodeSteps*> due = Due(NodeStep::kAgentInstall, now); !due.empty()) {
     // Nodes get there only with the binary in hand (StartAgent).
     StartJob(due, &NodeSteps::AgentInstallPending, &NodeSteps::AfterAgentInstall,
-             {AgentInstallCommand(agent_->sha256), "", agent_->path}, kAgentInstallTimeout);
+             {AgentInstallCommand(agent_->sha256, fleet_.monitoring.prometheus_port), "",
+              agent_->path},
+             kAgentInstallTimeout);
   }
   std::map<std::string, std::vector<NodeSteps*>> by_request;
   for (NodeSteps* n : Due(NodeStep::kAccounts, now)) {

@@ -58,7 +58,7 @@ TEST(UpAgent, IsInstalledOnlyWhereItIsNotTheClisAndAnswering) {
   for (const FanoutJob& job : t.fanout.jobs) {
     if (!job.stdin_path.empty()) {
       EXPECT_EQ(job.stdin_path, t.world.paths.agent_binary) << "the CLI's binary on stdin";
-      EXPECT_EQ(job.command, AgentInstallCommand(sha));
+      EXPECT_EQ(job.command, AgentInstallCommand(sha, 0));
       EXPECT_TRUE(Contains(job.command, "sudo -n \"$t\" install"));
     }
   }
@@ -128,6 +128,40 @@ TEST(UpAgent, ANewCliAgentReplacesTheWorkersOnTheNextUp) {
     EXPECT_EQ(w.agent_sha256, v2) << w.index;
     EXPECT_EQ(t.workers.Agent("trainer-w" + std::to_string(w.index)), v2);
   }
+}
+
+// The spec's monitoring.prometheus_port is part of the agent as up installs it: a port
+// that changes (or goes) reinstalls every worker's agent on the next up.
+TEST(UpAgent, AChangedPrometheusPortReinstallsOnTheNextUp) {
+  TestWorld t;
+  std::string sha = t.AgentSha256();
+  FleetSpec with9100 = t.Spec(Trainer());
+  with9100.monitoring.prometheus_port = 9100;
+  ASSERT_EQ(t.Up(with9100).nodes[0].status, Status::Ok());
+  EXPECT_EQ(t.workers.installs(), 4);
+  for (const FanoutJob& job : t.fanout.jobs) {
+    if (!job.stdin_path.empty()) {
+      EXPECT_EQ(job.command, AgentInstallCommand(sha, 9100));
+      EXPECT_TRUE(Contains(job.command, "sudo -n \"$t\" install --prometheus 9100"));
+    }
+  }
+  for (const WorkerRecord& w : t.Record("trainer").workers) {
+    EXPECT_EQ(w.agent_sha256, sha + " prometheus=9100") << w.index;
+  }
+  size_t jobs = t.fanout.jobs.size();
+  EXPECT_FALSE(t.Up(with9100).nodes[0].changed);
+  EXPECT_EQ(t.fanout.jobs.size(), jobs) << "the same port: recorded, no SSH at all";
+
+  FleetSpec with9200 = with9100;
+  with9200.monitoring.prometheus_port = 9200;
+  ASSERT_EQ(t.Up(with9200).nodes[0].status, Status::Ok());
+  EXPECT_EQ(t.workers.installs(), 8);
+  EXPECT_EQ(t.workers.Prometheus("trainer-w3"), "9200");
+
+  ASSERT_EQ(t.Up(t.Spec(Trainer())).nodes[0].status, Status::Ok());
+  EXPECT_EQ(t.workers.installs(), 12) << "monitoring removed from the spec";
+  EXPECT_EQ(t.workers.Prometheus("trainer-w3"), "none");
+  EXPECT_EQ(t.Record("trainer").workers[3].agent_sha256, sha);
 }
 
 TEST(UpAgent, TheSpecsUsersAreMadeThroughTheAgentAsRoot) {

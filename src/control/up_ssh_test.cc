@@ -189,7 +189,7 @@ TEST(Issue11, UpLogsInAndRunsSetupOnTheFanoutEngineNotSsh) {
   }
   EXPECT_EQ(t.fanout.jobs[0].stdin_header, "true");
   EXPECT_EQ(t.fanout.jobs[1].stdin_header, AgentCheckScript());
-  EXPECT_EQ(t.fanout.jobs[2].command, AgentInstallCommand(t.AgentSha256()));
+  EXPECT_EQ(t.fanout.jobs[2].command, AgentInstallCommand(t.AgentSha256(), 0));
   EXPECT_EQ(t.fanout.jobs[2].stdin_path, t.world.paths.agent_binary);
   EXPECT_EQ(t.fanout.jobs[3].command, AgentRootCallCommand());
   EXPECT_EQ(t.fanout.jobs[4].command, "bash -s");

@@ -1,4 +1,4 @@
-// The fleet spec's top level: fleet, provider, project, budget and users, and the
+// The fleet spec's top level: fleet, provider, project, budget, users and monitoring, and the
 // checks across node entries. A node entry is parsed in fleet_spec_node.cc, the
 // document's shape checked in fleet_spec_document.cc.
 #include "core/fleet_spec.h"
@@ -166,6 +166,19 @@ Status ParseBudget(const Field& f, BudgetSpec* budget) {
   return Status::Ok();
 }
 
+Status ParseMonitoring(const Field& f, MonitoringSpec* monitoring) {
+  TPUFLEET_TRY(f.CheckKeys({"prometheus_port"}));
+  TPUFLEET_ASSIGN_OR_RETURN(Field port, f.Require("prometheus_port"));
+  TPUFLEET_ASSIGN_OR_RETURN(long long p, port.Int());
+  if (p < kMinPrometheusPort || p > kMaxPrometheusPort) {
+    return port.Error("expected a TCP port from " + std::to_string(kMinPrometheusPort) + " to " +
+                      std::to_string(kMaxPrometheusPort) + " (9100 is Prometheus' usual), found " +
+                      std::to_string(p));
+  }
+  monitoring->prometheus_port = static_cast<int>(p);
+  return Status::Ok();
+}
+
 }  // namespace
 
 std::string_view ProviderName(Provider p) {
@@ -195,7 +208,8 @@ Result<FleetSpec> ParseFleetSpec(std::string_view yaml_text, std::string_view or
   TPUFLEET_ASSIGN_OR_RETURN(Field root, yaml::ParseDocument(yaml_text, origin));
   // Before any walking: the walk below visits an aliased node once per alias.
   TPUFLEET_TRY(CheckDocumentShape(yaml_text, origin));
-  TPUFLEET_TRY(root.CheckKeys({"fleet", "provider", "project", "budget", "users", "nodes"}));
+  TPUFLEET_TRY(
+      root.CheckKeys({"fleet", "provider", "project", "budget", "users", "nodes", "monitoring"}));
 
   FleetSpec spec;
   TPUFLEET_ASSIGN_OR_RETURN(Field name, root.Require("fleet"));
@@ -217,6 +231,10 @@ Result<FleetSpec> ParseFleetSpec(std::string_view yaml_text, std::string_view or
     BudgetSpec b;
     TPUFLEET_TRY(ParseBudget(*budget, &b));
     spec.budget = b;
+  }
+
+  if (auto monitoring = root.Get("monitoring")) {
+    TPUFLEET_TRY(ParseMonitoring(*monitoring, &spec.monitoring));
   }
 
   std::map<std::string, std::string> fleet_users;

@@ -152,6 +152,16 @@ struct BudgetSpec {
   std::optional<double> usd_total;    // ceiling over the fleet's whole life
 };
 
+/// What the fleet shows outside tpufleet (docs/fleet-spec.md, docs/security.md).
+struct MonitoringSpec {
+  /// The TCP port on which every worker's agent serves GET /metrics in Prometheus' text
+  /// format (agent/export), on all addresses; 0: not served (the default).
+  int prometheus_port = 0;
+};
+/// The ports a spec may give: unprivileged, so no other system service's.
+inline constexpr int kMinPrometheusPort = 1024;
+inline constexpr int kMaxPrometheusPort = 65535;
+
 struct FleetSpec {
   std::string name;                       // the fleet's name: [a-z][a-z0-9-]*, at most 63
   Provider provider = Provider::kGcpTpu;  // who runs the machines
@@ -159,6 +169,7 @@ struct FleetSpec {
   std::optional<BudgetSpec> budget;       // nullopt: no budget (gcp-tpu and emulator only)
   std::vector<UserSpec> users;            // fleet-wide users, added on every node
   std::vector<NodeSpec> nodes;            // in spec order, at least one
+  MonitoringSpec monitoring;              // nothing exposed unless the spec says so
 };
 
 /// Parses and checks a fleet spec. `origin` names the document in messages (usually its

@@ -331,6 +331,31 @@ TEST_F(FleetSpecTest, Budget) {
   EXPECT_TRUE(Contains(Error(with("300")), "budget: expected a mapping of fields"));
 }
 
+TEST_F(FleetSpecTest, MonitoringPrometheusPort) {
+  auto with = [](const std::string& monitoring) {
+    return "fleet: demo\nproject: demo-project\nmonitoring: " + monitoring +
+           "\nnodes: [{name: n, type: v4-8}]\n";
+  };
+  Result<FleetSpec> r = Parse(with("{prometheus_port: 9100}"));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->monitoring.prometheus_port, 9100);
+  r = Parse("fleet: demo\nproject: demo-project\nnodes: [{name: n, type: v4-8}]\n");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->monitoring.prometheus_port, 0);  // off unless asked for
+  EXPECT_TRUE(Parse(with("{prometheus_port: 1024}")).ok());
+  EXPECT_TRUE(Parse(with("{prometheus_port: 65535}")).ok());
+  EXPECT_TRUE(Contains(Error(with("{prometheus_port: 80}")),
+                       "fleet.yaml:3:31: monitoring.prometheus_port: expected a TCP port from "
+                       "1024 to 65535 (9100 is Prometheus' usual), found 80"));
+  EXPECT_TRUE(Contains(Error(with("{prometheus_port: 65536}")), "from 1024 to 65535"));
+  EXPECT_TRUE(Contains(Error(with("{prometheus_port: web}")), "monitoring.prometheus_port: "));
+  EXPECT_TRUE(Contains(Error(with("{}")),
+                       "fleet.yaml:3:13: monitoring.prometheus_port: this field is required"));
+  EXPECT_TRUE(Contains(Error(with("{prometheus: 9100}")),
+                       "monitoring.prometheus: unknown field (did you mean prometheus_port?)"));
+  EXPECT_TRUE(Contains(Error(with("9100")), "monitoring: expected a mapping of fields"));
+}
+
 // ---------------------------------------------------------------------------------------
 // Hostile input: the parser refuses it with a message and never crashes.
 

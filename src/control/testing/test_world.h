@@ -15,6 +15,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -134,6 +135,12 @@ class FakeWorkers {
     auto it = agents_.find(alias);
     return it == agents_.end() ? "" : it->second;
   }
+  /// The port of `serve --prometheus` in the unit of the agent on `alias`, as the last
+  /// install set it ("none" when it had no --prometheus, or there was no install).
+  std::string Prometheus(const std::string& alias) const {
+    auto it = prometheus_.find(alias);
+    return it == prometheus_.end() ? "none" : it->second;
+  }
   /// The agent on `alias` is installed but does not answer (until installed again).
   void StopAgent(const std::string& alias) { stopped_.insert(alias); }
   /// The login on `alias` may not sudo.
@@ -194,6 +201,10 @@ class FakeWorkers {
         return r;
       }
       SetAgent(host.name, HexEncode(Sha256(ReadFile(job.stdin_path).value())));
+      size_t flag = job.command.find(" install --prometheus ");
+      prometheus_[host.name] = flag == std::string::npos
+                                   ? "none"
+                                   : job.command.substr(flag + std::strlen(" install --prometheus "));
       return r;
     }
     if (job.command == AgentRootCallCommand()) {  // accounts.apply
@@ -217,6 +228,7 @@ class FakeWorkers {
   std::string CheckOutput(const std::string& alias) const {
     std::string sha = Agent(alias);
     std::string out = "tpufleet-check installed " + (sha.empty() ? "none" : sha) + "\n" +
+                      "tpufleet-check prometheus " + Prometheus(alias) + "\n" +
                       "tpufleet-check sudo " + (no_sudo_.count(alias) ? "no" : "yes") + "\n";
     if (sha.empty()) {
       return out;
@@ -236,6 +248,7 @@ class FakeWorkers {
   std::map<std::string, std::pair<int, std::string>> failing_;
   int refuse_first_ = 0;
   std::map<std::string, std::string> agents_;  // alias: the installed agent's hash
+  std::map<std::string, std::string> prometheus_;  // alias: its unit's --prometheus port
   std::set<std::string> stopped_;
   std::set<std::string> no_sudo_;
   std::map<std::string, std::pair<int, std::string>> failing_install_;
