@@ -40,8 +40,12 @@ json JobJson(const JobReport& job) {
             {"ended_unix_ms", job.ended_unix_ms},
             {"duration_ms", job.duration_ms},
             {"workers", std::move(workers)}};
-  if (!job.first_failure.empty()) {
-    j["first_failure"] = job.first_failure;
+  for (const auto& [key, value] : {std::pair{"first_failure", &job.first_failure},
+                                    {"verdict", &job.verdict},
+                                    {"verdict_detail", &job.verdict_detail}}) {
+    if (!value->empty()) {
+      j[key] = *value;
+    }
   }
   return j;
 }

@@ -85,9 +85,12 @@ struct JobWorkerReport {
 
 /// A job: {"id", "name", "node", "state", "ended", "user", "started_by", "command",
 /// "keep_going", "created_unix_ms", "started_unix_ms", "ended_unix_ms", "duration_ms",
-/// "first_failure"?, "workers"}; "first_failure" ("w2 failed first: exit 1") is written
-/// only when a worker failed. started/ended are 0 until every worker started/ended;
-/// duration_ms is from the start to the end, or to now while it runs.
+/// "first_failure"?, "verdict"?, "verdict_detail"?, "workers"}; "first_failure" ("w2
+/// failed first: exit 1") is written only when a worker failed; "verdict" (busy,
+/// input-bound, straggler, idle, quiet, unknown: core/diagnosis.h) and its sentence
+/// with the numbers only for a running job whose workers were asked for their metrics.
+/// started/ended are 0 until every worker started/ended; duration_ms is from the start
+/// to the end, or to now while it runs.
 struct JobReport {
   std::string id;
   std::string name;
@@ -103,6 +106,8 @@ struct JobReport {
   int64_t ended_unix_ms = 0;
   int64_t duration_ms = 0;
   std::string first_failure;
+  std::string verdict;
+  std::string verdict_detail;
   std::vector<JobWorkerReport> workers;
 };
 

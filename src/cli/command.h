@@ -131,5 +131,6 @@ ExitStatus RunLogs(Invocation& inv);
 ExitStatus RunCancel(Invocation& inv);
 ExitStatus RunAttach(Invocation& inv);
 ExitStatus RunDoctor(Invocation& inv);
+ExitStatus RunTop(Invocation& inv);
 
 }  // namespace tpufleet::cli

@@ -73,13 +73,16 @@ std::vector<Command> CliCommands() {
         {"yes", "", "pin ssh-hosts host keys missing from known_hosts without asking"}},
        true, RunUp},
       {"status", "Show nodes, their state, workers, age and cost so far", "[NODE...] [--refresh]",
-       "From local state by default (no network). --refresh asks the cloud about every zone\n"
-       "the nodes are in (concurrently), records what changed (state, addresses,\n"
+       "From local state by default (the cloud is not asked). --refresh asks the cloud about\n"
+       "every zone the nodes are in (concurrently), records what changed (state, addresses,\n"
        "preemptions) and rewrites the SSH names. With NODE names or --workers, also lists\n"
        "each worker's SSH name and address. Cost so far is at list prices since creation\n"
        "(spot: at most). Leftovers (what failed creates left, still to delete) are listed\n"
        "with their cost; --refresh also reports nodes in the zones it lists that carry a\n"
-       "fleet's label but have no record (untracked).",
+       "fleet's label but have no record (untracked). The VERDICT column (busy, input-bound,\n"
+       "straggler, idle, quiet; see `tpufleet top`) asks the agents of the nodes that have\n"
+       "one, at most 1.5 s; a node that does not answer so soon is unknown. --json asks no\n"
+       "agent.",
        {{"refresh", "", "ask the cloud first"},
         {"workers", "", "list every worker's SSH name and address"}},
        true, RunStatus},
@@ -202,7 +205,10 @@ std::vector<Command> CliCommands() {
        "order (runs folded: 0x3,1; - while running, ? when the worker did not answer), who\n"
        "started it, when, how long it ran, and which worker failed first and how. A job on\n"
        "which a worker failed while others still run is stopped on them (unless started\n"
-       "with --keep-going), and it says so. Workers that did not answer are named on stderr.",
+       "with --keep-going), and it says so. Workers that did not answer are named on stderr.\n"
+       "When jobs are running, their workers' agents are asked once more, for their metrics,\n"
+       "and each running job gets a VERDICT (busy, input-bound, straggler, idle, quiet,\n"
+       "unknown; see `tpufleet top` and docs/monitoring.md).",
        {{"watch", "ID", "watch job ID and stop it when a worker fails (run starts this)", 0,
          true}},
        true, RunJobs},
@@ -243,6 +249,33 @@ std::vector<Command> CliCommands() {
        "each failed check with what to do. Exit status: 0 when every check passed, 1\n"
        "otherwise, 2 for a target that names no worker.",
        {}, true, RunDoctor},
+      {"top", "Show the accelerators of workers live: use, holders, hosts, and why idle",
+       "[TARGET...] [--once] [--since DUR] [--fold] [--sort KEY] [--filter TEXT] "
+       "[--idle-after DUR] [--refresh S]",
+       "Asks the node agent of every worker of TARGET (a node, NODE:N, key=value, all;\n"
+       "default all) at once for what it measured, and shows one row per worker: its\n"
+       "verdict, each chip's duty cycle and HBM as bars (one cell per chip, ? when no job\n"
+       "serves runtime metrics), the process holding the chips (pid, user, job, command),\n"
+       "and the host's CPU and memory. Below: each job's, node's and worker's verdict that\n"
+       "needs attention, in words with the numbers: input-bound (the TPU starves while the\n"
+       "job's host CPU is at its limit), straggler (one worker far less busy than the\n"
+       "others), idle (nothing used the node for --idle-after, default 10m). See\n"
+       "docs/monitoring.md for the thresholds. A worker that does not answer keeps its row,\n"
+       "saying why.\n"
+       "On a terminal: a full-screen view refreshed every --refresh seconds (default 2), with\n"
+       "sparklines of the last 5 minutes (--since: longer); keys q quit, s sort, f fold, /\n"
+       "filter, arrows and PgUp/PgDn scroll, r refresh. Nodes of more than 8 workers are\n"
+       "folded into one row (f: all or none). --once prints one snapshot as a table, or\n"
+       "with --json as a document (docs/top.md). Exit status: 0 when every worker\n"
+       "answered, 1 otherwise.",
+       {{"once", "", "print one snapshot and exit (a table, or --json)"},
+        {"since", "DUR", "sparklines of duty cycle and CPU over the last DUR (at most 24h)"},
+        {"fold", "", "one row per node"},
+        {"sort", "KEY", "name (default), duty, hbm, cpu or verdict"},
+        {"filter", "TEXT", "only rows whose node, worker, verdict or holder has TEXT"},
+        {"idle-after", "DUR", "a node unused this long is idle (default 10m)"},
+        {"refresh", "S", "seconds between rounds of the live view (default 2)"}},
+       true, RunTop},
       {"ssh-proxy", "Connect ssh to a worker wherever it is now (the ssh config's ProxyCommand)",
        "--state-dir DIR -- NODE N",
        "Run by ssh, for the Host blocks tpufleet writes, not by people. Connects to worker N\n"

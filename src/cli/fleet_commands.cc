@@ -11,6 +11,7 @@
 #include "cli/progress_view.h"
 #include "cli/table.h"
 #include "control/down.h"
+#include "control/fleet_metrics.h"
 #include "control/fleet_status.h"
 #include "control/import.h"
 #include "control/up.h"
@@ -211,6 +212,48 @@ ExitStatus RunUp(Invocation& inv) {
   return all_ok ? ExitStatus::kOk : ExitStatus::kFailure;
 }
 
+// status asks the nodes' agents for their verdicts with these: an agent answers metrics
+// from the snapshot it holds in milliseconds, over a connection the holder keeps warm;
+// a node that does not answer this quickly is "unknown" rather than make status wait.
+// `status --json` makes no round at all: it stays the answer from local state.
+constexpr std::chrono::milliseconds kStatusConnectTimeout{1000};
+constexpr std::chrono::milliseconds kStatusMetricsTimeout{1500};
+
+// Each node's verdict, by name, from one short metrics round to the workers of the
+// nodes whose agent `up` installed; none (and no round) when no node has one.
+std::map<std::string, Diagnosis> NodeVerdicts(Invocation& inv, World& world,
+                                              const FleetStatusReport& views) {
+  std::map<std::string, Diagnosis> verdicts;
+  std::vector<std::string> names;
+  for (const NodeView& v : views.nodes) {
+    bool agent = !v.record.workers.empty();
+    for (const WorkerRecord& w : v.record.workers) {
+      agent = agent && !w.agent_sha256.empty() && w.agent_sha256 != "-" && !w.address.empty();
+    }
+    if (agent) {
+      names.push_back(v.record.name);
+    }
+  }
+  if (names.empty()) {
+    return verdicts;
+  }
+  Result<std::vector<WorkerTarget>> workers = ResolveTargets(world.store, names);
+  MetricsOptions options;
+  options.connect_timeout = kStatusConnectTimeout;
+  options.timeout = kStatusMetricsTimeout;
+  Result<FleetMetrics> fleet =
+      workers.ok() ? SampleFleet(world, *workers, options) : Result<FleetMetrics>(workers.status());
+  if (!fleet.ok()) {
+    inv.err << "tpufleet: warning: no verdicts: " << TerminalText(fleet.status().message())
+            << "\n";
+    return verdicts;
+  }
+  for (const GroupMetrics& g : fleet->nodes) {
+    verdicts[g.name] = g.diagnosis;
+  }
+  return verdicts;
+}
+
 ExitStatus RunStatus(Invocation& inv) {
   Result<const Catalog*> catalog = inv.LoadCatalog();
   if (!catalog.ok()) {
@@ -234,17 +277,29 @@ ExitStatus RunStatus(Invocation& inv) {
     inv.out << "No nodes. Bring a fleet up with `tpufleet up FLEET.yaml`.\n";
     return ExitStatus::kOk;
   }
-  TextTable t({"NODE", "FLEET", "PROVIDER", "ZONE", "TYPE", "CAPACITY", "STATE", "HEALTH",
-               "WORKERS", "AGE", "COST"});
+  std::map<std::string, Diagnosis> verdicts = NodeVerdicts(inv, (*handle)->world(), *views);
+  std::vector<std::string> header = {"NODE",   "FLEET",   "PROVIDER", "ZONE", "TYPE", "CAPACITY",
+                                     "STATE",  "HEALTH",  "WORKERS",  "AGE",  "COST"};
+  if (!verdicts.empty()) {
+    header.insert(header.begin() + 8, "VERDICT");
+  }
+  TextTable t(header);
   std::vector<std::string> errors;
   for (const NodeView& v : views->nodes) {
     const NodeRecord& r = v.record;
     std::string cost = v.cost_usd ? (v.cost_is_upper_bound ? "<= " : "") + FormatUsd(*v.cost_usd)
                                   : "-";
-    t.AddRow({r.name, r.fleet, r.provider, r.zone.empty() ? "-" : r.zone,
-              r.type.empty() ? "-" : r.type, r.capacity.empty() ? "-" : r.capacity,
-              r.state == NodeState::kNone ? "-" : r.state.Name(), r.health.empty() ? "-" : r.health,
-              std::to_string(r.workers.size()), FormatDuration(v.age), cost});
+    std::vector<std::string> row = {
+        r.name, r.fleet, r.provider, r.zone.empty() ? "-" : r.zone,
+        r.type.empty() ? "-" : r.type, r.capacity.empty() ? "-" : r.capacity,
+        r.state == NodeState::kNone ? "-" : r.state.Name(), r.health.empty() ? "-" : r.health,
+        std::to_string(r.workers.size()), FormatDuration(v.age), cost};
+    if (!verdicts.empty()) {
+      auto it = verdicts.find(r.name);
+      row.insert(row.begin() + 8,
+                 it == verdicts.end() ? "-" : std::string(VerdictName(it->second.verdict)));
+    }
+    t.AddRow(std::move(row));
     if (!v.refresh_error.empty()) {
       errors.push_back(r.name + ": could not refresh: " + v.refresh_error);
     }

@@ -1,10 +1,12 @@
 // `tpufleet jobs`, `logs`, `cancel` and `attach`: the fleet's jobs as the workers' node
 // agents know them (control/jobs.h). `run` is run_command.cc.
 #include <ostream>
+#include <set>
 
 #include "cli/command.h"
 #include "cli/fleet_world.h"
 #include "cli/job_output.h"
+#include "control/fleet_metrics.h"
 #include "control/jobs.h"
 #include "control/ssh_login.h"
 #include "util/strings.h"
@@ -48,6 +50,50 @@ ExitStatus Watch(Invocation& inv, const std::string& id) {
   return s.ok() ? ExitStatus::kOk : Fail(inv, s.WithContext("watching job " + id));
 }
 
+// The verdicts of the running jobs of `report`, from one metrics round to their workers;
+// none (and no round) when no job runs. A round that cannot be made is a warning: the
+// table goes on without verdicts.
+JobVerdicts RunningJobVerdicts(Invocation& inv, World& world, const JobsReport& report) {
+  JobVerdicts verdicts;
+  std::vector<WorkerTarget> workers;
+  std::set<std::string> seen;
+  for (const JobView& j : report.jobs) {
+    for (const JobWorker& w : j.workers) {
+      if (j.state == JobState::kRunning && seen.insert(w.target.name).second) {
+        workers.push_back(w.target);
+      }
+    }
+  }
+  if (workers.empty()) {
+    return verdicts;
+  }
+  Result<FleetMetrics> fleet = SampleFleet(world, workers, MetricsOptions{});
+  if (!fleet.ok()) {
+    inv.err << "tpufleet: warning: no verdicts: " << TerminalText(fleet.status().message())
+            << "\n";
+    return verdicts;
+  }
+  for (const JobView& j : report.jobs) {
+    if (j.state != JobState::kRunning) {
+      continue;
+    }
+    if (const GroupMetrics* g = FindJobGroup(*fleet, j.id)) {
+      verdicts[j.id] = g->diagnosis;
+      continue;
+    }
+    // No answering worker's sample shows it: say why, from the first that did not answer.
+    Diagnosis unknown{Verdict::kUnknown, "no worker's sample shows job " + j.id, std::nullopt};
+    for (const WorkerMetrics& w : fleet->workers) {
+      if (w.target.node == j.node && !w.report.has_value()) {
+        unknown.detail = w.status.message();
+        break;
+      }
+    }
+    verdicts[j.id] = unknown;
+  }
+  return verdicts;
+}
+
 }  // namespace
 
 ExitStatus RunJobs(Invocation& inv) {
@@ -76,11 +122,12 @@ ExitStatus RunJobs(Invocation& inv) {
               << Join(*stopped, ", ") << "\n";
     }
   }
+  JobVerdicts verdicts = RunningJobVerdicts(inv, world, *report);
   int64_t now = NowUnixMs(world);
   if (inv.json) {
     api::JobsList list;
     for (const JobView& j : report->jobs) {
-      list.jobs.push_back(ToApi(j, now));
+      list.jobs.push_back(ToApi(j, now, verdicts));
     }
     for (const Status& s : report->missing) {
       list.unreachable.push_back(s.message());
@@ -89,7 +136,7 @@ ExitStatus RunJobs(Invocation& inv) {
   } else if (report->jobs.empty()) {
     inv.out << "No jobs.\n";
   } else {
-    PrintJobsTable(inv.out, *report, now);
+    PrintJobsTable(inv.out, *report, now, verdicts);
   }
   return ExitStatus::kOk;
 }

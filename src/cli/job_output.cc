@@ -131,7 +131,7 @@ Result<JobView> PrintLogs(Invocation& inv, World& world, const JobView& job,
   return end;
 }
 
-api::JobReport ToApi(const JobView& job, int64_t now_ms) {
+api::JobReport ToApi(const JobView& job, int64_t now_ms, const JobVerdicts& verdicts) {
   api::JobReport r;
   r.id = job.id;
   r.name = job.name;
@@ -149,6 +149,10 @@ api::JobReport ToApi(const JobView& job, int64_t now_ms) {
     r.duration_ms = (job.ended ? job.ended_unix_ms : now_ms) - job.started_unix_ms;
   }
   r.first_failure = job.first_failure;
+  if (auto it = verdicts.find(job.id); it != verdicts.end()) {
+    r.verdict = std::string(VerdictName(it->second.verdict));
+    r.verdict_detail = it->second.detail;
+  }
   for (const JobWorker& w : job.workers) {
     api::JobWorkerReport wr;
     wr.worker = w.target.name;
@@ -164,13 +168,27 @@ api::JobReport ToApi(const JobView& job, int64_t now_ms) {
   return r;
 }
 
-void PrintJobsTable(std::ostream& out, const JobsReport& report, int64_t now_ms) {
-  TextTable table({"JOB", "NAME", "NODE", "STATE", "EXIT", "USER", "STARTED", "TIME", "NOTE"});
+void PrintJobsTable(std::ostream& out, const JobsReport& report, int64_t now_ms,
+                    const JobVerdicts& verdicts) {
+  std::vector<std::string> header = {"JOB",  "NAME",    "NODE", "STATE", "EXIT",
+                                     "USER", "STARTED", "TIME", "NOTE"};
+  bool judged = !verdicts.empty();
+  if (judged) {
+    header.insert(header.begin() + 4, "VERDICT");
+  }
+  TextTable table(header);
   for (const JobView& j : report.jobs) {
-    table.AddRow({j.id, j.name, j.node, std::string(api::JobStateName(j.state)), FoldedExits(j),
-                  j.started_by.empty() ? j.user : j.started_by,
-                  j.created_unix_ms == 0 ? "-" : Ago(j.created_unix_ms, now_ms) + " ago",
-                  RunTime(j, now_ms), Note(j)});
+    std::vector<std::string> row = {
+        j.id, j.name, j.node, std::string(api::JobStateName(j.state)), FoldedExits(j),
+        j.started_by.empty() ? j.user : j.started_by,
+        j.created_unix_ms == 0 ? "-" : Ago(j.created_unix_ms, now_ms) + " ago",
+        RunTime(j, now_ms), Note(j)};
+    if (judged) {
+      auto it = verdicts.find(j.id);
+      row.insert(row.begin() + 4,
+                 it == verdicts.end() ? "-" : std::string(VerdictName(it->second.verdict)));
+    }
+    table.AddRow(std::move(row));
   }
   table.Print(out);
 }

@@ -15,6 +15,7 @@
 #include "cli/command.h"
 #include "cli/interrupt_watch.h"
 #include "control/jobs.h"
+#include "core/diagnosis.h"
 
 namespace tpufleet::cli {
 
@@ -53,14 +54,19 @@ class JobLogPrinter {
 Result<JobView> PrintLogs(Invocation& inv, World& world, const JobView& job,
                           const FollowOptions& options, const InterruptWatch& interrupt);
 
-/// `job` as `jobs --json` and `cancel --json` write it; `now_ms` (Unix ms) ends the
-/// duration of a job that has not ended.
-api::JobReport ToApi(const JobView& job, int64_t now_ms);
+/// The verdicts of running jobs (core/diagnosis.h), by job id: what `jobs` shows of them.
+using JobVerdicts = std::map<std::string, Diagnosis>;
 
-/// The `jobs` table: JOB, NAME, NODE, STATE, EXIT (each worker's exit code or signal in
-/// order, runs folded: "0x3,1"), USER, STARTED (how long ago), TIME (how long it ran),
-/// and NOTE (which worker failed first, or who holds the TPU it waits for).
-void PrintJobsTable(std::ostream& out, const JobsReport& report, int64_t now_ms);
+/// `job` as `jobs --json` and `cancel --json` write it; `now_ms` (Unix ms) ends the
+/// duration of a job that has not ended; its verdict from `verdicts` when it has one.
+api::JobReport ToApi(const JobView& job, int64_t now_ms, const JobVerdicts& verdicts = {});
+
+/// The `jobs` table: JOB, NAME, NODE, STATE, VERDICT (only when `verdicts` has some: a
+/// running job's verdict, "-" for the others), EXIT (each worker's exit code or signal
+/// in order, runs folded: "0x3,1"), USER, STARTED (how long ago), TIME (how long it
+/// ran), and NOTE (which worker failed first, or who holds the TPU it waits for).
+void PrintJobsTable(std::ostream& out, const JobsReport& report, int64_t now_ms,
+                    const JobVerdicts& verdicts = {});
 
 /// One line for people on how the job stands: "succeeded in 4m12s",
 /// "failed after 10s: w2 failed first: exit 1", "running for 3m", "waiting for the TPU:

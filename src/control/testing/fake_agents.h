@@ -9,7 +9,8 @@
 // `start_state`, or what `on_start` makes of it); job.list, job.cancel (a running job
 // becomes cancelled, signal TERM), job.logs (each stream's text, then the end line) and
 // job.watch (one state line per job, then the end: a test moves the states on itself)
-// work on them. A worker can be without a running agent (`call` exits 3), without
+// work on them; `metrics` answers the worker's `metrics` report, or "unknown op" as an
+// agent from before the op does when the test set none. A worker can be without a running agent (`call` exits 3), without
 // the binary (127) or unreachable; a workdir named in `missing_workdirs` is refused
 // as the real agent refuses it.
 //
@@ -19,8 +20,10 @@
 // Thread-safety: one test thread.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -31,6 +34,44 @@
 
 namespace tpufleet::testing {
 
+/// A `metrics` answer of a worker whose 4 chips (8 of 32 GiB HBM each) ran at `duty` %
+/// for the last minute, held by job `job` of alice (none: "", the worker then unused
+/// for an hour), with its host's CPU at the job's limit when `input_bound` (its queue
+/// empty in the window) or at 20 %. As of `now_ms`.
+inline MetricsReport WorkerReport(int64_t now_ms, double duty, const std::string& job,
+                                  bool input_bound = false) {
+  MetricsReport r;
+  r.sample.time_unix_ms = now_ms;
+  for (int c = 0; c < 4; ++c) {
+    ChipSample chip;
+    chip.index = c;
+    chip.kind = "tpu";
+    chip.device = "/dev/accel" + std::to_string(c);
+    chip.duty_cycle_percent = duty;
+    chip.hbm_used_bytes = int64_t{8} << 30;
+    chip.hbm_total_bytes = int64_t{32} << 30;
+    if (!job.empty()) {
+      chip.holders.push_back({4242, "alice", "python3 train.py", job});
+    }
+    r.sample.chips.push_back(chip);
+  }
+  r.sample.host.cpus = 8;
+  r.sample.host.cpu_percent = input_bound ? 99 : 20;
+  r.sample.host.memory_used_bytes = int64_t{10} << 30;
+  r.sample.host.memory_total_bytes = int64_t{40} << 30;
+  if (!job.empty()) {
+    r.sample.jobs.push_back({job, "alice", input_bound ? 99.0 : 20.0, 100, 99, 1 << 30});
+  }
+  r.window.seconds = 60;
+  r.window.samples = 60;
+  r.window.duty_cycle_percent = duty;
+  r.window.hlo_queue = input_bound ? 0 : 3;
+  r.window.input_bound_fraction = input_bound ? 0.9 : 0;
+  r.window.job = job;
+  r.window.idle_since_unix_ms = job.empty() ? now_ms - 3'600'000 : 0;
+  return r;
+}
+
 class FakeAgents {
  public:
   struct Worker {
@@ -40,6 +81,7 @@ class FakeAgents {
     std::vector<api::JobOnWorker> jobs;
     std::map<std::string, std::string> stdout_text;  // by job id
     std::map<std::string, std::string> stderr_text;  // by job id
+    std::optional<MetricsReport> metrics;  // the metrics op's answer; none: "unknown op"
   };
   struct Call {
     std::string worker;  // "pod/w2"
@@ -232,6 +274,13 @@ class FakeAgents {
         Send(sink, index, api::EndLine(Status::Ok()));
         return;
       }
+      case api::AgentOp::kMetrics:
+        if (!w.metrics.has_value()) {
+          a.status = InvalidArgumentError("unknown op \"metrics\"");
+          break;
+        }
+        a.body = *w.metrics;
+        break;
       default:
         a.status = InternalError("the fake agent does not answer this op");
         break;
