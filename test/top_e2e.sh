@@ -136,7 +136,9 @@ verdicts_formed() {
 formed() {
   wait_for "$verdict_wait" verdicts_formed && return 0
   echo "no input-bound worker 2 and straggler job within ${verdict_wait}s; the last top --json:"
-  shows snap
+  [[ -s $tmp/snap.json ]] || { shows snap; return 1; }
+  echo "job: $(job_q snap "$job" '{verdict, detail}')"
+  echo "worker 2: $(worker_q snap pod 2 '{verdict, detail, window: .report.window}')"
   return 1
 }
 check "within ${verdict_wait}s top --json calls worker 2 input-bound and the job a straggler" formed
@@ -195,7 +197,7 @@ input_bound_said() {
   detail=$(worker_q snap pod 2 .detail)
   # The numbers: its duty cycle, its HLO queue, its host CPU.
   [[ $detail == input-bound:* && $detail =~ [0-9]+\ ?%.*[0-9]+\ ?% && $detail == *"HLO queue"* ]] ||
-    { echo "worker 2: $detail"; return 1; }
+    { echo "worker 2: $detail"; worker_q snap pod 2 .report.window; return 1; }
 }
 check "worker 2 is input-bound, and its verdict gives the duty cycle, the queue and the CPU" \
   input_bound_said
@@ -286,7 +288,7 @@ solo_input_bound() {
   # Past the idle time, with the verdict's window full of the job's samples.
   wait_for 120 eval 'top_json s solo --idle-after "$idle_after" &&
     [[ $(node_q s solo .verdict) == input-bound ]]' ||
-    { node_q s solo "{verdict, detail}"; return 1; }
+    { node_q s solo "{verdict, detail}"; worker_q s solo 0 .report.window; return 1; }
   local left=$((solo_started + 30 - SECONDS))
   ((left <= 0)) || sleep "$left"
   top_json s solo --idle-after "$idle_after" || return 1
