@@ -51,8 +51,6 @@ readonly targets_wait=60
 free_port() {
   python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
-# near A B TOLERANCE: |A - B| <= TOLERANCE (decimals).
-near() { awk -v a="$1" -v b="$2" -v t="$3" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= t) }'; }
 
 track_hosts_begin
 

@@ -61,9 +61,6 @@ worker_q() {
 job_q() { jq -r --arg id "$2" ".jobs[] | select(.id == \$id) | $3" "$tmp/$1.json"; }
 node_q() { jq -r --arg n "$2" ".nodes[] | select(.name == \$n) | $3" "$tmp/$1.json"; }
 
-# near A B TOLERANCE: |A - B| <= TOLERANCE (decimals).
-near() { awk -v a="$1" -v b="$2" -v t="$3" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= t) }'; }
-
 track_hosts_begin
 
 # ---------------------------------------------------------------------------------
