@@ -68,15 +68,16 @@ std::string Percent(double v) {
   return std::to_string(std::lround(v)) + " %";
 }
 
-// "1 CPU", "4 CPUs", "2.5 CPUs" for a limit in percent of one CPU.
+// "1 CPU", "4 CPUs", "1.5 CPUs" (a cgroup quota) for a limit in percent of one CPU.
 std::string Cpus(double limit_percent) {
   double cpus = limit_percent / 100;
   long whole = std::lround(cpus);
   if (std::fabs(cpus - static_cast<double>(whole)) < 0.05) {
     return std::to_string(whole) + (whole == 1 ? " CPU" : " CPUs");
   }
-  std::string tenths = std::to_string(std::lround(cpus * 10));
-  return tenths.substr(0, tenths.size() - 1) + "." + tenths.back() + " CPUs";
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f CPUs", cpus);
+  return text;
 }
 
 // "TPU duty cycle 9 %, HLO queue empty": what the window says of the chips.

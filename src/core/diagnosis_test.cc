@@ -159,6 +159,12 @@ TEST(Diagnosis, InputBoundSaysWhyWithTheNumbers) {
   EXPECT_EQ(DiagnoseWorker(SummarizeWindow(all_cpus, 0), kT0 + kMinute).detail,
             "input-bound: TPU duty cycle 34 %, HLO queue empty, job jabc1234 host CPU 98 % of "
             "its 4 CPUs (50 % of the last 60 s)");
+  // A cgroup quota of 1.5 CPUs, used up.
+  WindowSummary quota =
+      SummarizeWindow(Window([](int64_t t) { return Sample(t, 5, 0, 140, 150, 50); }), 0);
+  EXPECT_EQ(DiagnoseWorker(quota, kT0 + kMinute).detail,
+            "input-bound: TPU duty cycle 5 %, HLO queue empty, job jabc1234 host CPU 93 % of "
+            "its 1.5 CPUs (100 % of the last 60 s)");
   // Under half of the window starved: busy.
   all_cpus.at(0).chips.at(0).duty_cycle_percent = 90;
   all_cpus.at(0).chips.at(1).duty_cycle_percent = 90;
