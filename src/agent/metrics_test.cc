@@ -164,6 +164,39 @@ TEST(AgentMetrics, AChipsHolderJobAndTheRuntimeMetricsOnTheJobsPort) {
   EXPECT_FALSE(r.sample.chips[0].duty_cycle_percent.has_value());
 }
 
+TEST(AgentMetrics, AGpusHolderIsNamedWithItsJob) {
+  // The stand-in libnvidia-ml reads its GPUs from the file $TPUFLEET_NVML_STANDIN names
+  // when serve loads it; serve is started again once the job's pid is known (the job
+  // goes on, and the new serve adopts it). The numbers: nvml_serve_test.cc.
+  TempDir dir;
+  const std::string facts = dir.Path("gpus");
+  setenv("TPUFLEET_NVML_STANDIN", facts.c_str(), 1);
+  struct Unset {
+    ~Unset() { unsetenv("TPUFLEET_NVML_STANDIN"); }  // also when the test fails half way
+  } unset;
+  RunningAgent agent({"--sample-interval", "200", "--nvml", NVML_STANDIN});
+  ASSERT_TRUE(agent.StartJob(RunningAgent::Job("jgpuaaaa", "exec sleep 600")).status.ok());
+  api::JobOnWorker running =
+      agent.WaitFor("jgpuaaaa", [](const api::JobOnWorker& j) { return j.state == JobState::kRunning; });
+  agent.Stop();
+  dir.Write("gpus", "gpu 70 20 1000 8000 3 " + std::to_string(running.pid) + "\n");
+  agent.Start();
+
+  api::MetricsReport r;
+  auto ready = [&] { return !r.sample.chips.empty() && !r.sample.chips[0].holders.empty() && !r.sample.jobs.empty(); };
+  for (int i = 0; i < 100 && !ready(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    r = Metrics(agent);
+  }
+  ASSERT_TRUE(ready()) << api::ToJson(r);
+  const ChipSample& gpu = r.sample.chips[0];
+  EXPECT_EQ(gpu.device, "/dev/nvidia3");
+  EXPECT_EQ(gpu.holders[0].pid, running.pid);
+  EXPECT_EQ(gpu.holders[0].job, "jgpuaaaa");
+  EXPECT_EQ(gpu.holders[0].user, running.user);
+  EXPECT_EQ(gpu.holders[0].command, "sleep 600");
+}
+
 // A port nothing listens on now (the kernel's pick for port 0, let go).
 int FreePort() {
   UniqueFd fd(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));

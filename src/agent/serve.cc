@@ -134,8 +134,10 @@ int ServeMain(const std::vector<std::string>& args) {
     return Complain(kExitFailed, init.ToString());
   }
   // The samples, on a thread of their own (a runtime metrics read may block).
-  std::unique_ptr<host::Nvml> nvml = host::Nvml::Open({flags->Get("nvml", ""), "", "/proc/driver/nvidia"});
-  if (!nvml->ok() && !flags->Get("nvml", "").empty()) {
+  host::NvmlOptions nvml_options;
+  nvml_options.library = flags->Get("nvml", "");
+  std::unique_ptr<host::Nvml> nvml = host::Nvml::Open(nvml_options);
+  if (!nvml->ok() && !nvml_options.library.empty()) {
     Complain(kExitOk, nvml->reason());
   }
   sampler::GrpcChipMetricsReader chip_metrics;

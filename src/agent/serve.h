@@ -40,7 +40,8 @@ int ServeMain(const std::vector<std::string>& args);
 
 /// `tpufleet-agent sample [--json]`: two samples a second apart, printed as the metrics
 /// op's report (JSON), or as a few lines for a person; for bench/top.sh and for people on
-/// a worker. Does not need serve.
+/// a worker. It does not ask serve, so it knows no jobs: no job samples, no job ids on
+/// the chips' holders, and only port 8431's runtime metrics (the metrics op has them).
 int SampleMain(const std::vector<std::string>& args);
 
 /// `tpufleet-agent call [--worker N] [--socket PATH]`: one request line from stdin to the

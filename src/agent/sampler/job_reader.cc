@@ -129,7 +129,9 @@ JobSample JobSampleOf(const JobRef& job, const JobCounters* before, const JobCou
     auto was = before->threads.find(tid);
     if (was != before->threads.end() && was->second.start_ticks == t.start_ticks &&
         t.ticks >= was->second.ticks) {
-      s.busiest_thread_percent = std::max(s.busiest_thread_percent, percent(t.ticks - was->second.ticks));
+      // A thread runs on one CPU at a time: more is the ticks' rounding.
+      s.busiest_thread_percent = std::max(
+          s.busiest_thread_percent, std::min(100.0, percent(t.ticks - was->second.ticks)));
     }
   }
   return s;

@@ -64,6 +64,8 @@ TEST(JobSample, CpuOfTheJobAndItsBusiestThreadInPercentOfOneCpu) {
   after.cpu_ticks = 900;
   EXPECT_EQ(JobSampleOf(job, &now, after, 1.0, 100).cpu_percent, 0);
   EXPECT_EQ(JobSampleOf(job, nullptr, now, 0, 100).cpu_percent, 0);
+  // A thread's ticks rounded up past the span read as one whole CPU, never more.
+  EXPECT_EQ(JobSampleOf(job, &before, now, 1.5, 100).busiest_thread_percent, 100);
 }
 
 TEST(Chips, HoldersWithTheirJobsAndMetricsByDeviceId) {

@@ -37,15 +37,21 @@ WorkerSample Sampler::Sample() {
     std::lock_guard<std::mutex> l(mu_);
     jobs = jobs_;
   }
-  const Clock::MonoTime at = clock_.MonotonicNow();
-  const double seconds =
-      host_before_ ? std::chrono::duration<double>(at - before_).count() : 0;
   WorkerSample s;
   s.time_unix_ms = UnixMs(clock_);
-
+  // Each reading's rates are over the time between it and the one before: a loaded host
+  // may take a while between the two, and a rate over another span would be wrong.
+  auto since = [this](Clock::MonoTime& before) {
+    const Clock::MonoTime now = clock_.MonotonicNow();
+    const double seconds = std::chrono::duration<double>(now - before).count();
+    before = now;
+    return seconds;
+  };
   HostCounters host = ReadHostCounters(options_.host);
-  s.host = HostSampleOf(host_before_ ? &*host_before_ : nullptr, host, seconds);
+  const double host_seconds = since(host_at_);
+  s.host = HostSampleOf(host_before_ ? &*host_before_ : nullptr, host, host_seconds);
   std::map<std::string, JobCounters> counters = ReadJobCounters(options_.host, jobs);
+  const double seconds = since(jobs_at_);
   host::LiveJobPids live;
   std::set<int> ports = {tpu_metrics::kDefaultMetricsPort};
   for (const JobRef& job : jobs) {
@@ -81,7 +87,6 @@ WorkerSample Sampler::Sample() {
 
   host_before_ = std::move(host);
   jobs_before_ = std::move(counters);
-  before_ = at;
   std::lock_guard<std::mutex> l(mu_);
   if (IsInUse(s)) {
     idle_since_unix_ms_ = 0;

@@ -78,7 +78,8 @@ class Sampler {
   // The sampling thread's own (Sample is one thread's at a time).
   std::optional<HostCounters> host_before_;
   std::map<std::string, JobCounters> jobs_before_;
-  Clock::MonoTime before_{};
+  Clock::MonoTime host_at_{};  // when host_before_ was read
+  Clock::MonoTime jobs_at_{};  // when jobs_before_ was read
 
   mutable std::mutex mu_;
   std::condition_variable wake_;
