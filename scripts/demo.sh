@@ -152,6 +152,10 @@ rc=0
 timeout -s INT 4 "$bin" logs train-2 -f --worker 0 || rc=$?
 [[ $rc == 124 ]] || { echo "demo: logs -f of train-2 ended by itself (exit $rc)" >&2; exit 1; }
 
+step "What is each chip of the pod doing, and who holds it? (one snapshot; without --once, a live view)" \
+  tpufleet top demo-pod --once
+tpufleet top demo-pod --once
+
 step "Cancel the second; every job with each worker's exit code" \
   "tpufleet cancel train-2; tpufleet jobs"
 tpufleet cancel train-2

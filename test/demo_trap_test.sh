@@ -82,7 +82,7 @@ set -e
   fail "a preemption that never shows: rc=$rc $(cat "$tmp/b.err")"
 check_cleanup "no PREEMPTED"
 grep -q "^run demo-pod --name train -- tpu-standin" "$STUB_LOG" &&
-  grep -q "^cancel train-2" "$STUB_LOG" ||
+  grep -q "^top demo-pod --once" "$STUB_LOG" && grep -q "^cancel train-2" "$STUB_LOG" ||
   fail "the job steps did not run: $(cat "$STUB_LOG")"
 
 STUB_LOG=$tmp/c.log

@@ -106,6 +106,9 @@ wait_for() {
   done
 }
 
+# near A B TOLERANCE: |A - B| <= TOLERANCE, decimals (a measured number against the told).
+near() { awk -v a="$1" -v b="$2" -v t="$3" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= t) }'; }
+
 # curl with the owner's token of the emulator in $TPUFLEET_EMULATOR_DIR: it answers
 # nothing without it (issue 10). Read at each call, since each start makes a new one;
 # the header comes from a file descriptor, so the token is in no process's argv.
