@@ -22,10 +22,7 @@ source "$(dirname "$0")/e2e_lib.sh"
 bin=$(realpath "$1")
 agent=$(dirname "$bin")/tpufleet-agent
 e2e_require jq curl ssh ssh-keygen nsenter timeout ip pgrep sha256sum
-if [[ ! -x $agent ]]; then
-  echo "SKIP: no tpufleet-agent next to $bin: the node agent is not built"
-  exit 77
-fi
+e2e_require_agent "$bin"
 e2e_home agent
 trap e2e_end EXIT
 trap 'exit 143' TERM INT HUP  # so that a ctest timeout still cleans up

@@ -18,6 +18,14 @@ e2e_require() {
   done
 }
 
+# e2e_require_agent BIN: skips (exit 77) unless a tpufleet-agent was built next to BIN.
+e2e_require_agent() {
+  if [[ ! -x $(dirname "$1")/tpufleet-agent ]]; then
+    echo "SKIP: no tpufleet-agent next to $1: the node agent is not built"
+    exit 77
+  fi
+}
+
 # e2e_home NAME: a fresh $tmp (/tmp/tpufleet-NAME-e2e.XXXXXX) that holds this run's HOME,
 # state dirs and emulator dir; sets $state, $project and $zone. The fleet's login is
 # $USER when that is a valid name (root is not): unset, as are the caller's cloud

@@ -20,10 +20,7 @@ set -uo pipefail
 source "$(dirname "$0")/e2e_lib.sh"
 bin=$(realpath "$1")
 e2e_require jq curl ssh ssh-keygen nsenter timeout ip pgrep
-if [[ ! -x $(dirname "$bin")/tpufleet-agent ]]; then
-  echo "SKIP: no tpufleet-agent next to $bin: the node agent is not built (branch h-agent)"
-  exit 77
-fi
+e2e_require_agent "$bin"
 e2e_home jobs
 bg_pids=()
 

@@ -18,10 +18,7 @@ source "$(dirname "$0")/e2e_lib.sh"
 bin=$(realpath "$1")
 prometheus=${2:-prometheus}
 e2e_require jq curl ssh ssh-keygen nsenter timeout ip pgrep python3 "$prometheus"
-if [[ ! -x $(dirname "$bin")/tpufleet-agent ]]; then
-  echo "SKIP: no tpufleet-agent next to $bin: the node agent is not built"
-  exit 77
-fi
+e2e_require_agent "$bin"
 e2e_home prom
 prom_pid=""
 # Ends the Prometheus this script started (its pid, checked: its command line names
@@ -160,10 +157,9 @@ one_chip() {
     [[ $(jq '.data.result | length' "$tmp/chip.json") == 1 ]] || { cat "$tmp/chip.json"; return 1; }
     got=$(jq -r '.data.result[0].value[1]' "$tmp/chip.json")
     near "$got" "$(told_duty $w)" 0.5 || { echo "worker $w chip 1: $got, told $(told_duty $w)"; return 1; }
-    # The labels: the chip's device, and the job (the scraped "job" label is kept as
-    # "exported_job", Prometheus' own "job" being the scrape job's name).
+    # The labels: the chip's device, and the job holding it.
     jq -e --arg job "$job" '.data.result[0].metric | .device == "/dev/accel1" and
-        ((.exported_job // .job_id // .job) == $job)' "$tmp/chip.json" >/dev/null ||
+        .job_id == $job' "$tmp/chip.json" >/dev/null ||
       { cat "$tmp/chip.json"; return 1; }
   done
 }

@@ -221,14 +221,14 @@ TEST(AgentMetrics, PrometheusReadsTheLatestSampleOverHttp) {
   get.url = "http://127.0.0.1:" + std::to_string(port) + "/metrics";
   get.timeout = std::chrono::seconds(5);
   std::string text;
-  for (int i = 0; i < 100 && text.find("tpufleet_job_memory_bytes{job=\"jsleepaa\"") == std::string::npos; ++i) {
+  for (int i = 0; i < 100 && text.find("tpufleet_job_memory_bytes{job_id=\"jsleepaa\"") == std::string::npos; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
     Result<HttpResponse> got = http.Send(get);
     ASSERT_TRUE(got.ok()) << got.status().ToString();
     EXPECT_EQ(got->status, 200);
     text = got->body;
   }
-  EXPECT_NE(text.find("tpufleet_job_memory_bytes{job=\"jsleepaa\""), std::string::npos) << text;
+  EXPECT_NE(text.find("tpufleet_job_memory_bytes{job_id=\"jsleepaa\""), std::string::npos) << text;
   EXPECT_NE(text.find("\ntpufleet_host_cpus " + std::to_string(sysconf(_SC_NPROCESSORS_ONLN)) + "\n"),
             std::string::npos)
       << text;

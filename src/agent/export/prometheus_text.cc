@@ -159,7 +159,7 @@ std::string PrometheusText(const MetricsReport& report) {
     chip_labels.push_back(Labels({{"chip", std::to_string(c.index)},
                                   {"kind", c.kind},
                                   {"device", c.device},
-                                  {"job", h != nullptr ? h->job : ""},
+                                  {"job_id", h != nullptr ? h->job : ""},
                                   {"user", h != nullptr ? h->user : ""}}));
   }
   for (const Gauge<ChipSample>& g : kChipGauges) {
@@ -175,7 +175,7 @@ std::string PrometheusText(const MetricsReport& report) {
   for (const Gauge<JobSample>& g : kJobGauges) {
     std::vector<Series> series;
     for (const JobSample& j : sample.jobs) {
-      series.push_back({Labels({{"job", j.id}, {"user", j.user}}), g.value(j)});
+      series.push_back({Labels({{"job_id", j.id}, {"user", j.user}}), g.value(j)});
     }
     WriteFamily(out, g.name, g.help, series);
   }

@@ -14,8 +14,9 @@
 //     _memory_bytes
 //   tpufleet_worker_idle_seconds: since when nothing used the worker (0 while something
 //     does)
-// A chip's `job` and `user` are its first holder's ("" when no process holds it; a
-// Prometheus reads an empty label as no label). A measurement the sample does not have
+// A chip's `job_id` and `user` are its first holder's ("" when no process holds it; a
+// Prometheus reads an empty label as no label). Not `job`: Prometheus names the scrape
+// job so, and would rename ours to exported_job. A measurement the sample does not have
 // (nullopt) is not written at all, never as 0, and a metric with no sample at all has no
 // HELP or TYPE line either. No timestamps: Prometheus stamps a scrape itself.
 //

@@ -209,8 +209,8 @@ TEST(PrometheusText, EveryMeasurementUnderItsNameAndLabels) {
   std::string text = PrometheusText(Report());
   Exposition e = Check(text);
   EXPECT_TRUE(e.errors.empty()) << ::testing::PrintToString(e.errors) << "\n" << text;
-  const std::string chip0 = R"({chip="0",kind="tpu",device="/dev/accel0",job="j-1",user="alice"})";
-  const std::string chip1 = R"({chip="1",kind="tpu",device="/dev/accel1",job="",user=""})";
+  const std::string chip0 = R"({chip="0",kind="tpu",device="/dev/accel0",job_id="j-1",user="alice"})";
+  const std::string chip1 = R"({chip="1",kind="tpu",device="/dev/accel1",job_id="",user=""})";
   std::map<std::string, std::string> want = {
       {"tpufleet_chip_duty_cycle_percent" + chip0, "60.5"},
       {"tpufleet_chip_hbm_used_bytes" + chip0, "17179869184"},
@@ -225,14 +225,14 @@ TEST(PrometheusText, EveryMeasurementUnderItsNameAndLabels) {
       {"tpufleet_host_memory_total_bytes{}", "400000000000"},
       {"tpufleet_host_logins{}", "2"},
       {"tpufleet_host_net_rx_bytes_per_second{}", "1500000"},
-      {R"(tpufleet_job_cpu_percent{job="j-1",user="alice"})", "750"},
-      {R"(tpufleet_job_cpu_limit_percent{job="j-1",user="alice"})", "800"},
-      {R"(tpufleet_job_busiest_thread_percent{job="j-1",user="alice"})", "99.5"},
-      {R"(tpufleet_job_memory_bytes{job="j-1",user="alice"})", "5000000000"},
-      {"tpufleet_job_cpu_percent{job=\"weird\"job\\\n\",user=\"bob\"}", "0"},
-      {"tpufleet_job_cpu_limit_percent{job=\"weird\"job\\\n\",user=\"bob\"}", "100"},
-      {"tpufleet_job_busiest_thread_percent{job=\"weird\"job\\\n\",user=\"bob\"}", "0"},
-      {"tpufleet_job_memory_bytes{job=\"weird\"job\\\n\",user=\"bob\"}", "1"},
+      {R"(tpufleet_job_cpu_percent{job_id="j-1",user="alice"})", "750"},
+      {R"(tpufleet_job_cpu_limit_percent{job_id="j-1",user="alice"})", "800"},
+      {R"(tpufleet_job_busiest_thread_percent{job_id="j-1",user="alice"})", "99.5"},
+      {R"(tpufleet_job_memory_bytes{job_id="j-1",user="alice"})", "5000000000"},
+      {"tpufleet_job_cpu_percent{job_id=\"weird\"job\\\n\",user=\"bob\"}", "0"},
+      {"tpufleet_job_cpu_limit_percent{job_id=\"weird\"job\\\n\",user=\"bob\"}", "100"},
+      {"tpufleet_job_busiest_thread_percent{job_id=\"weird\"job\\\n\",user=\"bob\"}", "0"},
+      {"tpufleet_job_memory_bytes{job_id=\"weird\"job\\\n\",user=\"bob\"}", "1"},
       {"tpufleet_worker_idle_seconds{}", "60"},
   };
   EXPECT_EQ(e.series, want);
@@ -246,7 +246,7 @@ TEST(PrometheusText, EveryMeasurementUnderItsNameAndLabels) {
             std::string::npos);
   EXPECT_NE(text.find("# TYPE tpufleet_chip_duty_cycle_percent gauge\n"), std::string::npos);
   // The raw line, escapes and all.
-  EXPECT_NE(text.find("tpufleet_job_memory_bytes{job=\"weird\\\"job\\\\\\n\",user=\"bob\"} 1\n"),
+  EXPECT_NE(text.find("tpufleet_job_memory_bytes{job_id=\"weird\\\"job\\\\\\n\",user=\"bob\"} 1\n"),
             std::string::npos)
       << text;
 }
@@ -260,7 +260,7 @@ TEST(PrometheusText, NothingBeforeTheFirstSampleAndNoIdleWhileInUse) {
   Exposition e = Check(PrometheusText(r));
   EXPECT_TRUE(e.errors.empty()) << ::testing::PrintToString(e.errors);
   EXPECT_EQ(e.series.at("tpufleet_worker_idle_seconds{}"), "0");
-  EXPECT_EQ(e.series.count(R"(tpufleet_job_cpu_percent{job="j-1",user="alice"})"), 0u);
+  EXPECT_EQ(e.series.count(R"(tpufleet_job_cpu_percent{job_id="j-1",user="alice"})"), 0u);
   EXPECT_EQ(e.types.count("tpufleet_chip_hbm_total_bytes"), 0u);
 }
 
@@ -273,7 +273,7 @@ TEST(PrometheusText, NumbersReadBackExactly) {
   r.sample.chips[0].hbm_used_bytes = std::numeric_limits<int64_t>::max();
   Exposition e = Check(PrometheusText(r));
   EXPECT_TRUE(e.errors.empty()) << ::testing::PrintToString(e.errors);
-  const std::string chip0 = R"({chip="0",kind="tpu",device="/dev/accel0",job="j-1",user="alice"})";
+  const std::string chip0 = R"({chip="0",kind="tpu",device="/dev/accel0",job_id="j-1",user="alice"})";
   EXPECT_EQ(std::strtod(e.series.at("tpufleet_chip_duty_cycle_percent" + chip0).c_str(), nullptr),
             1.0 / 3);
   EXPECT_EQ(e.series.at("tpufleet_chip_hbm_bandwidth_percent" + chip0), "NaN");
