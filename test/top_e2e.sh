@@ -120,10 +120,14 @@ told_right() {
 }
 check "the stand-ins report $duty % (worker 2: the input-bound default, below 25 %)" told_right
 
-# Polls top until worker 2 is input-bound and the job a straggler: the verdicts need a
-# window of samples of the running job.
+# Polls top until worker 2 is input-bound, the job a straggler and every worker's window
+# holds enough samples for a verdict (none "unknown").
 verdicts_formed() {
+  local w
   top_json snap pod >/dev/null 2>&1 || return 1
+  for w in 0 1 3; do
+    [[ $(worker_q snap pod $w .verdict) != unknown ]] || return 1
+  done
   [[ $(worker_q snap pod 2 .verdict) == input-bound &&
      $(job_q snap "$job" .verdict) == straggler ]]
 }
