@@ -541,6 +541,7 @@ check "status says there are no nodes" status_empty
 
 # ---------------------------------------------------------------------------------
 note "the end: nothing of this run is left"
+check "holder stop ends the connection holder (status asked the agents for verdicts through it)" holder_stops
 check "emulator stop leaves no process, namespace, sshd, link or state dir of this run" stop_clean
 note "$(wc -l <"$tmp/netns") worker namespaces and $(wc -l <"$tmp/sshd") sshd were checked"
 
