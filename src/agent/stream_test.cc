@@ -11,6 +11,7 @@
 #include "agent/host/tpu_verdict.h"
 #include "agent/running_agent.h"
 #include "agent/unix_socket.h"
+#include "util/file.h"
 #include "util/subprocess.h"
 
 namespace tpufleet::agent {
@@ -59,7 +60,15 @@ INSTANTIATE_TEST_SUITE_P(WatchModes, AgentFollow, ::testing::Values("inotify", "
 
 TEST(AgentStreams, WatchEndsWhenEveryJobHasEnded) {
   RunningAgent agent;
-  ASSERT_TRUE(agent.StartJob(RunningAgent::Job("jwatchaa", "sleep 0.3")).status.ok());
+  // The first job lives until the test lets it go, so the name clash below cannot race
+  // its end on a slow (sanitized, loaded) machine.
+  TempDir gate;
+  ASSERT_EQ(chmod(gate.path().c_str(), 0755), 0);  // the job's user (nobody, as root) looks
+  const std::string go = gate.path() + "/go";
+  ASSERT_TRUE(agent
+                  .StartJob(RunningAgent::Job(
+                      "jwatchaa", "sleep 0.3; while [ ! -e '" + go + "' ]; do sleep 0.05; done"))
+                  .status.ok());
   // The default name of this one is "sleep" too, which a live job has.
   api::AgentAnswer same_name = agent.StartJob(RunningAgent::Job("jwatchbb", "sleep 0.6; exit 2"));
   EXPECT_EQ(same_name.status.code(), StatusCode::kAlreadyExists);
@@ -67,6 +76,7 @@ TEST(AgentStreams, WatchEndsWhenEveryJobHasEnded) {
   api::JobSpec second = RunningAgent::Job("jwatchbb", "sleep 0.6; exit 2");
   second.name = "second";
   ASSERT_TRUE(agent.StartJob(second).status.ok());
+  ASSERT_TRUE(WriteFileAtomic(go, "").ok());
   AgentRequest r;
   r.op = AgentOp::kJobWatch;
   r.ids = {"jwatchaa", "jwatchbb"};
