@@ -62,18 +62,18 @@ inline constexpr std::chrono::seconds kStockoutRetry{60};
 
 /// What one pass knows of one node (all optional facts; level-triggered).
 struct NodeFacts {
-  const NodeSpec* spec = nullptr;        // nullptr: not in the spec any more (never touched)
-  std::optional<NodeRecord> record;      // the store's
-  bool listed = false;                   // its zone(s) were listed this pass
-  std::optional<CloudSighting> cloud;    // what the list said (nullopt + listed: gone)
-  std::string cloud_health;              // the API's Node.health ("UNHEALTHY_MAINTENANCE")
+  const NodeSpec* spec = nullptr;      // nullptr: not in the spec any more (never touched)
+  std::optional<NodeRecord> record;    // the store's
+  bool listed = false;                 // its zone(s) were listed this pass
+  std::optional<CloudSighting> cloud;  // what the list said (nullopt + listed: gone)
+  std::string cloud_health;            // the API's Node.health ("UNHEALTHY_MAINTENANCE")
   std::optional<CloudSighting> queued_resource;  // its queued resource, when listed
   /// Workers of the node, and how many of them whose agent says (notice.watch) the
   /// metadata server reports preempted / a maintenance event / that cannot be reached.
   int workers = 0, workers_preempted = 0, workers_maintenance = 0, workers_unreachable = 0;
   /// The node's idle verdict has held since (IdleSince); nullopt while it does not.
   std::optional<Clock::WallTime> idle_since;
-  bool in_use = false;                   // a job, login or holder now (not idle)
+  bool in_use = false;  // a job, login or holder now (not idle)
   /// Losses (preemptions and stockouts) of this node already recorded within its
   /// spot_fallback window. The loss a kRecover is about is counted by DecideNode itself.
   int recent_losses = 0;
@@ -103,7 +103,7 @@ struct NodeDecision {
   /// "agents" | "api" while the node is under maintenance (a maintenance event once);
   /// "" otherwise. Any action can come with it.
   std::string maintenance;
-  Capacity capacity{};   // for kRecover/kCreate/kHold: what to create (spot → on-demand fallback)
+  Capacity capacity{};  // for kRecover/kCreate/kHold: what to create (spot → on-demand fallback)
 };
 
 /// The decision for one node, as described at the top. `now` is serve's wall clock.
