@@ -35,6 +35,16 @@ constexpr char kZone[] = "us-central2-b";
                                     << "\n  reason: " << d.reason << "\n  wanted: " << reason;
 }
 
+// Whether `d` deletes the node for `why` (the delete-requested reason), saying `reason`.
+::testing::AssertionResult Deletes(const NodeDecision& d, const std::string& why,
+                                   const std::string& reason) {
+  if (d.delete_reason != why) {
+    return ::testing::AssertionFailure() << "\n  deleted for: " << d.delete_reason << ", not "
+                                         << why << "\n  reason: " << d.reason;
+  }
+  return Is(d, NodeAction::kDelete, reason);
+}
+
 // A spot v4-32 pod "trainer" of fleet "lab", READY for an hour, listed this pass, its
 // four agents answering and nothing to report: the quiet case every test changes.
 class DecideTest : public ::testing::Test {
@@ -278,9 +288,7 @@ TEST_F(DecideTest, TtlWarnsThenDeletes) {
 
   record().created_at = kNow - minutes(10);
   d = Decide();
-  EXPECT_EQ(d.action, NodeAction::kDelete);
-  EXPECT_EQ(d.delete_reason, "ttl");
-  EXPECT_EQ(d.reason, "ttl 10m reached");
+  EXPECT_TRUE(Deletes(d, "ttl", "ttl 10m reached"));
   // Past the ttl without a warning (serve was not running): deleted all the same.
   facts.ttl_warned = false;
   EXPECT_EQ(Decide().action, NodeAction::kDelete);
@@ -300,9 +308,7 @@ TEST_F(DecideTest, IdleDelete) {
   EXPECT_EQ(Decide().action, NodeAction::kNone);
   facts.idle_since = kNow - minutes(3);
   NodeDecision d = Decide();
-  EXPECT_EQ(d.action, NodeAction::kDelete);
-  EXPECT_EQ(d.delete_reason, "idle");
-  EXPECT_EQ(d.reason, "idle for 3m (policy: delete after 2m)");
+  EXPECT_TRUE(Deletes(d, "idle", "idle for 3m (policy: delete after 2m)"));
   // Whatever the verdict says, a job, login or holder now wins.
   facts.in_use = true;
   EXPECT_EQ(Decide().action, NodeAction::kNone);
@@ -383,10 +389,10 @@ TEST_F(DecideTest, BudgetDeletesTheHuskButDoesNotRecreate) {
   SpendBudget(BudgetAction::kStopCreating);
   facts.cloud->state = NodeState::kPreempted;  // bills until deleted
   NodeDecision d = Decide();
-  EXPECT_EQ(d.action, NodeAction::kDelete);
-  EXPECT_EQ(d.delete_reason, "husk");
+  EXPECT_TRUE(Deletes(d, "husk",
+                      "preempted (api: PREEMPTED); deleting the husk, not recreating: "
+                      "usd_per_day $10.00 reached"));
   EXPECT_EQ(d.signal, "api");
-  EXPECT_TRUE(Says(d.reason, "deleting the husk, not recreating: usd_per_day"));
   // Nothing left to delete: held.
   Unlisted();
   d = Decide();
@@ -400,9 +406,7 @@ TEST_F(DecideTest, BudgetActions) {
 
   SpendBudget(BudgetAction::kDeleteSpot);
   NodeDecision d = Decide();
-  EXPECT_EQ(d.action, NodeAction::kDelete);
-  EXPECT_EQ(d.delete_reason, "budget");
-  EXPECT_EQ(d.reason, "usd_per_day $10.00 reached → delete-spot");
+  EXPECT_TRUE(Deletes(d, "budget", "usd_per_day $10.00 reached → delete-spot"));
   // The incarnation's capacity counts: one made on demand by the fallback stays.
   record().capacity = "on-demand";
   EXPECT_EQ(Decide().action, NodeAction::kNone);
@@ -419,10 +423,9 @@ TEST_F(DecideTest, BudgetCancelsAWaitingQueuedResource) {
   record().state = NodeState::kQueued;
   facts.queued_resource = CloudSighting{"trainer", kZone, NodeState::kWaitingForResources, "lab"};
   SpendBudget(BudgetAction::kStopCreating);
-  NodeDecision d = Decide();
-  EXPECT_EQ(d.action, NodeAction::kDelete);
-  EXPECT_EQ(d.delete_reason, "budget");
-  EXPECT_TRUE(Says(d.reason, "queued resource WAITING_FOR_RESOURCES would create"));
+  EXPECT_TRUE(Deletes(Decide(), "budget",
+                      "queued resource WAITING_FOR_RESOURCES would create: usd_per_day $10.00 "
+                      "reached"));
 }
 
 TEST_F(DecideTest, SpotFallsBackToOnDemandAfterLosses) {
@@ -474,8 +477,7 @@ TEST_F(DecideTest, DeletedOnPurposeButStillListedIsDeletedAgain) {
   facts.retired = "idle";
   facts.cloud->state = NodeState::kPreempted;  // not recovered either
   NodeDecision d = Decide();
-  EXPECT_TRUE(Is(d, NodeAction::kDelete, "deleted (idle) but still listed: deleting again"));
-  EXPECT_EQ(d.delete_reason, "idle");
+  EXPECT_TRUE(Deletes(d, "idle", "deleted (idle) but still listed: deleting again"));
   facts.cloud->state = NodeState::kDeleting;
   EXPECT_TRUE(Is(Decide(), NodeAction::kNone, "being deleted (idle)"));
   // `tpufleet down` is at it (it holds the state lock): left to it.
@@ -488,9 +490,9 @@ TEST_F(DecideTest, LostPastItsTtlIsNotRecovered) {
   spec.ttl = minutes(30);
   facts.cloud->state = NodeState::kPreempted;  // created an hour ago
   NodeDecision d = Decide();
-  EXPECT_TRUE(Is(d, NodeAction::kDelete,
-                 "preempted (api: PREEMPTED); deleting the husk, not recreating: ttl 30m reached"));
-  EXPECT_EQ(d.delete_reason, "ttl");  // so it stays deleted
+  EXPECT_TRUE(Deletes(d, "ttl",
+                      "preempted (api: PREEMPTED); deleting the husk, not recreating: ttl 30m "
+                      "reached"));  // so it stays deleted
   EXPECT_EQ(d.signal, "api");
   Unlisted();
   d = Decide();
