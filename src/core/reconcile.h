@@ -9,24 +9,29 @@
 // same state, and the facts must say what earlier passes did (the record's state, a
 // ttl warning already given, a node deleted on purpose).
 //
-// The decisions, first match wins:
-//   1. not in the spec, or an ssh-hosts node: nothing (serve never touches those);
-//   2. deleted on purpose (ttl, idle, budget, `down`) and not there: nothing, until
-//      `up` makes it again (a budget-deleted node comes back once the budget allows);
+// The decisions, first match wins (docs/serve.md has the same rules for users):
+//   1. not serve's: not in the spec, an ssh-hosts node, or listed without a record of
+//      this fleet (`import` adopts it): nothing;
+//   2. deleted on purpose (ttl, idle, budget, `down`): nothing while gone, until `up`
+//      makes it again (a budget-deleted node comes back once the budget allows);
+//      deleted again if it is still listed;
 //   3. lost: the API says PREEMPTED/TERMINATED or its queued resource failed ("api"),
 //      or every one of its workers' agents says preempted while the API still says
 //      READY ("agents"), or the record says it existed, its zone was listed and it is
 //      not there ("vanished"): recover it from the spec (delete the husk, create, set
-//      up, restart its jobs), on demand after spot_fallback's losses;
-//   4. not there and never made, or its recovery or create was cut short (record
-//      DELETED, REQUESTED long ago, STOCKOUT a while ago): create it;
-//   5. the budget is reached: kHold instead of any create or recover (a husk is still
-//      deleted: it bills), and delete the billing nodes its action names;
-//   6. ttl: warn logged-in users ttl_warning before creation + ttl, delete at it;
-//   7. idle (the verdict held for the policy's `after`, nothing in use): delete, or stop
-//      a single-host node;
-//   8. otherwise nothing. Maintenance (an agent's notice, or the API's health) and
-//      unreachable workers never recreate a node: they are noted.
+//      up, restart its jobs), on demand after spot_fallback's losses. Past its ttl,
+//      only its husk is deleted (for the ttl); with the budget reached, its husk is
+//      deleted (it bills) and the create held (kHold);
+//   4. its queued resource waits: waited for (deleted when the budget is reached: it
+//      would create);
+//   5. there: the budget's action (delete-spot, delete-all) deletes it when it bills;
+//      ttl warns logged-in users ttl_warning before creation + ttl and deletes at it;
+//      idle (the verdict held for the policy's `after`, nothing in use) deletes it or
+//      stops a single-host node; maintenance (an agent's notice, the API's health) and
+//      unreachable workers are noted, never acted on;
+//   6. not there and never made, or its recovery or create cut short (record DELETED,
+//      REQUESTED long ago, STOCKOUT a while ago): create it (kHold when the budget is
+//      reached); a create in flight or a recent stockout is waited for.
 //
 // Thread-safety: pure functions over values.
 #pragma once
