@@ -184,6 +184,23 @@ Result<std::unique_ptr<NamespaceHosts>> NamespaceHosts::Create(const NamespaceHo
     return s;
   }
   fs::create_directories(dir + "/trash", ec);
+  if (!options.bucket_dir.empty()) {
+    options.bucket_dir = fs::path(options.bucket_dir).lexically_normal().string();
+    if (Status s = hosts::MakeBucketDir(options.bucket_dir); !s.ok()) {
+      ::close(lock_fd);
+      return s;
+    }
+  }
+  if (!options.hidden_dir.empty()) {
+    // As the workers' mounts will find it, links resolved (like the state dir above).
+    fs::path hidden = fs::canonical(options.hidden_dir, ec);
+    if (ec || !hidden.is_absolute()) {
+      ::close(lock_fd);
+      return FailedPreconditionError("worker hosts: the directory to hide from the workers, " +
+                                     options.hidden_dir + ": " + ec.message());
+    }
+    options.hidden_dir = hidden.string();
+  }
   std::unique_ptr<NamespaceHosts> h(new NamespaceHosts(options, clock, lock_fd));
   TPUFLEET_TRY(h->spawner_->status());
   h->LoadNodeRecords();
