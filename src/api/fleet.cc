@@ -46,6 +46,20 @@ json NodeStatusJson(const NodeStatus& n) {
   if (!n.refresh_error.empty()) {
     j["refresh_error"] = n.refresh_error;
   }
+  if (n.time_to_recover_seconds) {
+    j["time_to_recover_seconds"] = *n.time_to_recover_seconds;
+  }
+  return j;
+}
+
+json ServeStatusJson(const ServeStatus& s) {
+  json j = {{"running", s.running}};
+  if (s.recorded) {
+    j["pid"] = s.pid;
+    j["host"] = s.host;
+    j["fleets"] = s.fleets;
+    j["last_pass_seconds_ago"] = s.last_pass_seconds_ago;
+  }
   return j;
 }
 
@@ -115,10 +129,14 @@ std::string ToJson(const ImportReport& report) {
 }
 
 std::string ToJson(const StatusReport& report) {
-  return Dump({{"nodes", ArrayOf(report.nodes, NodeStatusJson)},
-               {"leftovers", ArrayOf(report.leftovers, LeftoverStatusJson)},
-               {"untracked", ArrayOf(report.untracked, UntrackedJson)}},
-              kDocumentIndent);
+  json j = {{"nodes", ArrayOf(report.nodes, NodeStatusJson)},
+            {"leftovers", ArrayOf(report.leftovers, LeftoverStatusJson)},
+            {"untracked", ArrayOf(report.untracked, UntrackedJson)}};
+  if (report.serve) {
+    j["serve"] = ServeStatusJson(*report.serve);
+    j["states_age_seconds"] = report.states_age_seconds;
+  }
+  return Dump(j, kDocumentIndent);
 }
 
 std::string ToJson(const std::vector<Event>& events) {

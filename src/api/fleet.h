@@ -125,7 +125,7 @@ struct WorkerStatus {
 
 /// A node in `status`: {"node", "fleet", "provider", "project", "zone", "type",
 /// "capacity", "state", "health", "workers", "age_seconds", "labels", "cost_usd",
-/// "cost_is_upper_bound", "refresh_error"?}.
+/// "cost_is_upper_bound", "refresh_error"?, "time_to_recover_seconds"?}.
 struct NodeStatus {
   std::string node;
   std::string fleet;
@@ -134,7 +134,8 @@ struct NodeStatus {
   std::string zone;
   std::string type;
   std::string capacity;
-  std::string state;     // the cloud's word, as last seen ("READY", "PREEMPTED", …)
+  std::string state;     // the cloud's word, as last seen ("READY", "PREEMPTED", …), or
+                         // "PREEMPTED"/"RECOVERING" when the event log knows better
   std::string health;
   std::vector<WorkerStatus> workers;
   int64_t age_seconds = 0;
@@ -142,6 +143,18 @@ struct NodeStatus {
   std::optional<double> cost_usd;             // null when unknown
   bool cost_is_upper_bound = false;           // spot: at most this
   std::string refresh_error;                  // written only when not empty
+  std::optional<double> time_to_recover_seconds;  // its last recovery's; only when known
+};
+
+/// The serve keeping the state, in `status`: {"running", "pid"?, "host"?, "fleets"?,
+/// "last_pass_seconds_ago"?}; the others only when a serve is recorded.
+struct ServeStatus {
+  bool running = false;
+  bool recorded = false;  // a serve record exists (running, or killed without ending)
+  int pid = 0;
+  std::string host;
+  std::vector<std::string> fleets;
+  int64_t last_pass_seconds_ago = 0;
 };
 
 /// A leftover in `status`: {"node", "fleet", "zone", "queued", "type", "capacity",
@@ -160,16 +173,19 @@ struct LeftoverStatus {
   bool cost_is_upper_bound = false;
 };
 
-/// `status`: {"nodes", "leftovers", "untracked"}.
+/// `status`: {"nodes", "leftovers", "untracked", "serve"?, "states_age_seconds"?}.
 struct StatusReport {
   std::vector<NodeStatus> nodes;
   std::vector<LeftoverStatus> leftovers;
   std::vector<UntrackedNode> untracked;
+  std::optional<ServeStatus> serve;  // written when set
+  /// How old the nodes' states are (control/fleet_status.h); written with `serve`.
+  int64_t states_age_seconds = 0;
 };
 
 /// One entry of a fleet's event log (what the store keeps: create requested, ready,
 /// stockout, preempted, deleted…): {"id", "time", "fleet", "node", "kind", "detail"}.
-/// No command prints the log yet; the server and dashboard will.
+/// What `tpufleet events --json` prints, oldest first.
 struct Event {
   int64_t id = 0;      // increasing
   std::string time;    // RFC 3339, UTC: "2026-01-01T00:00:00Z"

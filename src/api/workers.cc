@@ -47,6 +47,14 @@ json JobJson(const JobReport& job) {
       j[key] = *value;
     }
   }
+  if (!job.restart.empty()) {
+    j["restart"] = job.restart;
+    j["max_restarts"] = job.max_restarts;
+    j["restarts"] = job.restarts;
+    if (job.time_to_recover_seconds) {
+      j["time_to_recover_seconds"] = *job.time_to_recover_seconds;
+    }
+  }
   return j;
 }
 

@@ -90,7 +90,9 @@ struct JobWorkerReport {
 /// input-bound, straggler, idle, quiet, unknown: core/diagnosis.h) and its sentence
 /// with the numbers only for a running job whose workers were asked for their metrics.
 /// started/ended are 0 until every worker started/ended; duration_ms is from the start
-/// to the end, or to now while it runs.
+/// to the end, or to now while it runs. A job run with --restart also has "restart"
+/// (on-preemption, on-failure), "max_restarts", "restarts" (so far) and, once its node
+/// recovered, "time_to_recover_seconds" (the node's last recovery).
 struct JobReport {
   std::string id;
   std::string name;
@@ -109,6 +111,10 @@ struct JobReport {
   std::string verdict;
   std::string verdict_detail;
   std::vector<JobWorkerReport> workers;
+  std::string restart;  // "" (and the next three not written): not restartable
+  int max_restarts = 0;
+  int restarts = 0;
+  std::optional<double> time_to_recover_seconds;
 };
 
 /// `jobs`: {"jobs", "unreachable"}: every job, newest first, and a message for each

@@ -130,6 +130,7 @@ ExitStatus RunJobs(Invocation& inv);
 ExitStatus RunLogs(Invocation& inv);
 ExitStatus RunCancel(Invocation& inv);
 ExitStatus RunAttach(Invocation& inv);
+ExitStatus RunEvents(Invocation& inv);
 ExitStatus RunDoctor(Invocation& inv);
 ExitStatus RunTop(Invocation& inv);
 

@@ -170,7 +170,8 @@ std::vector<Command> CliCommands() {
        {}, true, RunForward},
       {"run", "Run a job on every worker of a node, kept by the workers' agents",
        "NODE [--name N] [--workdir D] [--env K=V]... [--detach] [--no-wait] [--kill-stale] "
-       "[--keep-going] [--no-accelerator] -- COMMAND [ARG...]",
+       "[--keep-going] [--no-accelerator] [--restart POLICY [--max-restarts N]] -- COMMAND "
+       "[ARG...]",
        "Starts COMMAND on every worker of NODE at once, as a job kept by each worker's\n"
        "tpufleet-agent (installed by up): it goes on when this command, the SSH connection or\n"
        "the terminal goes away, and its output is kept in log files on the workers. Worker r\n"
@@ -186,6 +187,10 @@ std::vector<Command> CliCommands() {
        "as it comes, prefixed `pod/w3 | `, until the job ends; Ctrl-C detaches (the job goes\n"
        "on). When one worker fails, the job is stopped on the others (--keep-going: not): a\n"
        "watcher started in the background sees to it, and so do `jobs` and `logs -f`.\n"
+       "--restart on-preemption keeps the job in tpufleet's state for `tpufleet serve`,\n"
+       "which starts it again on the node it recreates after a preemption (on-failure: also\n"
+       "when it failed), at most --max-restarts times; the job sees TPUFLEET_RESTARTS (0 at\n"
+       "first) and should resume from its last checkpoint. `cancel` ends that.\n"
        "Exit status: the job's (0 when every worker exited 0; the first failure's exit code,\n"
        "or 128+signal), 2 when it was refused, 130 when detached.",
        {{"name", "N", "the job's name (default: the command's first word)"},
@@ -195,7 +200,9 @@ std::vector<Command> CliCommands() {
         {"no-wait", "", "refuse if the TPU is held, instead of waiting for it"},
         {"kill-stale", "", "kill a process of no job that holds the TPU"},
         {"keep-going", "", "do not stop the other workers when one fails"},
-        {"no-accelerator", "", "the job does not use the TPU: never wait for it"}},
+        {"no-accelerator", "", "the job does not use the TPU: never wait for it"},
+        {"restart", "POLICY", "on-preemption or on-failure: serve starts it again (default never)"},
+        {"max-restarts", "N", "with --restart: give up after N restarts (default 10)"}},
        false, RunJobRun},
       {"jobs", "List the jobs on the fleet's workers: state, exit codes, who, when",
        "[TARGET...]",
@@ -208,10 +215,24 @@ std::vector<Command> CliCommands() {
        "with --keep-going), and it says so. Workers that did not answer are named on stderr.\n"
        "When jobs are running, their workers' agents are asked once more, for their metrics,\n"
        "and each running job gets a VERDICT (busy, input-bound, straggler, idle, quiet,\n"
-       "unknown; see `tpufleet top` and docs/monitoring.md).",
+       "unknown; see `tpufleet top` and docs/monitoring.md). A job run with --restart shows\n"
+       "its RESTARTS (so far/limit) and TTR, its node's last time-to-recover.",
        {{"watch", "ID", "watch job ID and stop it when a worker fails (run starts this)", 0,
          true}},
        true, RunJobs},
+      {"events", "Show the event log: preemptions, recoveries and every step, with times",
+       "[NODE...] [--since DUR|TIME] [--kind K]",
+       "Prints what tpufleet recorded of the nodes (of NODE only, when named), oldest first:\n"
+       "create-requested, ready, stockout, deleted, and what `tpufleet serve` saw and did:\n"
+       "preempted (by which signal), detected, delete-requested, create-requested, ready,\n"
+       "agent-up, setup-done, job-resumed, recovered (seconds= is the time-to-recover, from\n"
+       "the preemption to the node back with its jobs), ttl-warned, idle, stopped,\n"
+       "budget-reached. While a node recovers, STEP says how long after the preemption each\n"
+       "step came. From local state only. --since takes a duration back from now (30m, 2d)\n"
+       "or a time (2026-01-01T12:00:00Z). At most the newest 1000 events.",
+       {{"since", "DUR|TIME", "only events since then: 30m, 2d, or 2026-01-01T12:00:00Z"},
+        {"kind", "K", "only events of kind K: preempted, recovered, …"}},
+       true, RunEvents},
       {"logs", "Show a job's output: every worker's, prefixed, or one worker's",
        "JOB [--worker N] [-f] [--tail N]",
        "JOB is a job's id or name (the newest with it). Prints what every worker's process\n"

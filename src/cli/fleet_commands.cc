@@ -1,4 +1,5 @@
 // up, status, down and import: the commands that act on a fleet through `control`.
+#include <algorithm>
 #include <istream>
 #include <mutex>
 #include <ostream>
@@ -7,6 +8,7 @@
 #include "cli/app.h"
 #include "cli/command.h"
 #include "cli/fleet_world.h"
+#include "cli/job_output.h"
 #include "cli/json_reports.h"
 #include "cli/progress_view.h"
 #include "cli/table.h"
@@ -254,6 +256,25 @@ std::map<std::string, Diagnosis> NodeVerdicts(Invocation& inv, World& world,
   return verdicts;
 }
 
+// The last line of `status`: whether a serve keeps the state, and how old the states
+// shown are when none does: "serve: running (pid 42, last pass 3s ago)", "serve: not
+// running; states as of 5m ago (`tpufleet status --refresh` asks the cloud)".
+std::string ServeLine(const FleetStatusReport& report, bool refreshed) {
+  const ServeState& s = report.serve;
+  std::string pass = s.record ? "last pass " + FormatDuration(s.since_last_pass) + " ago" : "";
+  if (s.running) {
+    return "serve: running (pid " + std::to_string(s.record->pid) + ", " + pass + ")";
+  }
+  std::string line = s.record ? "serve: not running (pid " + std::to_string(s.record->pid) +
+                                    " ended without a word, " + pass + ")"
+                              : "serve: not running";
+  if (refreshed) {
+    return line + "; states as of now";
+  }
+  return line + "; states as of " + FormatDuration(report.states_age) +
+         " ago (`tpufleet status --refresh` asks the cloud)";
+}
+
 ExitStatus RunStatus(Invocation& inv) {
   Result<const Catalog*> catalog = inv.LoadCatalog();
   if (!catalog.ok()) {
@@ -283,6 +304,12 @@ ExitStatus RunStatus(Invocation& inv) {
   if (!verdicts.empty()) {
     header.insert(header.begin() + 8, "VERDICT");
   }
+  // TTR, the last time-to-recover, only when a node has recovered.
+  bool recovered = std::any_of(views->nodes.begin(), views->nodes.end(),
+                               [](const NodeView& v) { return v.time_to_recover_seconds; });
+  if (recovered) {
+    header.push_back("TTR");
+  }
   TextTable t(header);
   std::vector<std::string> errors;
   for (const NodeView& v : views->nodes) {
@@ -292,8 +319,11 @@ ExitStatus RunStatus(Invocation& inv) {
     std::vector<std::string> row = {
         r.name, r.fleet, r.provider, r.zone.empty() ? "-" : r.zone,
         r.type.empty() ? "-" : r.type, r.capacity.empty() ? "-" : r.capacity,
-        r.state == NodeState::kNone ? "-" : r.state.Name(), r.health.empty() ? "-" : r.health,
+        v.state.empty() ? "-" : v.state, r.health.empty() ? "-" : r.health,
         std::to_string(r.workers.size()), FormatDuration(v.age), cost};
+    if (recovered) {
+      row.push_back(v.time_to_recover_seconds ? FormatSeconds(*v.time_to_recover_seconds) : "-");
+    }
     if (!verdicts.empty()) {
       auto it = verdicts.find(r.name);
       row.insert(row.begin() + 8,
@@ -340,9 +370,7 @@ ExitStatus RunStatus(Invocation& inv) {
   for (const std::string& e : errors) {
     inv.err << "tpufleet: " << TerminalText(e) << "\n";
   }
-  if (!inv.args.Has("refresh")) {
-    inv.out << "\n(from local state; --refresh asks the cloud)\n";
-  }
+  inv.out << "\n" << ServeLine(*views, inv.args.Has("refresh")) << "\n";
   return errors.empty() ? ExitStatus::kOk : ExitStatus::kFailure;
 }
 

@@ -1,6 +1,8 @@
 #include "cli/job_output.h"
 
+#include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <vector>
 
 #include "cli/exec_output.h"
@@ -165,7 +167,22 @@ api::JobReport ToApi(const JobView& job, int64_t now_ms, const JobVerdicts& verd
     wr.error = w.known ? "" : w.status.message();
     r.workers.push_back(std::move(wr));
   }
+  if (job.restartable) {
+    r.restart = job.restartable->restart;
+    r.max_restarts = job.restartable->max_restarts;
+    r.restarts = job.restarts;
+    r.time_to_recover_seconds = job.time_to_recover_seconds;
+  }
   return r;
+}
+
+std::string FormatSeconds(double seconds) {
+  if (seconds < 60) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.1fs", seconds);
+    return buf;
+  }
+  return FormatDuration(std::chrono::seconds(static_cast<int64_t>(seconds + 0.5)));
 }
 
 void PrintJobsTable(std::ostream& out, const JobsReport& report, int64_t now_ms,
@@ -175,6 +192,14 @@ void PrintJobsTable(std::ostream& out, const JobsReport& report, int64_t now_ms,
   bool judged = !verdicts.empty();
   if (judged) {
     header.insert(header.begin() + 4, "VERDICT");
+  }
+  // RESTARTS (so far, of the limit when restartable) and TTR (the last time-to-recover)
+  // only when a job was run with --restart or restarted.
+  bool restarts = std::any_of(report.jobs.begin(), report.jobs.end(), [](const JobView& j) {
+    return j.restartable.has_value() || j.restarts > 0;
+  });
+  if (restarts) {
+    header.insert(header.end() - 1, {"RESTARTS", "TTR"});
   }
   TextTable table(header);
   for (const JobView& j : report.jobs) {
@@ -187,6 +212,15 @@ void PrintJobsTable(std::ostream& out, const JobsReport& report, int64_t now_ms,
       auto it = verdicts.find(j.id);
       row.insert(row.begin() + 4,
                  it == verdicts.end() ? "-" : std::string(VerdictName(it->second.verdict)));
+    }
+    if (restarts) {
+      std::string n = std::to_string(j.restarts);
+      if (j.restartable) {
+        n += "/" + std::to_string(j.restartable->max_restarts);
+      }
+      row.insert(row.end() - 1, {n, j.time_to_recover_seconds
+                                        ? FormatSeconds(*j.time_to_recover_seconds)
+                                        : "-"});
     }
     table.AddRow(std::move(row));
   }

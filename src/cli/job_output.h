@@ -64,9 +64,14 @@ api::JobReport ToApi(const JobView& job, int64_t now_ms, const JobVerdicts& verd
 /// The `jobs` table: JOB, NAME, NODE, STATE, VERDICT (only when `verdicts` has some: a
 /// running job's verdict, "-" for the others), EXIT (each worker's exit code or signal
 /// in order, runs folded: "0x3,1"), USER, STARTED (how long ago), TIME (how long it
-/// ran), and NOTE (which worker failed first, or who holds the TPU it waits for).
+/// ran), RESTARTS and TTR (only when a job was run with --restart or restarted: its
+/// restarts, "/limit" when restartable, and its node's last time-to-recover), and NOTE
+/// (which worker failed first, or who holds the TPU it waits for).
 void PrintJobsTable(std::ostream& out, const JobsReport& report, int64_t now_ms,
                     const JobVerdicts& verdicts = {});
+
+/// A time-to-recover for people: "4.2s" under a minute, else as FormatDuration ("3m12s").
+std::string FormatSeconds(double seconds);
 
 /// One line for people on how the job stands: "succeeded in 4m12s",
 /// "failed after 10s: w2 failed first: exit 1", "running for 3m", "waiting for the TPU:

@@ -137,7 +137,7 @@ TEST_F(JsonGolden, UpDryRun) {
 }
 
 // From local state: a spot pod with two workers and labels, created 90 minutes ago; an
-// ssh-hosts machine (no price); a leftover.
+// ssh-hosts machine (no price); a leftover; a recovery and a serve that stopped passing.
 TEST_F(JsonGolden, Status) {
   NodeRecord pod = Node("pod", 2);
   pod.project = kProject;
@@ -158,6 +158,15 @@ TEST_F(JsonGolden, Status) {
   ASSERT_EQ(t_.store->PutNode(pod), Status::Ok());
   ASSERT_EQ(t_.store->PutNode(lab), Status::Ok());
   ASSERT_EQ(t_.store->PutLeftover(Leftover("old", kZoneA)), Status::Ok());
+  // pod recovered from a preemption in 53 s; the serve that saw to it ran on another
+  // machine and has not passed for an hour (issue 14).
+  Clock::WallTime now = t_.clock.Now();
+  ASSERT_EQ(t_.store->AddEvent({0, now - std::chrono::minutes(30), "lab", "pod", "recovered",
+                                "seconds=53.0"}),
+            Status::Ok());
+  ASSERT_EQ(t_.store->PutServe({4242, "serve-host.invalid", {"lab"}, now - std::chrono::hours(2),
+                                 now - std::chrono::hours(1)}),
+            Status::Ok());
   ExpectGolden("src/cli/testdata/status.json", Json({"status"}));
 }
 

@@ -37,7 +37,7 @@ api::NodeStatus NodeStatusOf(const NodeView& v) {
   n.zone = r.zone;
   n.type = r.type;
   n.capacity = r.capacity;
-  n.state = r.state.Name();
+  n.state = v.state;
   n.health = r.health;
   for (const WorkerRecord& w : r.workers) {
     n.workers.push_back({w.index, w.address, w.hostname, w.setup_done});
@@ -47,6 +47,7 @@ api::NodeStatus NodeStatusOf(const NodeView& v) {
   n.cost_usd = v.cost_usd;
   n.cost_is_upper_bound = v.cost_is_upper_bound;
   n.refresh_error = v.refresh_error;
+  n.time_to_recover_seconds = v.time_to_recover_seconds;
   return n;
 }
 
@@ -132,6 +133,16 @@ api::StatusReport ToApi(const FleetStatusReport& report) {
     out.leftovers.push_back(LeftoverStatusOf(v));
   }
   out.untracked = Untracked(report.untracked);
+  api::ServeStatus& serve = out.serve.emplace();
+  serve.running = report.serve.running;
+  if (const std::optional<ServeRecord>& r = report.serve.record) {
+    serve.recorded = true;
+    serve.pid = r->pid;
+    serve.host = r->host;
+    serve.fleets = r->fleets;
+    serve.last_pass_seconds_ago = report.serve.since_last_pass.count();
+  }
+  out.states_age_seconds = report.states_age.count();
   return out;
 }
 

@@ -76,6 +76,19 @@ ExitStatus RunJobRun(Invocation& inv) {
   request.kill_stale = inv.args.Has("kill-stale");
   request.keep_going = inv.args.Has("keep-going");
   request.started_by = StartedBy(inv);
+  request.restart = inv.args.Get("restart").value_or("");
+  if (inv.args.Has("max-restarts") && !inv.args.Has("restart")) {
+    return UsageError(inv, "--max-restarts goes with --restart on-preemption|on-failure");
+  }
+  std::optional<double> max_restarts =
+      NumberFlag(inv, "max-restarts", kDefaultMaxRestarts, 0, kMaxMaxRestarts);
+  if (!max_restarts) {
+    return ExitStatus::kUsage;
+  }
+  if (*max_restarts != static_cast<int>(*max_restarts)) {
+    return UsageError(inv, "--max-restarts takes a whole number");
+  }
+  request.max_restarts = static_cast<int>(*max_restarts);
 
   Result<std::unique_ptr<WorldHandle>> handle = OpenWorld(inv, false);
   if (!handle.ok()) {
@@ -95,6 +108,11 @@ ExitStatus RunJobRun(Invocation& inv) {
   inv.err << "tpufleet: job " << job->id << " (" << job->name << ") started on " << job->node
           << " (" << job->workers.size() << (job->workers.size() == 1 ? " worker" : " workers")
           << ")";
+  if (job->restartable) {
+    inv.err << "; `tpufleet serve` starts it again after a preemption"
+            << (job->restartable->restart == "on-failure" ? " or a failure" : "") << " (at most "
+            << job->restartable->max_restarts << " times)";
+  }
   if (inv.args.Has("detach")) {
     inv.err << "; follow it with: tpufleet logs -f " << job->id << std::endl;
     return ExitStatus::kOk;

@@ -126,6 +126,7 @@ std::string RefreshGroup(World& world, Group& g) {
   if (Status s = ForgetGoneLeftovers(world, g); !s.ok()) {
     return s.message();
   }
+  std::vector<NodeRecord*> unchanged;  // confirmed as they are: only their time is written
   for (NodeRecord* r : g.records) {
     const CloudNode* found = nullptr;
     for (const CloudNode& n : *nodes) {
@@ -149,6 +150,7 @@ std::string RefreshGroup(World& world, Group& g) {
                    before.workers.end(), [](const WorkerRecord& a, const WorkerRecord& b) {
                      return a.address == b.address;
                    })) {
+      unchanged.push_back(r);
       continue;
     }
     r->updated_at = world.clock.Now();
@@ -173,7 +175,27 @@ std::string RefreshGroup(World& world, Group& g) {
       return s.message();
     }
   }
-  return "";
+  // The cloud confirmed these: their states are as of now (what `status` says of its
+  // states' age). One step for all of them.
+  if (unchanged.empty()) {
+    return "";
+  }
+  Status confirmed = world.store.Transaction([&]() -> Status {
+    std::map<std::string, std::vector<NodeRecord>> fleets;  // read once each
+    for (NodeRecord* r : unchanged) {
+      if (fleets.count(r->fleet) == 0) {
+        TPUFLEET_ASSIGN_OR_RETURN(fleets[r->fleet], world.store.Nodes(r->fleet));
+      }
+      for (NodeRecord& current : fleets[r->fleet]) {
+        if (current.name == r->name) {
+          current.updated_at = r->updated_at = world.clock.Now();
+          TPUFLEET_TRY(world.store.PutNode(current));
+        }
+      }
+    }
+    return Status::Ok();
+  });
+  return confirmed.message();
 }
 
 // The groups `records` are asked in, keyed by GroupKey.
@@ -290,14 +312,26 @@ Result<FleetStatusReport> FleetStatus(World& world, const Catalog& catalog,
     Price(catalog, x->type, x->zone, x->capacity, v);
     report.leftovers.push_back(std::move(v));
   }
+  TPUFLEET_ASSIGN_OR_RETURN(report.serve, ReadServeState(world));
+  std::optional<Clock::WallTime> oldest;
   std::vector<NodeView>& out = report.nodes;
   for (NodeRecord& r : chosen) {
     NodeView v;
     v.refresh_error = errors[GroupKey(r)];
     v.age = std::chrono::duration_cast<std::chrono::seconds>(world.clock.Now() - r.created_at);
+    TPUFLEET_ASSIGN_OR_RETURN(NodeHistory history, ReadNodeHistory(world.store, r.fleet, r.name));
+    v.state = ShownState(r, history, report.serve.running);
+    v.time_to_recover_seconds = history.time_to_recover_seconds;
+    oldest = oldest ? std::min(*oldest, r.updated_at) : r.updated_at;
     v.record = std::move(r);
     PriceView(catalog, v);
     out.push_back(std::move(v));
+  }
+  if (report.serve.running) {
+    report.states_age = report.serve.since_last_pass;
+  } else if (oldest && !options.refresh) {
+    report.states_age =
+        std::chrono::duration_cast<std::chrono::seconds>(world.clock.Now() - *oldest);
   }
   return report;
 }

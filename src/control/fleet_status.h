@@ -3,6 +3,10 @@
 // and providers concurrently) and writing what changed back to the store: states,
 // addresses, preemptions (as events) and nodes that vanished.
 //
+// Each node's state is shown as ShownState (node_history.h) has it: never READY once the
+// event log has it preempted since; with its last time-to-recover, the serve keeping the
+// state (if any) and how old the states are.
+//
 // It shows the leftovers too (leftovers.h: what tpufleet made and still has to delete),
 // with what they cost so far; refresh forgets a leftover node the cloud no longer
 // lists. With refresh, every node in the zones it lists that carries the label of a
@@ -17,6 +21,7 @@
 #include <vector>
 
 #include "control/leftovers.h"
+#include "control/node_history.h"
 #include "control/world.h"
 #include "core/catalog.h"
 
@@ -24,6 +29,8 @@ namespace tpufleet {
 
 struct NodeView {
   NodeRecord record;                   // as stored (after the refresh, if any)
+  std::string state;                   // what to show: ShownState (node_history.h)
+  std::optional<double> time_to_recover_seconds;  // of its last recovery, if any
   std::chrono::seconds age{0};         // since tpufleet asked for it
   std::optional<double> cost_usd;      // list price so far; nullopt when unknown
   bool cost_is_upper_bound = false;    // spot: the price is at most this
@@ -41,6 +48,10 @@ struct FleetStatusReport {
   std::vector<NodeView> nodes;           // ordered by fleet then name
   std::vector<LeftoverView> leftovers;   // of the nodes asked for (all: every one)
   std::vector<UntrackedNode> untracked;  // refresh only
+  ServeState serve;                      // the serve keeping this state, if any
+  /// How old the nodes' states are: since the last serve pass while serve runs, else
+  /// since the least recently updated node was (0 with refresh, or without nodes).
+  std::chrono::seconds states_age{0};
 };
 
 struct StatusOptions {

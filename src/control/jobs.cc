@@ -36,8 +36,8 @@ std::vector<WorkerOutcome> Outcomes(const JobView& job) {
       continue;
     }
     const api::JobOnWorker& r = w.record;
-    out.push_back({"", w.target.worker, r.state, r.exit_code, r.signal, r.message,
-                   r.ended_unix_ms});
+    out.push_back(
+        {"", w.target.worker, r.state, r.exit_code, r.signal, r.message, r.ended_unix_ms});
   }
   return out;
 }
@@ -54,7 +54,8 @@ void Summarize(JobView& job) {
     }
     const api::JobOnWorker& r = w.record;
     states.push_back(r.state);
-    if (job.created_unix_ms == 0 || (r.created_unix_ms != 0 && r.created_unix_ms < job.created_unix_ms)) {
+    if (job.created_unix_ms == 0 ||
+        (r.created_unix_ms != 0 && r.created_unix_ms < job.created_unix_ms)) {
       job.created_unix_ms = r.created_unix_ms;
     }
     all_started = all_started && r.started_unix_ms != 0;
@@ -93,7 +94,8 @@ Result<std::vector<AgentReply>> CallOn(World& world, const JobView& job,
 }
 
 void Update(JobWorker& w, const AgentReply& reply) {
-  if (const auto* record = std::get_if<api::JobOnWorker>(&reply.body); reply.status.ok() && record) {
+  if (const auto* record = std::get_if<api::JobOnWorker>(&reply.body);
+      reply.status.ok() && record) {
     w.record = *record;
     w.known = true;
     w.status = Status::Ok();
@@ -175,10 +177,9 @@ JobsReport Collect(const std::vector<WorkerTarget>& workers,
     }
     report.jobs.push_back(MergeJob(id, mine, found, errors));
   }
-  std::stable_sort(report.jobs.begin(), report.jobs.end(),
-                   [](const JobView& a, const JobView& b) {
-                     return a.created_unix_ms > b.created_unix_ms;
-                   });
+  std::stable_sort(report.jobs.begin(), report.jobs.end(), [](const JobView& a, const JobView& b) {
+    return a.created_unix_ms > b.created_unix_ms;
+  });
   return report;
 }
 
@@ -193,7 +194,9 @@ Result<JobsReport> ListOn(World& world, const std::vector<WorkerTarget>& workers
 
 }  // namespace jobs_internal
 
+using jobs_internal::AttachRestartable;
 using jobs_internal::CancelOn;
+using jobs_internal::EndRestartable;
 using jobs_internal::Indices;
 using jobs_internal::ListOn;
 using jobs_internal::Outcomes;
@@ -211,6 +214,7 @@ JobView MergeJob(const std::string& id, const std::vector<WorkerTarget>& workers
     if (found[i].has_value()) {
       w.record = *found[i];
       w.known = true;
+      job.restarts = std::max(job.restarts, w.record.restarts);
       if (job.name.empty()) {
         job.name = w.record.name;
         job.user = w.record.user;
@@ -230,7 +234,9 @@ JobView MergeJob(const std::string& id, const std::vector<WorkerTarget>& workers
 
 Result<JobsReport> ListJobs(World& world, const std::vector<std::string>& targets) {
   TPUFLEET_ASSIGN_OR_RETURN(std::vector<WorkerTarget> workers, TargetWorkers(world, targets));
-  return ListOn(world, workers, {});
+  TPUFLEET_ASSIGN_OR_RETURN(JobsReport report, ListOn(world, workers, {}));
+  TPUFLEET_TRY(AttachRestartable(world, report));
+  return report;
 }
 
 Result<JobView> FindJob(World& world, const std::string& arg) {
@@ -265,8 +271,8 @@ int JobExitCode(const JobView& job) {
   return 1;
 }
 
-Result<JobView> CancelJob(World& world, const JobView& job, std::chrono::seconds grace,
-                          bool cold) {
+Result<JobView> CancelJob(World& world, const JobView& job, std::chrono::seconds grace, bool cold) {
+  TPUFLEET_TRY(EndRestartable(world, job, "cancelled"));
   JobView now = job;
   std::vector<size_t> live =
       Indices(now, [](const JobWorker& w) { return !w.known || !IsEnded(w.record.state); });

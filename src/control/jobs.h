@@ -15,6 +15,12 @@
 // so the CLI applies it wherever it looks at a job: the detached watcher `run` starts
 // (WatchJob), `jobs` (ApplyGangRule after ListJobs) and `logs -f` (FollowJob).
 //
+// A job run with a restart policy (`run --restart on-preemption|on-failure`) is also
+// kept in the state store (a JobRecord): the spec as sent, the policy and the restarts so
+// far. serve (src/reconcile) starts such a job again with RestartJob when its node was
+// recreated after a preemption, or when it failed; the job sees how often it was
+// restarted as TPUFLEET_RESTARTS. `cancel` ends the record (state "done").
+//
 // Everything goes through CallAgents (agent_client.h): a worker that cannot be asked is
 // a per-worker note, never the end of the command.
 //
@@ -35,6 +41,7 @@
 #include "control/world.h"
 #include "core/catalog.h"
 #include "core/job.h"
+#include "core/node_record.h"
 #include "util/status.h"
 
 namespace tpufleet {
@@ -49,6 +56,13 @@ inline constexpr std::chrono::seconds kWatchRetryDelay{5};
 /// node is gone or down for good, and `jobs` still applies the rule when it looks.
 inline constexpr std::chrono::minutes kWatchGiveUp{30};
 
+/// The restarts a restartable job is allowed when `run` does not say: enough for a
+/// spot job through a bad night of preemptions, few enough that a job that fails at
+/// once does not run forever.
+inline constexpr int kDefaultMaxRestarts = 10;
+/// The most `--max-restarts` may ask for.
+inline constexpr int kMaxMaxRestarts = 1000;
+
 /// What `run` asks for.
 struct RunRequest {
   std::vector<std::string> targets;  // ResolveTargets words naming one whole node
@@ -62,6 +76,10 @@ struct RunRequest {
   bool keep_going = false;           // opt out of the gang rule
   std::string started_by;            // "alice@laptop", shown by `jobs`
   std::string id;                    // "" = a new random id (tests give their own)
+  /// "" or "never": the job is not restarted. "on-preemption": serve starts it again
+  /// when its node was preempted (and recreated); "on-failure": also when it failed.
+  std::string restart;
+  int max_restarts = kDefaultMaxRestarts;  // with restart: the restarts allowed
 };
 
 /// One worker of a job: where it is and what its agent last said of the job.
@@ -77,17 +95,22 @@ struct JobView {
   std::string id;
   std::string name;
   std::string node;
-  std::string user;        // who runs it on the workers
+  std::string user;  // who runs it on the workers
   std::string command;
   std::string started_by;  // "alice@laptop"
   bool keep_going = false;
-  std::vector<JobWorker> workers;  // the node's workers, in order
-  JobState state = JobState::kLost;  // JobStateOf the known workers
-  bool ended = false;                // AllEnded of the known workers
-  int64_t created_unix_ms = 0;       // the earliest of the workers'
-  int64_t started_unix_ms = 0;       // the latest start (0 until every known one started)
-  int64_t ended_unix_ms = 0;         // the latest end (0 until ended)
-  std::string first_failure;         // FirstFailureLine: "w2 failed first: exit 1"
+  std::vector<JobWorker> workers;        // the node's workers, in order
+  JobState state = JobState::kLost;      // JobStateOf the known workers
+  bool ended = false;                    // AllEnded of the known workers
+  int64_t created_unix_ms = 0;           // the earliest of the workers'
+  int64_t started_unix_ms = 0;           // the latest start (0 until every known one started)
+  int64_t ended_unix_ms = 0;             // the latest end (0 until ended)
+  std::string first_failure;             // FirstFailureLine: "w2 failed first: exit 1"
+  int restarts = 0;                      // the latest run's restarts (the workers' or the store's)
+  std::optional<JobRecord> restartable;  // the store's record when it was run with --restart
+  /// A restarted job's node's last time-to-recover (node_history.h), when the node
+  /// recovered since the job was started.
+  std::optional<double> time_to_recover_seconds;
 };
 
 /// The jobs of some workers, and the workers that could not be asked.
@@ -124,8 +147,21 @@ int JobExitCode(const JobView& job);
 /// ones are cancelled and the error says which failed and why.
 Result<JobView> StartJob(World& world, const Catalog& catalog, const RunRequest& request);
 
+/// Starts the restartable job `job` (the store's record) again on its node as the store
+/// has it now: the node's current workers and topology (a recreated node has new
+/// addresses), the stored spec with restarts + 1, in the job's dir when the agent still
+/// has it (logs appended). `reason` says why ("preempted", "failed (exit 1)").
+/// On success `job` (restarts, last_reason, updated_at) is stored together with a
+/// `job-resumed` event (job=ID restarts=N). At the limit (restarts == max_restarts) it
+/// starts nothing, stores the job as "gave-up" with a `job-gave-up` event and returns
+/// FailedPrecondition. The caller writes neither event. FailedPrecondition when `job`
+/// is not "active"; the start's errors as StartJob's (nothing stored then).
+Result<JobView> RestartJob(World& world, const Catalog& catalog, JobRecord& job,
+                           const std::string& reason);
+
 /// Cancels `job` on each of its workers that has not ended (TERM, KILL after `grace`),
-/// and returns the job as the workers then tell it. `cold` as AgentCall's.
+/// and returns the job as the workers then tell it. `cold` as AgentCall's. A restartable
+/// job's record is ended ("done", cancelled) first, so serve does not start it again.
 Result<JobView> CancelJob(World& world, const JobView& job, std::chrono::seconds grace,
                           bool cold = false);
 
@@ -137,9 +173,9 @@ Result<std::vector<std::string>> ApplyGangRule(World& world, JobView& job, bool 
 
 /// What `logs` prints, and how.
 struct FollowOptions {
-  std::optional<int> worker;     // only this worker's index (nullopt: every worker)
-  std::optional<int64_t> tail;   // the last N lines of each stream (nullopt: all)
-  bool follow = false;           // go on until the job has ended (`logs -f`, `run`)
+  std::optional<int> worker;    // only this worker's index (nullopt: every worker)
+  std::optional<int64_t> tail;  // the last N lines of each stream (nullopt: all)
+  bool follow = false;          // go on until the job has ended (`logs -f`, `run`)
 };
 
 /// A piece of a worker's output: `stream` is "stdout" or "stderr".

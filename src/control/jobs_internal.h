@@ -1,4 +1,5 @@
-// What control/jobs.cc, jobs_start.cc and jobs_follow.cc share. Private to those files.
+// What control/jobs.cc, jobs_start.cc, jobs_restart.cc and jobs_follow.cc share. Private to those
+// files.
 //
 // Thread-safety: as jobs.h.
 #pragma once
@@ -48,5 +49,42 @@ JobsReport Collect(const std::vector<WorkerTarget>& workers,
 /// job.list (of `ids`; empty: every job) on `workers`, collected.
 Result<JobsReport> ListOn(World& world, const std::vector<WorkerTarget>& workers,
                           const std::vector<std::string>& ids);
+
+/// The workers of the one node `targets` names, all of them, with its record; or why
+/// not (InvalidArgument: no node, several nodes, some of a node's workers).
+Result<std::vector<WorkerTarget>> OneWholeNode(World& world,
+                                               const std::vector<std::string>& targets,
+                                               NodeRecord* record);
+
+/// The node's topology: its type from the catalog (none for a machine of no TPU type)
+/// and its workers' addresses.
+Result<JobTopology> TopologyOf(const Catalog& catalog, const NodeRecord& record,
+                               const std::vector<WorkerTarget>& workers);
+
+/// job.start of `call`'s job on every worker of `workers` (a whole node): first a dry
+/// run everywhere (any refusal starts nothing), then the start; a gang that does not
+/// start whole is cancelled where it started, and the error says where it failed.
+Result<JobView> StartChecked(World& world, const std::vector<WorkerTarget>& workers,
+                             AgentCall call);
+
+/// OK when `restart` is a policy `run --restart` takes ("", never, on-preemption,
+/// on-failure) and `max_restarts` is in [0, kMaxMaxRestarts]; InvalidArgument otherwise.
+Status CheckRestart(const std::string& restart, int max_restarts);
+
+/// Whether the policy asks for restarts (not "" or "never").
+bool Restarts(const std::string& restart);
+
+/// Stores the job `spec` (as sent to worker 0) on `node` as restartable, with
+/// `request`'s policy; returns the record stored.
+Result<JobRecord> KeepRestartable(World& world, const NodeRecord& node, api::JobSpec spec,
+                                  const RunRequest& request);
+
+/// Gives each job of `report` that the store keeps as restartable its record, and the
+/// larger of the workers' and the store's restarts.
+Status AttachRestartable(World& world, JobsReport& report);
+
+/// Ends the store's record of `view` when it is active ("done", `reason`): serve does
+/// not start it again. OK when there is none.
+Status EndRestartable(World& world, const JobView& view, const std::string& reason);
 
 }  // namespace tpufleet::jobs_internal

@@ -32,21 +32,25 @@ Result<std::string> NewJobId(const std::set<std::string>& taken) {
   }
 }
 
-// The workers of the one node `request.targets` names, all of them, or why not.
-Result<std::vector<WorkerTarget>> OneWholeNode(World& world, const RunRequest& request,
+}  // namespace
+
+namespace jobs_internal {
+
+Result<std::vector<WorkerTarget>> OneWholeNode(World& world,
+                                               const std::vector<std::string>& targets,
                                                NodeRecord* record) {
-  if (request.targets.empty()) {
+  if (targets.empty()) {
     return InvalidArgumentError("run takes a node: tpufleet run NODE -- COMMAND");
   }
   TPUFLEET_ASSIGN_OR_RETURN(std::vector<WorkerTarget> workers,
-                            ResolveTargets(world.store, request.targets));
+                            ResolveTargets(world.store, targets));
   std::vector<std::string> nodes;
   for (const WorkerTarget& w : workers) {
     if (std::find(nodes.begin(), nodes.end(), w.node) == nodes.end()) {
       nodes.push_back(w.node);
     }
   }
-  std::string named = Join(request.targets, " ");
+  std::string named = Join(targets, " ");
   if (nodes.size() > 1) {
     return InvalidArgumentError("a job runs on one node, and " + named + " names " +
                                 std::to_string(nodes.size()) + " (" + Join(nodes, ", ") +
@@ -67,8 +71,6 @@ Result<std::vector<WorkerTarget>> OneWholeNode(World& world, const RunRequest& r
   return workers;
 }
 
-// The node's topology: its type from the catalog (none for a machine of no TPU type)
-// and its workers' addresses.
 Result<JobTopology> TopologyOf(const Catalog& catalog, const NodeRecord& record,
                                const std::vector<WorkerTarget>& workers) {
   std::vector<std::string> addresses;
@@ -82,6 +84,17 @@ Result<JobTopology> TopologyOf(const Catalog& catalog, const NodeRecord& record,
   TPUFLEET_ASSIGN_OR_RETURN(AcceleratorType type, catalog.Lookup(record.type));
   return MakeJobTopology(&type, addresses);
 }
+
+}  // namespace jobs_internal
+
+namespace {
+
+using jobs_internal::CheckRestart;
+using jobs_internal::KeepRestartable;
+using jobs_internal::OneWholeNode;
+using jobs_internal::Restarts;
+using jobs_internal::StartChecked;
+using jobs_internal::TopologyOf;
 
 // "the job was not started: …": each failed worker's reason, one line each, or one line
 // when every worker gave the same reason.
@@ -120,8 +133,7 @@ Result<std::vector<AgentReply>> StartEverywhere(World& world,
                                                 const std::vector<WorkerTarget>& workers,
                                                 AgentCall call) {
   call.request.job.pty = true;
-  TPUFLEET_ASSIGN_OR_RETURN(std::vector<AgentReply> replies,
-                            CallAgents(world, {workers[0]}, call));
+  TPUFLEET_ASSIGN_OR_RETURN(std::vector<AgentReply> replies, CallAgents(world, {workers[0]}, call));
   if (!replies[0].status.ok()) {
     // Worker 0 refused (the TPU is held there, say): the others are not asked.
     replies.resize(workers.size());
@@ -141,6 +153,39 @@ Result<std::vector<AgentReply>> StartEverywhere(World& world,
 
 }  // namespace
 
+Result<JobView> jobs_internal::StartChecked(World& world, const std::vector<WorkerTarget>& workers,
+                                            AgentCall call) {
+  // Nothing starts anywhere unless every worker accepts the job.
+  call.request.dry_run = true;
+  TPUFLEET_ASSIGN_OR_RETURN(std::vector<AgentReply> checked, CallAgents(world, workers, call));
+  TPUFLEET_TRY(Refusal("the job was not started", workers, checked));
+
+  call.request.dry_run = false;
+  TPUFLEET_ASSIGN_OR_RETURN(std::vector<AgentReply> started, StartEverywhere(world, workers, call));
+  std::vector<std::optional<api::JobOnWorker>> found;
+  std::vector<Status> errors;
+  for (const AgentReply& r : started) {
+    const auto* on = std::get_if<api::JobOnWorker>(&r.body);
+    found.push_back(r.status.ok() && on ? std::optional<api::JobOnWorker>(*on) : std::nullopt);
+    errors.push_back(r.status);
+  }
+  const std::string& id = call.request.job.id;
+  JobView job = MergeJob(id, workers, found, errors);
+  Status failed = Refusal("job " + id + " could not start on every worker", workers, started);
+  if (!failed.ok()) {
+    // A gang that cannot start whole does not start: stop the workers that did.
+    std::vector<size_t> live = Indices(job, [](const JobWorker& w) { return w.known; });
+    Result<std::vector<std::string>> stopped =
+        CancelOn(world, job, live, kDefaultCancelGrace, false);
+    std::string then = !stopped.ok()
+                           ? "; stopping it on the others failed: " + stopped.status().message()
+                       : live.empty() ? ""
+                                      : "; it was stopped on the others";
+    return Status(failed.code(), failed.message() + then);
+  }
+  return job;
+}
+
 Result<JobView> StartJob(World& world, const Catalog& catalog, const RunRequest& request) {
   if (Trim(request.command).empty()) {
     return InvalidArgumentError("no command given: put it after `--`");
@@ -150,9 +195,10 @@ Result<JobView> StartJob(World& world, const Catalog& catalog, const RunRequest&
   for (const auto& [key, value] : request.env) {
     TPUFLEET_TRY(CheckUserEnvEntry(key, value).WithContext("--env"));
   }
+  TPUFLEET_TRY(CheckRestart(request.restart, request.max_restarts));
   NodeRecord record;
   TPUFLEET_ASSIGN_OR_RETURN(std::vector<WorkerTarget> workers,
-                            OneWholeNode(world, request, &record));
+                            OneWholeNode(world, request.targets, &record));
   TPUFLEET_ASSIGN_OR_RETURN(JobTopology topology, TopologyOf(catalog, record, workers));
 
   // Names are unique among the fleet's live jobs; ids among all of them.
@@ -188,33 +234,18 @@ Result<JobView> StartJob(World& world, const Catalog& catalog, const RunRequest&
   spec.keep_going = request.keep_going;
   spec.topology = topology;
   spec.started_by = request.started_by;
-
-  // Nothing starts anywhere unless every worker accepts the job.
-  call.request.dry_run = true;
-  TPUFLEET_ASSIGN_OR_RETURN(std::vector<AgentReply> checked, CallAgents(world, workers, call));
-  TPUFLEET_TRY(Refusal("the job was not started", workers, checked));
-
-  call.request.dry_run = false;
-  TPUFLEET_ASSIGN_OR_RETURN(std::vector<AgentReply> started, StartEverywhere(world, workers, call));
-  std::vector<std::optional<api::JobOnWorker>> found;
-  std::vector<Status> errors;
-  for (const AgentReply& r : started) {
-    const auto* on = std::get_if<api::JobOnWorker>(&r.body);
-    found.push_back(r.status.ok() && on ? std::optional<api::JobOnWorker>(*on) : std::nullopt);
-    errors.push_back(r.status);
-  }
-  JobView job = MergeJob(id, workers, found, errors);
-  Status failed = Refusal("job " + id + " could not start on every worker", workers, started);
-  if (!failed.ok()) {
-    // A gang that cannot start whole does not start: stop the workers that did.
-    std::vector<size_t> live = Indices(job, [](const JobWorker& w) { return w.known; });
-    Result<std::vector<std::string>> stopped =
-        CancelOn(world, job, live, kDefaultCancelGrace, false);
-    std::string then = !stopped.ok() ? "; stopping it on the others failed: " +
-                                           stopped.status().message()
-                       : live.empty() ? ""
-                                      : "; it was stopped on the others";
-    return Status(failed.code(), failed.message() + then);
+  TPUFLEET_ASSIGN_OR_RETURN(JobView job, StartChecked(world, workers, call));
+  if (Restarts(request.restart)) {
+    // After the start: a job kept before it ran would be "restarted" by serve without
+    // ever having started. A failed write leaves the job running, not restartable.
+    Result<JobRecord> kept = KeepRestartable(world, record, spec, request);
+    if (!kept.ok()) {
+      return Status(kept.status().code(), "job " + id +
+                                              " started, but serve will not restart "
+                                              "it: " +
+                                              kept.status().message());
+    }
+    job.restartable = std::move(*kept);
   }
   return job;
 }

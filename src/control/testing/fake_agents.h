@@ -6,7 +6,7 @@
 // reads back what a real one would send.
 //
 // Each worker (by its name, "pod/w2") keeps its jobs. job.start records a job (state
-// `start_state`, or what `on_start` makes of it); job.list, job.cancel (a running job
+// `start_state`, or what `on_start` makes of it; a restart replaces the job's record); job.list, job.cancel (a running job
 // becomes cancelled, signal TERM), job.logs (each stream's text, then the end line) and
 // job.watch (one state line per job, then the end: a test moves the states on itself)
 // work on them; `metrics` answers the worker's `metrics` report, or "unknown op" as an
@@ -213,12 +213,15 @@ class FakeAgents {
         j.started_by = q.job.started_by;
         j.keep_going = q.job.keep_going;
         j.world_size = static_cast<int>(q.job.topology.worker_addresses.size());
+        j.restarts = q.job.restarts;
         j.created_unix_ms = now_ms;
         j.started_unix_ms = j.state == JobState::kRunning ? now_ms : 0;
         if (!q.dry_run) {
           if (on_start) {
             on_start(name, j);
           }
+          // A restart (a larger `restarts`) is the same job again: its record is replaced.
+          std::erase_if(w.jobs, [&](const api::JobOnWorker& old) { return old.id == j.id; });
           w.jobs.push_back(j);
         }
         a.body = j;
