@@ -195,6 +195,14 @@ void Reconciler::Pass() {
           log_(fleet.name, name, d.reason);
         }
         last_reason_[key] = d.reason;
+        if (d.maintenance.empty()) {
+          maintenance_.erase(key);
+        } else if (maintenance_.insert(key).second) {
+          if (Status s = Event(fleet.name, name, "maintenance", "signal=" + d.maintenance);
+              !s.ok()) {
+            Warn(name + ": cannot record its maintenance: " + s.message());
+          }
+        }
         Act(fp, name, facts, d);
         if (auto acting = actions_.find(key); acting != actions_.end()) {
           ++counts.nodes_by_state[fleet.name][acting->second->shown];

@@ -100,7 +100,8 @@ class Reconciler final : public ServeView {
   void SetFleets(std::vector<FleetSpec> fleets);
   /// Runs a pass now and then every options.pass, until destroyed.
   void Start();
-  /// One pass now (what the timer runs; `--once` and tests call it).
+  /// One pass now (what the timer runs). `serve --once`: Pass(), then turn the loop
+  /// until !busy() (the actions it started have ended).
   void Pass();
   /// True while an action (a recovery, a delete) is in flight.
   bool busy() const { return !actions_.empty(); }
@@ -154,6 +155,7 @@ class Reconciler final : public ServeView {
   std::map<std::string, std::unique_ptr<Action>> actions_;  // by "fleet/node"
   std::map<std::string, Clock::MonoTime> retry_after_;      // by "fleet/node"
   std::map<std::string, std::string> last_reason_;          // by "fleet/node": logged once
+  std::set<std::string> maintenance_;  // "fleet/node" under maintenance: the event recorded
   /// The last metrics round's idle verdicts, by "fleet/node".
   std::map<std::string, std::optional<Clock::WallTime>> idle_since_;
   std::map<std::string, bool> in_use_;

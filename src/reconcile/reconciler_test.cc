@@ -169,6 +169,24 @@ TEST_F(ReconcilerTest, EveryAgentsNoticeRecoversANodeTheApiStillCallsReady) {
   EXPECT_EQ(w.Events("delete-requested", "trainer").back().detail, "reason=husk");
 }
 
+TEST_F(ReconcilerTest, MaintenanceIsRecordedOnceAndRecreatesNothing) {
+  FleetSpec spec = w.Spec(Trainer());
+  w.Up(spec);
+  auto r = Make(spec);
+  r->Pass();
+  Settle(*r);
+  notices["trainer/w2"].maintenance_event = "TERMINATE_ON_HOST_MAINTENANCE";
+  w.clock.Advance(kNoticeRetry);
+  for (int i = 0; i < 4; ++i) {
+    loop.RunOnce(std::chrono::milliseconds(0));  // heard, then a pass at once
+  }
+  r->Pass();
+  EXPECT_EQ(w.Events("maintenance", "trainer").size(), 1u);
+  EXPECT_EQ(w.Events("maintenance", "trainer").back().detail, "signal=agents");
+  EXPECT_EQ(w.cloud.deletes(), 0);
+  EXPECT_FALSE(r->busy());
+}
+
 TEST_F(ReconcilerTest, AVanishedNodeIsMadeAgainFromTheSpec) {
   FleetSpec spec = w.Spec(Trainer());
   w.Up(spec);
