@@ -12,7 +12,9 @@ declare -A allowed=(
   [ssh]="core util"        [store]="core util"        [provider]="core util ssh"
   [control]="core api provider ssh store util"
   # `tpufleet serve`'s HTTP API: what the reconciler shows (reconcile/serve_view.h).
-  [server]="control api core util httpd reconcile/serve_view.h"
+  [server]="control api core util httpd reconcile"
+  # serve's reconciler: control's steps and seams, driven from one loop.
+  [reconcile]="control core api provider ssh store util"
   # What the local HTTP servers share (the emulator's, serve's): bounded requests.
   [httpd]="util"
   [agent]="api core util agent/host agent/sampler agent/export tpu_metrics"
