@@ -1,14 +1,13 @@
 // SqliteStore's tables for serve (issue 14): restartable jobs, the spend ledger and the
 // serve record, their migration from a schema-6 file, and a kill mid-transaction.
 #include <gtest/gtest.h>
-#include <signal.h>
 #include <sqlite3.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
 
 #include "store/sqlite_store.h"
+#include "store/testing/killed_mid_transaction.h"
 #include "util/testing/fake_clock.h"
 #include "util/testing/temp_dir.h"
 
@@ -199,30 +198,16 @@ TEST_F(ServeTablesTest, AKillMidTransactionLeavesJobsAndSpendAsBefore) {
     ASSERT_TRUE(store->PutJob(Job("trainer", "j-1")).ok());
     open_id = *store->PutSpend(Stretch("lab", "trainer", t0, std::nullopt));
   }
-  pid_t child = ::fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
-    Result<std::unique_ptr<SqliteStore>> s = SqliteStore::Open(path_);
-    if (!s.ok()) {
-      ::_exit(3);
-    }
-    (void)(*s)->Transaction([&]() -> Status {
-      SpendRecord closed = Stretch("lab", "trainer", t0, t0 + hours(1));
-      closed.id = open_id;
-      (void)(*s)->PutSpend(closed);
-      (void)(*s)->PutSpend(Stretch("lab", "trainer", t0 + hours(1), std::nullopt));
-      JobRecord j = Job("trainer", "j-1");
-      j.restarts = 1;
-      (void)(*s)->PutJob(j);
-      (void)(*s)->PutServe({::getpid(), "h", {"lab"}, t0, t0});
-      ::raise(SIGKILL);  // dies here, before COMMIT
-      return Status::Ok();
-    });
-    ::_exit(4);
-  }
-  int wstatus = 0;
-  ASSERT_EQ(::waitpid(child, &wstatus, 0), child);
-  ASSERT_TRUE(WIFSIGNALED(wstatus) && WTERMSIG(wstatus) == SIGKILL) << wstatus;
+  ASSERT_NO_FATAL_FAILURE(KillMidTransaction(path_, [&](SqliteStore& s) {
+    SpendRecord closed = Stretch("lab", "trainer", t0, t0 + hours(1));
+    closed.id = open_id;
+    (void)s.PutSpend(closed);
+    (void)s.PutSpend(Stretch("lab", "trainer", t0 + hours(1), std::nullopt));
+    JobRecord j = Job("trainer", "j-1");
+    j.restarts = 1;
+    (void)s.PutJob(j);
+    (void)s.PutServe({::getpid(), "h", {"lab"}, t0, t0});
+  }));
 
   auto store = Open();
   Result<std::vector<SpendRecord>> spend = store->Spend("lab", std::nullopt);

@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "store/testing/killed_mid_transaction.h"
 #include "util/testing/as_nobody.h"
 #include "util/testing/fake_clock.h"
 #include "util/testing/temp_dir.h"
@@ -207,24 +208,10 @@ TEST_F(SqliteStoreTest, AProcessKilledMidTransactionLeavesNoTrace) {
     auto store = Open();
     ASSERT_TRUE(store->PutNode(Node("kept", 1)).ok());
   }
-  pid_t child = ::fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
-    Result<std::unique_ptr<SqliteStore>> s = SqliteStore::Open(path_);
-    if (!s.ok()) {
-      ::_exit(3);
-    }
-    (void)(*s)->Transaction([&]() -> Status {
-      (void)(*s)->PutNode(Node("half", 4));
-      (void)(*s)->DeleteNode("lab", "kept");
-      ::raise(SIGKILL);  // dies here, before COMMIT
-      return Status::Ok();
-    });
-    ::_exit(4);
-  }
-  int wstatus = 0;
-  ASSERT_EQ(::waitpid(child, &wstatus, 0), child);
-  ASSERT_TRUE(WIFSIGNALED(wstatus) && WTERMSIG(wstatus) == SIGKILL) << wstatus;
+  ASSERT_NO_FATAL_FAILURE(KillMidTransaction(path_, [&](SqliteStore& s) {
+    (void)s.PutNode(Node("half", 4));
+    (void)s.DeleteNode("lab", "kept");
+  }));
   auto store = Open();
   Result<std::vector<NodeRecord>> nodes = store->Nodes("lab");
   ASSERT_TRUE(nodes.ok());
