@@ -23,14 +23,6 @@ std::string HostName() {
   return name;
 }
 
-std::vector<std::string> NamesOf(const std::vector<FleetSpec>& fleets) {
-  std::vector<std::string> names;
-  for (const FleetSpec& f : fleets) {
-    names.push_back(f.name);
-  }
-  return names;
-}
-
 class AppServeEngine final : public cli::ServeEngine {
  public:
   AppServeEngine(std::unique_ptr<cli::WorldHandle> handle, UniqueFd serve_lock,
@@ -70,6 +62,7 @@ class AppServeEngine final : public cli::ServeEngine {
 
   Status RunOnce() override {
     reconciler_.Pass();
+    LogWarnings();
     return loop_.RunUntil([this] { return !reconciler_.busy(); });
   }
 
@@ -84,6 +77,7 @@ class AppServeEngine final : public cli::ServeEngine {
         reconciler_.SetFleets(*std::move(fleets));
       }
     });
+    loop_.AtTurnEnd([this](Clock::MonoTime) { LogWarnings(); });
     reconciler_.Start();
     thread_ = std::thread([this] { loop_.Run(); });
     return Status::Ok();
@@ -105,6 +99,20 @@ class AppServeEngine final : public cli::ServeEngine {
   }
 
  private:
+  // The warnings of each pass, once per pass (a revoked credential, a stockout
+  // everywhere, a CLI command holding the state lock): what the operator must see on
+  // serve's log as well as in /v1/status.
+  void LogWarnings() {
+    ServeSnapshot snap = reconciler_.Snapshot();
+    if (snap.passes == logged_passes_) {
+      return;
+    }
+    logged_passes_ = snap.passes;
+    for (const std::string& w : snap.warnings) {
+      settings_.log(w);
+    }
+  }
+
   World& WithLocker() {
     handle_->world().state_lock = &locker_;
     return handle_->world();
@@ -115,7 +123,6 @@ class AppServeEngine final : public cli::ServeEngine {
     o.pass = settings_.pass;
     o.serve.pid = ::getpid();
     o.serve.host = HostName();
-    o.serve.fleets = NamesOf(settings_.fleets);
     o.serve.started_at = handle_->world().clock.Now();
     return o;
   }
@@ -138,6 +145,7 @@ class AppServeEngine final : public cli::ServeEngine {
   server::ServeHttpServer http_;
   std::thread thread_;
   bool stopped_ = false;
+  int64_t logged_passes_ = 0;  // the passes whose warnings are logged; the loop's thread
   std::mutex mu_;
   std::optional<std::vector<FleetSpec>> pending_;  // guarded by mu_
 };
