@@ -51,7 +51,7 @@ json JobJson(const RestartableJob& j) {
 
 }  // namespace
 
-std::string ToJson(const ServeStatus& status) {
+std::string ToJson(const ServeStatusReport& status) {
   return Dump({{"serve", ProcessJson(status.serve)},
                {"nodes", ArrayOf(status.nodes, NodeJson)},
                {"warnings", status.warnings}},

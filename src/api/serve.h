@@ -49,7 +49,7 @@ struct ServeProcess {
 };
 
 /// GET /v1/status: {"serve", "nodes", "warnings"}.
-struct ServeStatus {
+struct ServeStatusReport {
   ServeProcess serve;
   std::vector<ServeNode> nodes;       // by fleet, then name
   std::vector<std::string> warnings;  // what the last pass could not do, one line each
@@ -73,7 +73,7 @@ struct RestartableJob {
 };
 
 // The JSON documents, indented by two spaces, without a final newline.
-std::string ToJson(const ServeStatus& status);
+std::string ToJson(const ServeStatusReport& status);
 /// An error answer of the API: {"error": {"code", "message"}}.
 std::string ToJson(const Error& error);
 /// GET /v1/jobs: {"jobs": […]}.

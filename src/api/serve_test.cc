@@ -11,7 +11,7 @@ namespace {
 using nlohmann::json;
 
 TEST(ServeJson, StatusCarriesTheProcessAndEachNode) {
-  ServeStatus s;
+  ServeStatusReport s;
   s.serve = {1234, "lab-1", {"lab"}, "2026-01-01T00:00:00Z", "2026-01-01T00:01:00Z", 3.5, 12,
              40, 1, 1};
   s.nodes = {{"trainer", "lab", "us-central2-b", "v4-32", "spot", "READY", 60, 41.5},
@@ -31,7 +31,7 @@ TEST(ServeJson, StatusCarriesTheProcessAndEachNode) {
 }
 
 TEST(ServeJson, BeforeTheFirstPassTheLastPassIsNull) {
-  ServeStatus s;
+  ServeStatusReport s;
   json j = json::parse(ToJson(s));
   EXPECT_EQ(j["serve"]["last_pass"], "");
   EXPECT_TRUE(j["serve"]["last_pass_seconds_ago"].is_null());

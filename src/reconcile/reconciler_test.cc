@@ -22,6 +22,8 @@ class ReconcilerTest : public ::testing::Test {
   ReconcilerTest() {
     w.world.state_lock = &lock;
     workers_respond_ = w.fanout.respond;
+    agents.emplace(w.fanout);  // answers the job ops; the workers' fake the rest
+    agents_respond_ = w.fanout.respond;
     w.fanout.respond = [this](const FanoutHost& h, size_t i, FanoutSink& sink) {
       return Respond(h, i, sink);
     };
@@ -79,6 +81,7 @@ class ReconcilerTest : public ::testing::Test {
   std::map<std::string, api::AgentNotice> notices;    // by worker name ("trainer/w0")
   std::map<std::string, MetricsReport> metrics;       // by worker name
   std::vector<std::string> walls;                     // workers wall ran on
+  std::optional<FakeAgents> agents;                   // the workers' jobs
 
  private:
   HostResult Respond(const FanoutHost& host, size_t index, FanoutSink& sink) {
@@ -104,10 +107,15 @@ class ReconcilerTest : public ::testing::Test {
       sink.OnOutput(index, OutputStream::kStdout, api::AnswerLine(a) + "\n");
       return {};
     }
+    if (q.ok() && (q->op == api::AgentOp::kJobStart || q->op == api::AgentOp::kJobList ||
+                   q->op == api::AgentOp::kJobCancel)) {
+      return agents_respond_(host, index, sink);
+    }
     return workers_respond_(host, index, sink);
   }
 
   std::function<HostResult(const FanoutHost&, size_t, FanoutSink&)> workers_respond_;
+  std::function<HostResult(const FanoutHost&, size_t, FanoutSink&)> agents_respond_;
 };
 
 TEST_F(ReconcilerTest, ApiPreemptionDeletesTheHuskAndMakesTheNodeAgain) {
@@ -362,6 +370,51 @@ TEST_F(ReconcilerTest, AServeKilledMidRecoveryConvergesWhenStartedAgain) {
   EXPECT_EQ(w.Record("trainer").state, NodeState::kReady);
   EXPECT_EQ(w.Record("trainer").workers.size(), 4u);
   EXPECT_EQ(w.cloud.creates(), 2);  // the killed serve's create, finished: none more
+}
+
+TEST_F(ReconcilerTest, ARecoveredNodesRestartableJobsResumeWithTheirRestartCount) {
+  FleetSpec spec = w.Spec(Trainer());
+  w.Up(spec);
+  api::JobSpec js;
+  js.id = "jabcdefg";
+  js.name = "train";
+  js.command = "python3 train.py";
+  js.accelerator = true;
+  JobRecord job;
+  job.fleet = "lab";
+  job.node = "trainer";
+  job.id = js.id;
+  job.name = js.name;
+  job.spec_json = api::ToJson(js);
+  job.restart = "on-preemption";
+  job.state = "active";
+  ASSERT_TRUE(w.store->PutJob(job).ok());
+  for (int i = 0; i < 4; ++i) {  // the job as it ran on the husk, ended with it
+    api::JobOnWorker j;
+    j.id = js.id;
+    j.name = js.name;
+    j.worker = i;
+    j.state = JobState::kLost;
+    agents->Put("trainer/w" + std::to_string(i), j);
+  }
+  w.cloud.Preempt(kZoneB, "trainer");
+  auto r = Make(spec);
+  r->Pass();
+  Settle(*r);
+  std::vector<FakeAgents::Call> starts = agents->CallsOf(api::AgentOp::kJobStart);
+  int real = 0;
+  for (const FakeAgents::Call& c : starts) {
+    if (!c.request.dry_run) {
+      ++real;
+      EXPECT_EQ(c.request.job.restarts, 1);
+    }
+  }
+  EXPECT_EQ(real, 4);
+  EXPECT_EQ(w.store->Jobs("lab").value().at(0).restarts, 1);
+  std::vector<std::string> kinds = Kinds("trainer");
+  std::vector<std::string> want = {"setup-done", "job-resumed", "recovered"};
+  EXPECT_NE(std::search(kinds.begin(), kinds.end(), want.begin(), want.end()), kinds.end())
+      << Join(kinds, " ");
 }
 
 }  // namespace

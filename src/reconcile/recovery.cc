@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "control/jobs.h"
 #include "control/up_steps.h"
 
 namespace tpufleet {
@@ -57,9 +58,9 @@ class Recovery::Progress final : public ProgressObserver {
   bool setup_done_ = false;
 };
 
-Recovery::Recovery(World& world, RecoveryRequest request, LockHold lock, EventLoop& loop,
-                   Log log, Done done)
-    : world_(world), request_(std::move(request)), lock_(std::move(lock)), loop_(loop),
+Recovery::Recovery(World& world, const Catalog& catalog, RecoveryRequest request, LockHold lock,
+                   EventLoop& loop, Log log, Done done)
+    : world_(world), catalog_(catalog), request_(std::move(request)), lock_(std::move(lock)), loop_(loop),
       log_(std::move(log)), done_(std::move(done)) {}
 
 Recovery::~Recovery() {
@@ -79,7 +80,8 @@ Result<std::unique_ptr<Recovery>> Recovery::Start(World& world, const Catalog& c
     return NotFoundError("node " + request.node + " is not in fleet " + fleet.name + "'s spec");
   }
   std::unique_ptr<Recovery> r(
-      new Recovery(world, std::move(request), std::move(lock), loop, std::move(log), std::move(done)));
+      new Recovery(world, catalog, std::move(request), std::move(lock), loop, std::move(log),
+                   std::move(done)));
   NodePlan node_plan = *it;
   r->spec_ = *node_plan.spec;
   if (r->request_.capacity) {
@@ -107,6 +109,29 @@ Result<std::unique_ptr<Recovery>> Recovery::Start(World& world, const Catalog& c
   return r;
 }
 
+// The node's jobs that asked for it (`run --restart`), started again on its new workers;
+// RestartJob records job-resumed (or job-gave-up at the limit) itself.
+void Recovery::RestartJobs(RecoveryOutcome& out) {
+  Result<std::vector<JobRecord>> jobs = world_.store.Jobs(request_.fleet->name);
+  if (!jobs.ok()) {
+    out.notes.push_back("cannot read its restartable jobs: " + jobs.status().message());
+    return;
+  }
+  for (JobRecord& job : *jobs) {
+    if (job.node != request_.node || job.state != "active") {
+      continue;
+    }
+    Result<JobView> restarted = RestartJob(world_, catalog_, job, request_.reason);
+    if (restarted.ok()) {
+      ++out.jobs_resumed;
+      log_("job " + job.id + " (" + job.name + ") resumed, restart " +
+           std::to_string(job.restarts));
+    } else {
+      out.notes.push_back("job " + job.id + " not restarted: " + restarted.status().message());
+    }
+  }
+}
+
 Status Recovery::Event(const std::string& kind, const std::string& detail) {
   return world_.store.AddEvent(
       {0, world_.clock.Now(), request_.fleet->name, request_.node, kind, detail});
@@ -121,6 +146,7 @@ void Recovery::Finish() {
   out.status = steps_->Outcomes().front().status;
   steps_.reset();
   if (out.status.ok()) {
+    RestartJobs(out);
     out.seconds =
         std::chrono::duration<double>(world_.clock.Now() - request_.detected).count();
     char seconds[32];

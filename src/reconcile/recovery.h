@@ -93,13 +93,16 @@ class Recovery {
  private:
   class Progress;
 
-  Recovery(World& world, RecoveryRequest request, LockHold lock, EventLoop& loop, Log log,
-           Done done);
+  Recovery(World& world, const Catalog& catalog, RecoveryRequest request, LockHold lock,
+           EventLoop& loop, Log log, Done done);
+  // Starts the node's active restartable jobs again (after its steps succeeded).
+  void RestartJobs(RecoveryOutcome& out);
   // The steps are done: restart the jobs, record the end, hand over the outcome.
   void Finish();
   Status Event(const std::string& kind, const std::string& detail);
 
   World& world_;
+  const Catalog& catalog_;
   RecoveryRequest request_;
   LockHold lock_;
   EventLoop& loop_;

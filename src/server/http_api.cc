@@ -112,7 +112,7 @@ ApiResponse ServeApi::Handle(const ApiRequest& request) const {
 ApiResponse ServeApi::Status() const {
   Clock::WallTime now = context_.clock->Now();
   ServeSnapshot snap = context_.view->Snapshot();
-  api::ServeStatus out;
+  api::ServeStatusReport out;
   Result<std::optional<ServeRecord>> record = context_.store->Serve();
   if (!record.ok()) {
     return Failed(record.status());

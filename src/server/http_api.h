@@ -2,7 +2,7 @@
 // in, one response out), so unit tests and the HTTP binding (http_server.h) drive the
 // same code. docs/serve.md is the API's reference.
 //
-//   GET /v1/status     api::ServeStatus: the serve process (the store's serve record),
+//   GET /v1/status     api::ServeStatusReport: the serve process (the store's serve record),
 //                      every node of the fleets it keeps (state, age, last
 //                      time-to-recover), the last pass's warnings
 //   GET /v1/events     api::Event list, oldest first; ?since=RFC3339|DURATION (10m: the
