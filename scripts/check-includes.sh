@@ -10,7 +10,9 @@ src=${1:-$(dirname "$0")/../src}
 declare -A allowed=(
   [util]=""                [core]="util"              [api]="core util"
   [ssh]="core util"        [store]="core util"        [provider]="core util ssh"
-  [control]="core api provider ssh store util"        [server]="control api core util"
+  [control]="core api provider ssh store util"        [server]="control api core util reconcile"
+  # serve's reconciler: control's steps and seams, driven from one loop.
+  [reconcile]="control core api provider ssh store util"
   [agent]="api core util agent/host agent/sampler agent/export tpu_metrics"
   [cli]="control api core util"
   [agent/host]="api core util"
