@@ -246,6 +246,7 @@ unfinished() {
 }
 jobs_finish() {
   local deadline=$((SECONDS + kDrainSeconds)) left
+  ((${#job_ids[@]} == ${#nodes[@]})) || { echo "only ${#job_ids[@]} jobs were started"; return 1; }
   while left=$(unfinished) && [[ -n $left ]]; do
     # A job that failed or was given up on will not finish: no use waiting.
     if grep -qE ' (failed|cancelled|gave-up)$' <<<"$left" || ((SECONDS >= deadline)); then
@@ -258,7 +259,7 @@ jobs_finish() {
   done
 }
 check "every job finished (state succeeded), within ${kDrainSeconds}s of the stream's end" jobs_finish
-jobs_lost=$(unfinished | wc -l)
+jobs_lost=$((${#nodes[@]} - ${#job_ids[@]} + $(unfinished | wc -l)))
 all_steps_checkpointed() {
   local node dir w workers
   for node in "${nodes[@]}"; do
@@ -271,6 +272,7 @@ all_steps_checkpointed() {
 }
 check "each rank of each job wrote its last checkpoint (step $kSteps) to /gcs" all_steps_checkpointed
 restarts_seen() {
+  [[ -n ${job_ids[1]:-} ]] || { echo "spot-pod's job was not started"; return 1; }
   tf_run logs logs "${job_ids[1]}" || return 1
   grep -q "restarts [1-9]" "$tmp/logs.out" || { note "spot-pod's job shows no restart"; tail "$tmp/logs.out"; return 1; }
   grep -q "resumed from step" "$tmp/logs.out" || { tail "$tmp/logs.out"; return 1; }
@@ -311,7 +313,7 @@ no_husk_no_qr() {
 check "no husk and no queued resource but the spot pod's live one" no_husk_no_qr
 
 stop_serve() {
-  kill -TERM "$serve_pid"
+  kill -TERM "$serve_pid" || { echo "serve was not running"; return 1; }
   wait_for 20 eval '! kill -0 "$serve_pid" 2>/dev/null' || { echo "serve still runs after SIGTERM"; return 1; }
 }
 t1=$(now)
@@ -322,6 +324,8 @@ curl -s --max-time 10 -H @<(printf 'Authorization: Bearer %s\n' "$(cat "$token_f
 check "SIGTERM ends serve" stop_serve
 sleep 0.5
 kill "$sampler_pid" 2>/dev/null
+wait "$sampler_pid" 2>/dev/null
+sampler_pid=""
 ledger_matches() {
   python3 "$report" ledger "$tmp/samples.jsonl" "$state/state.db" soak "$t0" "$t1" "$kPass" \
     "$kSample" "$downtime" >"$tmp/ledger.txt" 2>&1
@@ -337,14 +341,16 @@ figures() {
 }
 check "events --json has the recoveries and their times" figures
 note "---- soak figures (seed $seed, $(nproc) cores) ----"
-note "faults survived: $(wc -l <"$tmp/faults.log" 2>/dev/null || echo 0) ($(awk '{print $2}' "$tmp/faults.log" | sort | uniq -c | awk '{printf "%s %s, ", $2, $1}'))"
+kinds=$(awk '{print $2}' "$tmp/faults.log" | sort | uniq -c | awk '{printf "%s %s, ", $2, $1}')
+note "faults survived: $(wc -l <"$tmp/faults.log") (${kinds%, })"
 note "jobs lost: $jobs_lost of ${#nodes[@]}"
-while read -r line; do note "$line"; done <"$tmp/figures.txt"
+[[ -e $tmp/figures.txt ]] && while read -r line; do note "$line"; done <"$tmp/figures.txt"
 note "serve's metrics: $(grep -E '^tpufleet_(preemptions|recoveries)_total' "$tmp/metrics.txt" | tr '\n' ' ')"
 
 down_and_clean() {
   remember_hosts
   tf down --all --yes >"$tmp/down.txt" 2>&1 || { cat "$tmp/down.txt"; return 1; }
+  holder_stops || return 1
   stop_clean "$state/"
 }
 check "down and emulator stop leave no process, namespace, sshd or link of this run" down_and_clean

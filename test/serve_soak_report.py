@@ -2,7 +2,7 @@
 """What test/serve_soak.sh checks and prints at its end, from the files it kept.
 
   serve_soak_report.py ledger SAMPLES STATE_DB FLEET T0 T1 PASS SAMPLE DOWNTIME
-      The spend ledger (the store's spend table) against what the emulator said each
+      The spend ledger (the store's spend table, store/sqlite_store.cc) against what the emulator said each
       node was, sampled every SAMPLE seconds into SAMPLES (JSON lines of
       {"now", "nodes": [{"name", "state"}]}), both clipped to the window [T0, T1]
       (unix seconds: serve's first start to its last stop). Per node and state, the
@@ -39,8 +39,7 @@ def unix(value):
     if value is None or value == "":
         return None
     if isinstance(value, (int, float)):
-        # Milliseconds when implausibly large for seconds.
-        return value / 1000.0 if value > 1e11 else float(value)
+        return value / 1000.0 if value > 1e11 else float(value)  # milliseconds
     text = str(value).strip()
     try:
         number = float(text)
@@ -86,19 +85,17 @@ def observed(samples_path, t0, t1):
 
 
 def ledger(db_path, fleet, t0, t1):
-    """{(node, state): (seconds, stretches)} from the store's spend table, clipped."""
+    """{(node, state): (seconds, stretches)} from the store's spend table (times in
+    microseconds since the epoch; end_time NULL: still open), clipped to [t0, t1]."""
     db = sqlite3.connect("file:" + db_path + "?mode=ro", uri=True)
-    db.row_factory = sqlite3.Row
     out = {}
-    for r in db.execute("SELECT * FROM spend WHERE fleet = ?", (fleet,)):
-        keys = r.keys()
-        start = unix(r["start"] if "start" in keys else r["start_ms"])
-        end_value = r["end"] if "end" in keys else r["end_ms"]
-        end = unix(end_value) if end_value not in (None, "", 0) else t1
+    query = "SELECT node, state, start, end_time FROM spend WHERE fleet = ?"
+    for node, state, start_us, end_us in db.execute(query, (fleet,)):
+        start = start_us / 1e6
+        end = end_us / 1e6 if end_us is not None else t1
         a, b = max(start, t0), min(end, t1)
-        key = (r["node"], r["state"])
-        sec, n = out.get(key, (0.0, 0))
-        out[key] = (sec + max(0.0, b - a), n + (1 if b > a else 0))
+        sec, n = out.get((node, state), (0.0, 0))
+        out[(node, state)] = (sec + max(0.0, b - a), n + (1 if b > a else 0))
     return out
 
 
