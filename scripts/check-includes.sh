@@ -10,7 +10,13 @@ src=${1:-$(dirname "$0")/../src}
 declare -A allowed=(
   [util]=""                [core]="util"              [api]="core util"
   [ssh]="core util"        [store]="core util"        [provider]="core util ssh"
-  [control]="core api provider ssh store util"        [server]="control api core util"
+  [control]="core api provider ssh store util"
+  # `tpufleet serve`'s HTTP API: what the reconciler shows (reconcile/serve_view.h).
+  [server]="control api core util httpd reconcile"
+  # serve's reconciler: control's steps and seams, driven from one loop.
+  [reconcile]="control core api provider ssh store util"
+  # What the local HTTP servers share (the emulator's, serve's): bounded requests.
+  [httpd]="util"
   [agent]="api core util agent/host agent/sampler agent/export tpu_metrics"
   [cli]="control api core util"
   [agent/host]="api core util"
@@ -18,7 +24,7 @@ declare -A allowed=(
   [agent/sampler]="core util agent/host tpu_metrics"
   # What the agent shows outside its protocol (Prometheus' text, its HTTP server).
   [agent/export]="core util"
-  [emulator]="api core util emulator/hosts"
+  [emulator]="api core util emulator/hosts httpd"
   # The worker hosts implement the one seam where the server meets them, and nothing else
   # of the emulator: a row entry may name a single header.
   [emulator/hosts]="util emulator/worker_hosts.h"
@@ -37,7 +43,7 @@ declare -A allowed=(
 declare -A owners=(
   ["curl/"]="util"         ["openssl/"]="util"         ["yaml-cpp/"]="core"
   ["sqlite3.h"]="store"    ["libpq-fe.h"]="store"      ["libssh2"]="ssh"
-  ["httplib.h"]="emulator server"
+  ["httplib.h"]="emulator server httpd"
   ["nlohmann/"]="util api provider emulator"
   ["grpc"]="tpu_metrics"   ["google/protobuf/"]="tpu_metrics"
 )

@@ -78,6 +78,10 @@ void Server::Handle(Conn& c, std::string_view line) {
       }
       answer(ApplyAccounts(r.users));
       return;
+    case api::AgentOp::kNotice:
+    case api::AgentOp::kNoticeWatch:
+      answer({UnavailableError(std::string(api::AgentOpName(r.op)) + ": not in this build yet"), {}});
+      return;
   }
 }
 

@@ -28,6 +28,7 @@ constexpr EnumName<AgentOp> kOps[] = {
     {AgentOp::kJobLogs, "job.logs"},     {AgentOp::kJobWatch, "job.watch"},
     {AgentOp::kDevices, "devices"},      {AgentOp::kDoctor, "doctor"},
     {AgentOp::kAccountsApply, "accounts.apply"}, {AgentOp::kMetrics, "metrics"},
+    {AgentOp::kNotice, "notice"},        {AgentOp::kNoticeWatch, "notice.watch"},
 };
 
 // The protocol's error codes: upper case, like gRPC's.
@@ -179,8 +180,11 @@ Status ReadBody(const json& j, AgentOp op, AgentBody& body) {
       return read_as(std::vector<AccountResult>{}, "results");
     case AgentOp::kMetrics:
       return read_as(MetricsReport{}, nullptr);
+    case AgentOp::kNotice:
+      return read_as(AgentNotice{}, nullptr);
     case AgentOp::kJobLogs:
     case AgentOp::kJobWatch:
+    case AgentOp::kNoticeWatch:
       break;
   }
   return Status::Ok();
@@ -211,7 +215,9 @@ Status ReadStatus(const json& j, Status* out) {
 
 std::string_view AgentOpName(AgentOp op) { return NameIn(kOps, op); }
 
-bool IsStreamingOp(AgentOp op) { return op == AgentOp::kJobLogs || op == AgentOp::kJobWatch; }
+bool IsStreamingOp(AgentOp op) {
+  return op == AgentOp::kJobLogs || op == AgentOp::kJobWatch || op == AgentOp::kNoticeWatch;
+}
 
 std::string_view JobStateName(JobState state) { return NameIn(kJobStateNames, state); }
 
@@ -276,7 +282,7 @@ std::string AnswerLine(const AgentAnswer& answer) {
         } else if constexpr (std::is_same_v<T, std::vector<AccountResult>>) {
           j["results"] = ToJ(body);
         } else if constexpr (!std::is_same_v<T, std::monostate>) {
-          j.update(ToJ(body));  // hello, devices, doctor, metrics: fields beside "ok"
+          j.update(ToJ(body));  // hello, devices, doctor, metrics, notice: beside "ok"
         }
       },
       answer.body);
@@ -286,6 +292,8 @@ std::string AnswerLine(const AgentAnswer& answer) {
 std::string DataLine(const LogChunk& chunk) { return Line(ToJ(chunk)); }
 
 std::string StateLine(const JobOnWorker& state) { return Line({{"state", ToJ(state)}}); }
+
+std::string NoticeLine(const AgentNotice& notice) { return Line({{"notice", ToJ(notice)}}); }
 
 std::string EndLine(const Status& status) {
   json j = {{"end", true}, {"ok", status.ok()}};
@@ -315,8 +323,12 @@ Result<AgentLine> ParseAgentLine(std::string_view line, AgentOp op) {
   } else if (j.contains("state")) {
     out.kind = AgentLine::Kind::kState;
     read = FromJ(j.at("state"), "state", out.state);
+  } else if (j.contains("notice")) {
+    out.kind = AgentLine::Kind::kNotice;
+    read = FromJ(j.at("notice"), "notice", out.notice);
   } else {
-    return InvalidArgumentError("answer has none of \"ok\", \"stream\", \"state\"");
+    return InvalidArgumentError(
+        "answer has none of \"ok\", \"stream\", \"state\", \"notice\"");
   }
   if (!read.ok()) {
     return read.WithContext("answer");

@@ -8,7 +8,8 @@
 // {"v": 1, "op": "…", …}; every answer line carries "v": 1 too. A one-shot op answers one
 // line, {"v":1,"ok":true,…} or {"v":1,"ok":false,"error":{"code":"NOT_FOUND","message":…}};
 // a streaming op (job.logs, job.watch) answers data and state lines, then a last line
-// with "end": true and ok/error.
+// with "end": true and ok/error; notice.watch answers notice lines and never ends by
+// itself (the caller closes it; an end line comes only when the agent gives up on it).
 //
 // Compatibility: a reader ignores the fields it does not know (a newer peer may add
 // some); a request whose "v" this build does not speak is refused with
@@ -70,6 +71,8 @@ enum class AgentOp {
   kDoctor,         // "doctor"
   kAccountsApply,  // "accounts.apply"
   kMetrics,        // "metrics"
+  kNotice,         // "notice"
+  kNoticeWatch,    // "notice.watch" (streaming, endless)
 };
 std::string_view AgentOpName(AgentOp op);
 /// Whether the op answers data/state lines and an end line (else one line).
@@ -87,7 +90,8 @@ std::optional<JobState> JobStateFromName(std::string_view name);
 
 /// What to run, the "job" of job.start (and the agent's jobs/ID/job.json):
 /// {"id", "name", "user", "command", "workdir", "env", "accelerator", "no_wait",
-/// "kill_stale", "keep_going", "pty", "topology", "worker", "started_by"}.
+/// "kill_stale", "keep_going", "pty", "topology", "worker", "started_by"} and, written
+/// only when above 0, {"restarts"}.
 struct JobSpec {
   std::string id;       // "j" + 7 lowercase base32 (core/job.h checks it)
   std::string name;
@@ -103,6 +107,10 @@ struct JobSpec {
   JobTopology topology;
   int worker = 0;            // this worker's index (rank); `call --worker` sets it
   std::string started_by;    // "alice@laptop"
+  /// How often this job was started again after it ended (preempted, failed): the job
+  /// sees it as TPUFLEET_RESTARTS. job.start of an id the agent has, whose job ended,
+  /// with a larger `restarts` starts it again in the same job dir (logs appended).
+  int restarts = 0;
 };
 
 /// What the job's TPU waits for, or who holds it: {"pid", "user", "command", "job"}
@@ -112,7 +120,8 @@ using TpuHolder = ::tpufleet::ChipHolder;
 /// A job on one worker, what job.start, job.list, job.cancel and the state lines give:
 /// {"id", "name", "user", "command", "worker", "state", "pid", "created_unix_ms",
 /// "started_unix_ms", "ended_unix_ms", "started_by", "keep_going", "world_size"} and,
-/// written only when set, {"exit_code", "signal", "waiting_for", "message"}.
+/// written only when set, {"exit_code", "signal", "waiting_for", "message", "restarts"}.
+/// A restarted job's times, pid and exit are its latest run's.
 struct JobOnWorker {
   std::string id;
   std::string name;
@@ -131,6 +140,7 @@ struct JobOnWorker {
   std::string started_by;
   bool keep_going = false;
   int world_size = 1;   // the job's workers (topology's worker_addresses, at least 1)
+  int restarts = 0;     // its spec's restarts: the run this record describes
 };
 
 /// doctor's "expect": what the CLI knows of the worker, {"accelerator_type",
@@ -140,6 +150,25 @@ struct DoctorExpect {
   int chips_per_host = 0;
   int worker = 0;
   std::vector<std::string> endpoints;  // every worker's address, as the API lists them
+};
+
+/// The worker's own notice of its end, as its metadata server says it (the agent
+/// long-polls instance/preempted and instance/maintenance-event): what notice answers
+/// and each notice line of notice.watch carries, {"preempted", "maintenance_event",
+/// "changed_unix_ms", "source", "error"}.
+struct AgentNotice {
+  bool preempted = false;  // instance/preempted is TRUE: the VM is going away
+  /// instance/maintenance-event: "NONE", or what is coming ("TERMINATE_ON_HOST_MAINTENANCE",
+  /// "MIGRATE_ON_HOST_MAINTENANCE", …), as the server spelled it.
+  std::string maintenance_event = "NONE";
+  /// When the agent saw the notice take its present value (the watcher's start for the
+  /// first value it read); 0 before the first answer.
+  int64_t changed_unix_ms = 0;
+  /// "metadata": the values come from the worker's metadata server; "none": there is no
+  /// metadata server (a host of ssh-hosts, or not reached yet), the values are defaults.
+  std::string source = "none";
+  std::string error;  // why the last poll failed ("" when it went through)
+  bool operator==(const AgentNotice&) const = default;
 };
 
 /// An account of accounts.apply: {"name", "keys", "sudo"}.
@@ -254,13 +283,14 @@ struct AccountResult {
 /// A one-shot op's answer, and the status of a streaming op's end line. The body is
 /// written beside "ok" when the status is OK: hello's fields, {"job": JobOnWorker}
 /// (job.start, job.cancel), {"jobs": […]} (job.list), the fields of devices', doctor's
-/// and metrics' (MetricsReport) bodies, {"results": […]} (accounts.apply). An error is
+/// and metrics' (MetricsReport) bodies, {"results": […]} (accounts.apply), notice's
+/// fields (AgentNotice). An error is
 /// {"code", "message"}, the code one of INVALID_ARGUMENT, NOT_FOUND, ALREADY_EXISTS,
 /// PERMISSION_DENIED, FAILED_PRECONDITION, UNAVAILABLE, INTERNAL (and TIMEOUT,
 /// RESOURCE_EXHAUSTED, which v1 agents never send).
 using AgentBody = std::variant<std::monostate, AgentHello, JobOnWorker, std::vector<JobOnWorker>,
                                DevicesReport, DoctorReport, std::vector<AccountResult>,
-                               MetricsReport>;
+                               MetricsReport, AgentNotice>;
 struct AgentAnswer {
   Status status;
   AgentBody body;
@@ -279,17 +309,20 @@ struct AgentLine {
     kData,    // job.logs' output: `chunk`
     kState,   // {"state": JobOnWorker}: `state`
     kEnd,     // a streaming op's last line: `answer.status` (no body)
+    kNotice,  // {"notice": AgentNotice}, notice.watch's: `notice`
   };
   Kind kind = Kind::kAnswer;
   AgentAnswer answer;
   LogChunk chunk;
   JobOnWorker state;
+  AgentNotice notice;
 };
 
 /// The lines the agent writes, each without its newline.
 std::string AnswerLine(const AgentAnswer& answer);
 std::string DataLine(const LogChunk& chunk);
 std::string StateLine(const JobOnWorker& state);
+std::string NoticeLine(const AgentNotice& notice);
 std::string EndLine(const Status& status);
 /// An answer line of a request of `op`, which says what the body of a one-shot answer
 /// is. InvalidArgument as for requests; FailedPrecondition for another "v".

@@ -56,6 +56,7 @@ void Visit(JobSpec& s, F& f) {
   f("topology", s.topology, false);
   f("worker", s.worker, false);
   f("started_by", s.started_by, false);
+  f("restarts", s.restarts, true);
 }
 
 template <typename F>
@@ -77,6 +78,16 @@ void Visit(JobOnWorker& j, F& f) {
   f("started_by", j.started_by, false);
   f("keep_going", j.keep_going, false);
   f("world_size", j.world_size, false);
+  f("restarts", j.restarts, true);
+}
+
+template <typename F>
+void Visit(AgentNotice& n, F& f) {
+  f("preempted", n.preempted, false);
+  f("maintenance_event", n.maintenance_event, false);
+  f("changed_unix_ms", n.changed_unix_ms, false);
+  f("source", n.source, false);
+  f("error", n.error, false);
 }
 
 template <typename F>
@@ -254,8 +265,9 @@ void Visit(MetricsReport& r, F& f) {
 
 // --- writing -------------------------------------------------------------------------
 
-// The fields written only when set are strings and optionals.
+// The fields written only when set are strings, optionals and counts (unset at 0).
 inline bool IsEmpty(const std::string& v) { return v.empty(); }
+inline bool IsEmpty(int v) { return v == 0; }
 template <typename T>
 bool IsEmpty(const std::optional<T>& v) {
   return !v.has_value();

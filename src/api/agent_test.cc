@@ -83,6 +83,52 @@ TEST(AgentProtocol, Lines) {
   ExpectGolden("src/api/testdata/agent_lines.jsonl", text);
 }
 
+// notice and notice.watch, and a restart: job.start and the state of a job started again.
+TEST(AgentProtocol, NoticesAndRestarts) {
+  AgentNotice preempted{true, "NONE", 1764000005000, "metadata", ""};
+  AgentNotice maintenance{false, "TERMINATE_ON_HOST_MAINTENANCE", 1764000009000, "metadata", ""};
+  AgentNotice none{false, "NONE", 0, "none", "no metadata server at 169.254.169.254:80"};
+  AgentRequest notice;
+  notice.op = AgentOp::kNotice;
+  AgentRequest watch;
+  watch.op = AgentOp::kNoticeWatch;
+  AgentRequest restart;
+  restart.op = AgentOp::kJobStart;
+  restart.job = Spec();
+  restart.job.restarts = 2;
+  JobOnWorker again = Waiting();
+  again.restarts = 2;
+  std::string text;
+  for (const std::string& line :
+       {ToLine(notice), ToLine(watch),
+        AnswerLine({Status::Ok(), preempted}), NoticeLine(maintenance), NoticeLine(none),
+        ToLine(restart), StateLine(again)}) {
+    text += line + "\n";
+  }
+  ExpectGolden("src/api/testdata/agent_notice_lines.jsonl", text);
+
+  Result<AgentLine> answer = ParseAgentLine(AnswerLine({Status::Ok(), preempted}), AgentOp::kNotice);
+  ASSERT_TRUE(answer.ok()) << answer.status().ToString();
+  EXPECT_EQ(answer->kind, AgentLine::Kind::kAnswer);
+  EXPECT_EQ(std::get<AgentNotice>(answer->answer.body), preempted);
+  Result<AgentLine> line = ParseAgentLine(NoticeLine(maintenance), AgentOp::kNoticeWatch);
+  ASSERT_TRUE(line.ok()) << line.status().ToString();
+  EXPECT_EQ(line->kind, AgentLine::Kind::kNotice);
+  EXPECT_EQ(line->notice, maintenance);
+  Result<AgentRequest> back = ParseAgentRequest(ToLine(restart));
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->job.restarts, 2);
+  Result<AgentLine> state = ParseAgentLine(StateLine(again), AgentOp::kJobWatch);
+  ASSERT_TRUE(state.ok());
+  EXPECT_EQ(state->state.restarts, 2);
+  // A job never restarted has no "restarts" (what older agents and CLIs wrote).
+  EXPECT_EQ(ToJson(Spec()).find("restarts"), std::string::npos);
+  Result<AgentLine> wrong =
+      ParseAgentLine(R"({"v":1,"notice":{"preempted":"TRUE"}})", AgentOp::kNoticeWatch);
+  ASSERT_FALSE(wrong.ok());
+  EXPECT_EQ(wrong.status().message(), "answer: \"notice.preempted\" is string, not true or false");
+}
+
 TEST(AgentProtocol, HostAnswers) {
   DevicesReport devices;
   devices.devices = {{0, "/dev/accel0", "0000:00:04.0", "v4"},
@@ -193,10 +239,11 @@ TEST(AgentProtocol, BadRequests) {
             "protocol version 2 is not spoken here: this agent speaks 1"},
            {R"({"v":1})", StatusCode::kInvalidArgument,
             "request has no \"op\"; one of hello, job.start, job.list, job.cancel, job.logs, "
-            "job.watch, devices, doctor, accounts.apply, metrics"},
+            "job.watch, devices, doctor, accounts.apply, metrics, notice, notice.watch"},
            {R"({"v":1,"op":"job.explode"})", StatusCode::kInvalidArgument,
             "unknown op \"job.explode\"; this agent knows hello, job.start, job.list, "
-            "job.cancel, job.logs, job.watch, devices, doctor, accounts.apply, metrics"},
+            "job.cancel, job.logs, job.watch, devices, doctor, accounts.apply, metrics, notice, "
+            "notice.watch"},
            {R"({"v":1,"op":"job.cancel","id":"j1","grace_seconds":"soon"})",
             StatusCode::kInvalidArgument,
             "job.cancel: \"grace_seconds\" is string, not an integer"},
@@ -240,6 +287,8 @@ TEST(AgentProtocol, StateNames) {
   EXPECT_EQ(JobStateFromName("lost"), JobState::kLost);
   EXPECT_FALSE(JobStateFromName("Running").has_value());
   EXPECT_TRUE(IsStreamingOp(AgentOp::kJobWatch));
+  EXPECT_TRUE(IsStreamingOp(AgentOp::kNoticeWatch));
+  EXPECT_FALSE(IsStreamingOp(AgentOp::kNotice));
   EXPECT_FALSE(IsStreamingOp(AgentOp::kJobCancel));
 }
 

@@ -104,6 +104,7 @@ class AgentSink final : public FanoutSink {
     switch (line->kind) {
       case api::AgentLine::Kind::kData:
       case api::AgentLine::Kind::kState:
+      case api::AgentLine::Kind::kNotice:
         if (on_line_) {
           on_line_(host, *line);
         }

@@ -19,6 +19,7 @@
 #include "store/store.h"
 #include "util/clock.h"
 #include "util/status.h"
+#include "util/unique_fd.h"
 
 namespace tpufleet {
 
@@ -49,6 +50,25 @@ struct ControlPaths {
   std::string agent_binary{};
 };
 
+/// STATE/lock, what `up`, `down` and `import` hold for their whole run; `serve` (which
+/// holds STATE/serve.lock for its life) takes it only around each action that changes
+/// the fleet (a delete; a recover until its node is READY and set up), so that a CLI
+/// command and serve never make a node twice: both go through this lock and the same
+/// records. The real one (app/fleet_world.cc) writes "PID COMMAND" into the file after
+/// taking it, so that either side's refusal names the other.
+class StateLocker {
+ public:
+  StateLocker() = default;
+  StateLocker(const StateLocker&) = delete;
+  StateLocker& operator=(const StateLocker&) = delete;
+  virtual ~StateLocker() = default;
+
+  /// Takes the lock without waiting; closing the descriptor releases it.
+  /// FailedPrecondition naming the holder ("`tpufleet up` (pid 123) is changing the
+  /// fleet") when another process holds it.
+  virtual Result<UniqueFd> TryLock() = 0;
+};
+
 struct World {
   Store& store;
   Clock& clock;
@@ -65,6 +85,9 @@ struct World {
   /// The user tpufleet logs in as on the nodes it creates: the local user's name when
   /// it is a valid, non-system login, else "tpufleet" (see DefaultLogin).
   std::string login;
+  /// The state lock, for a caller that takes it per action (serve); nullptr: the caller
+  /// holds it already for its whole run (the CLI commands).
+  StateLocker* state_lock = nullptr;
 };
 
 /// Whom tpufleet logs in as on the nodes it creates: `sudo_user` ($SUDO_USER) when

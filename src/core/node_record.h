@@ -1,11 +1,14 @@
 // The records tpufleet keeps of its nodes and of the leftovers its creates left
-// behind: plain values, written and read by the store (store/store.h), planned over by
-// core (core/up_plan.h) and shown by status.
+// behind, of the jobs serve keeps going, of what the nodes cost and of the serve process
+// itself: plain values, written and read by the store (store/store.h), planned over by
+// core (core/up_plan.h, core/reconcile.h, core/ledger.h) and shown by status and jobs.
 //
 // Thread-safety: plain values.
 #pragma once
 
+#include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -77,6 +80,43 @@ struct LeftoverRecord {
   std::string reason;       // why it is unwanted: "stockout", …
   std::string last_error;   // why the last delete failed ("" before one was tried)
   Clock::WallTime since{};  // when tpufleet asked for it: what it has cost since
+};
+
+/// A job `run --restart` asked serve to keep going (store: jobs table, one row per
+/// (fleet, node, id)). A job run without --restart is not stored: its agent keeps it.
+struct JobRecord {
+  std::string fleet, node, id, name;
+  /// api::JobSpec as `run` sent it to worker 0 (its ToJson), without topology and worker,
+  /// which the restart fills from the node's workers of the time (a recreated node has
+  /// new addresses).
+  std::string spec_json;
+  std::string restart;        // "on-preemption" | "on-failure"
+  int max_restarts = 10;      // the restarts allowed; at the limit the job gives up
+  int restarts = 0;           // restarts made so far (the job sees it as TPUFLEET_RESTARTS)
+  std::string state;          // "active" (serve watches it) | "done" (succeeded or
+                              // cancelled) | "gave-up" (max_restarts reached)
+  std::string last_reason;    // why the last restart: "preempted", "failed (exit 1)", …
+  Clock::WallTime created_at{}, updated_at{};
+};
+
+/// One billable stretch of one node incarnation in one state (store: spend table): the
+/// ledger serve keeps across recreates, what budgets are checked against.
+struct SpendRecord {
+  int64_t id = 0;             // set by the store (PutSpend with id 0 inserts)
+  std::string fleet, node, cloud_name, zone, type, capacity;
+  std::string state;          // the billable state this stretch was in ("READY", "PREEMPTED", …)
+  double usd_per_hour = 0;    // priced when opened (core/ledger.h PriceFor)
+  Clock::WallTime start{};
+  std::optional<Clock::WallTime> end;  // nullopt: still open
+};
+
+/// The serve process keeping this state (store: at most one row), written at its start
+/// and after every pass, so `status` can say whether it runs and how fresh its view is.
+struct ServeRecord {
+  int pid = 0;
+  std::string host;                 // the machine's hostname (a pid means nothing elsewhere)
+  std::vector<std::string> fleets;  // the fleets it keeps
+  Clock::WallTime started_at{}, last_pass_at{};
 };
 
 }  // namespace tpufleet

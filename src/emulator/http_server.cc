@@ -1,23 +1,16 @@
 #include "emulator/http_server.h"
 
-#include <arpa/inet.h>
 #include <httplib.h>
-#include <netinet/in.h>
-#include <poll.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
-#include <cctype>
-#include <cerrno>
-#include <cstring>
 #include <condition_variable>
 #include <mutex>
 #include <thread>
 #include <vector>
 
 #include "emulator/wire.h"
+#include "httpd/bounded_server.h"
 #include "util/log.h"
 #include "util/strings.h"
 
@@ -31,171 +24,17 @@ constexpr std::chrono::milliseconds kDrainPoll{20};
 // Longest Start waits for httplib's listener thread to be up (it takes microseconds).
 constexpr std::chrono::milliseconds kListenWait{5000};
 
-// Slices in which an idle keep-alive connection waits, so Stop is not held up by it.
-constexpr int kKeepAlivePollMs = 50;
-
-int PollFd(int fd, short events, int timeout_ms) {
-  pollfd p{fd, events, 0};
-  int r;
-  do {
-    r = ::poll(&p, 1, timeout_ms);
-  } while (r < 0 && errno == EINTR);
-  return r;
-}
-
-int Millis(time_t sec, time_t usec) {
-  return static_cast<int>(sec * 1000 + usec / 1000);
-}
-
-// httplib's socket stream, with a budget of bytes per request (see the header): once it
-// is spent, reads fail and httplib answers 400 and closes the connection.
-class BoundedStream final : public httplib::Stream {
- public:
-  BoundedStream(int fd, int read_timeout_ms, int write_timeout_ms)
-      : fd_(fd), read_timeout_ms_(read_timeout_ms), write_timeout_ms_(write_timeout_ms) {}
-
-  void StartRequest() { budget_ = kMaxRequestBodyBytes + kMaxRequestHeadBytes; }
-  bool Exhausted() const { return budget_ == 0; }
-  bool Buffered() const { return pos_ < end_; }
-
-  bool is_readable() const override {
-    return Buffered() || PollFd(fd_, POLLIN, read_timeout_ms_) > 0;
-  }
-  bool is_writable() const override { return PollFd(fd_, POLLOUT, write_timeout_ms_) > 0; }
-
-  ssize_t read(char* ptr, size_t size) override {
-    if (budget_ == 0) {
-      return -1;
-    }
-    if (!Buffered()) {
-      if (PollFd(fd_, POLLIN, read_timeout_ms_) <= 0) {
-        return -1;
-      }
-      ssize_t n;
-      do {
-        n = ::recv(fd_, buf_, sizeof buf_, 0);
-      } while (n < 0 && errno == EINTR);
-      if (n <= 0) {
-        return n;
-      }
-      pos_ = 0;
-      end_ = static_cast<size_t>(n);
-    }
-    size_t n = std::min({size, end_ - pos_, budget_});
-    std::memcpy(ptr, buf_ + pos_, n);
-    pos_ += n;
-    budget_ -= n;
-    return static_cast<ssize_t>(n);
-  }
-
-  ssize_t write(const char* ptr, size_t size) override {
-    if (!is_writable()) {
-      return -1;
-    }
-    ssize_t n;
-    do {
-      n = ::send(fd_, ptr, size, MSG_NOSIGNAL);
-    } while (n < 0 && errno == EINTR);
-    return n;
-  }
-
-  void get_remote_ip_and_port(std::string& ip, int& port) const override {
-    Address(::getpeername, ip, port);
-  }
-  void get_local_ip_and_port(std::string& ip, int& port) const override {
-    Address(::getsockname, ip, port);
-  }
-  socket_t socket() const override { return fd_; }
-
- private:
-  void Address(int (*get)(int, sockaddr*, socklen_t*), std::string& ip, int& port) const {
-    sockaddr_storage addr{};
-    socklen_t len = sizeof addr;
-    char text[INET6_ADDRSTRLEN] = "";
-    port = 0;
-    if (get(fd_, reinterpret_cast<sockaddr*>(&addr), &len) == 0 && addr.ss_family == AF_INET) {
-      const auto* in = reinterpret_cast<const sockaddr_in*>(&addr);
-      ::inet_ntop(AF_INET, &in->sin_addr, text, sizeof text);
-      port = ntohs(in->sin_port);
-    }
-    ip = text;
-  }
-
-  const int fd_;
-  const int read_timeout_ms_;
-  const int write_timeout_ms_;
-  size_t budget_ = 0;
-  char buf_[4096];
-  size_t pos_ = 0;
-  size_t end_ = 0;
-};
-
-// httplib's Server, serving each connection through a BoundedStream; the rest (keep-
-// alive, timeouts, stop) as httplib does it.
-class BoundedServer final : public httplib::Server {
- private:
-  bool process_and_close_socket(socket_t sock) override {
-    BoundedStream strm(sock, Millis(read_timeout_sec_, read_timeout_usec_),
-                       Millis(write_timeout_sec_, write_timeout_usec_));
-    bool ret = false;
-    for (size_t left = keep_alive_max_count_; left > 0 && WaitForRequest(strm, sock); --left) {
-      strm.StartRequest();
-      bool closed = false;
-      ret = process_request(strm, /*close_connection=*/left == 1, closed, nullptr);
-      // A request over budget was answered 400; what follows it is not a request.
-      if (!ret || closed || strm.Exhausted()) {
-        break;
-      }
-    }
-    ::shutdown(sock, SHUT_RDWR);
-    ::close(sock);
-    return ret;
-  }
-
-  // True when a request starts within the keep-alive timeout and the server runs.
-  bool WaitForRequest(const BoundedStream& strm, int sock) const {
-    if (strm.Buffered()) {
-      return true;
-    }
-    for (time_t waited_ms = 0; svr_sock_ != INVALID_SOCKET;
-         waited_ms += kKeepAlivePollMs) {
-      int r = PollFd(sock, POLLIN, kKeepAlivePollMs);
-      if (r != 0) {
-        return r > 0;
-      }
-      if (waited_ms >= keep_alive_timeout_sec_ * 1000) {
-        return false;
-      }
-    }
-    return false;
-  }
-};
-
 }  // namespace
 
 std::optional<HttpResponse> RefuseWebRequest(const HttpRequest& request, int port) {
-  auto refuse = [](const std::string& why) {
-    return ErrorResponse({RpcCode::kPermissionDenied,
-                          why + " The emulator answers only programs on this machine, never "
-                                "web pages.",
-                          Json::array()});
-  };
-  if (request.headers.count("origin") != 0) {
-    return refuse("Requests with an Origin header are refused.");
-  }
-  auto host = request.headers.find("host");
-  if (host == request.headers.end()) {
+  std::optional<std::string> why = httpd::WebRequestRefusal(request.headers, "127.0.0.1", port);
+  if (!why) {
     return std::nullopt;
   }
-  std::string want_port = ":" + std::to_string(port);
-  std::string h = AsciiLower(host->second);
-  for (const char* name : {"127.0.0.1", "localhost", "[::1]"}) {
-    if (h == name + want_port || (port == 80 && h == name)) {
-      return std::nullopt;
-    }
-  }
-  return refuse("Host \"" + host->second.substr(0, 100) + "\" is not this emulator's address (" +
-                "127.0.0.1" + want_port + ").");
+  return ErrorResponse({RpcCode::kPermissionDenied,
+                        *why + " The emulator answers only programs on this machine, never "
+                               "web pages.",
+                        Json::array()});
 }
 
 HttpResponse PayloadTooLarge() {
@@ -244,7 +83,7 @@ class HttpServer::Impl {
                   : ErrorResponse({RpcCode::kInvalidArgument,
                                    "The request could not be read: a request or header line "
                                    "over 8 KiB, headers over " +
-                                       std::to_string(kMaxRequestHeadBytes) +
+                                       std::to_string(httpd::kMaxRequestHeadBytes) +
                                        " bytes, a body over " +
                                        std::to_string(kMaxRequestBodyBytes) +
                                        " bytes, or malformed HTTP.",
@@ -371,7 +210,7 @@ class HttpServer::Impl {
 
   ApiServer* const api_;
   const HttpServerOptions options_;
-  BoundedServer server_;
+  httpd::BoundedServer server_{kMaxRequestBodyBytes + httpd::kMaxRequestHeadBytes};
   std::thread listener_;
   std::thread ticker_;
   std::vector<std::thread> host_threads_;

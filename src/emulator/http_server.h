@@ -17,14 +17,14 @@
 // Web pages are kept out: a page open in a browser on this machine must not reach the
 // emulator, neither by a cross-site request nor by DNS rebinding (a name of the page's
 // site that resolves to 127.0.0.1). Every request first passes RefuseWebRequest
-// (below), and those it refuses get 403; then ApiServer requires a token (config.h).
+// (below, over httpd/bounded_server.h's check, shared with `tpufleet serve`), and those
+// it refuses get 403; then ApiServer requires a token (config.h).
 //
 // Sizes are bounded before a request reaches the ApiServer: a body over
 // kMaxRequestBodyBytes gets 413 in Google's error envelope without being read; httplib
 // refuses a request line or header line over 8 KiB (its compiled-in limits), and the
-// connection reads at most kMaxRequestBodyBytes + kMaxRequestHeadBytes per request,
-// which bounds how many headers may come (httplib 0.11 counts none: 300 MiB of headers
-// grew the server by 465 MB).
+// connection reads at most kMaxRequestBodyBytes + httpd::kMaxRequestHeadBytes per
+// request (httpd/bounded_server.h), which bounds how many headers may come.
 //
 // Ownership: the ApiServer must outlive the HttpServer. Thread-safety: Start and Stop
 // are for one controlling thread; port() may be read from any thread after Start.
@@ -44,10 +44,6 @@ namespace tpufleet::emulator {
 /// Largest request body served: twice GCE's 512 KiB cap on an instance's metadata, the
 /// largest thing a request carries (ssh-keys, startup scripts).
 inline constexpr size_t kMaxRequestBodyBytes = 1 << 20;
-
-/// Room for the request line and headers: Google's front end takes about 15 KiB of
-/// headers; four times that is ample for any client.
-inline constexpr size_t kMaxRequestHeadBytes = 64 << 10;
 
 /// The 413 for a body over kMaxRequestBodyBytes, in Google's error envelope.
 HttpResponse PayloadTooLarge();

@@ -10,14 +10,21 @@
 #include <chrono>
 #include <cstring>
 #include <iterator>
-#include <type_traits>
 
 #include <nlohmann/json.hpp>
 
+#include "store/sqlite_internal.h"
 #include "util/file.h"
 
 namespace tpufleet {
 namespace {
+
+using sqlite_internal::FromMicros;
+using sqlite_internal::RunStatement;
+using sqlite_internal::SelectAll;
+using sqlite_internal::SqliteError;
+using sqlite_internal::Stmt;
+using sqlite_internal::ToMicros;
 
 // How long a writer waits for another process's transaction before giving up. An
 // `up` step holds the lock for milliseconds; seconds cover a loaded machine.
@@ -69,17 +76,29 @@ CREATE TABLE leftovers (
     // 6: each worker's address inside its network (a job's coordinator and worker list);
     // older workers get "", and the SSH address stands in until the next refresh.
     "ALTER TABLE workers ADD COLUMN internal_address TEXT NOT NULL DEFAULT '';",
+    // 7: what serve keeps (issue 14): the jobs `run --restart` asked it to keep going,
+    // the spend ledger of billable stretches, and the serve process (one row at most:
+    // the CHECK pins its key). Older files have none of them.
+    R"sql(
+CREATE TABLE jobs (
+  fleet TEXT NOT NULL, node TEXT NOT NULL, id TEXT NOT NULL, name TEXT NOT NULL,
+  spec_json TEXT NOT NULL, restart TEXT NOT NULL, max_restarts INTEGER NOT NULL,
+  restarts INTEGER NOT NULL, state TEXT NOT NULL, last_reason TEXT NOT NULL,
+  created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL,
+  PRIMARY KEY (fleet, node, id));
+CREATE TABLE spend (
+  id INTEGER PRIMARY KEY AUTOINCREMENT, fleet TEXT NOT NULL, node TEXT NOT NULL,
+  cloud_name TEXT NOT NULL, zone TEXT NOT NULL, type TEXT NOT NULL,
+  capacity TEXT NOT NULL, state TEXT NOT NULL, usd_per_hour REAL NOT NULL,
+  start INTEGER NOT NULL, end_time INTEGER);
+CREATE INDEX spend_by_fleet ON spend (fleet, end_time);
+CREATE TABLE serve (
+  one INTEGER PRIMARY KEY CHECK (one = 1), pid INTEGER NOT NULL, host TEXT NOT NULL,
+  fleets TEXT NOT NULL, started_at INTEGER NOT NULL, last_pass_at INTEGER NOT NULL);
+)sql",
 };
 // The schema this build writes.
 constexpr int kSchemaVersion = static_cast<int>(std::size(kSchemaSteps));
-
-int64_t ToMicros(Clock::WallTime t) {
-  return std::chrono::duration_cast<std::chrono::microseconds>(t.time_since_epoch()).count();
-}
-Clock::WallTime FromMicros(int64_t us) {
-  return Clock::WallTime(std::chrono::duration_cast<Clock::WallTime::duration>(
-      std::chrono::microseconds(us)));
-}
 
 std::string LabelsToJson(const std::map<std::string, std::string>& labels) {
   return nlohmann::json(labels).dump();
@@ -103,110 +122,6 @@ Result<std::map<std::string, std::string>> LabelsFromJson(const std::string& tex
     labels[key] = value.get<std::string>();
   }
   return labels;
-}
-
-Status SqliteError(sqlite3* db, std::string_view what) {
-  int code = sqlite3_errcode(db);
-  std::string m = "state store: " + std::string(what) + ": " + sqlite3_errmsg(db);
-  if (code == SQLITE_BUSY || code == SQLITE_LOCKED) {
-    return UnavailableError(m + " (another tpufleet is writing; try again)");
-  }
-  if (code == SQLITE_CANTOPEN || code == SQLITE_PERM || code == SQLITE_READONLY) {
-    return PermissionDeniedError(m);
-  }
-  return InternalError(m);
-}
-
-// A prepared statement, finalized on scope exit. Bind* take 1-based positions.
-class Stmt {
- public:
-  Stmt(sqlite3* db, const char* sql) : db_(db) {
-    rc_ = sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr);
-  }
-  ~Stmt() { sqlite3_finalize(stmt_); }
-  Stmt(const Stmt&) = delete;
-  Stmt& operator=(const Stmt&) = delete;
-
-  Status prepared() const {
-    return rc_ == SQLITE_OK ? Status::Ok() : SqliteError(db_, "preparing a statement");
-  }
-  /// Binds `v` to ?i: text as text; a bool, an integer or a wall time (in microseconds)
-  /// as an integer.
-  template <typename T>
-  void Bind(int i, const T& v) {
-    if constexpr (std::is_same_v<T, bool>) {
-      sqlite3_bind_int64(stmt_, i, v ? 1 : 0);
-    } else if constexpr (std::is_integral_v<T>) {
-      sqlite3_bind_int64(stmt_, i, static_cast<int64_t>(v));
-    } else if constexpr (std::is_same_v<T, Clock::WallTime>) {
-      sqlite3_bind_int64(stmt_, i, ToMicros(v));
-    } else {
-      std::string_view s = v;
-      sqlite3_bind_text(stmt_, i, s.data(), static_cast<int>(s.size()), SQLITE_TRANSIENT);
-    }
-  }
-  /// Binds `args` to ?1, ?2, … in order.
-  template <typename... Args>
-  void BindAll(const Args&... args) {
-    int i = 1;
-    (Bind(i++, args), ...);
-  }
-  /// true: a row is ready; false: done. Errors come back through `status`.
-  bool Step(Status* status) {
-    int rc = sqlite3_step(stmt_);
-    if (rc == SQLITE_ROW) {
-      return true;
-    }
-    if (rc != SQLITE_DONE) {
-      *status = SqliteError(db_, "running a statement");
-    }
-    return false;
-  }
-  Status Run() {
-    Status s;
-    while (Step(&s)) {
-    }
-    return s;
-  }
-  std::string Text(int col) const {
-    const unsigned char* t = sqlite3_column_text(stmt_, col);
-    return t ? std::string(reinterpret_cast<const char*>(t),
-                           static_cast<size_t>(sqlite3_column_bytes(stmt_, col)))
-             : std::string();
-  }
-  int64_t Int(int col) const { return sqlite3_column_int64(stmt_, col); }
-
- private:
-  sqlite3* db_;
-  sqlite3_stmt* stmt_ = nullptr;
-  int rc_;
-};
-
-// The shape of every write: prepare `sql`, bind `args` to ?1, ?2, … in order, run it.
-template <typename... Args>
-Status RunStatement(sqlite3* db, const char* sql, const Args&... args) {
-  Stmt stmt(db, sql);
-  TPUFLEET_TRY(stmt.prepared());
-  stmt.BindAll(args...);
-  return stmt.Run();
-}
-
-// The shape of every read: prepare `sql`, bind `args` to ?1, ?2, … in order, and make
-// a T of each row with `row` (a Result<T>(const Stmt&)), stopping at the first error.
-template <typename T, typename Row, typename... Args>
-Result<std::vector<T>> SelectAll(sqlite3* db, const char* sql, const Row& row,
-                                 const Args&... args) {
-  Stmt stmt(db, sql);
-  TPUFLEET_TRY(stmt.prepared());
-  stmt.BindAll(args...);
-  std::vector<T> out;
-  Status s;
-  while (stmt.Step(&s)) {
-    TPUFLEET_ASSIGN_OR_RETURN(T t, row(stmt));
-    out.push_back(std::move(t));
-  }
-  TPUFLEET_TRY(s);
-  return out;
 }
 
 // OK when `st` (the database file's) is a regular file of this process's user that its

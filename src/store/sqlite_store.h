@@ -36,6 +36,14 @@ class SqliteStore final : public Store {
   Status DeleteLeftover(const LeftoverRecord& leftover) override;
   Status AddEvent(const EventRecord& event) override;
   Result<std::vector<EventRecord>> Events(const EventQuery& query) override;
+  Result<std::vector<JobRecord>> Jobs(std::string_view fleet) override;
+  Status PutJob(const JobRecord& job) override;
+  Result<std::vector<SpendRecord>> Spend(std::string_view fleet,
+                                         std::optional<Clock::WallTime> since) override;
+  Result<int64_t> PutSpend(const SpendRecord& s) override;
+  Result<std::optional<ServeRecord>> Serve() override;
+  Status PutServe(const ServeRecord& s) override;
+  Status ClearServe(int pid) override;
   Status Transaction(const std::function<Status()>& body) override;
 
  private:

@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "store/testing/killed_mid_transaction.h"
 #include "util/testing/as_nobody.h"
 #include "util/testing/fake_clock.h"
 #include "util/testing/temp_dir.h"
@@ -40,6 +41,11 @@ CREATE TABLE events (
   node TEXT NOT NULL, kind TEXT NOT NULL, detail TEXT NOT NULL);
 CREATE INDEX events_by_node ON events (fleet, node, kind, time);
 )sql";
+
+// Takes today's schema back to version 6 (before serve's tables), for the tests that
+// make an older file from today's.
+constexpr const char* kToV6 =
+    "DROP TABLE serve; DROP TABLE spend; DROP TABLE jobs; PRAGMA user_version = 6;";
 
 class SqliteStoreTest : public ::testing::Test {
  protected:
@@ -202,24 +208,10 @@ TEST_F(SqliteStoreTest, AProcessKilledMidTransactionLeavesNoTrace) {
     auto store = Open();
     ASSERT_TRUE(store->PutNode(Node("kept", 1)).ok());
   }
-  pid_t child = ::fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
-    Result<std::unique_ptr<SqliteStore>> s = SqliteStore::Open(path_);
-    if (!s.ok()) {
-      ::_exit(3);
-    }
-    (void)(*s)->Transaction([&]() -> Status {
-      (void)(*s)->PutNode(Node("half", 4));
-      (void)(*s)->DeleteNode("lab", "kept");
-      ::raise(SIGKILL);  // dies here, before COMMIT
-      return Status::Ok();
-    });
-    ::_exit(4);
-  }
-  int wstatus = 0;
-  ASSERT_EQ(::waitpid(child, &wstatus, 0), child);
-  ASSERT_TRUE(WIFSIGNALED(wstatus) && WTERMSIG(wstatus) == SIGKILL) << wstatus;
+  ASSERT_NO_FATAL_FAILURE(KillMidTransaction(path_, [&](SqliteStore& s) {
+    (void)s.PutNode(Node("half", 4));
+    (void)s.DeleteNode("lab", "kept");
+  }));
   auto store = Open();
   Result<std::vector<NodeRecord>> nodes = store->Nodes("lab");
   ASSERT_TRUE(nodes.ok());
@@ -317,14 +309,14 @@ PRAGMA user_version = 1;
   labelled.labels = {{"team", "a"}};
   ASSERT_TRUE(store->PutNode(labelled).ok());
   store.reset();
-  auto reopened = Open();  // migrated once: opening again finds schema 6 and changes nothing
+  auto reopened = Open();  // migrated once: opening again finds schema 7 and changes nothing
   EXPECT_EQ((*reopened->Nodes("lab"))[0].labels, labelled.labels);
   sqlite3* db = nullptr;
   ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
   sqlite3_stmt* version = nullptr;
   ASSERT_EQ(sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &version, nullptr), SQLITE_OK);
   ASSERT_EQ(sqlite3_step(version), SQLITE_ROW);
-  EXPECT_EQ(sqlite3_column_int(version, 0), 6);
+  EXPECT_EQ(sqlite3_column_int(version, 0), 7);
   sqlite3_finalize(version);
   sqlite3_close(db);
 }
@@ -398,7 +390,8 @@ TEST_F(SqliteStoreTest, Issue11AVersion3FileIsMigratedAndItsSetupVersionIsUnknow
     auto store = Open();  // today's schema, taken back to version 3 below
     ASSERT_TRUE(store->PutNode(Node("old", 1)).ok());
   }
-  const char* to_v3 =
+  const std::string to_v3 =
+      std::string(kToV6) +
       "ALTER TABLE workers DROP COLUMN internal_address; ALTER TABLE workers DROP COLUMN "
       "agent_sha256; ALTER TABLE workers DROP COLUMN setup_digest; PRAGMA user_version = 3;";
   std::unique_ptr<SqliteStore> store;
@@ -425,8 +418,9 @@ TEST_F(SqliteStoreTest, Issue12AVersion4FileIsMigratedAndItsAgentIsUnknown) {
   std::unique_ptr<SqliteStore> store;
   std::vector<NodeRecord> nodes;
   ASSERT_NO_FATAL_FAILURE(OpenMigrated(
-      "ALTER TABLE workers DROP COLUMN internal_address; ALTER TABLE workers DROP COLUMN "
-      "agent_sha256; PRAGMA user_version = 4;",
+      std::string(kToV6) +
+          "ALTER TABLE workers DROP COLUMN internal_address; ALTER TABLE workers DROP COLUMN "
+          "agent_sha256; PRAGMA user_version = 4;",
       &store, &nodes));
   ASSERT_EQ(nodes[0].workers.size(), 1u);
   EXPECT_EQ(nodes[0].workers[0].setup_digest, "0123456789abcdef");
@@ -449,8 +443,9 @@ TEST_F(SqliteStoreTest, Issue12AVersion5FileIsMigratedWithoutInternalAddresses) 
   std::unique_ptr<SqliteStore> store;
   std::vector<NodeRecord> nodes;
   ASSERT_NO_FATAL_FAILURE(OpenMigrated(
-      "ALTER TABLE workers DROP COLUMN internal_address; PRAGMA user_version = 5;", &store,
-      &nodes));
+      std::string(kToV6) +
+          "ALTER TABLE workers DROP COLUMN internal_address; PRAGMA user_version = 5;",
+      &store, &nodes));
   ASSERT_EQ(nodes[0].workers.size(), 1u);
   EXPECT_EQ(nodes[0].workers[0].internal_address, "");
   NodeRecord n = nodes[0];

@@ -5,8 +5,10 @@
 // id of the create in flight, the cloud's last known view of the node, and its workers:
 // addresses, pinned host keys, whether setup ran and which version of it); the
 // leftovers, resources a failed or superseded create left in some zone that are still
-// to be deleted; and an append-only event log (create requested, created, ready,
-// stockout, preempted, deleted…) with times. Recent stockouts, the age of a node and
+// to be deleted; an append-only event log (create requested, created, ready,
+// stockout, preempted, deleted…) with times; the jobs `run --restart` asked serve to keep
+// going; the spend ledger (each node's billable stretches with their price); and the
+// serve process keeping the state, if any. Recent stockouts, the age of a node and
 // time-to-recover are derived from the events; nothing is stored twice.
 //
 // A node's request id is made when up first asks for it in a zone and is sent again
@@ -47,6 +49,14 @@ struct EventRecord {
   std::string kind;             // "create-requested", "ready", "stockout", "preempted", …
   std::string detail;           // free text or key=value pairs, e.g. "zone=us-central2-b"
 };
+// Besides up's and down's (create-requested, ready, stockout, leftover, deleted…), the
+// kinds serve writes, with their detail keys: preempted (signal=
+// api|agents|vanished workers=N), maintenance (signal=), unreachable / reachable
+// (worker=N), detected (reason=), delete-requested (reason=husk|ttl|idle|budget),
+// deleted, create-requested, ready, agent-up, setup-done, job-resumed (job=ID
+// restarts=N), job-gave-up, ttl-warned, idle (since=), stopped, budget-reached
+// (usd_day= usd_total=), recovered (seconds=S: the time-to-recover, from the preemption
+// to the last job resumed or setup done).
 
 /// Which events to read back.
 struct EventQuery {
@@ -80,6 +90,24 @@ class Store {
   /// Appends an event; `event.id` is ignored.
   virtual Status AddEvent(const EventRecord& event) = 0;
   virtual Result<std::vector<EventRecord>> Events(const EventQuery& query) = 0;
+  /// Every restartable job of `fleet` ("" = all fleets), ordered by fleet, node, id.
+  virtual Result<std::vector<JobRecord>> Jobs(std::string_view fleet) = 0;
+  /// Inserts or replaces the job (fleet, node, id).
+  virtual Status PutJob(const JobRecord& job) = 0;
+  /// The spend stretches of `fleet` ("" = all fleets) that end at or after `since` or are
+  /// still open (every stretch when `since` is nullopt), ordered by start then id.
+  virtual Result<std::vector<SpendRecord>> Spend(std::string_view fleet,
+                                                 std::optional<Clock::WallTime> since) = 0;
+  /// Inserts the stretch when `s.id` is 0, else updates the stretch with that id
+  /// (NotFound when there is none); returns its id.
+  virtual Result<int64_t> PutSpend(const SpendRecord& s) = 0;
+  /// The serve process recorded for this state, nullopt when none is.
+  virtual Result<std::optional<ServeRecord>> Serve() = 0;
+  /// Records `s` as the serve process, replacing any other.
+  virtual Status PutServe(const ServeRecord& s) = 0;
+  /// Forgets the serve record when its pid is `pid` (a serve ending cleanly); OK and
+  /// nothing changed otherwise (another serve has taken over since).
+  virtual Status ClearServe(int pid) = 0;
   /// Runs `body` as one atomic step: its writes all happen, or none if it returns an
   /// error (or the process dies). Bodies may call the other methods, not Transaction.
   virtual Status Transaction(const std::function<Status()>& body) = 0;

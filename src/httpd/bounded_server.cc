@@ -1,0 +1,185 @@
+#include "httpd/bounded_server.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <vector>
+
+#include "util/strings.h"
+
+namespace tpufleet::httpd {
+namespace {
+
+// Slices in which an idle keep-alive connection waits, so stop() is not held up by it.
+constexpr int kKeepAlivePollMs = 50;
+
+int PollFd(int fd, short events, int timeout_ms) {
+  pollfd p{fd, events, 0};
+  int r;
+  do {
+    r = ::poll(&p, 1, timeout_ms);
+  } while (r < 0 && errno == EINTR);
+  return r;
+}
+
+int Millis(time_t sec, time_t usec) {
+  return static_cast<int>(sec * 1000 + usec / 1000);
+}
+
+// httplib's socket stream, with a budget of bytes per request (see the header).
+class BoundedStream final : public httplib::Stream {
+ public:
+  BoundedStream(int fd, int read_timeout_ms, int write_timeout_ms)
+      : fd_(fd), read_timeout_ms_(read_timeout_ms), write_timeout_ms_(write_timeout_ms) {}
+
+  void StartRequest(size_t budget) { budget_ = budget; }
+  bool Exhausted() const { return budget_ == 0; }
+  bool Buffered() const { return pos_ < end_; }
+
+  bool is_readable() const override {
+    return Buffered() || PollFd(fd_, POLLIN, read_timeout_ms_) > 0;
+  }
+  bool is_writable() const override { return PollFd(fd_, POLLOUT, write_timeout_ms_) > 0; }
+
+  ssize_t read(char* ptr, size_t size) override {
+    if (budget_ == 0) {
+      return -1;
+    }
+    if (!Buffered()) {
+      if (PollFd(fd_, POLLIN, read_timeout_ms_) <= 0) {
+        return -1;
+      }
+      ssize_t n;
+      do {
+        n = ::recv(fd_, buf_, sizeof buf_, 0);
+      } while (n < 0 && errno == EINTR);
+      if (n <= 0) {
+        return n;
+      }
+      pos_ = 0;
+      end_ = static_cast<size_t>(n);
+    }
+    size_t n = std::min({size, end_ - pos_, budget_});
+    std::memcpy(ptr, buf_ + pos_, n);
+    pos_ += n;
+    budget_ -= n;
+    return static_cast<ssize_t>(n);
+  }
+
+  ssize_t write(const char* ptr, size_t size) override {
+    if (!is_writable()) {
+      return -1;
+    }
+    ssize_t n;
+    do {
+      n = ::send(fd_, ptr, size, MSG_NOSIGNAL);
+    } while (n < 0 && errno == EINTR);
+    return n;
+  }
+
+  void get_remote_ip_and_port(std::string& ip, int& port) const override {
+    Address(::getpeername, ip, port);
+  }
+  void get_local_ip_and_port(std::string& ip, int& port) const override {
+    Address(::getsockname, ip, port);
+  }
+  socket_t socket() const override { return fd_; }
+
+ private:
+  void Address(int (*get)(int, sockaddr*, socklen_t*), std::string& ip, int& port) const {
+    sockaddr_storage addr{};
+    socklen_t len = sizeof addr;
+    char text[INET6_ADDRSTRLEN] = "";
+    port = 0;
+    if (get(fd_, reinterpret_cast<sockaddr*>(&addr), &len) == 0 && addr.ss_family == AF_INET) {
+      const auto* in = reinterpret_cast<const sockaddr_in*>(&addr);
+      ::inet_ntop(AF_INET, &in->sin_addr, text, sizeof text);
+      port = ntohs(in->sin_port);
+    }
+    ip = text;
+  }
+
+  const int fd_;
+  const int read_timeout_ms_;
+  const int write_timeout_ms_;
+  size_t budget_ = 0;
+  char buf_[4096];
+  size_t pos_ = 0;
+  size_t end_ = 0;
+};
+
+// True when a request starts within the keep-alive timeout and the server runs.
+bool WaitForRequest(const BoundedStream& strm, int sock, time_t keep_alive_sec,
+                    const std::atomic<socket_t>& listening) {
+  if (strm.Buffered()) {
+    return true;
+  }
+  for (time_t waited_ms = 0; listening != INVALID_SOCKET; waited_ms += kKeepAlivePollMs) {
+    int r = PollFd(sock, POLLIN, kKeepAlivePollMs);
+    if (r != 0) {
+      return r > 0;
+    }
+    if (waited_ms >= keep_alive_sec * 1000) {
+      return false;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+bool BoundedServer::process_and_close_socket(socket_t sock) {
+  BoundedStream strm(sock, Millis(read_timeout_sec_, read_timeout_usec_),
+                     Millis(write_timeout_sec_, write_timeout_usec_));
+  bool ret = false;
+  for (size_t left = keep_alive_max_count_;
+       left > 0 && WaitForRequest(strm, sock, keep_alive_timeout_sec_, svr_sock_); --left) {
+    strm.StartRequest(request_budget_);
+    bool closed = false;
+    ret = process_request(strm, /*close_connection=*/left == 1, closed, nullptr);
+    // A request over budget was answered 400; what follows it is not a request.
+    if (!ret || closed || strm.Exhausted()) {
+      break;
+    }
+  }
+  ::shutdown(sock, SHUT_RDWR);
+  ::close(sock);
+  return ret;
+}
+
+std::optional<std::string> WebRequestRefusal(const std::map<std::string, std::string>& headers,
+                                             const std::string& listen_address, int port) {
+  if (headers.count("origin") != 0) {
+    return "Requests with an Origin header are refused.";
+  }
+  auto host = headers.find("host");
+  if (host == headers.end()) {
+    return std::nullopt;
+  }
+  std::string want_port = ":" + std::to_string(port);
+  std::string h = AsciiLower(host->second);
+  std::vector<std::string> names = {"127.0.0.1", "localhost", "[::1]"};
+  // A wildcard is no address a client names; an IPv6 address is bracketed in Host.
+  std::string listen = AsciiLower(listen_address);
+  if (listen.find(':') != std::string::npos) {
+    listen = "[" + listen + "]";
+  }
+  if (!listen.empty() && listen != "0.0.0.0" && listen != "[::]") {
+    names.push_back(listen);
+  }
+  for (const std::string& name : names) {
+    if (h == name + want_port || (port == 80 && h == name)) {
+      return std::nullopt;
+    }
+  }
+  return "Host \"" + host->second.substr(0, 100) + "\" is not this server's address (" +
+         names.back() + want_port + ").";
+}
+
+}  // namespace tpufleet::httpd

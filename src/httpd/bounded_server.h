@@ -1,0 +1,55 @@
+// BoundedServer: cpp-httplib's Server with every request's size bounded, and
+// WebRequestRefusal, the check that keeps web pages out. Shared by the HTTP servers
+// tpufleet runs on this machine: the emulator's Cloud TPU API (emulator/http_server.h)
+// and `tpufleet serve`'s API (server/http_server.h).
+//
+// Sizes: httplib refuses a request line or header line over 8 KiB (its compiled-in
+// limits) and a body whose Content-Length is over set_payload_max_length, but counts no
+// headers (httplib 0.11: 300 MiB of headers grew the emulator by 465 MB). So each
+// connection here reads at most `request_budget` bytes per request, head and body
+// together; once spent, reads fail, httplib answers 400, and the connection is closed.
+// An idle keep-alive connection waits in short slices, so stop() is not held up by it.
+//
+// Web pages: a page open in a browser on this machine must not reach a local server,
+// neither by a cross-site request nor by DNS rebinding (a name of the page's site that
+// resolves to 127.0.0.1). WebRequestRefusal says why a request may come from one.
+//
+// Thread-safety: BoundedServer is httplib::Server's (listen on one thread, stop from
+// another); WebRequestRefusal is a pure function.
+#pragma once
+
+#include <httplib.h>
+
+#include <cstddef>
+#include <map>
+#include <optional>
+#include <string>
+
+namespace tpufleet::httpd {
+
+/// Room for the request line and headers: Google's front end takes about 15 KiB of
+/// headers; four times that is ample for any client.
+inline constexpr size_t kMaxRequestHeadBytes = 64 << 10;
+
+class BoundedServer final : public httplib::Server {
+ public:
+  /// `request_budget`: the bytes one request may take, head and body
+  /// (kMaxRequestHeadBytes + the largest body served).
+  explicit BoundedServer(size_t request_budget) : request_budget_(request_budget) {}
+
+ private:
+  bool process_and_close_socket(socket_t sock) override;
+
+  const size_t request_budget_;
+};
+
+/// Why a request may come from a web page, or nullopt to serve it. Refused: any request
+/// with an Origin header (no API client sends one; browsers do on cross-site and on
+/// POST requests), and one whose Host is not an address the server listens on:
+/// 127.0.0.1:`port`, localhost:`port`, [::1]:`port` or `listen_address`:`port` (the
+/// port left out only when it is 80). A request without Host (HTTP/1.0) is served:
+/// browsers always send one. `headers` has lower-case names.
+std::optional<std::string> WebRequestRefusal(const std::map<std::string, std::string>& headers,
+                                             const std::string& listen_address, int port);
+
+}  // namespace tpufleet::httpd
