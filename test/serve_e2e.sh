@@ -129,6 +129,17 @@ ev_show() { jq -c '.[] | [.time, .fleet, .node, .kind, .detail]' "$tmp/events.js
 now() { date +%s.%N; }
 le() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a <= b) }'; }  # le A B: A <= B, decimals
 
+# serve_wait SECONDS COMMAND...: polls COMMAND every 0.5 s until it succeeds; gives up
+# at once when serve is not running.
+serve_wait() {
+  local deadline=$((SECONDS + $1))
+  shift
+  until "$@"; do
+    ((SECONDS < deadline)) || return 1
+    [[ -n $serve_pid ]] && kill -0 "$serve_pid" 2>/dev/null || { echo "serve is not running"; return 1; }
+    sleep 0.5
+  done
+}
 # serve's log from byte offset $1 on: what it said after a moment the test marks.
 log_since() { tail -c +"$(($1 + 1))" "$tmp/serve.log"; }
 log_size() { stat -c %s "$tmp/serve.log"; }
@@ -243,7 +254,7 @@ t_inject=$(now)
 check "emulator inject preempt pod" tf emulator inject preempt pod
 recovered() { events_json >/dev/null 2>&1 && [[ -n $(ev_time sv pod recovered "$t_inject") ]]; }
 recovers() {
-  wait_for 180 recovered && return 0
+  serve_wait 180 recovered && return 0
   echo "no recovered event for pod within 180 s; the events since:"
   ev_show
   echo "serve's log:"
@@ -296,7 +307,7 @@ job_done() {
     [[ $(jq -r --arg id "$train" '.jobs[] | select(.id == $id) | .state' "$tmp/jobs.json") == succeeded ]]
 }
 resumes() {
-  wait_for 120 job_done || { echo "the job did not succeed:"; jq --arg id "$train" '.jobs[] | select(.id == $id)' "$tmp/jobs.json"; return 1; }
+  serve_wait 120 job_done || { echo "the job did not succeed:"; jq --arg id "$train" '.jobs[] | select(.id == $id)' "$tmp/jobs.json"; return 1; }
   tf logs "$train" 2>/dev/null | tr -d '\r' >"$tmp/train.log"
   local w s
   for w in 0 1; do
@@ -328,7 +339,7 @@ check "jobs shows the job restarted once" jobs_restarts
 note "b. ttl: short (75s)"
 short_gone() { nodes_now ttl && ! has_node ttl short; }
 ttl_deletes() {
-  wait_for 150 short_gone || { echo "short still exists"; return 1; }
+  serve_wait 150 short_gone || { echo "short still exists"; return 1; }
   events_json || return 1
   [[ $(ev_count sv short ttl-warned "$serve_t0") -ge 1 &&
      $(ev_count sv short delete-requested "$serve_t0" "reason=ttl") == 1 ]] || { ev_show; return 1; }
@@ -341,7 +352,7 @@ check "the user logged in on short saw the warning on their terminal (wall)" war
 note "c. idle: lazy (nothing running) and busy (input-bound) after 30s"
 lazy_gone() { nodes_now idle && ! has_node idle lazy; }
 idle_deletes() {
-  wait_for 150 lazy_gone || { echo "lazy still exists"; tail -c 2000 "$tmp/serve.log"; return 1; }
+  serve_wait 150 lazy_gone || { echo "lazy still exists"; tail -c 2000 "$tmp/serve.log"; return 1; }
   events_json || return 1
   [[ $(ev_count sv lazy delete-requested "$serve_t0" "reason=idle") == 1 ]] || { ev_show; return 1; }
 }
@@ -364,7 +375,7 @@ check "busy, whose job is input-bound, is not idle: kept, its job running" busy_
 note "d. budget: bg at \$0.05, delete-spot"
 budget_acts() {
   bspot_gone() { nodes_now budget && ! has_node budget bspot; }
-  wait_for 90 bspot_gone || { echo "bspot still exists"; tail -c 2000 "$tmp/serve.log"; return 1; }
+  serve_wait 90 bspot_gone || { echo "bspot still exists"; tail -c 2000 "$tmp/serve.log"; return 1; }
   events_json || return 1
   [[ $(ev_count bg "" budget-reached "$serve_t0") -ge 1 &&
      $(ev_count bg bspot delete-requested "$serve_t0" "reason=budget") == 1 ]] || { ev_show; return 1; }
