@@ -2,8 +2,9 @@
 # End to end: `tpufleet emulator` as a user drives it. Starts the emulator, creates a
 # v4-32 through the Cloud TPU API with a key in ssh-keys, logs in to each of its 4
 # workers with strict host key checking (keys pinned from getGuestAttributes), checks
-# each worker's metadata server and that workers do not share files, preempts the node
-# (API state, metadata long-poll, workers stop answering), and stops the emulator,
+# each worker's metadata server, that workers do not share files but the bucket at /gcs,
+# preempts the node (API state, metadata long-poll, workers stop answering), and stops
+# the emulator,
 # after which no namespace, veth, sshd or emulator process may be left.
 # Usage: emulator_e2e_test.sh path/to/tpufleet. Exit 77 (skipped) when not root.
 set -euo pipefail
@@ -143,6 +144,11 @@ on 0 'test -f /tmp/e2e-marker && test -f ~/marker' || fail "file missing on work
 on 1 'test ! -e /tmp/e2e-marker && test ! -e ~/marker' || fail "worker 1 sees worker 0's files"
 [[ ! -e /tmp/e2e-marker ]] || fail "this machine sees worker 0's /tmp"
 
+check "the bucket at /gcs: what worker 0 writes there is on worker 3 and in the state dir's gcs"
+on 0 'echo ckpt >/gcs/e2e-step && stat -c %a /gcs' | grep -qx 1777 || fail "/gcs is not mode 1777"
+[[ $(on 3 'cat /gcs/e2e-step') == ckpt ]] || fail "worker 3 does not see worker 0's /gcs file"
+[[ $(cat "$TPUFLEET_EMULATOR_DIR/gcs/e2e-step") == ckpt ]] || fail "the bucket is not STATE/gcs"
+
 check "inject cutoff --worker 1: that worker stops answering until the fault is cleared"
 "$bin" emulator inject cutoff pod --worker 1 >/dev/null
 if on 1 true 2>/dev/null; then fail "worker 1 still answers while cut off"; fi
@@ -236,7 +242,7 @@ rm -rf "$shared"
   fail "start/stop on nobody's dir: rc=$rc/$rc2 $(cat "$tmp/err")"
 [[ -z $left ]] || fail "the emulator wrote into nobody's dir: $left"
 
-check "emulator stop leaves no namespace, veth, sshd, worker process or state dir"
+check "emulator stop leaves no namespace, veth, sshd, worker process or state dir (bucket included)"
 "$bin" emulator stop >/dev/null
 [[ -z $(ip netns list) ]] || fail "namespaces left: $(ip netns list)"
 [[ -s $tmp/links.ours ]] || fail "the emulator's links were never seen"

@@ -1,4 +1,5 @@
 // JobTable's starts, its TPU queue and cancels (job_table.h).
+#include <poll.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -13,6 +14,7 @@
 #include "agent/host/user_db.h"
 #include "agent/job_dir.h"
 #include "agent/job_table.h"
+#include "agent/logs.h"
 #include "core/job.h"
 #include "util/file.h"
 #include "util/log.h"
@@ -28,6 +30,44 @@ int64_t NowMs(const Clock& clock) {
 
 api::TpuHolder HolderOf(const host::TpuClaimant& c) {
   return {c.process.pid, c.process.user, c.process.command, c.job};
+}
+
+// The device guard's lines at the top of a job's stderr.log, after what earlier runs
+// of a restarted job wrote there.
+Status AppendGuardLines(const std::string& job_dir, const std::vector<std::string>& lines) {
+  if (lines.empty()) {
+    return Status::Ok();
+  }
+  TPUFLEET_ASSIGN_OR_RETURN(LogWriter log, LogWriter::Open(job_dir + "/" + kStderrLog));
+  return log.Append(Join(lines, "\n") + "\n");
+}
+
+// Whether job.start of `spec` may start `job` (the job of the same id) again: only a
+// larger restarts of an ended job of the same user.
+Status CheckRestart(const JobEntry& job, const api::JobSpec& spec) {
+  const std::string& id = spec.id;
+  if (spec.restarts <= job.spec.restarts) {
+    return AlreadyExistsError("job " + id + " exists on this worker" +
+                              (spec.restarts > 0 ? " at restarts " +
+                                                       std::to_string(job.spec.restarts) +
+                                                       " (a restart gives a larger one)"
+                                                 : std::string()));
+  }
+  if (!IsEnded(job.state.state)) {
+    return AlreadyExistsError("job " + id + " exists on this worker and is " +
+                              std::string(api::JobStateName(job.state.state)) +
+                              ": only an ended job is started again");
+  }
+  if (job.keeper != 0) {
+    return UnavailableError("job " + id + " is ending (its keeper, pid " +
+                            std::to_string(job.keeper) +
+                            ", is still recording it); try again in a moment");
+  }
+  if (spec.user != job.spec.user) {
+    return PermissionDeniedError("job " + id + " is " + job.spec.user + "'s; " + spec.user +
+                                 " cannot start it again");
+  }
+  return Status::Ok();
 }
 
 std::string Describe(const api::TpuHolder& h) {
@@ -138,7 +178,9 @@ Result<api::JobOnWorker> JobTable::Start(api::JobSpec spec, uid_t caller, bool d
     TPUFLEET_TRY(CheckUserEnvEntry(name, value));
   }
   EnvList user_env(spec.env.begin(), spec.env.end());
-  TPUFLEET_TRY(JobEnvironment(spec.topology, spec.worker, spec.id, spec.name, user_env).status());
+  TPUFLEET_TRY(
+      JobEnvironment(spec.topology, spec.worker, spec.id, spec.name, user_env, spec.restarts)
+          .status());
 
   std::string caller_name = host::UserName(host::ReadPasswd("/etc"), caller);
   if (spec.user.empty()) {
@@ -153,11 +195,13 @@ Result<api::JobOnWorker> JobTable::Start(api::JobSpec spec, uid_t caller, bool d
     return PermissionDeniedError("this agent does not run as root: it starts jobs only as uid " +
                                  std::to_string(geteuid()));
   }
-  if (jobs_.count(spec.id) > 0) {
-    return AlreadyExistsError("job " + spec.id + " exists on this worker");
+  JobEntry* again = Mutable(spec.id);
+  if (again != nullptr) {
+    AwaitEndingKeeper(*again);
+    TPUFLEET_TRY(CheckRestart(*again, spec));
   }
   for (const auto& [id, job] : jobs_) {
-    if (job.spec.name == spec.name && !IsEnded(job.state.state)) {
+    if (id != spec.id && job.spec.name == spec.name && !IsEnded(job.state.state)) {
       return AlreadyExistsError("job " + id + " is named " + spec.name + " and has not ended");
     }
   }
@@ -175,12 +219,17 @@ Result<api::JobOnWorker> JobTable::Start(api::JobSpec spec, uid_t caller, bool d
   state.started_by = spec.started_by;
   state.keep_going = spec.keep_going;
   state.world_size = std::max<int>(1, static_cast<int>(spec.topology.worker_addresses.size()));
+  state.restarts = spec.restarts;
   if (dry_run) {
     return state;
   }
   std::vector<std::string> log_lines;
   if (spec.accelerator) {
     TPUFLEET_TRY(AdmitTpu(spec, state, log_lines));
+  }
+  if (again != nullptr) {
+    TPUFLEET_TRY(Restart(*again, std::move(spec), state, log_lines));
+    return state;
   }
   JobEntry job;
   job.dir = JobDir(options_.state_dir, spec.id);
@@ -199,19 +248,44 @@ Status JobTable::Create(JobEntry job, const std::vector<std::string>& log_lines)
   TPUFLEET_TRY(WriteJobSpec(job.dir, job.spec));
   TPUFLEET_TRY(WriteJobState(job.dir, job.state));
   std::string id = job.spec.id;
-  JobEntry& entry = jobs_.emplace(id, std::move(job)).first->second;
-  if (entry.state.state == JobState::kWaiting) {
-    waiting_.push_back(id);
+  return Launch(jobs_.emplace(id, std::move(job)).first->second, log_lines);
+}
+
+Status JobTable::Launch(JobEntry& job, const std::vector<std::string>& log_lines) {
+  if (job.state.state == JobState::kWaiting) {
+    waiting_.push_back(job.spec.id);
     return Status::Ok();
   }
-  if (!log_lines.empty()) {
-    TPUFLEET_TRY(WriteFileAtomic(entry.dir + "/" + kStderrLog, Join(log_lines, "\n") + "\n", 0600));
-  }
-  Status spawned = SpawnKeeper(entry);
+  TPUFLEET_TRY(AppendGuardLines(job.dir, log_lines));
+  Status spawned = SpawnKeeper(job);
   if (!spawned.ok()) {
-    KeeperGone(id);
+    KeeperGone(job.spec.id);
   }
   return spawned;
+}
+
+void JobTable::AwaitEndingKeeper(JobEntry& job) {
+  if (!IsEnded(job.state.state) || job.keeper == 0) {
+    return;
+  }
+  // The keeper recorded the end and is closing its logs: it exits within milliseconds.
+  pollfd gone = {job.pidfd.get(), POLLIN, 0};
+  if (poll(&gone, 1, static_cast<int>(kKeeperEndWait.count())) == 1) {
+    KeeperGone(job.spec.id);
+  }
+}
+
+Status JobTable::Restart(JobEntry& job, api::JobSpec spec, const api::JobOnWorker& state,
+                         const std::vector<std::string>& log_lines) {
+  // The last run's cancel must not reach this one; its logs stay, and this run's follow.
+  if (unlink((job.dir + "/" + kCancelFile).c_str()) != 0 && errno != ENOENT) {
+    return ErrnoStatus(job.dir + "/" + kCancelFile, errno);
+  }
+  TPUFLEET_TRY(WriteJobSpec(job.dir, spec));
+  TPUFLEET_TRY(WriteJobState(job.dir, state));
+  job.spec = std::move(spec);
+  SetState(job, state);
+  return Launch(job, log_lines);
 }
 
 void JobTable::StartWaiting() {
@@ -240,7 +314,7 @@ void JobTable::StartWaiting() {
       next.message = admitted.message();
       next.ended_unix_ms = NowMs(loop_.clock());
     } else if (!log_lines.empty()) {
-      Status written = WriteFileAtomic(job->dir + "/" + kStderrLog, Join(log_lines, "\n") + "\n", 0600);
+      Status written = AppendGuardLines(job->dir, log_lines);
       if (!written.ok()) {
         Log(LogLevel::kError, written.ToString());
       }

@@ -75,6 +75,11 @@ inline constexpr std::chrono::milliseconds kLogBatch{100};
 /// new log lines then reach a follower at most this late).
 inline constexpr std::chrono::milliseconds kPollFallback{500};
 
+/// How long job.start of a restart waits for the keeper of the job's last run to exit
+/// after it recorded the end (the new run's keeper takes the same lock). The wait blocks
+/// serve's loop: it is short, and a keeper past it makes the start UNAVAILABLE.
+inline constexpr std::chrono::milliseconds kKeeperEndWait{2000};
+
 class JobTable {
  public:
   /// What changed of job `id`: its state (kState) or its logs (kLogs).
@@ -96,6 +101,9 @@ class JobTable {
 
   /// job.start for `caller` (docs/agent-protocol.md): checks, then (unless dry_run)
   /// makes the job and starts, queues it or refuses it. The JobOnWorker as it is now.
+  /// An id the table has is AlreadyExists, except a restart: the job has ended, is the
+  /// same user's, and spec.restarts is larger than its own; it then runs again in its
+  /// directory (logs appended), its record the new run's.
   Result<api::JobOnWorker> Start(api::JobSpec spec, uid_t caller, bool dry_run);
   /// job.cancel: a waiting job ends at once; a started one gets TERM, KILL after
   /// grace_seconds (its keeper does it). No-op for an ended job.
@@ -131,6 +139,14 @@ class JobTable {
   const JobEntry* TpuHolder() const;
   void StartWaiting();
   Status Create(JobEntry job, const std::vector<std::string>& log_lines);
+  // Queues a waiting `job`, else starts its keeper (the guard's lines first in its log).
+  Status Launch(JobEntry& job, const std::vector<std::string>& log_lines);
+  // When `job` has ended but its keeper has not exited yet, waits for that (at most
+  // kKeeperEndWait) and lets it go.
+  void AwaitEndingKeeper(JobEntry& job);
+  // Start's restart of ended `job` as `spec` (CheckRestart allowed it), from `state`.
+  Status Restart(JobEntry& job, api::JobSpec spec, const api::JobOnWorker& state,
+                 const std::vector<std::string>& log_lines);
 
   EventLoop& loop_;
   JobTableOptions options_;

@@ -137,7 +137,8 @@ class Keeper {
     EnvList user_env(spec_.env.begin(), spec_.env.end());
     TPUFLEET_ASSIGN_OR_RETURN(
         EnvList job_env,
-        JobEnvironment(spec_.topology, spec_.worker, spec_.id, spec_.name, user_env));
+        JobEnvironment(spec_.topology, spec_.worker, spec_.id, spec_.name, user_env,
+                       spec_.restarts));
     std::vector<std::string> env = LoginEnvironment(user);
     for (const auto& [name, value] : job_env) {
       env.push_back(name + "=" + value);

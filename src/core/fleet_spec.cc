@@ -103,6 +103,7 @@ Status ParseUsers(const Field& f, const std::map<std::string, std::string>& take
 namespace {
 
 using fleet_spec_internal::At;
+using fleet_spec_internal::kBudgetActionSpellings;
 using fleet_spec_internal::CheckDocumentShape;
 using fleet_spec_internal::Choice;
 using fleet_spec_internal::IsDigit;
@@ -153,7 +154,7 @@ Status ParseProject(const Field& root, FleetSpec* spec) {
 }
 
 Status ParseBudget(const Field& f, BudgetSpec* budget) {
-  TPUFLEET_TRY(f.CheckKeys({"usd_per_day", "usd_total"}));
+  TPUFLEET_TRY(f.CheckKeys({"usd_per_day", "usd_total", "action"}));
   if (auto day = f.Get("usd_per_day")) {
     TPUFLEET_ASSIGN_OR_RETURN(budget->usd_per_day, PositiveUsd(*day));
   }
@@ -162,6 +163,10 @@ Status ParseBudget(const Field& f, BudgetSpec* budget) {
   }
   if (!budget->usd_per_day && !budget->usd_total) {
     return f.Error("give usd_per_day, usd_total or both");
+  }
+  if (auto action = f.Get("action")) {
+    TPUFLEET_ASSIGN_OR_RETURN(budget->action,
+                              Choice<BudgetAction>(*action, kBudgetActionSpellings));
   }
   return Status::Ok();
 }
@@ -195,6 +200,10 @@ std::string_view DiskModeName(DiskMode m) {
 
 std::string_view IdleActionName(IdleAction a) {
   return SpellingOf<IdleAction>(kIdleActionSpellings, a);
+}
+
+std::string_view BudgetActionName(BudgetAction a) {
+  return SpellingOf<BudgetAction>(kBudgetActionSpellings, a);
 }
 
 Result<FleetSpec> ParseFleetSpec(std::string_view yaml_text, std::string_view origin,

@@ -79,11 +79,21 @@ enum class IdleAction {
   kStop,    // stop it, keeping its boot disk; single-host nodes only
 };
 
-/// "gcp-tpu", "spot", "read-only", "delete": the spelling used in specs and output.
+/// What the reconciler does once a fleet has spent its budget (docs/serve.md). Creating
+/// stops in every case; the rest says which of the fleet's billing nodes go.
+enum class BudgetAction {
+  kStopCreating,  // "stop-creating": create nothing more; running nodes keep running
+  kDeleteSpot,    // "delete-spot": also delete the spot nodes (the ones losing least)
+  kDeleteAll,     // "delete-all": also delete every billing node (data disks are kept)
+};
+
+/// "gcp-tpu", "spot", "read-only", "delete", "stop-creating": the spelling used in specs
+/// and output.
 std::string_view ProviderName(Provider p);
 std::string_view CapacityName(Capacity c);
 std::string_view DiskModeName(DiskMode m);
 std::string_view IdleActionName(IdleAction a);
+std::string_view BudgetActionName(BudgetAction a);
 
 /// A Unix account created on every worker of the nodes it applies to.
 struct UserSpec {
@@ -113,6 +123,16 @@ struct IdlePolicy {
   IdleAction action = IdleAction::kDelete;  // then do this
 };
 
+/// When a spot node that keeps being lost is recreated on demand instead: after `after`
+/// losses (preemptions, or stockouts of its create) within `within`. The next recreate
+/// after the losses have aged out of the window is spot again.
+struct SpotFallback {
+  int after = 0;                  // 1 .. kMaxSpotFallbackAfter
+  std::chrono::seconds within{0};  // above zero
+};
+/// A larger count is no fallback at all: a spot node lost that often is better given up.
+inline constexpr int kMaxSpotFallbackAfter = 100;
+
 /// One entry of `nodes:`: `count` identical slices (or, for ssh-hosts, a group of hosts).
 struct NodeSpec {
   std::string name;  // as written; the node id itself when count is 1
@@ -137,6 +157,7 @@ struct NodeSpec {
   std::vector<DataDiskSpec> data_disks;       // all in one zone, zones[0] (and only)
   std::optional<std::chrono::seconds> ttl;    // delete this long after creation
   std::optional<IdlePolicy> idle;             // nullopt: never reclaimed for idleness
+  std::optional<SpotFallback> spot_fallback;  // capacity spot only; nullopt: always spot
 
   // Both kinds of provider.
   std::vector<UserSpec> users;  // node-only users, added to the fleet-wide ones
@@ -148,8 +169,9 @@ struct NodeSpec {
 };
 
 struct BudgetSpec {
-  std::optional<double> usd_per_day;  // ceiling on what the fleet may spend in a day
+  std::optional<double> usd_per_day;  // ceiling on what the fleet may spend in a UTC day
   std::optional<double> usd_total;    // ceiling over the fleet's whole life
+  BudgetAction action = BudgetAction::kStopCreating;  // what happens at the ceiling
 };
 
 /// What the fleet shows outside tpufleet (docs/fleet-spec.md, docs/security.md).

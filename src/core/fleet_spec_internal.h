@@ -68,6 +68,10 @@ inline constexpr std::pair<std::string_view, DiskMode> kDiskModeSpellings[] = {
     {"read-only", DiskMode::kReadOnly}, {"read-write", DiskMode::kReadWrite}};
 inline constexpr std::pair<std::string_view, IdleAction> kIdleActionSpellings[] = {
     {"delete", IdleAction::kDelete}, {"stop", IdleAction::kStop}};
+inline constexpr std::pair<std::string_view, BudgetAction> kBudgetActionSpellings[] = {
+    {"stop-creating", BudgetAction::kStopCreating},
+    {"delete-spot", BudgetAction::kDeleteSpot},
+    {"delete-all", BudgetAction::kDeleteAll}};
 
 /// How `value` is spelled; "?" for a value the table lacks.
 template <typename E>

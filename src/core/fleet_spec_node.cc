@@ -81,7 +81,8 @@ Status ParseDataDisks(const Field& f, std::string_view project, std::vector<Data
 // Fields only one kind of provider understands; the other kind gets a clear refusal
 // instead of "unknown field".
 constexpr std::string_view kTpuOnlyFields[] = {
-    "type", "runtime_version", "zones", "capacity", "queued", "count", "data_disks", "ttl", "idle"};
+    "type", "runtime_version", "zones", "capacity", "queued", "count", "data_disks", "ttl", "idle",
+    "spot_fallback"};
 constexpr std::string_view kSshOnlyFields[] = {"hosts", "ssh_user", "port"};
 
 Status ParseTpuNode(const Field& f, const FleetSpec& fleet, const Catalog& catalog,
@@ -240,6 +241,25 @@ Status ParseTpuNode(const Field& f, const FleetSpec& fleet, const Catalog& catal
     }
     node->idle = policy;
   }
+
+  if (auto fallback = f.Get("spot_fallback")) {
+    if (node->capacity != Capacity::kSpot) {
+      return f.KeyError("spot_fallback", "only for capacity: spot (this node is " +
+                                             std::string(CapacityName(node->capacity)) + ")");
+    }
+    TPUFLEET_TRY(fallback->CheckKeys({"after", "within"}));
+    SpotFallback fb;
+    TPUFLEET_ASSIGN_OR_RETURN(Field after, fallback->Require("after"));
+    TPUFLEET_ASSIGN_OR_RETURN(long long n, after.Int());
+    if (n < 1 || n > kMaxSpotFallbackAfter) {
+      return after.Error("expected a number of losses from 1 to " +
+                         std::to_string(kMaxSpotFallbackAfter));
+    }
+    fb.after = static_cast<int>(n);
+    TPUFLEET_ASSIGN_OR_RETURN(Field within, fallback->Require("within"));
+    TPUFLEET_ASSIGN_OR_RETURN(fb.within, PositiveDuration(within));
+    node->spot_fallback = fb;
+  }
   return Status::Ok();
 }
 
@@ -292,7 +312,8 @@ Status ParseNode(const Field& f, const FleetSpec& fleet, const Catalog& catalog,
     TPUFLEET_TRY(f.CheckKeys({"name", "hosts", "ssh_user", "port", "labels", "setup", "users"}));
   } else {
     TPUFLEET_TRY(f.CheckKeys({"name", "type", "runtime_version", "zones", "capacity", "queued",
-                              "count", "labels", "setup", "data_disks", "users", "ttl", "idle"}));
+                              "count", "labels", "setup", "data_disks", "users", "ttl", "idle",
+                              "spot_fallback"}));
   }
   node->line = f.line();
   TPUFLEET_ASSIGN_OR_RETURN(Field name, f.Require("name"));

@@ -13,7 +13,7 @@ namespace {
 
 // The variables CheckUserEnvEntry refuses to let `--env` replace (job.h says why).
 constexpr std::string_view kKeptVariables[] = {"TPUFLEET_JOB_ID", "TPUFLEET_RANK",
-                                               "TPUFLEET_WORLD_SIZE"};
+                                               "TPUFLEET_WORLD_SIZE", "TPUFLEET_RESTARTS"};
 
 constexpr std::string_view kBase32 = "abcdefghijklmnopqrstuvwxyz234567";
 constexpr size_t kJobIdChars = 7;
@@ -126,8 +126,9 @@ Status CheckUserEnvEntry(std::string_view name, std::string_view value) {
     if (name == kept) {
       return InvalidArgumentError(std::string(name) +
                                   " is set by tpufleet on each worker and cannot be given: "
-                                  "TPUFLEET_JOB_ID, TPUFLEET_RANK and TPUFLEET_WORLD_SIZE "
-                                  "tell each process which job and rank it is");
+                                  "TPUFLEET_JOB_ID, TPUFLEET_RANK, TPUFLEET_WORLD_SIZE and "
+                                  "TPUFLEET_RESTARTS tell each process which job, rank and "
+                                  "run it is");
     }
   }
   return Status::Ok();
@@ -146,8 +147,11 @@ Result<std::pair<std::string, std::string>> ParseEnvAssignment(std::string_view 
 
 Result<EnvList> JobEnvironment(const JobTopology& topology, int worker,
                                std::string_view job_id, std::string_view job_name,
-                               const EnvList& user_env) {
+                               const EnvList& user_env, int restarts) {
   TPUFLEET_TRY(CheckJobTopology(topology));
+  if (restarts < 0) {
+    return InvalidArgumentError("restarts is " + std::to_string(restarts) + "; it cannot be negative");
+  }
   TPUFLEET_TRY(CheckJobId(job_id));
   TPUFLEET_TRY(CheckJobName(job_name));
   const size_t world = topology.worker_addresses.size();
@@ -168,6 +172,7 @@ Result<EnvList> JobEnvironment(const JobTopology& topology, int worker,
       {"TPUFLEET_RANK", rank},
       {"TPUFLEET_WORLD_SIZE", std::to_string(world)},
       {"TPUFLEET_COORDINATOR", coordinator},
+      {"TPUFLEET_RESTARTS", std::to_string(restarts)},
   };
   if (!topology.accelerator_type.empty()) {
     env.emplace_back("TPU_WORKER_ID", rank);

@@ -104,6 +104,9 @@ Result<std::pair<std::string, std::string>> ParseEnvAssignment(std::string_view 
 ///                         address): where a program that brings its own rendezvous
 ///                         (torch.distributed's MASTER_ADDR/PORT, say) can meet
 ///                                                                            (tpufleet)
+///   TPUFLEET_RESTARTS     N, how often the job was started again after it ended
+///                         (`run --restart`): 0 on its first run. A job that checkpoints
+///                         can tell a fresh start from a resumption by it (tpufleet)
 /// With a TPU (accelerator_type not empty), the variables JAX and PyTorch/XLA read, so
 /// that `jax.distributed.initialize()` needs no arguments
 /// (reference/monitoring.md §3, JAX jax/_src/clusters/cloud_tpu_cluster.py, PTXLA
@@ -138,18 +141,20 @@ Result<std::pair<std::string, std::string>> ParseEnvAssignment(std::string_view 
 ///
 /// The user's entries, in their order, follow ours; one that names a variable of ours
 /// replaces its value in place (a program that wants another coordinator port, say),
-/// and of repeated names the last wins. Except TPUFLEET_JOB_ID, TPUFLEET_RANK and
-/// TPUFLEET_WORLD_SIZE, which are refused (CheckUserEnvEntry): the same `--env` goes to
-/// every worker, so an override would give every rank the same rank and world size,
-/// and TPUFLEET_JOB_ID is how a process (and whoever reads /proc/PID/environ) tells
-/// which job it belongs to: it must not claim another job's.
+/// and of repeated names the last wins. Except TPUFLEET_JOB_ID, TPUFLEET_RANK,
+/// TPUFLEET_WORLD_SIZE and TPUFLEET_RESTARTS, which are refused (CheckUserEnvEntry): the
+/// same `--env` goes to every worker, so an override would give every rank the same rank
+/// and world size; TPUFLEET_JOB_ID is how a process (and whoever reads
+/// /proc/PID/environ) tells which job it belongs to: it must not claim another job's;
+/// and the `--env` of a job's first run is also its restarts', which would all say 0.
 ///
 /// InvalidArgument when `worker` is not an index of topology.worker_addresses, or the
 /// topology (CheckJobTopology), the id (CheckJobId), the name (CheckJobName) or a user
 /// entry (CheckUserEnvEntry) is malformed.
+/// `restarts` is the job's JobSpec.restarts; InvalidArgument when negative.
 Result<EnvList> JobEnvironment(const JobTopology& topology, int worker,
                                std::string_view job_id, std::string_view job_name,
-                               const EnvList& user_env);
+                               const EnvList& user_env, int restarts = 0);
 
 // ---------------------------------------------------------------------------------
 // States

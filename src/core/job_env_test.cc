@@ -41,6 +41,7 @@ TEST(JobEnvironmentTest, RankTwoOfAV4PodGetsWhatJaxAndPytorchXlaRead) {
                                {"TPUFLEET_RANK", "2"},
                                {"TPUFLEET_WORLD_SIZE", "4"},
                                {"TPUFLEET_COORDINATOR", "10.130.0.2:8482"},
+                               {"TPUFLEET_RESTARTS", "0"},
                                {"TPU_WORKER_ID", "2"},
                                {"TPU_WORKER_HOSTNAMES",
                                 "10.130.0.2,10.130.0.3,10.130.0.4,10.130.0.5"},
@@ -78,6 +79,7 @@ TEST(JobEnvironmentTest, SingleHostNodeHasNoCoordinatorForJaxToWaitAt) {
                                {"TPUFLEET_RANK", "0"},
                                {"TPUFLEET_WORLD_SIZE", "1"},
                                {"TPUFLEET_COORDINATOR", "10.0.0.9:8482"},
+                               {"TPUFLEET_RESTARTS", "0"},
                                {"TPU_WORKER_ID", "0"},
                                {"TPU_WORKER_HOSTNAMES", "10.0.0.9"},
                                {"CLOUD_TPU_TASK_ID", "0"},
@@ -94,6 +96,7 @@ TEST(JobEnvironmentTest, MachineWithoutATpuGetsOnlyTpufleetVariables) {
                                   {"TPUFLEET_RANK", "0"},
                                   {"TPUFLEET_WORLD_SIZE", "1"},
                                   {"TPUFLEET_COORDINATOR", "box-1.lan:8482"},
+                                  {"TPUFLEET_RESTARTS", "0"},
                               }));
 }
 
@@ -120,6 +123,7 @@ TEST(JobEnvironmentTest, UserEntriesReplaceOursInPlaceAndFollowInTheirOrderLastW
                      {"TPUFLEET_RANK", "0"},
                      {"TPUFLEET_WORLD_SIZE", "1"},
                      {"TPUFLEET_COORDINATOR", "10.0.0.9:1234"},
+                     {"TPUFLEET_RESTARTS", "0"},
                      {"TPU_WORKER_ID", "0"},
                      {"TPU_WORKER_HOSTNAMES", "10.0.0.9"},
                      {"CLOUD_TPU_TASK_ID", "0"},
@@ -131,15 +135,29 @@ TEST(JobEnvironmentTest, UserEntriesReplaceOursInPlaceAndFollowInTheirOrderLastW
 
 TEST(JobEnvironmentTest, JobIdRankAndWorldSizeCannotBeGiven) {
   JobTopology pod = Topology("v4-32", kPodAddresses);
-  for (const char* kept : {"TPUFLEET_JOB_ID", "TPUFLEET_RANK", "TPUFLEET_WORLD_SIZE"}) {
+  for (const char* kept :
+       {"TPUFLEET_JOB_ID", "TPUFLEET_RANK", "TPUFLEET_WORLD_SIZE", "TPUFLEET_RESTARTS"}) {
     Result<EnvList> env = JobEnvironment(pod, 0, "jabcdefg", "train", {{kept, "0"}});
     ASSERT_FALSE(env.ok()) << kept;
     EXPECT_EQ(env.status(),
               InvalidArgumentError(std::string(kept) +
                                    " is set by tpufleet on each worker and cannot be given: "
-                                   "TPUFLEET_JOB_ID, TPUFLEET_RANK and TPUFLEET_WORLD_SIZE "
-                                   "tell each process which job and rank it is"));
+                                   "TPUFLEET_JOB_ID, TPUFLEET_RANK, TPUFLEET_WORLD_SIZE and "
+                                   "TPUFLEET_RESTARTS tell each process which job, rank and "
+                                   "run it is"));
   }
+}
+
+// A job started again (`run --restart`) is told how often: every rank the same count.
+TEST(JobEnvironmentTest, ARestartedJobSeesItsRestarts) {
+  JobTopology pod = Topology("v4-32", kPodAddresses);
+  for (int r = 0; r < 4; ++r) {
+    Result<EnvList> env = JobEnvironment(pod, r, "jabcdefg", "train", {}, 3);
+    ASSERT_TRUE(env.ok()) << env.status().ToString();
+    EXPECT_EQ((*env)[5], (std::pair<std::string, std::string>{"TPUFLEET_RESTARTS", "3"}));
+  }
+  EXPECT_EQ(JobEnvironment(pod, 0, "jabcdefg", "train", {}, -1).status(),
+            InvalidArgumentError("restarts is -1; it cannot be negative"));
 }
 
 TEST(JobEnvironmentTest, RefusesAWorkerOutsideTheTopologyAndBadUserEntries) {

@@ -53,6 +53,9 @@ constexpr const char* kDaemonName = kEmulatorDaemonName;
 constexpr std::chrono::seconds kKillWait{5};
 // How much of a daemon's log `start` shows when it died while starting.
 constexpr size_t kLogTailBytes = 2000;
+// The workers' shared bucket, <state dir>/gcs, mounted at /gcs on every worker (a
+// stand-in for a gcsfuse-mounted Cloud Storage bucket); `stop` removes it with the rest.
+constexpr const char* kBucketDirName = "gcs";
 
 void PrintEndpointHelp(std::ostream& out, const Daemon& d, const std::string& dir) {
   std::string token = ShellQuote(d.token_file);
@@ -308,10 +311,10 @@ ActionResult Serve(Inv& inv) {
   }
   config.auth.owner_token = *std::move(secret);
   RealClock clock;
-  Result<std::unique_ptr<NamespaceHosts>> hosts = NamespaceHosts::Create(
-      {dir + "/hosts", NamespaceHosts::DefaultWorkerBinary(),
-       NamespaceHosts::DefaultStandinBinary()},
-      clock);
+  Result<std::unique_ptr<NamespaceHosts>> hosts =
+      NamespaceHosts::Create({dir + "/hosts", NamespaceHosts::DefaultWorkerBinary(),
+                              NamespaceHosts::DefaultStandinBinary(), dir + "/" + kBucketDirName},
+                             clock);
   if (!hosts.ok()) {
     return ActionResult(hosts.status());
   }

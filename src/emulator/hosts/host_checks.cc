@@ -22,6 +22,7 @@
 
 #include "emulator/hosts/accelerators.h"
 #include "emulator/hosts/system_programs.h"
+#include "emulator/hosts/worker_setup.h"
 #include "util/file.h"
 #include "util/log.h"
 #include "util/strings.h"
@@ -180,6 +181,36 @@ Status CheckStateDirOwner(const std::string& dir) {
     return FailedPreconditionError("worker hosts: the state dir " + dir + " is not a directory");
   }
   return CheckOwnedByMe("worker hosts: the state dir " + dir, st, S_IWGRP | S_IWOTH);
+}
+
+Status MakeBucketDir(const std::string& dir) {
+  TPUFLEET_TRY(ValidateStateDir(dir));
+  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
+    return FailedPreconditionError(Errno("worker hosts: the bucket dir " + dir));
+  }
+  // Opened without following a link, so the mode lands on this directory and no other.
+  UniqueFd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  struct stat st {};
+  if (fd.get() < 0 || ::fstat(fd.get(), &st) != 0) {
+    return FailedPreconditionError("worker hosts: the bucket dir " + dir + " is not a directory (" +
+                                   std::strerror(errno) + ")");
+  }
+  TPUFLEET_TRY(CheckOwnedByMe("worker hosts: the bucket dir " + dir, st, 0));
+  if (::fchmod(fd.get(), 01777) != 0) {
+    return FailedPreconditionError(Errno("chmod " + dir));
+  }
+  if (::mkdir(kBucketMount, 0755) != 0 && errno != EEXIST) {
+    return FailedPreconditionError(Errno(std::string("worker hosts: making ") + kBucketMount +
+                                         " on this machine, where every worker mounts the bucket"));
+  }
+  struct stat mp {};
+  // (Only root may replace an entry of /, so what is checked here is what workers find.)
+  if (::lstat(kBucketMount, &mp) != 0 || !S_ISDIR(mp.st_mode)) {
+    return FailedPreconditionError(std::string("worker hosts: ") + kBucketMount +
+                                   " on this machine is not a directory (a link?): every "
+                                   "worker mounts the bucket there");
+  }
+  return Status::Ok();
 }
 
 Status CheckMachineSupport() {

@@ -44,6 +44,14 @@ Status ValidateStateDir(const std::string& dir);
 /// is refused, naming its owner or mode (FailedPrecondition), never adopted.
 Status CheckStateDirOwner(const std::string& dir);
 
+/// Makes `dir` the workers' shared bucket (NamespaceHostsOptions::bucket_dir): a
+/// directory of this process's user, mode 1777 like /tmp (every worker's users write
+/// there), placed as a state dir may be (ValidateStateDir); and the empty directory
+/// kBucketMount on the machine's root, where every worker mounts it (a worker's / is the
+/// machine's; it stays, empty, for the next emulator). FailedPrecondition, saying what
+/// is wrong, for a link or a file at either place or another user's bucket dir.
+Status MakeBucketDir(const std::string& dir);
+
 /// OK when this machine can host workers: root or CAP_SYS_ADMIN + CAP_NET_ADMIN, the
 /// programs installed, and namespaces allowed (tried once). FailedPrecondition saying
 /// what to do otherwise.

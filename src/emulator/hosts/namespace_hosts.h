@@ -13,6 +13,8 @@
 //   - a real OpenSSH sshd with its own ed25519 host key (made at first boot, kept on
 //     the disk), no root login, no passwords: keys from the node's `ssh-keys` metadata
 //     only, applied by a guest agent (guest_agent.h) at boot and on every SetMetadata;
+//   - the shared bucket (options' bucket_dir) at /gcs, read-write, the same directory
+//     on every worker of every node, kept when a node is destroyed;
 //   - a metadata server at 169.254.169.254:80 (metadata_server.h) serving the worker
 //     document (worker_document.h) that this class writes;
 //   - a root that is not the machine's (worker_setup.h): the rest of the machine's file
@@ -84,6 +86,12 @@ struct NamespaceHostsOptions {
   /// The stand-in for a JAX program (tpu-standin, DefaultStandinBinary()), bound
   /// read-only at /usr/local/bin/tpu-standin on every worker; "" for none.
   std::string standin_binary;
+  /// An absolute directory every worker of every node mounts read-write at /gcs, as a
+  /// Cloud Storage bucket mounted with gcsfuse: what one node writes there outlives it
+  /// and is seen by the nodes made after it. Created (mode 1777) if missing, with the
+  /// mount point /gcs on the machine (hosts::MakeBucketDir); "" for none. The emulator
+  /// gives <its state dir>/gcs, removed with the rest by `emulator stop`.
+  std::string bucket_dir;
 };
 
 class NamespaceHosts final : public WorkerHosts {

@@ -1,7 +1,6 @@
-// The fixture of NamespaceHosts' system tests (namespace_hosts_test.cc and
-// namespace_hosts_issue10_test.cc): a private state dir, users' keys, real ssh and curl
-// into the workers, and helpers to find processes, links and mounts. Include in those
-// tests only.
+// The fixture of NamespaceHosts' system tests (namespace_hosts_*test.cc): a private state
+// dir and bucket dir, users' keys, real ssh and curl into the workers, and helpers to
+// find processes, links and mounts. Include in those tests only.
 #pragma once
 
 #include <fcntl.h>
@@ -183,6 +182,7 @@ class NamespaceHostsTest : public ::testing::Test {
     ASSERT_NE(::mkdtemp(tmpl), nullptr);
     root_ = tmpl;
     state_ = root_ + "/state";
+    bucket_ = root_ + "/gcs";  // beside the hosts' state, as the emulator has it
     ssh_ = Must(FindProgram("ssh", "openssh-client"));
     nsenter_ = Must(FindProgram("nsenter", "util-linux"));
     curl_ = Must(FindProgram("curl", "curl"));
@@ -212,6 +212,7 @@ class NamespaceHostsTest : public ::testing::Test {
     o.state_dir = state_;
     o.worker_binary = TPUFLEET_EMULATOR_WORKER;
     o.standin_binary = standin;
+    o.bucket_dir = bucket_;
     Result<std::unique_ptr<NamespaceHosts>> h = NamespaceHosts::Create(o, clock_);
     ASSERT_TRUE(h.ok()) << h.status().ToString();
     hosts_ = std::move(*h);
@@ -307,6 +308,7 @@ class NamespaceHostsTest : public ::testing::Test {
   RealClock clock_;
   std::string root_;
   std::string state_;
+  std::string bucket_;
   std::string ssh_, nsenter_, curl_;
   std::map<std::string, std::string> pub_;
   std::string host_passwd_;

@@ -184,6 +184,13 @@ Result<std::unique_ptr<NamespaceHosts>> NamespaceHosts::Create(const NamespaceHo
     return s;
   }
   fs::create_directories(dir + "/trash", ec);
+  if (!options.bucket_dir.empty()) {
+    options.bucket_dir = fs::path(options.bucket_dir).lexically_normal().string();
+    if (Status s = hosts::MakeBucketDir(options.bucket_dir); !s.ok()) {
+      ::close(lock_fd);
+      return s;
+    }
+  }
   std::unique_ptr<NamespaceHosts> h(new NamespaceHosts(options, clock, lock_fd));
   TPUFLEET_TRY(h->spawner_->status());
   h->LoadNodeRecords();

@@ -85,7 +85,8 @@ TEST_F(NamespaceHostsTest, TheStandinResumesFromItsLastCheckpoint) {
                         "--step-ms 10 >/dev/null; ls ~/ck | tr '\\n' ' '; echo; "
                         "tpu-standin --steps 5 --checkpoint-every 2 --checkpoint-dir ~/ck "
                         "--step-ms 10 | grep -v '^tpu-standin' | sed 's/ loss=.*//'");
-  EXPECT_EQ(r.output, "step_2 step_4 \nresumed from step 4\nstep 5/5 rank=0\n") << r.output;
+  EXPECT_EQ(r.output, "step_2 step_4 \nrestarts 0\nresumed from step 4\nstep 5/5 rank=0\n")
+      << r.output;
 }
 
 TEST_F(NamespaceHostsTest, WithoutChipsTheStandinSaysWhatLibtpuSays) {

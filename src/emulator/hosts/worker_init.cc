@@ -78,11 +78,7 @@ bool LifelineGone() {
 
 }  // namespace
 
-Worker::Worker(std::string disk, std::string state, std::string standin)
-    : disk_(std::move(disk)),
-      state_(std::move(state)),
-      standin_(std::move(standin)),
-      server_(TokenSeed()) {}
+Worker::Worker(WorkerPaths paths) : paths_(std::move(paths)), server_(TokenSeed()) {}
 
 Result<std::string> Worker::ReadDocument(WorkerDocument* doc) {
   TPUFLEET_ASSIGN_OR_RETURN(std::string text,
@@ -126,7 +122,7 @@ void Worker::Boot() {
   }
   WorkerDocument doc;
   Result<std::string> text = InternalError("no worker document");
-  CheckBoot(SetUpMounts(disk_, state_, standin_, [&]() -> Status {
+  CheckBoot(SetUpMounts(paths_, [&]() -> Status {
     text = ReadDocument(&doc);
     TPUFLEET_TRY(text.status());
     return accelerators_.SetUp(doc.accelerators);
@@ -441,25 +437,26 @@ void Worker::Run() {
 namespace tpufleet::emulator::hosts {
 
 int WorkerInitMain(int argc, char** argv) {
-  std::string disk;
-  std::string state;
-  std::string standin;
+  WorkerPaths paths;
   for (int i = 1; i < argc; ++i) {
     std::string_view a = argv[i];
     if (StartsWith(a, "--disk=")) {
-      disk = std::string(a.substr(7));
+      paths.disk = std::string(a.substr(7));
     } else if (StartsWith(a, "--state=")) {
-      state = std::string(a.substr(8));
+      paths.state = std::string(a.substr(8));
     } else if (StartsWith(a, "--standin=")) {
-      standin = std::string(a.substr(10));
+      paths.standin = std::string(a.substr(10));
+    } else if (StartsWith(a, "--bucket=")) {
+      paths.bucket = std::string(a.substr(9));
     } else {
       Say("unknown argument " + std::string(a));
       return 2;
     }
   }
-  if (disk.empty() || disk[0] != '/' || state.empty() || state[0] != '/') {
-    Say("usage: tpufleet-emulator-worker --disk=DIR --state=DIR [--standin=PATH] (started by "
-        "the emulator)");
+  if (paths.disk.empty() || paths.disk[0] != '/' || paths.state.empty() || paths.state[0] != '/' ||
+      (!paths.bucket.empty() && paths.bucket[0] != '/')) {
+    Say("usage: tpufleet-emulator-worker --disk=DIR --state=DIR [--standin=PATH] [--bucket=DIR] "
+        "(started by the emulator)");
     return 2;
   }
   if (::getpid() != 1) {
@@ -474,7 +471,7 @@ int WorkerInitMain(int argc, char** argv) {
   }
   ::sigprocmask(SIG_SETMASK, &mask, nullptr);
   ::umask(022);
-  init::Worker worker(disk, state, standin);
+  init::Worker worker(std::move(paths));
   worker.Run();
 }
 

@@ -6,6 +6,7 @@
 // mount and network namespaces, their mounts and the worker's veth go with them.
 //
 //   tpufleet-emulator-worker --disk=<state>/nodes/<id>/w<i> --state=<state> [--standin=<path>]
+//                            [--bucket=<dir>]
 //
 // Descriptors: 1 and 2 the worker's log (<disk>/worker.log); kStatusFd the boot status
 // pipe; kGoFd a pipe on which the machine writes one byte once the veth is in place;
@@ -15,7 +16,8 @@
 // Boot: make mounts private; a tmpfs /run; overlays over /etc, /usr, /opt and /var with
 // their upper layers on the worker's disk (so what is installed or written there stays
 // on this worker; /var only when the state dir is not under it, else just a private
-// /var/tmp); the disk's home, root and tmp bound over /home, /root and /tmp; a /dev of
+// /var/tmp); the disk's home, root and tmp bound over /home, /root and /tmp; the bucket
+// dir (--bucket, shared by every worker of every node) at /gcs; a /dev of
 // its own with only harmless devices; a fresh /proc (kernel settings read-only) and
 // /sys; the stand-in program (--standin) at /usr/local/bin/tpu-standin; the node's
 // chips (accelerators.h), which every document reload brings up to date; every other mount, the machine's, read-only; the emulator's state dir hidden;

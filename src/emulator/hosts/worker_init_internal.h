@@ -17,6 +17,7 @@
 #include "emulator/hosts/guest_agent.h"
 #include "emulator/hosts/metadata_server.h"
 #include "emulator/hosts/worker_document.h"
+#include "emulator/hosts/worker_setup.h"
 
 namespace tpufleet::emulator::hosts::init {
 
@@ -44,7 +45,7 @@ struct Conn {
 
 class Worker {
  public:
-  Worker(std::string disk, std::string state, std::string standin);
+  explicit Worker(WorkerPaths paths);
 
   [[noreturn]] void Run();
 
@@ -65,9 +66,7 @@ class Worker {
   void SendBadRequest(Conn& c);
   void ExpireWaits(Mono::time_point now);
 
-  std::string disk_;
-  std::string state_;
-  std::string standin_;
+  WorkerPaths paths_;
   MetadataServer server_;
   WorkerAccelerators accelerators_;
   UnitSupervisor units_;

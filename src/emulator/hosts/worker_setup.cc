@@ -239,16 +239,26 @@ Status WriteSshdConfig() {
 }
 
 // The worker's file system: see worker_init.h.
-Status SetUpMounts(const std::string& disk, const std::string& state, const std::string& standin,
-                   const std::function<Status()>& extra) {
+Status SetUpMounts(const WorkerPaths& paths, const std::function<Status()>& extra) {
+  const std::string& disk = paths.disk;
+  const std::string& state = paths.state;
   const std::string d = kDiskMount;
-  // The stand-in is opened now: the worker's own /tmp, /home, /root and /run hide the
-  // machine's below, and a build tree may well be there (a checkout in /tmp).
+  // The stand-in and the bucket are opened now: the worker's own /tmp, /home, /root and
+  // /run hide the machine's below, and a build tree or a state dir may well be there (a
+  // checkout in /tmp).
   UniqueFd standin_fd;
-  if (!standin.empty()) {
-    standin_fd = UniqueFd(::open(standin.c_str(), O_PATH | O_CLOEXEC));
+  if (!paths.standin.empty()) {
+    standin_fd = UniqueFd(::open(paths.standin.c_str(), O_PATH | O_CLOEXEC));
     if (standin_fd.get() < 0) {
-      return InternalError(Errno("open " + standin));
+      return InternalError(Errno("open " + paths.standin));
+    }
+  }
+  UniqueFd bucket_fd;
+  if (!paths.bucket.empty()) {
+    bucket_fd =
+        UniqueFd(::open(paths.bucket.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (bucket_fd.get() < 0) {
+      return InternalError(Errno("open " + paths.bucket));
     }
   }
   // The mounts the worker owns, writable after LockDown; the rest of / is not.
@@ -320,6 +330,18 @@ Status SetUpMounts(const std::string& disk, const std::string& state, const std:
     TPUFLEET_TRY(Mount(src, std::string("/") + b.name, nullptr, MS_BIND));
     own.push_back(std::string("/") + b.name);
   }
+  if (bucket_fd.get() >= 0) {
+    // The machine made the mount point (MakeBucketDir); a worker's root cannot have
+    // changed it, since the machine's root file system is read-only to it.
+    if (IsRealDir(kBucketMount)) {
+      TPUFLEET_TRY(Mount("/proc/self/fd/" + std::to_string(bucket_fd.get()), kBucketMount, nullptr,
+                         MS_BIND));
+      TPUFLEET_TRY(Mount("", kBucketMount, nullptr, MS_BIND | MS_REMOUNT | MS_NOSUID | MS_NODEV));
+      own.push_back(kBucketMount);
+    } else {
+      Say(std::string("the machine has no directory ") + kBucketMount + ": no bucket here");
+    }
+  }
   TPUFLEET_TRY(SetUpDev());
   struct stat st;
   if (Status s = Mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777"); s.ok()) {
@@ -348,7 +370,7 @@ Status SetUpMounts(const std::string& disk, const std::string& state, const std:
       !s.ok()) {
     Say(s.message());
   }
-  if (!standin.empty()) {
+  if (standin_fd.get() >= 0) {
     if (std::find(own.begin(), own.end(), "/usr") != own.end()) {
       TPUFLEET_TRY(BindProgram("/proc/self/fd/" + std::to_string(standin_fd.get()), kStandinPath));
     } else {

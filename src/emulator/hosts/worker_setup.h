@@ -31,21 +31,33 @@ inline constexpr uint16_t kMetadataPort = 80;
 /// Writes "tpufleet-emulator-worker: <m>" to the worker's log (stderr).
 void Say(const std::string& m);
 
+/// What a worker's init mounts from the machine.
+struct WorkerPaths {
+  std::string disk;     // the worker's disk (<state>/nodes/<id>/w<i>), absolute
+  std::string state;    // the hosts' state dir, hidden from the worker once mounted
+  std::string standin;  // the stand-in program, bound at kStandinPath; "" for none
+  std::string bucket;   // the shared bucket directory, bound at kBucketMount; "" for none
+};
+
 /// The worker's file system (see worker_init.h): private mounts, tmpfs /run with the
 /// disk at kDiskMount, overlays over /etc /usr /opt /var, the disk's home, root and tmp
-/// over /home /root /tmp, a /dev of its own (null, zero, full, random, urandom, tty,
-/// shm, pts), /proc (its sys, sysrq-trigger, irq and bus read-only) and /sys
-/// (read-only), and the machine's program `standin` (unless "") bound read-only at
-/// kStandinPath, over an empty file made on the worker's own /usr (skipped, and said,
-/// when /usr is not the worker's). Then `extra` runs (the worker's disk is at
-/// kDiskMount, /dev and /sys are mounted: the accelerators go in here). Every other
-/// mount, the machine's root file system first, is made read-only for the worker; then
-/// the state dir is hidden.
-Status SetUpMounts(const std::string& disk, const std::string& state_dir,
-                   const std::string& standin, const std::function<Status()>& extra);
+/// over /home /root /tmp, the bucket (unless "") read-write at kBucketMount (nosuid,
+/// nodev, like a gcsfuse mount; skipped, and said, when the machine has no directory
+/// there), a /dev of its own (null, zero, full, random, urandom, tty, shm, pts), /proc
+/// (its sys, sysrq-trigger, irq and bus read-only) and /sys (read-only), and the
+/// machine's program `standin` (unless "") bound read-only at kStandinPath, over an
+/// empty file made on the worker's own /usr (skipped, and said, when /usr is not the
+/// worker's). Then `extra` runs (the worker's disk is at kDiskMount, /dev and /sys are
+/// mounted: the accelerators go in here). Every other mount, the machine's root file
+/// system first, is made read-only for the worker; then the state dir is hidden.
+Status SetUpMounts(const WorkerPaths& paths, const std::function<Status()>& extra);
 
 /// Where every worker has the stand-in for a JAX program (emulator/standin).
 inline constexpr const char* kStandinPath = "/usr/local/bin/tpu-standin";
+/// Where every worker has the shared bucket directory: a stand-in for a Cloud Storage
+/// bucket mounted with gcsfuse (a real TPU VM has no such mount unless its setup makes
+/// one), so a checkpoint written on one node is seen by the nodes made after it.
+inline constexpr const char* kBucketMount = "/gcs";
 
 /// The capabilities a worker's processes may have, Docker's default set without
 /// CAP_MKNOD: enough for sshd (setuid, setgid, chown, chroot, audit), sudo, useradd,

@@ -271,6 +271,18 @@ std::vector<Chip> FindChips(const std::string& pci_devices) {
   return chips;
 }
 
+Result<int64_t> ParseRestarts(const std::optional<std::string>& value) {
+  if (!value) {
+    return int64_t{0};
+  }
+  long long n = 0;
+  if (!ParseInt(*value, &n) || n < 0) {
+    return InvalidArgumentError("TPUFLEET_RESTARTS expects a count of restarts (0, 1, …), got '" +
+                                *value + "'");
+  }
+  return static_cast<int64_t>(n);
+}
+
 int StandinMain(int argc, char** argv) {
   if (argc == 2 && (std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h")) {
     Out(std::string(kUsage) +
@@ -292,6 +304,13 @@ int StandinMain(int argc, char** argv) {
   Out("tpu-standin: pid " + std::to_string(::getpid()) +
       " TPU_WORKER_ID=" + Env("TPU_WORKER_ID").value_or("unset") +
       " TPUFLEET_RANK=" + Env("TPUFLEET_RANK").value_or("unset"));
+  Result<int64_t> restarts = ParseRestarts(Env("TPUFLEET_RESTARTS"));
+  if (!restarts.ok()) {
+    Err("tpu-standin: " + restarts.status().message());
+    return 2;
+  }
+  // What a restarted training script logs first: how often it has been started again.
+  Out("restarts " + std::to_string(*restarts));
 
   std::vector<Chip> all = FindChips(kPciDevices);
   if (all.empty()) {

@@ -10,7 +10,8 @@
 // or those TPU_VISIBLE_CHIPS names. On the VFIO families (v5e and later) a node open in
 // another process is refused, as the kernel refuses a second open of a VFIO group: the
 // emulator has no such driver, so the stand-in takes an flock on each node it opens.
-// It prints TPU_WORKER_ID and TPUFLEET_RANK, then one line per step.
+// It prints TPU_WORKER_ID and TPUFLEET_RANK, then `restarts N` (TPUFLEET_RESTARTS: how
+// often `tpufleet serve` restarted this job, 0 when unset), then one line per step.
 //
 //   tpu-standin [--burn | --idle | --input-bound] [--steps N] [--step-ms MS]
 //               [--checkpoint-dir D [--checkpoint-every K]] [--crash-after SECONDS]
@@ -72,6 +73,10 @@ struct StandinOptions {
 
 /// argv[1..]: the flags above. InvalidArgument with one clear message otherwise.
 Result<StandinOptions> ParseStandinArgs(const std::vector<std::string>& args);
+
+/// TPUFLEET_RESTARTS's value (nullopt: unset) as a count: 0 when unset, else a whole
+/// number from 0; InvalidArgument naming the variable otherwise.
+Result<int64_t> ParseRestarts(const std::optional<std::string>& value);
 
 /// One chip as the program finds it.
 struct Chip {

@@ -54,6 +54,18 @@ TEST(StandinArgs, BadInputGetsOneMessage) {
             "--hbm-bandwidth expects a number from 0 to 100, got '-1'");
 }
 
+// What a job restarted by `tpufleet serve` is told (the agent sets TPUFLEET_RESTARTS only
+// from the first restart on).
+TEST(StandinArgs, RestartsComeFromTheEnvironment) {
+  EXPECT_EQ(ParseRestarts(std::nullopt).value(), 0);
+  EXPECT_EQ(ParseRestarts("0").value(), 0);
+  EXPECT_EQ(ParseRestarts("3").value(), 3);
+  EXPECT_EQ(ParseRestarts("-1").status().message(),
+            "TPUFLEET_RESTARTS expects a count of restarts (0, 1, …), got '-1'");
+  EXPECT_EQ(ParseRestarts("two").status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(ParseRestarts("").status().code(), StatusCode::kInvalidArgument);
+}
+
 EnvLookup Env(std::map<std::string, std::string> env) {
   return [env](const char* name) -> std::optional<std::string> {
     auto it = env.find(name);
