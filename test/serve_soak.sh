@@ -116,7 +116,7 @@ start_serve() {
 }
 serve_runs() {
   local deadline=$((SECONDS + 30))
-  until "$bin" status 2>/dev/null | grep -q "^serve: running (pid $serve_pid"; do
+  until "$bin" status 2>/dev/null | grep -q "^serve: running (pid ${serve_pid}[,)]"; do
     kill -0 "$serve_pid" 2>/dev/null || { echo "serve exited:"; tail -20 "$tmp/serve.log"; return 1; }
     ((SECONDS < deadline)) || { "$bin" status; tail -20 "$tmp/serve.log"; return 1; }
     sleep 0.2
