@@ -26,13 +26,14 @@
 # Usage: serve_e2e.sh path/to/tpufleet. Exit 77 (skipped) when not root, when a tool it
 # needs is missing, or when no tpufleet-agent was built next to tpufleet.
 set -uo pipefail
-source "$(dirname "$0")/e2e_lib.sh"
+here=$(dirname "$0")
+source "$here/e2e_lib.sh"
 bin=$(realpath "$1")
 e2e_require jq curl ssh ssh-keygen nsenter timeout ip pgrep script
 e2e_require_agent "$bin"
 e2e_home serve
 # shellcheck source=scripts/job_watchers.sh
-source "$(dirname "$0")/../scripts/job_watchers.sh"
+source "$here/../scripts/job_watchers.sh"
 
 # The training job: steps of step_ms, a checkpoint every ckpt_every steps; long enough
 # to be preempted in the middle, short enough to finish soon after its restart.
@@ -133,6 +134,12 @@ log_since() { tail -c +"$(($1 + 1))" "$tmp/serve.log"; }
 log_size() { stat -c %s "$tmp/serve.log"; }
 
 track_hosts_begin
+
+example_valid() {
+  tf_run ex validate "$here/../examples/serve-fleet.yaml"
+  rc_is ex 0 || { shows ex; return 1; }
+}
+check "examples/serve-fleet.yaml (serve's example) is valid" example_valid
 
 # ---------------------------------------------------------------------------------
 note "the emulator, fleets sv (pod, short, lazy, busy) and bg (bspot, bdemand), agents on each"

@@ -79,8 +79,12 @@ void Server::Handle(Conn& c, std::string_view line) {
       answer(ApplyAccounts(r.users));
       return;
     case api::AgentOp::kNotice:
+      answer({Status::Ok(), notices_.Current()});
+      return;
     case api::AgentOp::kNoticeWatch:
-      answer({UnavailableError(std::string(api::AgentOpName(r.op)) + ": not in this build yet"), {}});
+      // Kept until the client goes away: OnNotice sends each change.
+      c.request = r;
+      Queue(c, api::NoticeLine(notices_.Current()));
       return;
   }
 }

@@ -17,6 +17,7 @@
 #include "agent/flags.h"
 #include "agent/host/nvml.h"
 #include "agent/job_table.h"
+#include "agent/notice_watcher.h"
 #include "agent/sampler/sampler.h"
 #include "agent/server.h"
 #include "api/agent.h"
@@ -80,7 +81,7 @@ Result<std::string> BinarySha256() {
 
 int ServeMain(const std::vector<std::string>& args) {
   Result<Flags> flags = ParseFlags(args, {"socket", "state-dir", "log-bytes", "host-root", "watch",
-                                          "sample-interval", "nvml", "prometheus"});
+                                          "sample-interval", "nvml", "prometheus", "metadata"});
   const std::string watch = flags.ok() ? flags->Get("watch", "inotify") : "";
   long long log_bytes = 0;
   long long interval_ms = 0;
@@ -93,7 +94,12 @@ int ServeMain(const std::vector<std::string>& args) {
                                     "usage: tpufleet-agent serve [--socket PATH] [--state-dir DIR] "
                                     "[--watch inotify|poll] [--sample-interval MS (at least " +
                                     std::to_string(kMinSampleInterval.count()) +
-                                    ")] [--nvml LIBRARY] [--prometheus [ADDR:]PORT]");
+                                    ")] [--nvml LIBRARY] [--prometheus [ADDR:]PORT] "
+                                    "[--metadata IPV4:PORT]");
+  }
+  const std::string metadata = flags->Get("metadata", std::string(kDefaultMetadataAddress));
+  if (Status usable = NoticeWatcher::Check(metadata); !usable.ok()) {
+    return Complain(kExitUsage, usable.message());
   }
   signal(SIGPIPE, SIG_IGN);
   sigset_t stop;
@@ -144,8 +150,11 @@ int ServeMain(const std::vector<std::string>& args) {
   sampler::NvmlGpuReader gpus(*nvml);
   sampler::Sampler sampler(clock, {host, std::chrono::milliseconds(interval_ms)}, &chip_metrics,
                            &gpus);
-  Server server(loop, jobs, {AgentVersion(), sha.ok() ? *sha : ""}, host, &sampler);
+  // The worker's notices (preemption, maintenance), long-polled in this loop.
+  NoticeWatcher notices(loop, metadata);
+  Server server(loop, jobs, {AgentVersion(), sha.ok() ? *sha : ""}, host, &sampler, notices);
   sampler.Start();
+  notices.Start();
   // GET /metrics for a Prometheus, from the sampler's snapshot (never a sample).
   std::optional<exporter::MetricsHttpServer> prometheus;
   if (std::string address = flags->Get("prometheus", ""); !address.empty()) {

@@ -30,12 +30,13 @@ inline constexpr std::chrono::milliseconds kMinSampleInterval{50};
 
 /// `tpufleet-agent serve [--socket PATH] [--state-dir DIR] [--log-bytes N]
 /// [--host-root DIR] [--sample-interval MS] [--nvml LIBRARY] [--prometheus
-/// [ADDR:]PORT]`. --host-root points the device guard's sysfs, /dev and libtpu lockfile
+/// [ADDR:]PORT] [--metadata IPV4:PORT]`. --host-root points the device guard's sysfs, /dev and libtpu lockfile
 /// below DIR (tests); /proc and /etc stay the host's. Serve samples its worker every
 /// --sample-interval (default 1000 ms; agent/sampler/sampler.h) for the metrics op;
 /// --nvml names the NVML library to load (tests), instead of the driver's
 /// libnvidia-ml.so.1; --prometheus serves the latest sample on GET /metrics there
-/// (agent/export/metrics_http.h; off unless given).
+/// (agent/export/metrics_http.h; off unless given); --metadata is the metadata server
+/// whose notices it watches (notice_watcher.h; default kDefaultMetadataAddress).
 int ServeMain(const std::vector<std::string>& args);
 
 /// `tpufleet-agent sample [--json]`: two samples a second apart, printed as the metrics

@@ -16,20 +16,23 @@
 namespace tpufleet::agent {
 
 Server::Server(EventLoop& loop, JobTable& jobs, AgentIdentity identity, host::HostPaths host,
-               sampler::Sampler* sampler)
+               sampler::Sampler* sampler, NoticeWatcher& notices)
     : loop_(loop),
       jobs_(jobs),
       identity_(std::move(identity)),
       host_(std::move(host)),
-      sampler_(sampler) {
+      sampler_(sampler),
+      notices_(notices) {
   TellSampler();
   jobs_.SetListener([this](const std::string& id, JobTable::Change change) {
     OnJobChange(id, change);
   });
+  notices_.SetListener([this](const api::AgentNotice& notice) { OnNotice(notice); });
 }
 
 Server::~Server() {
   jobs_.SetListener(nullptr);
+  notices_.SetListener(nullptr);
   std::vector<uint64_t> keys;
   for (const auto& [key, conn] : conns_) {
     keys.push_back(key);
@@ -190,6 +193,23 @@ void Server::Close(uint64_t key) {
   }
   loop_.Remove(c.watch);
   conns_.erase(it);
+}
+
+void Server::OnNotice(const api::AgentNotice& notice) {
+  std::string line = api::NoticeLine(notice);
+  std::vector<uint64_t> slow;
+  for (auto& [key, conn] : conns_) {
+    Conn& c = *conn;
+    if (c.request.has_value() && c.request->op == api::AgentOp::kNoticeWatch) {
+      Queue(c, line);
+      if (c.out.size() > kMaxQueuedOutput) {
+        slow.push_back(key);  // a watcher that reads nothing holds no more of serve
+      }
+    }
+  }
+  for (uint64_t key : slow) {
+    Close(key);
+  }
 }
 
 void Server::OnJobChange(const std::string& id, JobTable::Change change) {

@@ -5,12 +5,14 @@
 // one request: its line is read (at most kMaxAgentLineBytes), the caller is who
 // SO_PEERCRED says, and the answer is written as it becomes known: at once for most
 // ops; when the job has left `starting` for job.start, when it has ended for job.cancel;
-// as the job writes and changes for job.logs --follow and job.watch. Then the connection
-// is closed. A client that goes away ends its stream, never its job.
+// as the job writes and changes for job.logs --follow and job.watch, and as the notice
+// changes for notice.watch (which never ends by itself). Then the connection is closed.
+// A client that goes away ends its stream, never its job.
 //
 // Output waiting for a slow client is bounded (kMaxQueuedOutput): a log stream reads
 // the files only while the client keeps up, so a follower costs a few descriptors and at
-// most that much memory, whatever the job writes.
+// most that much memory, whatever the job writes; a notice watcher that lets that much
+// pile up is closed.
 //
 // Thread-safety: none; the loop's thread only.
 #pragma once
@@ -27,6 +29,7 @@
 #include "agent/host/host_paths.h"
 #include "agent/job_table.h"
 #include "agent/logs.h"
+#include "agent/notice_watcher.h"
 #include "agent/sampler/sampler.h"
 #include "api/agent.h"
 #include "api/metrics.h"
@@ -56,9 +59,10 @@ struct AgentIdentity {
 class Server {
  public:
   /// `sampler` (null: the metrics op answers UNAVAILABLE) is told the running jobs as
-  /// they change, and answers the metrics op; it must outlive the Server.
+  /// they change, and answers the metrics op; `notices` answers notice and feeds
+  /// notice.watch. Both must outlive the Server.
   Server(EventLoop& loop, JobTable& jobs, AgentIdentity identity, host::HostPaths host,
-         sampler::Sampler* sampler = nullptr);
+         sampler::Sampler* sampler, NoticeWatcher& notices);
   Server(const Server&) = delete;
   Server& operator=(const Server&) = delete;
   ~Server();
@@ -91,6 +95,8 @@ class Server {
   void Flush(Conn& c);
   void Close(uint64_t key);
   void OnJobChange(const std::string& id, JobTable::Change change);
+  // Sends the notice to every notice.watch.
+  void OnNotice(const api::AgentNotice& notice);
 
   // The ops (ops.cc); each answers, or keeps c.request to answer later.
   api::AgentAnswer Hello(const Conn& c);
@@ -124,6 +130,7 @@ class Server {
   AgentIdentity identity_;
   host::HostPaths host_;
   sampler::Sampler* sampler_;
+  NoticeWatcher& notices_;
   UniqueFd listener_;
   EventLoop::Id listen_watch_ = 0;
   uint64_t next_key_ = 1;

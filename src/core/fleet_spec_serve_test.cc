@@ -1,11 +1,10 @@
 // The spec fields `tpufleet serve` enforces and nothing else reads: the budget's action
 // and a spot node's fallback to on demand (ttl and idle: fleet_spec_node_test.cc).
-#include "core/fleet_spec.h"
-
 #include <gtest/gtest.h>
 
 #include <string>
 
+#include "core/fleet_spec.h"
 #include "core/testing/fleet_spec_fixture.h"
 
 namespace tpufleet::testing {
@@ -28,8 +27,7 @@ TEST_F(FleetSpecTest, BudgetActions) {
                               std::pair{"delete-spot", BudgetAction::kDeleteSpot},
                               std::pair{"delete-all", BudgetAction::kDeleteAll}}) {
     SCOPED_TRACE(text);
-    Result<FleetSpec> r =
-        Parse(Budget(std::string("{usd_total: 500, action: ") + text + "}"));
+    Result<FleetSpec> r = Parse(Budget(std::string("{usd_total: 500, action: ") + text + "}"));
     ASSERT_TRUE(r.ok()) << r.status().ToString();
     EXPECT_EQ(r->budget->action, action);
     EXPECT_EQ(BudgetActionName(action), text);
@@ -80,9 +78,10 @@ TEST_F(FleetSpecTest, BadSpotFallback) {
 }
 
 TEST_F(FleetSpecTest, SpotFallbackIsTpuOnly) {
-  EXPECT_TRUE(FailsWith("fleet: lab\nprovider: ssh-hosts\nnodes:\n  - name: gpus\n"
-                        "    hosts: [a]\n    spot_fallback: {after: 1, within: 1h}\n",
-                        {"nodes[0].spot_fallback: not used with provider ssh-hosts"}));
+  EXPECT_TRUE(
+      FailsWith("fleet: lab\nprovider: ssh-hosts\nnodes:\n  - name: gpus\n"
+                "    hosts: [a]\n    spot_fallback: {after: 1, within: 1h}\n",
+                {"nodes[0].spot_fallback: not used with provider ssh-hosts"}));
 }
 
 }  // namespace

@@ -13,7 +13,8 @@
 //     STOPPED node's VMs, nor anything not made yet or deleted.
 //   - A stretch is priced when it opens (PriceFor) and keeps that price: a catalog
 //     update does not rewrite what was spent.
-//   - The day of a daily budget is the UTC day: what the cloud's billing reports use.
+//   - The day of a daily budget is the UTC day: one day for everyone, whatever the
+//     time zone of the machine serve runs on.
 //
 // Thread-safety: pure functions over values.
 #pragma once
@@ -57,7 +58,7 @@ struct BudgetState {
   double rate_per_hour = 0;           // what the open billable stretches cost per hour
   bool reached = false;               // a limit is spent: create nothing, act per `action`
   BudgetAction action = BudgetAction::kStopCreating;  // the spec's, for DecideNode
-  /// One line when reached: "usd_per_day 10 reached: $10.03 spent today (UTC),
+  /// One line when reached: "usd_per_day $10.00 reached: $10.03 spent today (UTC),
   /// running at $12.88/h"; "" otherwise.
   std::string why;
 };

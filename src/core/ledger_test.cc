@@ -44,9 +44,9 @@ TEST(LedgerTest, BillableStates) {
     EXPECT_TRUE(Billable(NodeState::Parse(s))) << s;
   }
   // A queued resource waiting, a stopped node, nothing made yet or any more.
-  for (const char* s : {"", "REQUESTED", "QUEUED", "ACCEPTED", "PROVISIONING",
-                        "WAITING_FOR_RESOURCES", "STOCKOUT", "STOPPED", "DELETED", "NOT_FOUND",
-                        "FAILED", "SUSPENDED"}) {
+  for (const char* s :
+       {"", "REQUESTED", "QUEUED", "ACCEPTED", "PROVISIONING", "WAITING_FOR_RESOURCES", "STOCKOUT",
+        "STOPPED", "DELETED", "NOT_FOUND", "FAILED", "SUSPENDED"}) {
     EXPECT_FALSE(Billable(NodeState::Parse(s))) << s;
   }
 }

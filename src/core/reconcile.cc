@@ -43,7 +43,7 @@ std::string Lower(std::string s) {
 struct Loss {
   std::string signal;  // "api" | "agents" | "vanished"
   std::string reason;
-  bool husk = false;   // something is left in the cloud to delete
+  bool husk = false;  // something is left in the cloud to delete
 };
 
 // Whether, and how, the node was lost (rule 3 of reconcile.h).
@@ -70,10 +70,10 @@ std::optional<Loss> FindLoss(const NodeFacts& f) {
                 true};
   }
   if (f.listed && !f.cloud && !f.queued_resource && RecordSaysExists(rec.state)) {
-    return Loss{"vanished",
-                "vanished (recorded " + rec.state.Name() + " in " + rec.zone +
-                    ", no longer listed there)",
-                false};
+    return Loss{
+        "vanished",
+        "vanished (recorded " + rec.state.Name() + " in " + rec.zone + ", no longer listed there)",
+        false};
   }
   return std::nullopt;
 }
@@ -89,6 +89,42 @@ Capacity CreateCapacity(const NodeSpec& spec, int losses, std::string* reason) {
     return Capacity::kOnDemand;
   }
   return spec.capacity;
+}
+
+NodeDecision Delete(std::string why, std::string reason, NodeDecision d) {
+  d.action = NodeAction::kDelete;
+  d.delete_reason = std::move(why);
+  d.reason = std::move(reason);
+  return d;
+}
+
+// A lost node (rule 3): recovered, unless its ttl has run out (its husk is deleted for
+// the ttl, so it stays deleted) or the budget is spent (its husk is deleted, the create
+// held).
+NodeDecision Lost(const NodeSpec& spec, const NodeFacts& f, const Loss& loss,
+                  const BudgetState& budget, Clock::WallTime now, NodeDecision d) {
+  d.signal = loss.signal;
+  if (spec.ttl && now >= f.record->created_at + *spec.ttl) {
+    std::string ttl = "ttl " + FormatDuration(*spec.ttl) + " reached";
+    if (loss.husk) {
+      return Delete("ttl", loss.reason + "; deleting the husk, not recreating: " + ttl, d);
+    }
+    d.reason = loss.reason + "; not recreating: " + ttl;
+    return d;
+  }
+  if (budget.reached) {
+    if (loss.husk) {
+      return Delete("husk", loss.reason + "; deleting the husk, not recreating: " + budget.why, d);
+    }
+    d.action = NodeAction::kHold;
+    d.reason = loss.reason + "; not recreating: " + budget.why;
+    return d;
+  }
+  // The loss being decided is not recorded yet: count it.
+  d.action = NodeAction::kRecover;
+  d.reason = loss.reason;
+  d.capacity = CreateCapacity(spec, f.recent_losses + 1, &d.reason);
+  return d;
 }
 
 NodeDecision Create(const NodeSpec& spec, const NodeFacts& f, const BudgetState& budget,
@@ -152,13 +188,6 @@ bool BudgetDeletes(const BudgetState& budget, const NodeRecord& rec, const NodeS
   return false;
 }
 
-NodeDecision Delete(std::string why, std::string reason, NodeDecision d) {
-  d.action = NodeAction::kDelete;
-  d.delete_reason = std::move(why);
-  d.reason = std::move(reason);
-  return d;
-}
-
 // A node that is there and was not lost: the budget, its ttl and its idle policy
 // (rules 5 to 8).
 NodeDecision There(const NodeSpec& spec, const NodeFacts& f, const BudgetState& budget,
@@ -170,8 +199,7 @@ NodeDecision There(const NodeSpec& spec, const NodeFacts& f, const BudgetState& 
     return d;
   }
   if (BudgetDeletes(budget, rec, state)) {
-    return Delete("budget",
-                  budget.why + " → " + std::string(BudgetActionName(budget.action)), d);
+    return Delete("budget", budget.why + " → " + std::string(BudgetActionName(budget.action)), d);
   }
   if (spec.ttl) {
     Clock::WallTime deadline = rec.created_at + *spec.ttl;
@@ -186,8 +214,8 @@ NodeDecision There(const NodeSpec& spec, const NodeFacts& f, const BudgetState& 
   }
   if (spec.idle && f.idle_since && !f.in_use && now - *f.idle_since >= spec.idle->after &&
       state.IsUsable()) {
-    std::string idle = "idle for " + Span(now - *f.idle_since) + " (policy: " +
-                       std::string(IdleActionName(spec.idle->action)) + " after " +
+    std::string idle = "idle for " + Span(now - *f.idle_since) +
+                       " (policy: " + std::string(IdleActionName(spec.idle->action)) + " after " +
                        FormatDuration(spec.idle->after) + ")";
     if (spec.idle->action == IdleAction::kDelete) {
       return Delete("idle", idle, d);
@@ -216,13 +244,20 @@ NodeDecision There(const NodeSpec& spec, const NodeFacts& f, const BudgetState& 
 
 std::string_view NodeActionName(NodeAction a) {
   switch (a) {
-    case NodeAction::kNone: return "none";
-    case NodeAction::kRecover: return "recover";
-    case NodeAction::kCreate: return "create";
-    case NodeAction::kDelete: return "delete";
-    case NodeAction::kStop: return "stop";
-    case NodeAction::kWarnTtl: return "warn-ttl";
-    case NodeAction::kHold: return "hold";
+    case NodeAction::kNone:
+      return "none";
+    case NodeAction::kRecover:
+      return "recover";
+    case NodeAction::kCreate:
+      return "create";
+    case NodeAction::kDelete:
+      return "delete";
+    case NodeAction::kStop:
+      return "stop";
+    case NodeAction::kWarnTtl:
+      return "warn-ttl";
+    case NodeAction::kHold:
+      return "hold";
   }
   return "?";
 }
@@ -252,43 +287,31 @@ NodeDecision DecideNode(const NodeFacts& f, const BudgetState& budget, Clock::Wa
   }
   if (!f.retired.empty()) {
     bool comes_back = f.retired == "budget" && !budget.reached;
-    if (!present && !comes_back) {
-      d.reason = "deleted (" + f.retired + "); `tpufleet up` makes it again";
-      return d;
-    }
-    if (present && f.retired != "down" && !comes_back &&
-        !(f.cloud && f.cloud->state == NodeState::kDeleting)) {
-      return Delete(f.retired, "deleted (" + f.retired + ") but still listed: deleting again", d);
-    }
-    if (!present && comes_back) {
+    if (comes_back && !present) {
       return Create(spec, f, budget, "deleted at the budget, which allows it again", d);
+    }
+    if (!comes_back) {
+      if (!present) {
+        d.reason = "deleted (" + f.retired + "); `tpufleet up` makes it again";
+      } else if (f.retired == "down" || (f.cloud && f.cloud->state == NodeState::kDeleting)) {
+        d.reason = "being deleted (" + f.retired + ")";
+      } else {
+        return Delete(f.retired, "deleted (" + f.retired + ") but still listed: deleting again", d);
+      }
+      return d;
     }
   }
   if (f.record) {
     if (std::optional<Loss> loss = FindLoss(f)) {
-      d.signal = loss->signal;
-      if (!budget.reached) {
-        // The loss being decided is not recorded yet: count it.
-        d.action = NodeAction::kRecover;
-        d.reason = loss->reason;
-        d.capacity = CreateCapacity(spec, f.recent_losses + 1, &d.reason);
-        return d;
-      }
-      if (loss->husk) {
-        return Delete("husk", loss->reason + "; deleting the husk, not recreating: " + budget.why,
-                      d);
-      }
-      d.action = NodeAction::kHold;
-      d.reason = loss->reason + "; not recreating: " + budget.why;
-      return d;
+      return Lost(spec, f, *loss, budget, now, d);
     }
   }
   if (f.queued_resource && !f.cloud) {
     // Waiting for capacity: it bills nothing yet, but would create.
     if (budget.reached) {
-      return Delete("budget", "queued resource " + f.queued_resource->state.Name() +
-                                  " would create: " + budget.why,
-                    d);
+      return Delete(
+          "budget",
+          "queued resource " + f.queued_resource->state.Name() + " would create: " + budget.why, d);
     }
     d.reason = "queued (" + f.queued_resource->state.Name() + ")";
     return d;

@@ -9,24 +9,29 @@
 // same state, and the facts must say what earlier passes did (the record's state, a
 // ttl warning already given, a node deleted on purpose).
 //
-// The decisions, first match wins:
-//   1. not in the spec, or an ssh-hosts node: nothing (serve never touches those);
-//   2. deleted on purpose (ttl, idle, budget, `down`) and not there: nothing, until
-//      `up` makes it again (a budget-deleted node comes back once the budget allows);
+// The decisions, first match wins (docs/serve.md has the same rules for users):
+//   1. not serve's: not in the spec, an ssh-hosts node, or listed without a record of
+//      this fleet (`import` adopts it): nothing;
+//   2. deleted on purpose (ttl, idle, budget, `down`): nothing while gone, until `up`
+//      makes it again (a budget-deleted node comes back once the budget allows);
+//      deleted again if it is still listed;
 //   3. lost: the API says PREEMPTED/TERMINATED or its queued resource failed ("api"),
 //      or every one of its workers' agents says preempted while the API still says
 //      READY ("agents"), or the record says it existed, its zone was listed and it is
 //      not there ("vanished"): recover it from the spec (delete the husk, create, set
-//      up, restart its jobs), on demand after spot_fallback's losses;
-//   4. not there and never made, or its recovery or create was cut short (record
-//      DELETED, REQUESTED long ago, STOCKOUT a while ago): create it;
-//   5. the budget is reached: kHold instead of any create or recover (a husk is still
-//      deleted: it bills), and delete the billing nodes its action names;
-//   6. ttl: warn logged-in users ttl_warning before creation + ttl, delete at it;
-//   7. idle (the verdict held for the policy's `after`, nothing in use): delete, or stop
-//      a single-host node;
-//   8. otherwise nothing. Maintenance (an agent's notice, or the API's health) and
-//      unreachable workers never recreate a node: they are noted.
+//      up, restart its jobs), on demand after spot_fallback's losses. Past its ttl,
+//      only its husk is deleted (for the ttl); with the budget reached, its husk is
+//      deleted (it bills) and the create held (kHold);
+//   4. its queued resource waits: waited for (deleted when the budget is reached: it
+//      would create);
+//   5. there: the budget's action (delete-spot, delete-all) deletes it when it bills;
+//      ttl warns logged-in users ttl_warning before creation + ttl and deletes at it;
+//      idle (the verdict held for the policy's `after`, nothing in use) deletes it or
+//      stops a single-host node; maintenance (an agent's notice, the API's health) and
+//      unreachable workers are noted, never acted on;
+//   6. not there and never made, or its recovery or create cut short (record DELETED,
+//      REQUESTED long ago, STOCKOUT a while ago): create it (kHold when the budget is
+//      reached); a create in flight or a recent stockout is waited for.
 //
 // Thread-safety: pure functions over values.
 #pragma once
@@ -62,18 +67,18 @@ inline constexpr std::chrono::seconds kStockoutRetry{60};
 
 /// What one pass knows of one node (all optional facts; level-triggered).
 struct NodeFacts {
-  const NodeSpec* spec = nullptr;        // nullptr: not in the spec any more (never touched)
-  std::optional<NodeRecord> record;      // the store's
-  bool listed = false;                   // its zone(s) were listed this pass
-  std::optional<CloudSighting> cloud;    // what the list said (nullopt + listed: gone)
-  std::string cloud_health;              // the API's Node.health ("UNHEALTHY_MAINTENANCE")
+  const NodeSpec* spec = nullptr;      // nullptr: not in the spec any more (never touched)
+  std::optional<NodeRecord> record;    // the store's
+  bool listed = false;                 // its zone(s) were listed this pass
+  std::optional<CloudSighting> cloud;  // what the list said (nullopt + listed: gone)
+  std::string cloud_health;            // the API's Node.health ("UNHEALTHY_MAINTENANCE")
   std::optional<CloudSighting> queued_resource;  // its queued resource, when listed
   /// Workers of the node, and how many of them whose agent says (notice.watch) the
   /// metadata server reports preempted / a maintenance event / that cannot be reached.
   int workers = 0, workers_preempted = 0, workers_maintenance = 0, workers_unreachable = 0;
   /// The node's idle verdict has held since (IdleSince); nullopt while it does not.
   std::optional<Clock::WallTime> idle_since;
-  bool in_use = false;                   // a job, login or holder now (not idle)
+  bool in_use = false;  // a job, login or holder now (not idle)
   /// Losses (preemptions and stockouts) of this node already recorded within its
   /// spot_fallback window. The loss a kRecover is about is counted by DecideNode itself.
   int recent_losses = 0;
@@ -103,7 +108,7 @@ struct NodeDecision {
   /// "agents" | "api" while the node is under maintenance (a maintenance event once);
   /// "" otherwise. Any action can come with it.
   std::string maintenance;
-  Capacity capacity{};   // for kRecover/kCreate/kHold: what to create (spot → on-demand fallback)
+  Capacity capacity{};  // for kRecover/kCreate/kHold: what to create (spot → on-demand fallback)
 };
 
 /// The decision for one node, as described at the top. `now` is serve's wall clock.

@@ -22,6 +22,29 @@ constexpr char kZone[] = "us-central2-b";
   return ::testing::AssertionFailure() << "\n  reason: " << text << "\n  lacks:  " << part;
 }
 
+// Whether `d` is `action` with `reason` (or, with `part`, a reason that contains it).
+::testing::AssertionResult Is(const NodeDecision& d, NodeAction action, const std::string& reason,
+                              bool part = false) {
+  if (d.action != action) {
+    return ::testing::AssertionFailure() << "\n  action: " << NodeActionName(d.action) << ", not "
+                                         << NodeActionName(action) << "\n  reason: " << d.reason;
+  }
+  return part                 ? Says(d.reason, reason)
+         : d.reason == reason ? ::testing::AssertionSuccess()
+                              : ::testing::AssertionFailure()
+                                    << "\n  reason: " << d.reason << "\n  wanted: " << reason;
+}
+
+// Whether `d` deletes the node for `why` (the delete-requested reason), saying `reason`.
+::testing::AssertionResult Deletes(const NodeDecision& d, const std::string& why,
+                                   const std::string& reason) {
+  if (d.delete_reason != why) {
+    return ::testing::AssertionFailure() << "\n  deleted for: " << d.delete_reason << ", not "
+                                         << why << "\n  reason: " << d.reason;
+  }
+  return Is(d, NodeAction::kDelete, reason);
+}
+
 // A spot v4-32 pod "trainer" of fleet "lab", READY for an hour, listed this pass, its
 // four agents answering and nothing to report: the quiet case every test changes.
 class DecideTest : public ::testing::Test {
@@ -70,8 +93,7 @@ class DecideTest : public ::testing::Test {
 
 TEST_F(DecideTest, HealthyNodeIsLeftAlone) {
   NodeDecision d = Decide();
-  EXPECT_EQ(d.action, NodeAction::kNone);
-  EXPECT_EQ(d.reason, "");
+  EXPECT_TRUE(Is(d, NodeAction::kNone, ""));
   EXPECT_EQ(d.signal, "");
   EXPECT_EQ(d.maintenance, "");
 }
@@ -80,8 +102,7 @@ TEST_F(DecideTest, NodeNotInTheSpecIsNeverTouched) {
   facts.spec = nullptr;
   facts.cloud->state = NodeState::kPreempted;  // not even a husk is deleted
   NodeDecision d = Decide();
-  EXPECT_EQ(d.action, NodeAction::kNone);
-  EXPECT_TRUE(Says(d.reason, "not in the spec"));
+  EXPECT_TRUE(Is(d, NodeAction::kNone, "not in the spec", /*part=*/true));
 }
 
 TEST_F(DecideTest, SshHostsAreNeverTouched) {
@@ -100,8 +121,7 @@ TEST_F(DecideTest, PreemptedByApi) {
 
   facts.cloud->state = NodeState::kTerminated;  // maintenance or end of life: gone too
   d = Decide();
-  EXPECT_EQ(d.action, NodeAction::kRecover);
-  EXPECT_EQ(d.reason, "terminated (api: TERMINATED)");
+  EXPECT_TRUE(Is(d, NodeAction::kRecover, "terminated (api: TERMINATED)"));
 }
 
 TEST_F(DecideTest, PreemptedPerRecordWhenTheZoneWasNotListed) {
@@ -131,8 +151,8 @@ TEST_F(DecideTest, SomeAgentsAreNotEnough) {
   facts.workers_preempted = 3;
   facts.workers_unreachable = 1;  // the fourth says nothing, which is not "preempted"
   NodeDecision d = Decide();
-  EXPECT_EQ(d.action, NodeAction::kNone);
-  EXPECT_TRUE(Says(d.reason, "preempted per 3 of 4 agents: waiting for the API"));
+  EXPECT_TRUE(
+      Is(d, NodeAction::kNone, "preempted per 3 of 4 agents: waiting for the API", /*part=*/true));
 }
 
 TEST_F(DecideTest, AgentsDoNotOverruleAnApiThatSaysOtherwise) {
@@ -167,13 +187,12 @@ TEST_F(DecideTest, CreateInFlightIsWaitedFor) {
   record().state = NodeState::kRequested;
   record().updated_at = kNow - seconds(30);
   NodeDecision d = Decide();
-  EXPECT_EQ(d.action, NodeAction::kNone);
-  EXPECT_EQ(d.reason, "create in flight (REQUESTED)");
+  EXPECT_TRUE(Is(d, NodeAction::kNone, "create in flight (REQUESTED)"));
   // Long unlisted: a killed `up` or serve; sent again (same request id).
   record().updated_at = kNow - minutes(3);
   d = Decide();
-  EXPECT_EQ(d.action, NodeAction::kCreate);
-  EXPECT_EQ(d.reason, "create cut short (REQUESTED 3m ago, not listed); sending it again");
+  EXPECT_TRUE(Is(d, NodeAction::kCreate,
+                 "create cut short (REQUESTED 3m ago, not listed); sending it again"));
 }
 
 TEST_F(DecideTest, RecoveryCutShortIsFinished) {
@@ -187,11 +206,9 @@ TEST_F(DecideTest, RecoveryCutShortIsFinished) {
 TEST_F(DecideTest, QueuedResource) {
   Unlisted();
   record().state = NodeState::kQueued;
-  facts.queued_resource =
-      CloudSighting{"trainer", kZone, NodeState::kWaitingForResources, "lab"};
+  facts.queued_resource = CloudSighting{"trainer", kZone, NodeState::kWaitingForResources, "lab"};
   NodeDecision d = Decide();
-  EXPECT_EQ(d.action, NodeAction::kNone);
-  EXPECT_EQ(d.reason, "queued (WAITING_FOR_RESOURCES)");
+  EXPECT_TRUE(Is(d, NodeAction::kNone, "queued (WAITING_FOR_RESOURCES)"));
 
   facts.queued_resource->state = NodeState::kFailed;
   d = Decide();
@@ -204,8 +221,7 @@ TEST_F(DecideTest, NotCreatedYet) {
   Unlisted();
   facts.record.reset();
   NodeDecision d = Decide();
-  EXPECT_EQ(d.action, NodeAction::kCreate);
-  EXPECT_EQ(d.reason, "not created yet");
+  EXPECT_TRUE(Is(d, NodeAction::kCreate, "not created yet"));
   EXPECT_EQ(d.capacity, Capacity::kSpot);
   // Without a listing it may exist where no one looked.
   facts.listed = false;
@@ -217,19 +233,16 @@ TEST_F(DecideTest, StockoutIsRetriedAfterAMinute) {
   record().state = NodeState::kStockout;
   record().updated_at = kNow - seconds(20);
   NodeDecision d = Decide();
-  EXPECT_EQ(d.action, NodeAction::kNone);
-  EXPECT_EQ(d.reason, "stocked out; next try in 40s");
+  EXPECT_TRUE(Is(d, NodeAction::kNone, "stocked out; next try in 40s"));
   d = Decide(kNow + seconds(40));
-  EXPECT_EQ(d.action, NodeAction::kCreate);
-  EXPECT_EQ(d.reason, "stocked out 1m ago; trying again");
+  EXPECT_TRUE(Is(d, NodeAction::kCreate, "stocked out 1m ago; trying again"));
 }
 
 TEST_F(DecideTest, ForeignNodeIsLeftAlone) {
   facts.cloud->fleet_label = "other";
   facts.cloud->state = NodeState::kPreempted;
   NodeDecision d = Decide();
-  EXPECT_EQ(d.action, NodeAction::kNone);
-  EXPECT_TRUE(Says(d.reason, "not made by this fleet"));
+  EXPECT_TRUE(Is(d, NodeAction::kNone, "not made by this fleet", /*part=*/true));
   // Listed but never recorded: `import` adopts it, serve does not.
   facts.cloud->fleet_label = "lab";
   facts.record.reset();
@@ -259,8 +272,7 @@ TEST_F(DecideTest, MaintenanceIsNotedNeverRecreated) {
 TEST_F(DecideTest, UnreachableIsNotPreempted) {
   facts.workers_unreachable = 4;
   NodeDecision d = Decide();
-  EXPECT_EQ(d.action, NodeAction::kNone);
-  EXPECT_TRUE(Says(d.reason, "all 4 workers unreachable (not recreated"));
+  EXPECT_TRUE(Is(d, NodeAction::kNone, "all 4 workers unreachable (not recreated", /*part=*/true));
 }
 
 TEST_F(DecideTest, TtlWarnsThenDeletes) {
@@ -270,16 +282,13 @@ TEST_F(DecideTest, TtlWarnsThenDeletes) {
 
   record().created_at = kNow - minutes(6);
   NodeDecision d = Decide();
-  EXPECT_EQ(d.action, NodeAction::kWarnTtl);
-  EXPECT_EQ(d.reason, "ttl 10m: deleting in 4m");
+  EXPECT_TRUE(Is(d, NodeAction::kWarnTtl, "ttl 10m: deleting in 4m"));
   facts.ttl_warned = true;  // once per incarnation
   EXPECT_EQ(Decide().action, NodeAction::kNone);
 
   record().created_at = kNow - minutes(10);
   d = Decide();
-  EXPECT_EQ(d.action, NodeAction::kDelete);
-  EXPECT_EQ(d.delete_reason, "ttl");
-  EXPECT_EQ(d.reason, "ttl 10m reached");
+  EXPECT_TRUE(Deletes(d, "ttl", "ttl 10m reached"));
   // Past the ttl without a warning (serve was not running): deleted all the same.
   facts.ttl_warned = false;
   EXPECT_EQ(Decide().action, NodeAction::kDelete);
@@ -289,8 +298,7 @@ TEST_F(DecideTest, TtlShorterThanTheWarningWarnsAtOnce) {
   spec.ttl = minutes(2);
   record().created_at = kNow - seconds(10);
   NodeDecision d = Decide();
-  EXPECT_EQ(d.action, NodeAction::kWarnTtl);
-  EXPECT_EQ(d.reason, "ttl 2m: deleting in 1m50s");
+  EXPECT_TRUE(Is(d, NodeAction::kWarnTtl, "ttl 2m: deleting in 1m50s"));
   EXPECT_EQ(DecideNode(facts, budget, kNow, minutes(1)).action, NodeAction::kNone);
 }
 
@@ -300,9 +308,7 @@ TEST_F(DecideTest, IdleDelete) {
   EXPECT_EQ(Decide().action, NodeAction::kNone);
   facts.idle_since = kNow - minutes(3);
   NodeDecision d = Decide();
-  EXPECT_EQ(d.action, NodeAction::kDelete);
-  EXPECT_EQ(d.delete_reason, "idle");
-  EXPECT_EQ(d.reason, "idle for 3m (policy: delete after 2m)");
+  EXPECT_TRUE(Deletes(d, "idle", "idle for 3m (policy: delete after 2m)"));
   // Whatever the verdict says, a job, login or holder now wins.
   facts.in_use = true;
   EXPECT_EQ(Decide().action, NodeAction::kNone);
@@ -315,8 +321,7 @@ TEST_F(DecideTest, IdleStopIsForSingleHostNodes) {
   spec.idle = IdlePolicy{minutes(2), IdleAction::kStop};
   facts.idle_since = kNow - minutes(5);
   NodeDecision d = Decide();
-  EXPECT_EQ(d.action, NodeAction::kStop);
-  EXPECT_EQ(d.reason, "idle for 5m (policy: stop after 2m)");
+  EXPECT_TRUE(Is(d, NodeAction::kStop, "idle for 5m (policy: stop after 2m)"));
   // Stopped already: nothing more.
   facts.cloud->state = NodeState::kStopped;
   EXPECT_EQ(Decide().action, NodeAction::kNone);
@@ -325,8 +330,7 @@ TEST_F(DecideTest, IdleStopIsForSingleHostNodes) {
   facts.cloud->state = NodeState::kReady;
   spec.workers = 4;
   d = Decide();
-  EXPECT_EQ(d.action, NodeAction::kNone);
-  EXPECT_TRUE(Says(d.reason, "a TPU pod cannot be stopped"));
+  EXPECT_TRUE(Is(d, NodeAction::kNone, "a TPU pod cannot be stopped", /*part=*/true));
 }
 
 // The idle verdict as serve computes it from the agents' window summaries.
@@ -377,18 +381,18 @@ TEST_F(DecideTest, BudgetHoldsCreates) {
   Unlisted();
   facts.record.reset();
   NodeDecision d = Decide();
-  EXPECT_EQ(d.action, NodeAction::kHold);
-  EXPECT_EQ(d.reason, "not created yet; not creating: usd_per_day $10.00 reached");
+  EXPECT_TRUE(
+      Is(d, NodeAction::kHold, "not created yet; not creating: usd_per_day $10.00 reached"));
 }
 
 TEST_F(DecideTest, BudgetDeletesTheHuskButDoesNotRecreate) {
   SpendBudget(BudgetAction::kStopCreating);
   facts.cloud->state = NodeState::kPreempted;  // bills until deleted
   NodeDecision d = Decide();
-  EXPECT_EQ(d.action, NodeAction::kDelete);
-  EXPECT_EQ(d.delete_reason, "husk");
+  EXPECT_TRUE(Deletes(d, "husk",
+                      "preempted (api: PREEMPTED); deleting the husk, not recreating: "
+                      "usd_per_day $10.00 reached"));
   EXPECT_EQ(d.signal, "api");
-  EXPECT_TRUE(Says(d.reason, "deleting the husk, not recreating: usd_per_day"));
   // Nothing left to delete: held.
   Unlisted();
   d = Decide();
@@ -402,9 +406,7 @@ TEST_F(DecideTest, BudgetActions) {
 
   SpendBudget(BudgetAction::kDeleteSpot);
   NodeDecision d = Decide();
-  EXPECT_EQ(d.action, NodeAction::kDelete);
-  EXPECT_EQ(d.delete_reason, "budget");
-  EXPECT_EQ(d.reason, "usd_per_day $10.00 reached → delete-spot");
+  EXPECT_TRUE(Deletes(d, "budget", "usd_per_day $10.00 reached → delete-spot"));
   // The incarnation's capacity counts: one made on demand by the fallback stays.
   record().capacity = "on-demand";
   EXPECT_EQ(Decide().action, NodeAction::kNone);
@@ -419,13 +421,11 @@ TEST_F(DecideTest, BudgetActions) {
 TEST_F(DecideTest, BudgetCancelsAWaitingQueuedResource) {
   Unlisted();
   record().state = NodeState::kQueued;
-  facts.queued_resource =
-      CloudSighting{"trainer", kZone, NodeState::kWaitingForResources, "lab"};
+  facts.queued_resource = CloudSighting{"trainer", kZone, NodeState::kWaitingForResources, "lab"};
   SpendBudget(BudgetAction::kStopCreating);
-  NodeDecision d = Decide();
-  EXPECT_EQ(d.action, NodeAction::kDelete);
-  EXPECT_EQ(d.delete_reason, "budget");
-  EXPECT_TRUE(Says(d.reason, "queued resource WAITING_FOR_RESOURCES would create"));
+  EXPECT_TRUE(Deletes(Decide(), "budget",
+                      "queued resource WAITING_FOR_RESOURCES would create: usd_per_day $10.00 "
+                      "reached"));
 }
 
 TEST_F(DecideTest, SpotFallsBackToOnDemandAfterLosses) {
@@ -470,17 +470,37 @@ TEST_F(DecideTest, DeletedOnPurposeStaysDeleted) {
   budget = BudgetState{};
   facts.retired = "budget";
   NodeDecision d = Decide();
-  EXPECT_EQ(d.action, NodeAction::kCreate);
-  EXPECT_EQ(d.reason, "deleted at the budget, which allows it again");
+  EXPECT_TRUE(Is(d, NodeAction::kCreate, "deleted at the budget, which allows it again"));
 }
 
 TEST_F(DecideTest, DeletedOnPurposeButStillListedIsDeletedAgain) {
   facts.retired = "idle";
+  facts.cloud->state = NodeState::kPreempted;  // not recovered either
   NodeDecision d = Decide();
-  EXPECT_EQ(d.action, NodeAction::kDelete);
-  EXPECT_EQ(d.delete_reason, "idle");
+  EXPECT_TRUE(Deletes(d, "idle", "deleted (idle) but still listed: deleting again"));
   facts.cloud->state = NodeState::kDeleting;
-  EXPECT_EQ(Decide().action, NodeAction::kNone);
+  EXPECT_TRUE(Is(Decide(), NodeAction::kNone, "being deleted (idle)"));
+  // `tpufleet down` is at it (it holds the state lock): left to it.
+  facts.cloud->state = NodeState::kReady;
+  facts.retired = "down";
+  EXPECT_TRUE(Is(Decide(), NodeAction::kNone, "being deleted (down)"));
+}
+
+TEST_F(DecideTest, LostPastItsTtlIsNotRecovered) {
+  spec.ttl = minutes(30);
+  facts.cloud->state = NodeState::kPreempted;  // created an hour ago
+  NodeDecision d = Decide();
+  EXPECT_TRUE(Deletes(d, "ttl",
+                      "preempted (api: PREEMPTED); deleting the husk, not recreating: ttl 30m "
+                      "reached"));  // so it stays deleted
+  EXPECT_EQ(d.signal, "api");
+  Unlisted();
+  d = Decide();
+  EXPECT_EQ(d.action, NodeAction::kNone);
+  EXPECT_EQ(d.signal, "vanished");
+  // Within its ttl, recovered as any other.
+  spec.ttl = hours(2);
+  EXPECT_EQ(Decide().action, NodeAction::kRecover);
 }
 
 TEST(NodeActionTest, Names) {

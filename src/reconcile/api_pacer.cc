@@ -25,14 +25,10 @@ void ApiPacer::Spend(int calls) {
   calls_ += calls;
 }
 
-bool ApiPacer::TryTake() {
+bool ApiPacer::MayCall() {
   std::lock_guard<std::mutex> l(mu_);
   Refill();
-  if (tokens_ < 1) {
-    return false;
-  }
-  tokens_ -= 1;  // the call itself is counted by Spend when the provider makes it
-  return true;
+  return tokens_ >= 1;
 }
 
 int64_t ApiPacer::calls() const {

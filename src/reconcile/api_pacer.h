@@ -3,7 +3,7 @@
 // Every call serve makes to a cloud (a zone's list, and each call of a recovery: delete,
 // create, the polls) is counted and debits the bucket (CountingProviders below does
 // both, wrapping the World's providers). Only the pass's listings ask before calling
-// (TryTake): a recovery never waits for the bucket, it drives it below zero, and the
+// (MayCall): a recovery never waits for the bucket, it drives it below zero, and the
 // next passes list fewer zones until the bucket refills. A zone not listed in a pass
 // keeps what its last listing said (NodeFacts::listed is false for its nodes), and the
 // next pass lists the zones that waited longest first, so every zone is listed in turn
@@ -49,8 +49,8 @@ class ApiPacer {
   /// Counts `calls` made (or about to be made) and debits them; the bucket may go
   /// below zero.
   void Spend(int calls = 1);
-  /// Takes one call from the bucket when it holds one (true), else takes nothing.
-  bool TryTake();
+  /// Whether the bucket holds a call now: a listing may be made (and then Spends it).
+  bool MayCall();
   /// Calls counted since the pacer was made.
   int64_t calls() const;
   /// What the bucket holds now (negative after a recovery's burst).

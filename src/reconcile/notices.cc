@@ -31,11 +31,12 @@ class NoticeWatch::Stream final : public FanoutSink {
     }
   }
 
-  void OnResult(size_t, const HostResult&) override {
-    // However it ended (cut off, rebooted, the agent gone or given up), this worker
-    // tells nothing until its stream is open again.
+  void OnResult(size_t, const HostResult& result) override {
+    // A worker that could not be reached (cut off, rebooting, gone) is unreachable until
+    // its stream is open again; one whose `call` ended (the agent restarted or gave the
+    // stream up) keeps its last notice, still the latest word it gave.
     partial_.clear();
-    if (!closed) {
+    if (!closed && result.outcome != HostOutcome::kExited) {
       unreachable = true;
     }
   }

@@ -18,20 +18,34 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-struct Target {
-  sockaddr_in addr{};
-  std::string host;  // as the URL gives it, for the Host header
-  std::string path;
-};
+// Waits until `fd` is ready for `events` or the deadline passes.
+Status WaitFor(int fd, short events, Clock::time_point deadline, const std::string& url) {
+  while (true) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    if (left.count() <= 0) {
+      return TimeoutError("no answer from " + url + " in time");
+    }
+    struct pollfd p = {fd, events, 0};
+    int n = ::poll(&p, 1, static_cast<int>(left.count()));
+    if (n > 0) {
+      return Status::Ok();
+    }
+    if (n < 0 && errno != EINTR) {
+      return InternalError(std::string("poll: ") + std::strerror(errno));
+    }
+  }
+}
 
-Result<Target> ParseUrl(const std::string& url) {
+}  // namespace
+
+Result<HttpTarget> ParseHttpTarget(const std::string& url) {
   constexpr std::string_view kScheme = "http://";
   if (!StartsWith(url, kScheme)) {
     return InvalidArgumentError("only http:// URLs are spoken here: " + url);
   }
   std::string rest = url.substr(kScheme.size());
   size_t slash = rest.find('/');
-  Target t;
+  HttpTarget t;
   t.host = rest.substr(0, slash);
   t.path = slash == std::string::npos ? "/" : rest.substr(slash);
   std::string ip = t.host;
@@ -55,26 +69,29 @@ Result<Target> ParseUrl(const std::string& url) {
   return t;
 }
 
-// Waits until `fd` is ready for `events` or the deadline passes.
-Status WaitFor(int fd, short events, Clock::time_point deadline, const std::string& url) {
-  while (true) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-    if (left.count() <= 0) {
-      return TimeoutError("no answer from " + url + " in time");
-    }
-    struct pollfd p = {fd, events, 0};
-    int n = ::poll(&p, 1, static_cast<int>(left.count()));
-    if (n > 0) {
-      return Status::Ok();
-    }
-    if (n < 0 && errno != EINTR) {
-      return InternalError(std::string("poll: ") + std::strerror(errno));
-    }
+std::string HttpRequestText(const HttpRequest& request, const HttpTarget& t) {
+  std::string out = request.method + " " + t.path + " HTTP/1.0\r\n";
+  bool has_host = false;
+  for (const auto& [name, value] : request.headers) {
+    has_host = has_host || AsciiLower(name) == "host";
+    out += name + ": " + value + "\r\n";
   }
+  if (!has_host) {
+    out += "Host: " + t.host + "\r\n";
+  }
+  return out + "\r\n";
 }
 
-// Whether `raw` holds a whole answer by its Content-Length.
-bool Complete(const std::string& raw) {
+Status CheckHttpAnswerSize(const std::string& raw, const HttpRequest& request) {
+  const size_t max = request.max_response_bytes + kMaxHttpHeaderBytes;
+  if (raw.size() > max) {
+    return InternalError("the answer from " + request.url + " is larger than " +
+                         FormatBytes(max) + "; it was cut off");
+  }
+  return Status::Ok();
+}
+
+bool HttpAnswerComplete(const std::string& raw) {
   size_t head_end = raw.find("\r\n\r\n");
   if (head_end == std::string::npos) {
     return false;
@@ -89,7 +106,7 @@ bool Complete(const std::string& raw) {
   return false;
 }
 
-Result<HttpResponse> ParseResponse(const std::string& raw, const std::string& url) {
+Result<HttpResponse> ParseHttpAnswer(const std::string& raw, const std::string& url) {
   size_t head_end = raw.find("\r\n\r\n");
   if (head_end == std::string::npos) {
     return InternalError("a malformed answer from " + url);
@@ -120,10 +137,9 @@ Result<HttpResponse> ParseResponse(const std::string& raw, const std::string& ur
   return r;
 }
 
-}  // namespace
 
 Result<HttpResponse> PlainHttpClient::Send(const HttpRequest& request) {
-  TPUFLEET_ASSIGN_OR_RETURN(Target t, ParseUrl(request.url));
+  TPUFLEET_ASSIGN_OR_RETURN(HttpTarget t, ParseHttpTarget(request.url));
   if (!request.body.empty()) {
     return InvalidArgumentError("PlainHttpClient sends no request bodies");
   }
@@ -144,16 +160,7 @@ Result<HttpResponse> PlainHttpClient::Send(const HttpRequest& request) {
       return UnavailableError(request.url + ": " + std::strerror(err));
     }
   }
-  std::string out = request.method + " " + t.path + " HTTP/1.0\r\n";
-  bool has_host = false;
-  for (const auto& [name, value] : request.headers) {
-    has_host = has_host || AsciiLower(name) == "host";
-    out += name + ": " + value + "\r\n";
-  }
-  if (!has_host) {
-    out += "Host: " + t.host + "\r\n";
-  }
-  out += "\r\n";
+  std::string out = HttpRequestText(request, t);
   for (size_t done = 0; done < out.size();) {
     TPUFLEET_TRY(WaitFor(fd.get(), POLLOUT, deadline, request.url));
     ssize_t n = ::send(fd.get(), out.data() + done, out.size() - done, MSG_NOSIGNAL);
@@ -163,7 +170,6 @@ Result<HttpResponse> PlainHttpClient::Send(const HttpRequest& request) {
     done += n > 0 ? static_cast<size_t>(n) : 0;
   }
   std::string raw;
-  const size_t max = request.max_response_bytes + kMaxHttpHeaderBytes;
   char buf[16384];
   while (true) {
     TPUFLEET_TRY(WaitFor(fd.get(), POLLIN, deadline, request.url));
@@ -178,15 +184,12 @@ Result<HttpResponse> PlainHttpClient::Send(const HttpRequest& request) {
       return UnavailableError(request.url + ": " + std::strerror(errno));
     }
     raw.append(buf, static_cast<size_t>(n));
-    if (Complete(raw)) {
+    if (HttpAnswerComplete(raw)) {
       break;  // a server that keeps the connection open has said all it will
     }
-    if (raw.size() > max) {
-      return InternalError("the answer from " + request.url + " is larger than " +
-                           FormatBytes(max) + "; it was cut off");
-    }
+    TPUFLEET_TRY(CheckHttpAnswerSize(raw, request));
   }
-  return ParseResponse(raw, request.url);
+  return ParseHttpAnswer(raw, request.url);
 }
 
 }  // namespace tpufleet::agent::host

@@ -15,12 +15,40 @@
 // InvalidArgument for a URL it cannot speak to, Internal for a malformed answer or one
 // past max_response_bytes.
 //
-// Thread-safety: Send may be called from several threads at once.
+// The pieces of Send below the class are shared with LoopHttpGet (loop_http.h), the same
+// exchange on an event loop.
+//
+// Thread-safety: Send may be called from several threads at once; the functions are pure.
 #pragma once
 
+#include <netinet/in.h>
+
+#include <string>
+
 #include "util/http_client.h"
+#include "util/status.h"
 
 namespace tpufleet::agent::host {
+
+/// Where a URL points: an IPv4 address and port, the Host header's value, the path.
+struct HttpTarget {
+  sockaddr_in addr{};
+  std::string host;  // as the URL gives it, for the Host header
+  std::string path;  // with the query
+};
+/// `url` as http://IPV4[:PORT]/PATH; InvalidArgument for anything else (above).
+Result<HttpTarget> ParseHttpTarget(const std::string& url);
+/// The request's head (HTTP/1.0, no body): the request line, its headers, a Host header
+/// from the URL unless it has one.
+std::string HttpRequestText(const HttpRequest& request, const HttpTarget& target);
+/// Internal when `raw` (what the server sent so far) is past the request's
+/// max_response_bytes and kMaxHttpHeaderBytes: the answer is cut off there.
+Status CheckHttpAnswerSize(const std::string& raw, const HttpRequest& request);
+/// Whether `raw` (what the server sent so far) holds a whole answer by its
+/// Content-Length (without one, only the server's close ends it).
+bool HttpAnswerComplete(const std::string& raw);
+/// The answer in `raw`, read to its end; Internal for a malformed one (`url` names it).
+Result<HttpResponse> ParseHttpAnswer(const std::string& raw, const std::string& url);
 
 class PlainHttpClient final : public HttpClient {
  public:

@@ -1,0 +1,467 @@
+// The Reconciler's pass: records, paced listings, facts, the ledger, the heartbeat and
+// the snapshot. What it does about a decision is reconciler_actions.cc's.
+#include "reconcile/reconciler.h"
+
+#include <time.h>
+
+#include <algorithm>
+
+#include "control/fleet_metrics.h"
+#include "control/targets.h"
+#include "core/up_plan.h"
+#include "reconcile/reconciler_internal.h"
+#include "util/strings.h"
+
+namespace tpufleet {
+namespace {
+
+double ProcessCpuSeconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
+}
+
+std::string NodeKey(const std::string& fleet, const std::string& node) {
+  return fleet + "/" + node;
+}
+
+// Whether an event's key=value detail has `pair` ("reason=ttl").
+bool Says(const EventRecord& e, const std::string& pair) {
+  std::vector<std::string> parts = Split(e.detail, ' ');
+  return std::find(parts.begin(), parts.end(), pair) != parts.end();
+}
+
+// Why the node was deleted on purpose with no create since (NodeFacts::retired), from
+// its events, newest first: serve's own delete-requested says why; a `deleted` with no
+// serve reason before it was `down`'s.
+std::string Retired(const std::vector<EventRecord>& events) {
+  bool deleted = false;
+  for (auto e = events.rbegin(); e != events.rend(); ++e) {
+    if (e->kind == "create-requested") {
+      return "";
+    }
+    if (e->kind == "deleted") {
+      deleted = true;
+    } else if (e->kind == "delete-requested") {
+      for (const char* why : {"ttl", "idle", "budget"}) {
+        if (Says(*e, std::string("reason=") + why)) {
+          return why;
+        }
+      }
+      return "";  // a husk: its recovery (or the budget's hold) follows
+    }
+  }
+  return deleted ? "down" : "";
+}
+
+}  // namespace
+
+Reconciler::Reconciler(World& world, const Catalog& catalog, EventLoop& loop,
+                       ReconcilerOptions options, ServeLog log)
+    : base_(world), catalog_(catalog), loop_(loop), options_(std::move(options)),
+      log_(std::move(log)), pacer_(world.clock, options_.api_calls_per_minute),
+      providers_(world.providers, pacer_),
+      world_{world.store, world.clock,     providers_,      world.ssh,
+             world.fanout, world.local_fanout, world.keys, world.ssh_files,
+             world.forwarder, world.paths, world.login, world.state_lock},
+      notices_(world_, loop, [this](const std::string& f, const std::string& n) { Heard(f, n); }) {}
+
+Reconciler::~Reconciler() {
+  loop_.Remove(timer_);
+  loop_.Remove(soon_);
+}
+
+void Reconciler::SetFleets(std::vector<FleetSpec> fleets) {
+  fleets_.clear();
+  for (FleetSpec& f : fleets) {
+    fleets_.push_back(std::make_shared<const FleetSpec>(std::move(f)));
+  }
+}
+
+void Reconciler::Start() {
+  Pass();
+  timer_ = loop_.Every(options_.pass, [this](Clock::MonoTime) { Pass(); });
+}
+
+void Reconciler::Heard(const std::string& fleet, const std::string& node) {
+  if (soon_ == 0) {
+    log_(fleet, node, "an agent's notice changed: deciding now");
+    soon_ = loop_.After(std::chrono::nanoseconds::zero(), [this](Clock::MonoTime) {
+      soon_ = 0;
+      Pass();
+    });
+  }
+}
+
+void Reconciler::Warn(const std::string& line) {
+  warnings_.push_back(line);
+}
+
+Status Reconciler::Event(const std::string& fleet, const std::string& node,
+                         const std::string& kind, const std::string& detail) {
+  return world_.store.AddEvent({0, world_.clock.Now(), fleet, node, kind, detail});
+}
+
+void Reconciler::Pass() {
+  double cpu = ProcessCpuSeconds();
+  warnings_.clear();
+  Result<std::vector<NodeRecord>> all = world_.store.Nodes("");
+  if (!all.ok()) {
+    Warn("cannot read the state store: " + all.status().message());
+    Publish(ProcessCpuSeconds() - cpu);
+    return;
+  }
+  std::vector<FleetPass> fps;
+  for (const std::shared_ptr<const FleetSpec>& spec : fleets_) {
+    if (spec->provider == Provider::kSshHosts) {
+      continue;  // serve never creates or deletes those machines
+    }
+    Result<CloudProvider*> provider = world_.providers.ForFleet(*spec);
+    if (!provider.ok()) {
+      Warn(spec->name + ": " + provider.status().message());
+      continue;
+    }
+    FleetPass fp;
+    fp.spec = spec;
+    fp.provider = *provider;
+    for (const NodeRecord& r : *all) {
+      if (r.fleet == spec->name) {
+        fp.records.push_back(r);
+      }
+    }
+    fp.zones = PlanZones(*spec, fp.records);
+    fps.push_back(std::move(fp));
+  }
+  ListZones(fps);
+
+  Clock::WallTime now = world_.clock.Now();
+  std::vector<NodeRecord> watched;
+  ServeSnapshot counts;
+  for (FleetPass& fp : fps) {
+    const FleetSpec& fleet = *fp.spec;
+    std::optional<Clock::WallTime> since;
+    if (!fleet.budget || !fleet.budget->usd_total) {
+      since = UtcDayStart(now);  // only today's spend matters (and is shown)
+    }
+    Result<std::vector<SpendRecord>> spend = world_.store.Spend(fleet.name, since);
+    if (!spend.ok()) {
+      Warn(fleet.name + ": cannot read the spend ledger: " + spend.status().message());
+      continue;  // no budget known: no create, no delete this pass
+    }
+    fp.budget = CheckBudget(fleet.budget, *spend, now);
+    for (const SpendRecord& s : *spend) {
+      if (!s.end) {
+        fp.open.push_back(s);
+      }
+    }
+    if (fp.budget.reached) {
+      Warn(fleet.name + ": budget reached: " + fp.budget.why);
+    }
+    counts.spend_usd[fleet.name] = fp.budget.spent_day;
+    for (const NodeSpec& ns : fleet.nodes) {
+      for (const std::string& name : ns.names) {
+        std::string key = NodeKey(fleet.name, name);
+        const CloudNode* cloud = nullptr;
+        NodeFacts facts = Facts(fp, name, ns, &cloud);
+        Ledger(fp, name, facts, cloud);
+        if (auto acting = actions_.find(key); acting != actions_.end()) {
+          ++counts.nodes_by_state[fleet.name][acting->second->shown];
+          continue;
+        }
+        // A node made but never set up (its create or recovery cut short: a killed serve
+        // or `up`) is finished by up's steps, which adopt it or wait for it.
+        bool unfinished = facts.record && cloud && !cloud->state.IsGone() &&
+                          cloud->state != NodeState::kDeleting && facts.retired.empty() &&
+                          (facts.record->state.IsInFlight() || facts.record->workers.empty());
+        if (facts.record && cloud && !unfinished && facts.record->state != cloud->state) {
+          NodeRecord r = *facts.record;  // status shows what serve last saw
+          r.state = cloud->state;
+          r.health = cloud->health;
+          r.updated_at = now;
+          if (Status s = world_.store.PutNode(r); !s.ok()) {
+            Warn(name + ": cannot update its record: " + s.message());
+          }
+        }
+        NodeDecision d;
+        if (unfinished) {
+          d.action = NodeAction::kCreate;
+          d.capacity = ns.capacity;
+          d.reason = "listed " + cloud->state.Name() + " but never set up (a create cut "
+                     "short): finishing it";
+        } else {
+          d = DecideNode(facts, fp.budget, now, options_.ttl_warning);
+        }
+        if (last_reason_[key] != d.reason && !d.reason.empty()) {
+          log_(fleet.name, name, d.reason);
+        }
+        last_reason_[key] = d.reason;
+        if (d.maintenance.empty()) {
+          maintenance_.erase(key);
+        } else if (maintenance_.insert(key).second) {
+          if (Status s = Event(fleet.name, name, "maintenance", "signal=" + d.maintenance);
+              !s.ok()) {
+            Warn(name + ": cannot record its maintenance: " + s.message());
+          }
+        }
+        Act(fp, name, facts, d);
+        if (auto acting = actions_.find(key); acting != actions_.end()) {
+          ++counts.nodes_by_state[fleet.name][acting->second->shown];
+          continue;
+        }
+        NodeState state = cloud ? cloud->state
+                                : (facts.record ? facts.record->state : NodeState::kNone);
+        if (facts.listed && !cloud && !facts.queued_resource) {
+          state = NodeState::kNone;
+        }
+        if (state != NodeState::kNone) {
+          ++counts.nodes_by_state[fleet.name][state.Name()];
+        }
+        if (facts.record && state.IsUsable() && !facts.record->workers.empty()) {
+          watched.push_back(*facts.record);
+        }
+      }
+    }
+  }
+  notices_.Watch(watched);
+  Clock::MonoTime mono = world_.clock.MonotonicNow();
+  if (!last_metrics_ || mono - *last_metrics_ >= options_.metrics_every) {
+    last_metrics_ = mono;
+    MetricsRound();
+  }
+  ServeRecord beat = options_.serve;
+  for (const std::shared_ptr<const FleetSpec>& f : fleets_) {
+    beat.fleets.push_back(f->name);
+  }
+  beat.last_pass_at = world_.clock.Now();
+  if (Status s = world_.store.PutServe(beat); !s.ok()) {
+    Warn("cannot write serve's heartbeat: " + s.message());
+  }
+  counters_.nodes_by_state = std::move(counts.nodes_by_state);
+  counters_.spend_usd = std::move(counts.spend_usd);
+  ++counters_.passes;
+  counters_.last_pass = beat.last_pass_at;
+  Publish(ProcessCpuSeconds() - cpu);
+}
+
+// Lists the zones that waited longest first, while the API budget allows.
+void Reconciler::ListZones(std::vector<FleetPass>& fps) {
+  struct Want {
+    FleetPass* fp;
+    std::string zone;
+    bool queued;
+    std::string key;
+  };
+  std::vector<Want> wants;
+  std::set<std::string> seen;
+  for (FleetPass& fp : fps) {
+    for (bool queued : {false, true}) {
+      for (const std::string& zone : queued ? fp.zones.queued : fp.zones.nodes) {
+        std::string key = fp.ListingKey(zone, queued);
+        if (seen.insert(key).second) {
+          wants.push_back({&fp, zone, queued, key});
+        }
+      }
+    }
+  }
+  for (auto& [key, l] : listings_) {
+    l.this_pass = false;
+  }
+  std::stable_sort(wants.begin(), wants.end(), [&](const Want& a, const Want& b) {
+    return listings_[a.key].listed < listings_[b.key].listed;
+  });
+  for (const Want& w : wants) {
+    if (!pacer_.MayCall()) {
+      break;
+    }
+    Listing& l = listings_[w.key];
+    if (w.queued) {
+      Result<std::vector<CloudQueuedResource>> got = w.fp->provider->ListQueuedResources({w.zone});
+      if (!got.ok()) {
+        Warn("listing queued resources in " + w.zone + ": " + got.status().message());
+        continue;
+      }
+      l.queued = std::move(*got);
+    } else {
+      Result<std::vector<CloudNode>> got = w.fp->provider->ListNodes({w.zone});
+      if (!got.ok()) {
+        Warn("listing " + w.zone + ": " + got.status().message());
+        continue;
+      }
+      l.nodes = std::move(*got);
+    }
+    l.this_pass = true;
+    l.listed = world_.clock.MonotonicNow();
+  }
+}
+
+NodeFacts Reconciler::Facts(const FleetPass& fp, const std::string& node, const NodeSpec& spec,
+                            const CloudNode** cloud) {
+  const FleetSpec& fleet = *fp.spec;
+  NodeFacts f;
+  f.spec = &spec;
+  for (const NodeRecord& r : fp.records) {
+    if (r.name == node) {
+      f.record = r;
+    }
+  }
+  std::vector<std::string> zones = spec.zones;
+  if (f.record && !f.record->zone.empty()) {
+    zones = {f.record->zone};
+  }
+  f.listed = true;
+  for (const std::string& zone : zones) {
+    auto l = listings_.find(fp.ListingKey(zone, false));
+    if (l == listings_.end() || !l->second.this_pass) {
+      f.listed = false;
+      continue;
+    }
+    for (const CloudNode& n : l->second.nodes) {
+      if (n.id == node) {
+        *cloud = &n;
+        auto label = n.labels.find(kFleetLabel);
+        f.cloud = CloudSighting{n.id, n.zone, n.state,
+                                label == n.labels.end() ? "" : label->second};
+        f.cloud_health = n.health;
+      }
+    }
+    auto q = listings_.find(fp.ListingKey(zone, true));
+    if (q != listings_.end() && q->second.this_pass) {
+      for (const CloudQueuedResource& r : q->second.queued) {
+        if (r.id == node) {
+          f.queued_resource = CloudSighting{r.id, r.zone, r.state, fleet.name};
+        }
+      }
+    }
+  }
+  NodeNotices heard = notices_.Of(fleet.name, node);
+  f.workers = heard.workers;
+  f.workers_preempted = heard.preempted;
+  f.workers_maintenance = heard.maintenance;
+  f.workers_unreachable = heard.unreachable;
+  std::string key = NodeKey(fleet.name, node);
+  if (auto it = idle_since_.find(key); it != idle_since_.end()) {
+    f.idle_since = it->second;
+    f.in_use = in_use_[key];
+  }
+  EventQuery q;
+  q.fleet = fleet.name;
+  q.node = node;
+  q.limit = 200;  // a node's recent history: what the rules below look back on
+  Result<std::vector<EventRecord>> events = world_.store.Events(q);
+  if (events.ok()) {
+    Clock::WallTime now = world_.clock.Now();
+    for (const EventRecord& e : *events) {
+      if (spec.spot_fallback && (e.kind == "preempted" || e.kind == "stockout") &&
+          e.time >= now - spec.spot_fallback->within) {
+        ++f.recent_losses;
+      }
+      if (e.kind == "ttl-warned" && f.record && e.time >= f.record->created_at) {
+        f.ttl_warned = true;
+      }
+    }
+    f.retired = Retired(*events);
+  }
+  return f;
+}
+
+// Opens and closes the node's ledger stretches as its listed state changes.
+void Reconciler::Ledger(FleetPass& fp, const std::string& node, const NodeFacts& facts,
+                        const CloudNode* cloud) {
+  if (!facts.listed) {
+    return;  // nothing new was seen of it
+  }
+  Clock::WallTime now = world_.clock.Now();
+  auto open = std::find_if(fp.open.begin(), fp.open.end(),
+                           [&](const SpendRecord& s) { return s.node == node; });
+  if (open != fp.open.end()) {
+    if (cloud && open->state == cloud->state.Name() && open->cloud_name == cloud->cloud_name) {
+      return;
+    }
+    open->end = now;
+    if (Result<int64_t> put = world_.store.PutSpend(*open); !put.ok()) {
+      Warn(node + ": cannot close its ledger stretch: " + put.status().message());
+      return;
+    }
+    fp.open.erase(open);
+  }
+  if (!cloud) {
+    return;  // gone: it bills no more
+  }
+  SpendRecord s;
+  s.fleet = fp.spec->name;
+  s.node = node;
+  s.cloud_name = cloud->cloud_name;
+  s.zone = cloud->zone;
+  s.type = cloud->type;
+  s.capacity = std::string(CapacityName(cloud->capacity));
+  s.state = cloud->state.Name();
+  s.usd_per_hour = PriceFor(catalog_, cloud->type, cloud->zone, cloud->capacity);
+  s.start = now;
+  if (Result<int64_t> id = world_.store.PutSpend(s); id.ok()) {
+    s.id = *id;
+    fp.open.push_back(s);
+  } else {
+    Warn(node + ": cannot open its ledger stretch: " + id.status().message());
+  }
+}
+
+// The idle verdicts of the nodes whose spec has an idle policy.
+void Reconciler::MetricsRound() {
+  std::vector<std::string> names;
+  for (const std::shared_ptr<const FleetSpec>& fleet : fleets_) {
+    for (const NodeSpec& ns : fleet->nodes) {
+      if (!ns.idle) {
+        continue;
+      }
+      for (const std::string& n : ns.names) {
+        if (actions_.count(NodeKey(fleet->name, n)) == 0 && notices_.Of(fleet->name, n).workers > 0) {
+          names.push_back(n);
+        }
+      }
+    }
+  }
+  if (names.empty()) {
+    return;
+  }
+  Result<std::vector<WorkerTarget>> targets = ResolveTargets(world_.store, names);
+  if (!targets.ok()) {
+    Warn("idle verdicts: " + targets.status().message());
+    return;
+  }
+  Result<FleetMetrics> round = SampleFleet(world_, *targets, MetricsOptions{});
+  if (!round.ok()) {
+    Warn("idle verdicts: " + round.status().message());
+    return;
+  }
+  Clock::WallTime now = world_.clock.Now();
+  for (const GroupMetrics& g : round->nodes) {
+    std::vector<std::optional<WindowSummary>> windows;
+    int64_t workers_now = 0;
+    bool in_use = false;
+    std::string fleet;
+    for (size_t i : g.workers) {
+      const WorkerMetrics& w = round->workers[i];
+      fleet = w.target.fleet;
+      if (w.report) {
+        windows.push_back(w.report->window);
+        workers_now = std::max(workers_now, w.report->sample.time_unix_ms);
+        in_use = in_use || w.report->window.idle_since_unix_ms == 0;
+      } else {
+        windows.push_back(std::nullopt);
+      }
+    }
+    std::string key = NodeKey(fleet, g.name);
+    idle_since_[key] = IdleSince(windows, workers_now, now);
+    in_use_[key] = in_use;
+  }
+}
+
+void Reconciler::Publish(double cpu_seconds) {
+  ServeSnapshot s = counters_;
+  s.last_pass_cpu_seconds = cpu_seconds;
+  s.api_calls = pacer_.calls();
+  s.warnings = warnings_;
+  view_.Publish(std::move(s));
+}
+
+}  // namespace tpufleet

@@ -1,0 +1,69 @@
+// What reconciler.cc (the pass) and reconciler_actions.cc (the actions) share; not for
+// other files.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "control/leftovers.h"
+#include "control/wait.h"
+#include "reconcile/reconciler.h"
+
+namespace tpufleet {
+
+struct Reconciler::Listing {
+  bool this_pass = false;      // listed in the current pass
+  Clock::MonoTime listed{};    // when last listed (the oldest is listed first)
+  std::vector<CloudNode> nodes;
+  std::vector<CloudQueuedResource> queued;
+};
+
+struct Reconciler::FleetPass {
+  std::shared_ptr<const FleetSpec> spec;
+  CloudProvider* provider = nullptr;
+  std::vector<NodeRecord> records;  // the fleet's
+  ZonesToList zones;
+  BudgetState budget;
+  std::vector<SpendRecord> open;    // the ledger's open stretches
+  std::string ListingKey(const std::string& zone, bool queued) const {
+    return std::to_string(reinterpret_cast<uintptr_t>(provider)) + " " + zone +
+           (queued ? " queued" : "");
+  }
+};
+
+// An action in flight on one node; the pass leaves the node to it.
+class Reconciler::Action {
+ public:
+  explicit Action(std::string state) : shown(std::move(state)) {}
+  virtual ~Action() = default;
+  const std::string shown;  // what the snapshot says of the node meanwhile
+};
+
+class Reconciler::Recovering final : public Action {
+ public:
+  Recovering() : Action("RECOVERING") {}
+  std::unique_ptr<Recovery> recovery;
+};
+
+// A delete driven on the loop, one request per step (control/leftovers.h's Deletion).
+class Reconciler::Deleting final : public Action {
+ public:
+  Deleting(CloudProvider& provider, const std::string& zone, const std::string& node,
+           bool queued, const UpOptions& up, EventLoop& loop, Clock& clock, LockHold lock)
+      : Action("DELETING"), loop_(loop), lock_(std::move(lock)),
+        poller_(clock, up.poll_min, up.poll_max, up.timeout),
+        deletion_(provider, zone, node, queued, poller_) {}
+  ~Deleting() override { loop_.Remove(timer); }
+
+  EventLoop& loop_;
+  LockHold lock_;
+  Poller poller_;
+  Deletion deletion_;
+  std::function<void(Clock::MonoTime)> step;  // one request, then the next is armed
+  EventLoop::Id timer = 0;
+};
+
+}  // namespace tpufleet

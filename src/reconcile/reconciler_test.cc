@@ -1,0 +1,368 @@
+// The Reconciler against control's fakes: a FakeCloud, the FakeFanout's workers (up's
+// steps through FakeWorkers, and here the agents' notice.watch, metrics and wall), an
+// in-memory store, fake time. Each decision path of core/reconcile.h is carried out
+// once, end to end, as `serve` would.
+#include "reconcile/reconciler.h"
+
+#include <gtest/gtest.h>
+
+#include "control/testing/fake_agents.h"
+#include "control/testing/fake_state_lock.h"
+#include "control/testing/test_world.h"
+#include "control/testing/up_specs.h"
+
+namespace tpufleet::testing {
+namespace {
+
+using std::chrono::minutes;
+using std::chrono::seconds;
+
+class ReconcilerTest : public ::testing::Test {
+ protected:
+  ReconcilerTest() {
+    w.world.state_lock = &lock;
+    workers_respond_ = w.fanout.respond;
+    w.fanout.respond = [this](const FanoutHost& h, size_t i, FanoutSink& sink) {
+      return Respond(h, i, sink);
+    };
+  }
+
+  std::unique_ptr<Reconciler> Make(const FleetSpec& spec, ReconcilerOptions o = {}) {
+    auto r = std::make_unique<Reconciler>(
+        w.world, w.catalog, loop, std::move(o),
+        [this](const std::string&, const std::string& node, const std::string& m) {
+          log.push_back(node + ": " + m);
+        });
+    r->SetFleets({spec});
+    return r;
+  }
+  // Runs the loop until no action is in flight.
+  void Settle(Reconciler& r) {
+    ASSERT_TRUE(loop.RunUntil([&] { return !r.busy(); }).ok());
+  }
+  std::vector<std::string> Kinds(const std::string& node) {
+    EventQuery q;
+    q.node = node;
+    std::vector<EventRecord> events = w.store->Events(q).value();
+    std::vector<std::string> out;
+    for (const EventRecord& e : events) {
+      out.push_back(e.kind);
+    }
+    return out;
+  }
+  bool Logged(const std::string& part) {
+    for (const std::string& l : log) {
+      if (Contains(l, part)) {
+        return true;
+      }
+    }
+    return false;
+  }
+  int64_t NowMs() {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(
+               w.clock.Now().time_since_epoch())
+        .count();
+  }
+
+  TestWorld w;
+  FakeStateLock lock;
+  EventLoop loop{w.clock};
+  std::vector<std::string> log;
+  std::map<std::string, api::AgentNotice> notices;    // by worker name ("trainer/w0")
+  std::map<std::string, MetricsReport> metrics;       // by worker name
+  std::vector<std::string> walls;                     // workers wall ran on
+
+ private:
+  HostResult Respond(const FanoutHost& host, size_t index, FanoutSink& sink) {
+    const FanoutJob& job = w.fanout.jobs[w.fanout.answering];
+    if (job.command == "wall") {
+      walls.push_back(host.name);
+      return {};
+    }
+    Result<api::AgentRequest> q =
+        api::ParseAgentRequest(Trim(job.stdin_header.substr(0, job.stdin_header.find('\n'))));
+    if (q.ok() && q->op == api::AgentOp::kNoticeWatch) {
+      sink.OnOutput(index, OutputStream::kStdout, api::NoticeLine(notices[host.name]) + "\n");
+      return {};  // the fake's stream ends here; the last notice stands
+    }
+    if (q.ok() && q->op == api::AgentOp::kMetrics) {
+      auto m = metrics.find(host.name);
+      api::AgentAnswer a;
+      if (m == metrics.end()) {
+        a.status = UnavailableError("no metrics");
+      } else {
+        a.body = m->second;
+      }
+      sink.OnOutput(index, OutputStream::kStdout, api::AnswerLine(a) + "\n");
+      return {};
+    }
+    return workers_respond_(host, index, sink);
+  }
+
+  std::function<HostResult(const FanoutHost&, size_t, FanoutSink&)> workers_respond_;
+};
+
+TEST_F(ReconcilerTest, ApiPreemptionDeletesTheHuskAndMakesTheNodeAgain) {
+  FleetSpec spec = w.Spec(Trainer());
+  w.Up(spec);
+  std::string husk_key = w.Record("trainer").workers[0].host_key;
+  auto r = Make(spec);
+  r->Pass();
+  Settle(*r);
+  EXPECT_EQ(w.cloud.creates(), 1);  // up's, nothing more while all is well
+
+  w.cloud.Preempt(kZoneB, "trainer");
+  r->Pass();
+  EXPECT_TRUE(lock.Held());  // taken for the recovery
+  Settle(*r);
+  EXPECT_FALSE(lock.Held());
+  EXPECT_EQ(w.cloud.deletes(), 1);
+  EXPECT_EQ(w.cloud.creates(), 2);
+  std::optional<CloudNode> node = w.cloud.Node(kZoneB, "trainer");
+  ASSERT_TRUE(node.has_value());
+  EXPECT_EQ(node->state, NodeState::kReady);
+  EXPECT_NE(w.Record("trainer").workers[0].host_key, husk_key);
+  std::vector<std::string> kinds = Kinds("trainer");
+  std::vector<std::string> want = {"preempted", "detected", "delete-requested",
+                                   "create-requested", "ready", "agent-up", "setup-done",
+                                   "recovered"};
+  auto at = std::search(kinds.begin(), kinds.end(), want.begin(), want.end());
+  EXPECT_NE(at, kinds.end()) << Join(kinds, " ");
+  EXPECT_EQ(w.Events("preempted", "trainer").back().detail, "signal=api workers=4");
+  ServeSnapshot s = r->Snapshot();
+  EXPECT_EQ(s.preemptions, 1);
+  EXPECT_EQ(s.recoveries, 1);
+  EXPECT_EQ(s.recover_seconds.size(), 1u);
+  EXPECT_GT(s.api_calls, 0);
+  EXPECT_TRUE(Logged("trainer: preempted (api: PREEMPTED) → recovering")) << Join(log, "\n");
+}
+
+TEST_F(ReconcilerTest, EveryAgentsNoticeRecoversANodeTheApiStillCallsReady) {
+  FleetSpec spec = w.Spec(Trainer());
+  w.Up(spec);
+  auto r = Make(spec);
+  r->Pass();
+  Settle(*r);
+  ASSERT_EQ(w.cloud.Node(kZoneB, "trainer")->state, NodeState::kReady);
+  // Three of four: waiting for the rest (or the API) to confirm.
+  for (int i = 0; i < 3; ++i) {
+    notices["trainer/w" + std::to_string(i)].preempted = true;
+  }
+  w.clock.Advance(kNoticeRetry);
+  loop.RunOnce(std::chrono::milliseconds(0));  // the streams open again and hear it
+  loop.RunOnce(std::chrono::milliseconds(0));
+  loop.RunOnce(std::chrono::milliseconds(0));
+  EXPECT_EQ(w.cloud.deletes(), 0);
+  notices["trainer/w3"].preempted = true;
+  w.clock.Advance(kNoticeRetry);
+  for (int i = 0; i < 4 && !r->busy(); ++i) {
+    loop.RunOnce(std::chrono::milliseconds(0));  // heard, then a pass at once
+  }
+  EXPECT_TRUE(r->busy()) << Join(log, "\n");
+  for (auto& [name, n] : notices) {
+    n.preempted = false;  // the new node's workers
+  }
+  Settle(*r);
+  EXPECT_EQ(w.cloud.deletes(), 1);
+  EXPECT_EQ(w.cloud.creates(), 2);
+  EXPECT_EQ(w.Events("preempted", "trainer").back().detail, "signal=agents workers=4");
+  EXPECT_EQ(w.Events("delete-requested", "trainer").back().detail, "reason=husk");
+}
+
+TEST_F(ReconcilerTest, MaintenanceIsRecordedOnceAndRecreatesNothing) {
+  FleetSpec spec = w.Spec(Trainer());
+  w.Up(spec);
+  auto r = Make(spec);
+  r->Pass();
+  Settle(*r);
+  notices["trainer/w2"].maintenance_event = "TERMINATE_ON_HOST_MAINTENANCE";
+  w.clock.Advance(kNoticeRetry);
+  for (int i = 0; i < 4; ++i) {
+    loop.RunOnce(std::chrono::milliseconds(0));  // heard, then a pass at once
+  }
+  r->Pass();
+  EXPECT_EQ(w.Events("maintenance", "trainer").size(), 1u);
+  EXPECT_EQ(w.Events("maintenance", "trainer").back().detail, "signal=agents");
+  EXPECT_EQ(w.cloud.deletes(), 0);
+  EXPECT_FALSE(r->busy());
+}
+
+TEST_F(ReconcilerTest, AVanishedNodeIsMadeAgainFromTheSpec) {
+  FleetSpec spec = w.Spec(Trainer());
+  w.Up(spec);
+  w.cloud.Vanish(kZoneB, "trainer");
+  auto r = Make(spec);
+  r->Pass();
+  Settle(*r);
+  EXPECT_EQ(w.cloud.creates(), 2);
+  EXPECT_EQ(w.cloud.Node(kZoneB, "trainer")->state, NodeState::kReady);
+  EXPECT_EQ(w.Events("preempted", "trainer").back().detail, "signal=vanished workers=0");
+  EXPECT_EQ(w.Events("detected", "trainer").back().detail, "reason=vanished");
+  EXPECT_TRUE(w.Events("delete-requested", "trainer").empty());
+}
+
+TEST_F(ReconcilerTest, ACommandHoldingTheStateLockMakesServeWaitThenRecover) {
+  FleetSpec spec = w.Spec(Trainer());
+  w.Up(spec);
+  w.cloud.Preempt(kZoneB, "trainer");
+  lock.holder = "`tpufleet up` (pid 123)";
+  auto r = Make(spec);
+  r->Pass();
+  EXPECT_FALSE(r->busy());
+  EXPECT_EQ(w.cloud.deletes(), 0);
+  ServeSnapshot s = r->Snapshot();
+  ASSERT_FALSE(s.warnings.empty());
+  EXPECT_TRUE(Contains(s.warnings[0], "`tpufleet up` (pid 123) is changing the fleet"))
+      << s.warnings[0];
+  lock.holder.reset();
+  r->Pass();
+  Settle(*r);
+  EXPECT_EQ(w.cloud.creates(), 2);
+  EXPECT_TRUE(r->Snapshot().warnings.empty());
+}
+
+TEST_F(ReconcilerTest, TtlWarnsTheLoggedInUsersThenDeletesAndDoesNotMakeItAgain) {
+  FleetSpec spec = w.Spec(Trainer("    ttl: 10m\n"));
+  w.Up(spec);
+  auto r = Make(spec);
+  r->Pass();
+  Settle(*r);
+  EXPECT_TRUE(walls.empty());
+  w.clock.Advance(minutes(6));
+  r->Pass();
+  EXPECT_EQ(walls.size(), 4u);
+  EXPECT_EQ(w.Events("ttl-warned", "trainer").size(), 1u);
+  r->Pass();
+  EXPECT_EQ(walls.size(), 4u);  // warned once
+  w.clock.Advance(minutes(4));
+  r->Pass();
+  Settle(*r);
+  EXPECT_FALSE(w.cloud.Node(kZoneB, "trainer").has_value());
+  EXPECT_EQ(w.Events("delete-requested", "trainer").back().detail, "reason=ttl");
+  EXPECT_TRUE(w.Records("lab").empty());
+  r->Pass();
+  Settle(*r);
+  EXPECT_EQ(w.cloud.creates(), 1);  // retired: `up` makes it again, not serve
+}
+
+TEST_F(ReconcilerTest, AnIdleNodeIsDeletedButAnInputBoundOneIsNot) {
+  FleetSpec spec = w.Spec(Trainer("    idle: {after: 2m}\n") + SmallNode("eval"));
+  spec.nodes[1].idle = IdlePolicy{minutes(2), IdleAction::kDelete};
+  w.Up(spec);
+  for (int i = 0; i < 4; ++i) {
+    metrics["trainer/w" + std::to_string(i)] = WorkerReport(NowMs(), 0, "");  // unused 1 h
+  }
+  metrics["eval/w0"] = WorkerReport(NowMs(), 9, "j1", /*input_bound=*/true);
+  auto r = Make(spec);
+  r->Pass();  // the streams open: the next pass knows the watched workers
+  Settle(*r);
+  w.clock.Advance(kDefaultMetricsEvery);
+  r->Pass();
+  Settle(*r);
+  EXPECT_FALSE(w.cloud.Node(kZoneB, "trainer").has_value());
+  EXPECT_EQ(w.Events("delete-requested", "trainer").back().detail, "reason=idle");
+  EXPECT_TRUE(w.cloud.Node(kZoneB, "eval").has_value());
+  EXPECT_TRUE(w.Events("delete-requested", "eval").empty());
+}
+
+TEST_F(ReconcilerTest, AtTheBudgetAHuskIsDeletedAndNotMadeAgain) {
+  FleetSpec spec = w.Spec(std::string("budget: {usd_per_day: 5}\n") + Trainer());
+  w.Up(spec);
+  auto r = Make(spec);
+  r->Pass();
+  Settle(*r);
+  ASSERT_EQ(w.store->Spend("lab", std::nullopt)->size(), 1u);  // READY, open
+  w.clock.Advance(std::chrono::hours(2));
+  w.cloud.Preempt(kZoneB, "trainer");
+  r->Pass();
+  Settle(*r);
+  EXPECT_EQ(w.cloud.deletes(), 1);
+  EXPECT_EQ(w.cloud.creates(), 1);
+  EXPECT_FALSE(w.cloud.Node(kZoneB, "trainer").has_value());
+  ServeSnapshot s = r->Snapshot();
+  ASSERT_FALSE(s.warnings.empty());
+  EXPECT_TRUE(Contains(s.warnings[0], "budget reached")) << s.warnings[0];
+  EXPECT_GT(s.spend_usd["lab"], 5);
+  r->Pass();
+  Settle(*r);
+  EXPECT_EQ(w.cloud.creates(), 1);  // held
+}
+
+TEST_F(ReconcilerTest, APassWritesTheHeartbeatAndTheSnapshot) {
+  FleetSpec spec = w.Spec(Trainer());
+  w.Up(spec);
+  ReconcilerOptions o;
+  o.serve.pid = 4242;
+  o.serve.host = "box";
+  auto r = Make(spec, o);
+  r->Pass();
+  std::optional<ServeRecord> beat = w.store->Serve().value();
+  ASSERT_TRUE(beat.has_value());
+  EXPECT_EQ(beat->pid, 4242);
+  EXPECT_EQ(beat->fleets, std::vector<std::string>{"lab"});
+  EXPECT_EQ(beat->last_pass_at, w.clock.Now());
+  ServeSnapshot s = r->Snapshot();
+  EXPECT_EQ(s.passes, 1);
+  EXPECT_EQ(s.nodes_by_state["lab"]["READY"], 1);
+}
+
+TEST_F(ReconcilerTest, ListingsArePacedAndEveryZoneIsListedInTurn) {
+  // Two zones, a cap of 6 calls a minute: the bucket holds one call (10 s of them), so a
+  // pass lists one zone, and the one that waited longest goes next.
+  FleetSpec spec = w.Spec(Trainer());
+  w.Up(spec);
+  w.cloud.ClearCalls();
+  ReconcilerOptions o;
+  o.api_calls_per_minute = 6;
+  auto r = Make(spec, o);
+  r->Pass();
+  EXPECT_EQ(w.cloud.CallCount("ListNodes"), 1);
+  r->Pass();
+  EXPECT_EQ(w.cloud.CallCount("ListNodes"), 1);  // the bucket is empty: no call
+  EXPECT_FALSE(r->busy());
+  w.clock.Advance(seconds(10));
+  r->Pass();
+  EXPECT_EQ(w.cloud.CallCount("ListNodes"), 2);
+  std::vector<FakeCloudCall> calls = w.cloud.Calls();
+  std::vector<std::string> listed;
+  for (const FakeCloudCall& c : calls) {
+    if (c.method == "ListNodes") {
+      listed.push_back(c.id);
+    }
+  }
+  EXPECT_NE(listed[0], listed[1]);
+}
+
+TEST_F(ReconcilerTest, AServeKilledMidRecoveryConvergesWhenStartedAgain) {
+  FleetSpec spec = w.Spec(Trainer());
+  w.Up(spec);
+  w.cloud.Preempt(kZoneB, "trainer");
+  {
+    auto r = Make(spec);
+    r->Pass();
+    // The husk deleted, the create sent, and serve killed before it hears back.
+    ASSERT_TRUE(loop.RunUntil([&] { return w.cloud.creates() >= 2; }).ok());
+    EXPECT_EQ(w.cloud.deletes(), 1);
+    EXPECT_EQ(w.cloud.creates(), 2);
+    EXPECT_EQ(w.Record("trainer").state, NodeState::kRequested);
+  }  // killed: nothing of it runs on
+  EXPECT_FALSE(lock.Held());
+  auto again = Make(spec);
+  for (int pass = 0; pass < 5; ++pass) {
+    again->Pass();
+    Settle(*again);
+    w.clock.Advance(seconds(5));
+  }
+  int nodes = 0;
+  for (const CloudNode& n : w.cloud.AllNodes()) {
+    nodes += n.id == "trainer" ? 1 : 0;
+  }
+  EXPECT_EQ(nodes, 1);
+  EXPECT_EQ(w.cloud.Node(kZoneB, "trainer")->state, NodeState::kReady);
+  EXPECT_EQ(w.Record("trainer").state, NodeState::kReady);
+  EXPECT_EQ(w.Record("trainer").workers.size(), 4u);
+  EXPECT_EQ(w.cloud.creates(), 2);  // the killed serve's create, finished: none more
+}
+
+}  // namespace
+}  // namespace tpufleet::testing
