@@ -62,11 +62,13 @@ metric() { awk -v n="$1" '$1 == n || index($1, n "{") == 1 { s += $NF } END { pr
 cpu_seconds() {  # utime + stime of serve, in seconds
   awk -v hz="$(getconf CLK_TCK)" '{ sub(/^.*\) /, ""); print ($12 + $13) / hz }' "/proc/$serve_pid/stat"
 }
-for _ in $(seq 1 300); do
-  metrics >"$tmp/m0.txt" 2>/dev/null && [[ $(metric tpufleet_reconcile_passes_total "$tmp/m0.txt") != 0 ||
-    $(grep -c '^tpufleet_reconcile_pass_seconds' "$tmp/m0.txt") != 0 ]] && break
+# Until serve's first pass shows in its metrics (a minute at most).
+for _ in $(seq 1 60); do
+  kill -0 "$serve_pid" 2>/dev/null || { echo "serve exited:"; tail -5 "$tmp/serve.log"; exit 1; }
+  metrics >"$tmp/m0.txt" 2>/dev/null && grep -q '^tpufleet_reconcile_pass' "$tmp/m0.txt" && break
   sleep 1
 done
+grep -q '^tpufleet_reconcile_pass' "$tmp/m0.txt" || { echo "no pass in serve's /metrics after a minute"; exit 1; }
 # The first passes start every agent's notice stream: let them settle first.
 sleep "$((pass * 3))"
 

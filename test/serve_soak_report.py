@@ -27,9 +27,11 @@ import statistics
 import sys
 from datetime import datetime
 
-# States that bill (core/ledger.h Billable): a node that exists and is not STOPPED.
-# The emulator's node list never shows DELETED; a queued resource waiting has no node.
-NOT_BILLABLE = {"STOPPED", "STOPPING", "DELETED", "STATE_UNSPECIFIED"}
+# States that do not bill (core/ledger.h Billable): a STOPPED node, and a queued
+# resource still waiting for its node. Rows in these states are shown only when the
+# ledger billed them.
+NOT_BILLABLE = {"STOPPED", "DELETED", "STATE_UNSPECIFIED", "ACCEPTED",
+                "WAITING_FOR_RESOURCES", "PROVISIONING"}
 # Slack per stretch for latency (seconds), as in the docstring.
 LATENCY_SLACK = 0.5
 
@@ -68,7 +70,12 @@ def observed(samples_path, t0, t1):
         for line in f:
             try:
                 s = json.loads(line)
-                rows.append((unix(s["now"]), {node_id(n["name"]): n["state"] for n in s["nodes"]}))
+                states = {node_id(n["name"]): n["state"] for n in s["nodes"]}
+                # A queued resource whose node is gone (SUSPENDED after a preemption:
+                # the emulator lists no node then) stands for its node, in its state.
+                for qr in s.get("qrs", []):
+                    states.setdefault(node_id(qr["name"]), qr["state"])
+                rows.append((unix(s["now"]), states))
             except (ValueError, KeyError, TypeError):
                 continue  # a sample cut short when the sampler was stopped
     rows.sort(key=lambda r: r[0])
