@@ -127,6 +127,7 @@ cell() {
 }
 ev_show() { jq -c '.[] | [.time, .fleet, .node, .kind, .detail]' "$tmp/events.json" | tail -n 40; }
 now() { date +%s.%N; }
+minus() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a - b }'; }  # minus A B: A - B
 le() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a <= b) }'; }  # le A B: A <= B, decimals
 
 # serve_wait SECONDS COMMAND...: polls COMMAND every 0.5 s until it succeeds; gives up
@@ -288,12 +289,21 @@ issued_soon() {
   del=$(ev_time sv pod delete-requested "$t_inject" "reason=husk")
   create=$(ev_time sv pod create-requested "$t_inject")
   [[ -n $notice && -n $del && -n $create ]] || { ev_show; return 1; }
-  le "$(awk -v a="$del" -v b="$notice" 'BEGIN { print a - b }')" "$issue_within" &&
-    le "$(awk -v a="$create" -v b="$notice" 'BEGIN { print a - b }')" "$issue_within" ||
+  note "after the inject: preempted (agents) +$(minus "$notice" "$t_inject")s, delete-requested +$(minus "$del" "$t_inject")s, create-requested +$(minus "$create" "$t_inject")s"
+  le "$(minus "$del" "$notice")" "$issue_within" && le "$(minus "$create" "$notice")" "$issue_within" ||
     { echo "notice $notice, delete $del, create $create"; return 1; }
 }
-check "the husk's delete and the create are issued within ${issue_within}s of the agents' notice" \
+check "the husk's delete and the create are issued within ${issue_within}s of the agents' notice (its event)" \
   issued_soon
+# The notice is on the workers' metadata servers from the inject on; the agents pass it
+# on at once, so serve's preempted event is not a pass late.
+noticed_soon() {
+  local notice
+  notice=$(ev_time sv pod preempted "$t_inject" "signal=agents")
+  [[ -n $notice ]] && le "$(minus "$notice" "$t_inject")" "$issue_within" ||
+    { echo "inject at $t_inject, preempted (agents) at ${notice:-never}"; return 1; }
+}
+check "serve records the agents' notice within ${issue_within}s of the inject" noticed_soon
 new_node() {
   local old new
   old=$(node_id start pod)
