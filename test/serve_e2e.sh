@@ -111,10 +111,10 @@ ev_time() {
                   and ((.detail // "") | test($d)))][0] | if . then .time | ts else empty end' \
     "$tmp/events.json"
 }
-# ev_count FLEET NODE KIND AFTER [DETAIL_REGEX]: how many (NODE "" = any node).
+# ev_count FLEET NODE KIND AFTER [DETAIL_REGEX]: how many ("" = any fleet, any node).
 ev_count() {
   jq -r --arg f "$1" --arg n "$2" --arg k "$3" --argjson after "$4" --arg d "${5:-}" "$jq_ts"'
-    [.[] | select(.fleet == $f and ($n == "" or .node == $n) and .kind == $k
+    [.[] | select(($f == "" or .fleet == $f) and ($n == "" or .node == $n) and .kind == $k
                   and (.time | ts) >= $after and ((.detail // "") | test($d)))] | length' \
     "$tmp/events.json"
 }
@@ -424,7 +424,7 @@ bad_spec() {
   [[ $(log_since "$mark" | grep -c 'sv.yaml') == 1 ]] || { echo "serve's log since:"; log_since "$mark"; return 1; }
   log_since "$mark" | grep 'sv.yaml' | grep -q 'Bad_Name\|name' || { log_since "$mark"; return 1; }
   nodes_now after_bad && same_nodes before_bad after_bad pod busy bdemand || return 1
-  events_json && [[ $(ev_count sv "" delete-requested "$t") == 0 ]] || { ev_show; return 1; }
+  events_json && [[ $(ev_count "" "" delete-requested "$t") == 0 ]] || { ev_show; return 1; }
 }
 check "a bad spec at SIGHUP: one message naming the file, the last good spec stays, nothing deleted" \
   bad_spec
@@ -433,11 +433,13 @@ cp "$tmp/sv.good" "$tmp/sv.yaml" 2>/dev/null && kill -HUP "$serve_pid" 2>/dev/nu
 # ---------------------------------------------------------------------------------
 note "e. a revoked credential, then a missing one"
 token=$TPUFLEET_EMULATOR_DIR/token
-# without_token HOW: for 3 passes the token file is wrong (HOW=revoked) or gone
-# (HOW=missing); serve must say so and delete nothing, then carry on once it is back.
+# without_token HOW: for 3 passes the token file is wrong (HOW=revoked: a token the
+# emulator refuses) or gone (HOW=missing). A serve that reads it again meets the refusal
+# and must say so, naming the credential; one that keeps the token it read at start
+# meets nothing. Either way it deletes and makes nothing, and carries on once it is back.
 without_token() {
   nodes_now before_tok || return 1
-  local mark t
+  local mark t said
   mark=$(log_size)
   t=$(now)
   cp -p "$token" "$token.kept"
@@ -449,16 +451,21 @@ without_token() {
   sleep $((3 * pass))
   mv -f "$token.kept" "$token"
   kill -0 "$serve_pid" || { echo "serve ended"; log_since "$mark"; return 1; }
-  log_since "$mark" | grep -qiE 'token|credential|unauthenticated|401' ||
-    { echo "serve's log says nothing of it:"; log_since "$mark"; return 1; }
-  note "serve said ($1): $(log_since "$mark" | grep -iE 'token|credential|unauthenticated|401' | head -1)"
+  said=$(log_since "$mark" | grep -iE 'error|fail|cannot|refus|denied|unauth|401|403|token|credential')
+  if [[ -z $said ]]; then
+    note "the token file $1 for $((3 * pass))s: serve said nothing (it keeps the token it read at start)"
+  else
+    grep -iE 'token|credential|unauthenticated|401' <<<"$said" >/dev/null ||
+      { echo "serve's complaints do not name the credential:"; echo "$said"; return 1; }
+    note "the token file $1: serve said: $(head -1 <<<"$said")"
+  fi
   sleep $((2 * pass))
   nodes_now after_tok && same_nodes before_tok after_tok pod busy bdemand || return 1
-  events_json && [[ $(ev_count sv "" delete-requested "$t") == 0 &&
-                    $(ev_count sv "" create-requested "$t") == 0 ]] || { ev_show; return 1; }
+  events_json && [[ $(ev_count "" "" delete-requested "$t") == 0 &&
+                    $(ev_count "" "" create-requested "$t") == 0 ]] || { ev_show; return 1; }
 }
-check "a revoked credential mid-run: serve says so, deletes nothing, carries on" without_token revoked
-check "a missing credential mid-run: serve says so, deletes nothing, carries on" without_token missing
+check "a revoked credential mid-run: nothing deleted or made, serve carries on (and names it if it met it)" without_token revoked
+check "a missing credential mid-run: nothing deleted or made, serve carries on (and names it if it met it)" without_token missing
 
 # ---------------------------------------------------------------------------------
 still_gone() {
