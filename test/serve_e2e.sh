@@ -341,7 +341,8 @@ ttr_shown() {
 check "status shows pod's time-to-recover, and serve running" ttr_shown
 jobs_restarts() {
   tf_run js jobs
-  [[ $(cell "$tmp/js.out" "$train" RESTARTS) == 1 ]] || { shows js; return 1; }
+  # RESTARTS is "made/limit" for a job run with --restart.
+  [[ $(cell "$tmp/js.out" "$train" RESTARTS) =~ ^1(/10)?$ ]] || { shows js; return 1; }
 }
 check "jobs shows the job restarted once" jobs_restarts
 
