@@ -222,7 +222,8 @@ script -qfec "$bin ssh short -- sleep 600" "$tmp/wall.txt" </dev/null >/dev/null
 bg_pids+=($!)
 
 serve_t0=$(now)
-"$bin" serve "$tmp/sv.yaml" "$tmp/bg.yaml" >"$tmp/serve.out" 2>"$tmp/serve.log" &
+# Its HTTP API on a port of its own: other serves may run on this machine.
+"$bin" serve "$tmp/sv.yaml" "$tmp/bg.yaml" --listen 127.0.0.1:0 >"$tmp/serve.out" 2>"$tmp/serve.log" &
 serve_pid=$!
 serve_runs() {
   status_says() { tf status >"$tmp/st.txt" 2>&1 && grep -q "^serve: running (pid ${serve_pid}[,)]" "$tmp/st.txt"; }
@@ -233,7 +234,7 @@ check "serve starts; status says: serve: running (pid N, last pass …)" serve_r
 # ---------------------------------------------------------------------------------
 note "e. a second serve on the same state"
 second_refused() {
-  tf_run second serve "$tmp/sv.yaml" "$tmp/bg.yaml" --once
+  tf_run second serve "$tmp/sv.yaml" "$tmp/bg.yaml" --listen 127.0.0.1:0 --once
   ! rc_is second 0 || { shows second; return 1; }
   # One message, naming the serve that holds the state.
   grep -q "pid $serve_pid" "$tmp/second.err" && (($(wc -l <"$tmp/second.err") <= 2)) ||
