@@ -311,10 +311,10 @@ ActionResult Serve(Inv& inv) {
   }
   config.auth.owner_token = *std::move(secret);
   RealClock clock;
-  Result<std::unique_ptr<NamespaceHosts>> hosts =
-      NamespaceHosts::Create({dir + "/hosts", NamespaceHosts::DefaultWorkerBinary(),
-                              NamespaceHosts::DefaultStandinBinary(), dir + "/" + kBucketDirName},
-                             clock);
+  Result<std::unique_ptr<NamespaceHosts>> hosts = NamespaceHosts::Create(
+      {dir + "/hosts", NamespaceHosts::DefaultWorkerBinary(),
+       NamespaceHosts::DefaultStandinBinary(), dir + "/" + kBucketDirName, dir},
+      clock);
   if (!hosts.ok()) {
     return ActionResult(hosts.status());
   }

@@ -246,6 +246,9 @@ Status NamespaceHosts::BootWorkers(Node& node) {
     if (!options_.bucket_dir.empty()) {
       requests[i].argv.push_back("--bucket=" + options_.bucket_dir);
     }
+    if (!options_.hidden_dir.empty()) {
+      requests[i].argv.push_back("--hide=" + options_.hidden_dir);
+    }
     requests[i].log_fd = logs[i].get();
     requests[i].status_fd = status_w[i].get();
     requests[i].go_fd = go_r[i].get();

@@ -92,6 +92,12 @@ struct NamespaceHostsOptions {
   /// mount point /gcs on the machine (hosts::MakeBucketDir); "" for none. The emulator
   /// gives <its state dir>/gcs, removed with the rest by `emulator stop`.
   std::string bucket_dir;
+  /// An absolute directory the workers must not see, hidden as state_dir is: the
+  /// emulator's own state dir, which holds its token (whoever has it may patch any
+  /// node's ssh-keys). Where a worker's /home, /root or /tmp covers it anyway, this
+  /// changes nothing; elsewhere (/srv, /var/lib) the worker's root could read it. "" for
+  /// none.
+  std::string hidden_dir;
 };
 
 class NamespaceHosts final : public WorkerHosts {

@@ -160,5 +160,45 @@ TEST(Issue10, HostsRefuseAStateDirSomeoneElseMade) {
   fs::remove_all(dir, ec);
 }
 
+// Found with issue 14: an emulator whose state dir no worker mount covers (/srv here,
+// /var/lib, a data disk) showed its token to every worker's root, and whoever has it
+// may patch any node's ssh-keys. The emulator's state dir is hidden like the hosts'.
+TEST_F(NamespaceHostsTest, TheEmulatorsTokenIsHiddenWhereverItsStateDirIs) {
+  std::error_code ec;
+  if (!fs::is_directory("/srv", ec)) {
+    GTEST_SKIP() << "no /srv here: every other place a worker can see is covered by its own";
+  }
+  hosts_.reset();
+  char tmpl[] = "/srv/tpufleet-hosts-test-XXXXXX";
+  ASSERT_NE(::mkdtemp(tmpl), nullptr);
+  const std::string emu = tmpl;
+  struct Cleanup {
+    std::string dir;
+    ~Cleanup() {
+      EXPECT_TRUE(NamespaceHosts::CleanStale(dir + "/hosts").ok());
+      std::error_code e;
+      fs::remove_all(dir, e);
+    }
+  } cleanup{emu};
+  ASSERT_TRUE(WriteFileAtomic(emu + "/token", "tpufleet-emulator-secret\n", 0600).ok());
+  NamespaceHostsOptions o;
+  o.state_dir = emu + "/hosts";
+  o.worker_binary = TPUFLEET_EMULATOR_WORKER;
+  o.bucket_dir = emu + "/gcs";
+  o.hidden_dir = emu;
+  Result<std::unique_ptr<NamespaceHosts>> h = NamespaceHosts::Create(o, clock_);
+  ASSERT_TRUE(h.ok()) << h.status().ToString();
+  hosts_ = std::move(*h);
+  WorkerInfo w = BootOne("v4-8", "v4", 4);
+  ProgramResult r = Ssh("alice", w.address,
+                        "sudo -n cat " + emu + "/token " + emu +
+                            "/hosts/hosts.lock 2>/dev/null; "
+                            "sudo -n ls " +
+                            emu + " | wc -l; echo ckpt > /gcs/x && echo bucket");
+  EXPECT_EQ(r.output, "0\nbucket\n") << "a worker's root sees the emulator's files";
+  EXPECT_EQ(Must(ReadFile(emu + "/gcs/x")), "ckpt\n");
+  hosts_.reset();
+}
+
 }  // namespace
 }  // namespace tpufleet::emulator

@@ -191,6 +191,16 @@ Result<std::unique_ptr<NamespaceHosts>> NamespaceHosts::Create(const NamespaceHo
       return s;
     }
   }
+  if (!options.hidden_dir.empty()) {
+    // As the workers' mounts will find it, links resolved (like the state dir above).
+    fs::path hidden = fs::canonical(options.hidden_dir, ec);
+    if (ec || !hidden.is_absolute()) {
+      ::close(lock_fd);
+      return FailedPreconditionError("worker hosts: the directory to hide from the workers, " +
+                                     options.hidden_dir + ": " + ec.message());
+    }
+    options.hidden_dir = hidden.string();
+  }
   std::unique_ptr<NamespaceHosts> h(new NamespaceHosts(options, clock, lock_fd));
   TPUFLEET_TRY(h->spawner_->status());
   h->LoadNodeRecords();

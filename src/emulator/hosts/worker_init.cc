@@ -448,15 +448,18 @@ int WorkerInitMain(int argc, char** argv) {
       paths.standin = std::string(a.substr(10));
     } else if (StartsWith(a, "--bucket=")) {
       paths.bucket = std::string(a.substr(9));
+    } else if (StartsWith(a, "--hide=")) {
+      paths.hide = std::string(a.substr(7));
     } else {
       Say("unknown argument " + std::string(a));
       return 2;
     }
   }
   if (paths.disk.empty() || paths.disk[0] != '/' || paths.state.empty() || paths.state[0] != '/' ||
-      (!paths.bucket.empty() && paths.bucket[0] != '/')) {
+      (!paths.bucket.empty() && paths.bucket[0] != '/') ||
+      (!paths.hide.empty() && paths.hide[0] != '/')) {
     Say("usage: tpufleet-emulator-worker --disk=DIR --state=DIR [--standin=PATH] [--bucket=DIR] "
-        "(started by the emulator)");
+        "[--hide=DIR] (started by the emulator)");
     return 2;
   }
   if (::getpid() != 1) {

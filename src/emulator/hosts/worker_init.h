@@ -6,7 +6,7 @@
 // mount and network namespaces, their mounts and the worker's veth go with them.
 //
 //   tpufleet-emulator-worker --disk=<state>/nodes/<id>/w<i> --state=<state> [--standin=<path>]
-//                            [--bucket=<dir>]
+//                            [--bucket=<dir>] [--hide=<dir>]
 //
 // Descriptors: 1 and 2 the worker's log (<disk>/worker.log); kStatusFd the boot status
 // pipe; kGoFd a pipe on which the machine writes one byte once the veth is in place;
@@ -20,13 +20,13 @@
 // dir (--bucket, shared by every worker of every node) at /gcs; a /dev of
 // its own with only harmless devices; a fresh /proc (kernel settings read-only) and
 // /sys; the stand-in program (--standin) at /usr/local/bin/tpu-standin; the node's
-// chips (accelerators.h), which every document reload brings up to date; every other mount, the machine's, read-only; the emulator's state dir hidden;
-// the hostname. After "go": lo up with 169.254.169.254/32, eth0 with the worker's
-// address. Then the host key (ssh-keygen at first boot, kept on the disk), sshd_config,
-// /etc/hosts, the users from ssh-keys (guest_agent.h), the metadata server on
-// 169.254.169.254:80, the capabilities a worker does not need dropped for good
-// (DropCapabilities, so root on a worker is not root on the machine), sshd, and the
-// units enabled in multi-user.target.wants (boot_units.h: how the node agent comes back
+// chips (accelerators.h), which every document reload brings up to date; every other mount, the
+// machine's, read-only; the emulator's state dir (--state and --hide) hidden; the hostname. After
+// "go": lo up with 169.254.169.254/32, eth0 with the worker's address. Then the host key
+// (ssh-keygen at first boot, kept on the disk), sshd_config, /etc/hosts, the users from ssh-keys
+// (guest_agent.h), the metadata server on 169.254.169.254:80, the capabilities a worker does not
+// need dropped for good (DropCapabilities, so root on a worker is not root on the machine), sshd,
+// and the units enabled in multi-user.target.wants (boot_units.h: how the node agent comes back
 // after a reboot). When sshd listens it writes one line to the status pipe:
 //
 //   READY <host key type> <base64>        or        ERROR <message>

@@ -379,9 +379,13 @@ Status SetUpMounts(const WorkerPaths& paths, const std::function<Status()>& extr
   }
   TPUFLEET_TRY(extra());
   TPUFLEET_TRY(LockDown(own));
-  // Hide the other workers' disks (when the state dir is still visible at all).
-  if (::stat(state.c_str(), &st) == 0) {
-    Status s = Mount("tmpfs", state, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+  // Hide the other workers' disks and the emulator's own files, its token first (when
+  // they are still visible at all: a worker's /home, /root and /tmp cover them often).
+  for (const std::string& dir : {state, paths.hide}) {
+    if (dir.empty() || ::stat(dir.c_str(), &st) != 0) {
+      continue;
+    }
+    Status s = Mount("tmpfs", dir, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
                      "size=4k,mode=0755");
     if (!s.ok()) {
       Say(s.message());

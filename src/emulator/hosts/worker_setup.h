@@ -37,6 +37,7 @@ struct WorkerPaths {
   std::string state;    // the hosts' state dir, hidden from the worker once mounted
   std::string standin;  // the stand-in program, bound at kStandinPath; "" for none
   std::string bucket;   // the shared bucket directory, bound at kBucketMount; "" for none
+  std::string hide;     // another directory to hide like state (the emulator's); "" for none
 };
 
 /// The worker's file system (see worker_init.h): private mounts, tmpfs /run with the
@@ -49,7 +50,8 @@ struct WorkerPaths {
 /// empty file made on the worker's own /usr (skipped, and said, when /usr is not the
 /// worker's). Then `extra` runs (the worker's disk is at kDiskMount, /dev and /sys are
 /// mounted: the accelerators go in here). Every other mount, the machine's root file
-/// system first, is made read-only for the worker; then the state dir is hidden.
+/// system first, is made read-only for the worker; then the state dir and `hide` are
+/// hidden.
 Status SetUpMounts(const WorkerPaths& paths, const std::function<Status()>& extra);
 
 /// Where every worker has the stand-in for a JAX program (emulator/standin).
