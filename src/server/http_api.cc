@@ -147,7 +147,7 @@ ApiResponse ServeApi::Status() const {
       last_recover[{e.fleet, e.node}] = *s;
     }
   }
-  std::set<std::string> fleets(context_.fleets.begin(), context_.fleets.end());
+  std::set<std::string> fleets(out.serve.fleets.begin(), out.serve.fleets.end());
   Result<std::vector<NodeRecord>> nodes = context_.store->Nodes("");
   if (!nodes.ok()) {
     return Failed(nodes.status());

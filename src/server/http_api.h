@@ -2,8 +2,9 @@
 // in, one response out), so unit tests and the HTTP binding (http_server.h) drive the
 // same code. docs/serve.md is the API's reference.
 //
-//   GET /v1/status     api::ServeStatus: the serve process, every node of the fleets it
-//                      keeps (state, age, last time-to-recover), the last pass's warnings
+//   GET /v1/status     api::ServeStatus: the serve process (the store's serve record),
+//                      every node of the fleets it keeps (state, age, last
+//                      time-to-recover), the last pass's warnings
 //   GET /v1/events     api::Event list, oldest first; ?since=RFC3339|DURATION (10m: the
 //                      last ten minutes) &fleet= &node= &kind= &limit= (at most 1000)
 //   GET /v1/jobs       api::RestartableJob list: the jobs serve restarts
@@ -51,7 +52,6 @@ struct ServeApiContext {
   const ServeView* view = nullptr;
   Store* store = nullptr;        // nodes, events, jobs, the serve record
   Clock* clock = nullptr;        // ages and "seconds ago"
-  std::vector<std::string> fleets;  // the fleets serve keeps: /v1/status lists their nodes
 };
 
 class ServeApi {

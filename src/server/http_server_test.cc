@@ -58,7 +58,7 @@ class ServeHttpTest : public ::testing::Test {
     snap.warnings = {"waiting for `tpufleet up` (pid 12)"};
     view_.Publish(snap);
     api_ = std::make_unique<ServeApi>(
-        ServeApiContext{kToken, &view_, store_.get(), &clock_, {"lab"}});
+        ServeApiContext{kToken, &view_, store_.get(), &clock_});
     server_ = std::make_unique<ServeHttpServer>(api_.get(), "127.0.0.1", 0);
     Result<int> port = server_->Start();
     ASSERT_TRUE(port.ok()) << port.status().ToString();
