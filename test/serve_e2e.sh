@@ -209,17 +209,21 @@ starts_jobs() {
     sh -c "exec tpu-standin --steps $steps --step-ms $step_ms --checkpoint-dir /gcs/ckpt/w\$TPU_WORKER_ID --checkpoint-every $ckpt_every"
   rc_is train 0 || { shows train; return 1; }
   train=$(head -1 "$tmp/train.out")
+}
+check "run --restart on-preemption starts the checkpointing job on pod" starts_jobs
+starts_feed() {
   tf_run feed run busy --detach --name feed -- tpu-standin --input-bound --step-ms 1000
   rc_is feed 0 || { shows feed; return 1; }
   feed=$(head -1 "$tmp/feed.out")
 }
-check "run --restart on-preemption starts the checkpointing job on pod; busy runs one input-bound" \
-  starts_jobs
+check "busy runs the stand-in input-bound" starts_feed
 train=${train:-train}
 feed=${feed:-feed}
 # A logged-in user on short: an ssh session with a terminal, whose screen is kept.
 script -qfec "$bin ssh short -- sleep 600" "$tmp/wall.txt" </dev/null >/dev/null 2>&1 &
 bg_pids+=($!)
+logged_in() { tf exec short -- who 2>/dev/null | grep -q 'pts/'; }
+check "a user is logged in on short (who lists a terminal) before serve starts" wait_for 30 logged_in
 
 serve_t0=$(now)
 # Its HTTP API on a port of its own: other serves may run on this machine.
