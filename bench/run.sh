@@ -5,6 +5,8 @@
 # FANOUT=1 also runs bench/fanout.sh (issue 5's SSH fan-out against pdsh & co., 1-1.5 h);
 # JOBS=1 also runs bench/jobs.sh (issue 12's run to every rank started next to exec on 4,
 # 64 and 256 workers, about 15 minutes).
+# SERVE=1 also runs bench/serve.sh (issue 14's serve keeping 256 nodes: CPU per reconcile
+# pass and API calls per minute, about 10 minutes).
 set -euo pipefail
 here=$(dirname "$0")
 "$here/cli_latency.sh" "$@"
@@ -16,4 +18,7 @@ if [[ ${FANOUT:-0} == 1 ]]; then
 fi
 if [[ ${JOBS:-0} == 1 ]]; then
   "$here/jobs.sh" "$1"
+fi
+if [[ ${SERVE:-0} == 1 ]]; then
+  "$here/serve.sh" "$1"
 fi
