@@ -11,8 +11,9 @@ declare -A allowed=(
   [util]=""                [core]="util"              [api]="core util"
   [ssh]="core util"        [store]="core util"        [provider]="core util ssh"
   [control]="core api provider ssh store util"
-  # `tpufleet serve`'s HTTP API: what the reconciler shows (reconcile/serve_view.h).
-  [server]="control api core util httpd reconcile"
+  # `tpufleet serve`'s HTTP API: what the reconciler shows (reconcile/serve_view.h) and
+  # what the store keeps (events, jobs), read through store.h.
+  [server]="control api core util httpd reconcile store"
   # serve's reconciler: control's steps and seams, driven from one loop.
   [reconcile]="control core api provider ssh store util"
   # What the local HTTP servers share (the emulator's, serve's): bounded requests.

@@ -58,6 +58,10 @@ std::string ToJson(const ServeStatus& status) {
               kDocumentIndent);
 }
 
+std::string ToJson(const Error& error) {
+  return Dump({{"error", internal::ErrorJson(error)}}, kDocumentIndent);
+}
+
 std::string ToJson(const std::vector<RestartableJob>& jobs) {
   return Dump({{"jobs", ArrayOf(jobs, JobJson)}}, kDocumentIndent);
 }

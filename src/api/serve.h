@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "api/fleet.h"
+
 namespace tpufleet::api {
 
 /// A node serve keeps: {"node", "fleet", "zone", "type", "capacity", "state",
@@ -72,6 +74,8 @@ struct RestartableJob {
 
 // The JSON documents, indented by two spaces, without a final newline.
 std::string ToJson(const ServeStatus& status);
+/// An error answer of the API: {"error": {"code", "message"}}.
+std::string ToJson(const Error& error);
 /// GET /v1/jobs: {"jobs": […]}.
 std::string ToJson(const std::vector<RestartableJob>& jobs);
 

@@ -1,8 +1,6 @@
 #include "app/fleet_world.h"
 
-#include <fcntl.h>
 #include <pwd.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -12,6 +10,7 @@
 #include <mutex>
 
 #include "app/holder_command.h"
+#include "app/state_lock.h"
 #include "control/agent_install.h"
 #include "control/port_forward.h"
 #include "core/fleet_spec.h"
@@ -241,21 +240,6 @@ Result<FleetPaths> PathsFor(const std::map<std::string, std::string>& env,
   return paths;
 }
 
-// Takes the state dir's lock, so only one command changes the fleet at a time. The
-// kernel drops it when the process dies, kill -9 included.
-Result<UniqueFd> LockStateDir(const std::string& dir) {
-  std::string path = dir + "/lock";
-  UniqueFd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600));
-  if (fd.get() < 0) {
-    return PermissionDeniedError("cannot open " + path + ": " + std::strerror(errno));
-  }
-  if (::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) {
-    return FailedPreconditionError("another tpufleet command is changing the fleet (it holds " +
-                                   path + "); wait for it to finish");
-  }
-  return fd;
-}
-
 }  // namespace
 
 std::string FleetStateDir(const std::map<std::string, std::string>& env) {
@@ -282,7 +266,7 @@ Result<std::unique_ptr<cli::WorldHandle>> FleetWorlds::Open(cli::Invocation& inv
   TPUFLEET_ASSIGN_OR_RETURN(FleetPaths paths, PathsFor(inv.env, dir));
   UniqueFd lock;
   if (exclusive) {
-    TPUFLEET_ASSIGN_OR_RETURN(lock, LockStateDir(dir));
+    TPUFLEET_ASSIGN_OR_RETURN(lock, LockStateDir(dir, inv.command));
   }
   TPUFLEET_ASSIGN_OR_RETURN(std::unique_ptr<SqliteStore> store,
                             SqliteStore::Open(dir + "/state.db"));

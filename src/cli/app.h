@@ -14,6 +14,7 @@
 
 #include "cli/command.h"
 #include "cli/fleet_world.h"
+#include "cli/serve_command.h"
 
 namespace tpufleet::cli {
 
@@ -30,6 +31,9 @@ struct App {
   /// `jobs` or `logs -f` look.
   std::function<Status(const std::vector<std::string>& args, const std::string& log)>
       start_detached = nullptr;
+  /// Builds what `serve` runs (cli/serve_command.h); null in a build without it, where
+  /// `serve` says so.
+  ServeEngineFactory serve = nullptr;
 };
 
 /// The CLI's own rows (catalog … forward), in help order; command_table.cc.

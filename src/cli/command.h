@@ -66,6 +66,7 @@ struct Invocation {
         terminal(t) {}
 
   const App& app;  // its commands and world factory, built in main (cli/app.h)
+  std::string command;  // the command's name ("up"), once Main has found it
   std::ostream& out;
   std::ostream& err;
   Args args;

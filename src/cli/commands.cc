@@ -319,6 +319,7 @@ ExitStatus Main(const App& app, const std::vector<std::string>& argv, std::ostre
     return UsageError(inv, "'" + cmd->name + "' prints no data; --json does not apply");
   }
   inv.catalog_path = inv.args.Get("catalog");
+  inv.command = cmd->name;
   return cmd->run(inv);
 }
 

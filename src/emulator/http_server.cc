@@ -21,8 +21,6 @@ namespace {
 constexpr std::chrono::milliseconds kHostWorkPoll{100};
 // How often Stop looks whether the host work has drained.
 constexpr std::chrono::milliseconds kDrainPoll{20};
-// Longest Start waits for httplib's listener thread to be up (it takes microseconds).
-constexpr std::chrono::milliseconds kListenWait{5000};
 
 }  // namespace
 
@@ -98,25 +96,10 @@ class HttpServer::Impl {
           R"({"error":{"code":500,"message":"Internal error encountered.","status":"INTERNAL"}})",
           "application/json");
     });
-    int port = options_.port;
-    if (port == 0) {
-      port = server_.bind_to_any_port(options_.address);
-      if (port < 0) {
-        return UnavailableError("cannot bind " + options_.address + " to any port");
-      }
-    } else if (!server_.bind_to_port(options_.address, port)) {
-      return UnavailableError("cannot bind " + options_.address + ":" + std::to_string(port) +
-                              " (in use, or not allowed)");
-    }
+    TPUFLEET_ASSIGN_OR_RETURN(
+        int port, httpd::StartListening(server_, options_.address, options_.port, listener_));
     port_ = port;
     started_ = true;
-    listener_ = std::thread([this] { server_.listen_after_bind(); });
-    // Stop before the listener runs would be lost (httplib's stop() only acts on a
-    // running server), so wait until it is.
-    auto deadline = std::chrono::steady_clock::now() + kListenWait;
-    while (!server_.is_running() && std::chrono::steady_clock::now() < deadline) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
     ticker_ = std::thread([this] { TickLoop(); });
     for (int i = 0; i < std::max(1, options_.host_threads); ++i) {
       host_threads_.emplace_back([this] {
@@ -172,12 +155,9 @@ class HttpServer::Impl {
     HttpRequest r;
     r.method = req.method;
     r.path = req.path;
-    for (const auto& [k, v] : req.params) {
-      r.query[k] = v;
-    }
-    for (const auto& [k, v] : req.headers) {
-      r.headers[AsciiLower(k)] = v;
-    }
+    httpd::RequestMaps maps = httpd::MapsOf(req);
+    r.query = std::move(maps.query);
+    r.headers = std::move(maps.headers);
     r.body = req.body;
     // httplib checks Content-Length against the limit; a chunked body is checked here.
     std::optional<HttpResponse> refused = RefuseWebRequest(r, port_.load());

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cerrno>
 #include <cstring>
 #include <vector>
@@ -15,6 +16,9 @@
 
 namespace tpufleet::httpd {
 namespace {
+
+// Longest StartListening waits for the listener thread to be up (it takes microseconds).
+constexpr std::chrono::milliseconds kListenWait{5000};
 
 // Slices in which an idle keep-alive connection waits, so stop() is not held up by it.
 constexpr int kKeepAlivePollMs = 50;
@@ -151,6 +155,41 @@ bool BoundedServer::process_and_close_socket(socket_t sock) {
   ::shutdown(sock, SHUT_RDWR);
   ::close(sock);
   return ret;
+}
+
+Result<int> StartListening(httplib::Server& server, const std::string& address, int port,
+                           std::thread& listener) {
+  // httplib's default sets SO_REUSEPORT too, with which a second server binds the same
+  // port and the kernel splits the connections between them: only SO_REUSEADDR here
+  // (a restarted server may bind while the old connections linger in TIME_WAIT).
+  server.set_socket_options([](socket_t sock) {
+    int yes = 1;
+    ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+  });
+  int bound = port == 0 ? server.bind_to_any_port(address)
+                        : (server.bind_to_port(address, port) ? port : -1);
+  if (bound < 0) {
+    return UnavailableError("cannot listen on " + address + ":" +
+                            (port == 0 ? std::string("(any port)") : std::to_string(port)) +
+                            " (in use, or not an address of this machine)");
+  }
+  listener = std::thread([&server] { server.listen_after_bind(); });
+  auto deadline = std::chrono::steady_clock::now() + kListenWait;
+  while (!server.is_running() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return bound;
+}
+
+RequestMaps MapsOf(const httplib::Request& request) {
+  RequestMaps m;
+  for (const auto& [k, v] : request.params) {
+    m.query[k] = v;
+  }
+  for (const auto& [k, v] : request.headers) {
+    m.headers[AsciiLower(k)] = v;
+  }
+  return m;
 }
 
 std::optional<std::string> WebRequestRefusal(const std::map<std::string, std::string>& headers,

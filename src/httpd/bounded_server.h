@@ -24,6 +24,9 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <thread>
+
+#include "util/status.h"
 
 namespace tpufleet::httpd {
 
@@ -42,6 +45,22 @@ class BoundedServer final : public httplib::Server {
 
   const size_t request_budget_;
 };
+
+/// Binds `server` to `address`:`port` (0: any free port), starts `server.listen_after_bind`
+/// on `listener` and waits until it listens (httplib's stop() is lost on a server not yet
+/// running). A port another server holds is refused (no SO_REUSEPORT, which httplib
+/// sets by default). Returns the bound port; Unavailable when it cannot be bound.
+/// REQUIRES: `listener` holds no thread.
+Result<int> StartListening(httplib::Server& server, const std::string& address, int port,
+                           std::thread& listener);
+
+/// A request's query parameters (decoded; a repeated name keeps its last value) and
+/// headers (names in lower case), as the servers' own request types hold them.
+struct RequestMaps {
+  std::map<std::string, std::string> query;
+  std::map<std::string, std::string> headers;
+};
+RequestMaps MapsOf(const httplib::Request& request);
 
 /// Why a request may come from a web page, or nullopt to serve it. Refused: any request
 /// with an Origin header (no API client sends one; browsers do on cross-site and on

@@ -93,17 +93,31 @@ void NoticeWatch::Changed(const std::string& fleet, const std::string& node) {
 }
 
 void NoticeWatch::Watch(const std::vector<NodeRecord>& nodes) {
-  std::map<std::string, WorkerTarget> want;
+  // One store read for every node (a pass at 256 nodes must not read it 256 times);
+  // should one node's workers be unusable, the others are resolved one by one.
+  std::vector<std::string> names;
   for (const NodeRecord& r : nodes) {
-    Result<std::vector<WorkerTarget>> targets = ResolveTargets(world_.store, {r.name});
-    if (!targets.ok()) {
-      continue;  // no workers recorded yet
+    names.push_back(r.name);
+  }
+  std::vector<WorkerTarget> targets;
+  if (!names.empty()) {
+    Result<std::vector<WorkerTarget>> all = ResolveTargets(world_.store, names);
+    if (all.ok()) {
+      targets = std::move(*all);
+    } else {
+      for (const std::string& name : names) {
+        Result<std::vector<WorkerTarget>> one = ResolveTargets(world_.store, {name});
+        if (one.ok()) {
+          targets.insert(targets.end(), one->begin(), one->end());
+        }
+      }
     }
-    for (WorkerTarget& t : *targets) {
-      std::string key = t.fleet + "/" + t.node + "/" + std::to_string(t.worker) + "/" +
-                        t.address + "/" + t.host_key;
-      want.emplace(std::move(key), std::move(t));
-    }
+  }
+  std::map<std::string, WorkerTarget> want;
+  for (WorkerTarget& t : targets) {
+    std::string key = t.fleet + "/" + t.node + "/" + std::to_string(t.worker) + "/" +
+                      t.address + "/" + t.host_key;
+    want.emplace(std::move(key), std::move(t));
   }
   for (auto it = streams_.begin(); it != streams_.end();) {
     if (want.count(it->first) > 0) {

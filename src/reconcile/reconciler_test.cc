@@ -40,6 +40,14 @@ class ReconcilerTest : public ::testing::Test {
   void Settle(Reconciler& r) {
     ASSERT_TRUE(loop.RunUntil([&] { return !r.busy(); }).ok());
   }
+  // The workers' notice streams open again (kNoticeRetry after the fake's ended) and
+  // are heard; a notice that changed brings a pass at once.
+  void Hear(Reconciler& r) {
+    w.clock.Advance(kNoticeRetry);
+    for (int i = 0; i < 4 && !r.busy(); ++i) {
+      loop.RunOnce(std::chrono::milliseconds(0));
+    }
+  }
   std::vector<std::string> Kinds(const std::string& node) {
     EventQuery q;
     q.node = node;
@@ -148,16 +156,11 @@ TEST_F(ReconcilerTest, EveryAgentsNoticeRecoversANodeTheApiStillCallsReady) {
   for (int i = 0; i < 3; ++i) {
     notices["trainer/w" + std::to_string(i)].preempted = true;
   }
-  w.clock.Advance(kNoticeRetry);
-  loop.RunOnce(std::chrono::milliseconds(0));  // the streams open again and hear it
-  loop.RunOnce(std::chrono::milliseconds(0));
-  loop.RunOnce(std::chrono::milliseconds(0));
+  Hear(*r);
+  EXPECT_FALSE(r->busy());
   EXPECT_EQ(w.cloud.deletes(), 0);
   notices["trainer/w3"].preempted = true;
-  w.clock.Advance(kNoticeRetry);
-  for (int i = 0; i < 4 && !r->busy(); ++i) {
-    loop.RunOnce(std::chrono::milliseconds(0));  // heard, then a pass at once
-  }
+  Hear(*r);
   EXPECT_TRUE(r->busy()) << Join(log, "\n");
   for (auto& [name, n] : notices) {
     n.preempted = false;  // the new node's workers
@@ -176,10 +179,7 @@ TEST_F(ReconcilerTest, MaintenanceIsRecordedOnceAndRecreatesNothing) {
   r->Pass();
   Settle(*r);
   notices["trainer/w2"].maintenance_event = "TERMINATE_ON_HOST_MAINTENANCE";
-  w.clock.Advance(kNoticeRetry);
-  for (int i = 0; i < 4; ++i) {
-    loop.RunOnce(std::chrono::milliseconds(0));  // heard, then a pass at once
-  }
+  Hear(*r);
   r->Pass();
   EXPECT_EQ(w.Events("maintenance", "trainer").size(), 1u);
   EXPECT_EQ(w.Events("maintenance", "trainer").back().detail, "signal=agents");

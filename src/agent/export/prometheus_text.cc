@@ -1,7 +1,5 @@
 #include "agent/export/prometheus_text.h"
 
-#include <charconv>
-#include <cmath>
 #include <optional>
 #include <vector>
 
@@ -10,21 +8,8 @@ namespace {
 
 using Value = std::optional<std::string>;
 
-// A number as the format writes it: the shortest text that reads back as the same
-// double (Go's ParseFloat, which Prometheus uses, reads it), NaN and ±Inf by name.
 Value Real(std::optional<double> v) {
-  if (!v) {
-    return std::nullopt;
-  }
-  if (std::isnan(*v)) {
-    return "NaN";
-  }
-  if (std::isinf(*v)) {
-    return *v > 0 ? "+Inf" : "-Inf";
-  }
-  char buf[32];
-  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, *v);
-  return std::string(buf, ec == std::errc() ? end : buf);
+  return v ? Value(PrometheusNumber(*v)) : std::nullopt;
 }
 Value Integer(std::optional<int64_t> v) {
   return v ? Value(std::to_string(*v)) : std::nullopt;
@@ -56,11 +41,7 @@ void WriteFamily(std::string& out, std::string_view name, std::string_view help,
   if (!any) {
     return;
   }
-  out.append("# HELP ").append(name).append(" ");
-  for (char c : help) {
-    out += c == '\\' ? "\\\\" : c == '\n' ? "\\n" : std::string(1, c);
-  }
-  out.append("\n# TYPE ").append(name).append(" gauge\n");
+  out += PrometheusFamilyHeader(name, help, "gauge");
   for (const Series& s : series) {
     if (s.value) {
       out.append(name).append(s.labels).append(" ").append(*s.value).append("\n");
@@ -129,23 +110,6 @@ const Gauge<JobSample> kJobGauges[] = {
 };
 
 }  // namespace
-
-std::string EscapeLabelValue(std::string_view value) {
-  std::string s;
-  s.reserve(value.size());
-  for (char c : value) {
-    if (c == '\\') {
-      s += "\\\\";
-    } else if (c == '"') {
-      s += "\\\"";
-    } else if (c == '\n') {
-      s += "\\n";
-    } else {
-      s += c;
-    }
-  }
-  return s;
-}
 
 std::string PrometheusText(const MetricsReport& report) {
   const WorkerSample& sample = report.sample;

@@ -20,10 +20,8 @@
 // (nullopt) is not written at all, never as 0, and a metric with no sample at all has no
 // HELP or TYPE line either. No timestamps: Prometheus stamps a scrape itself.
 //
-// The format (prometheus/docs, exposition_formats.md): `# HELP name text` (backslash
-// and newline escaped as \\ and \n), `# TYPE name gauge`, then the family's lines
-// `name{label="value",…} number`, label values with \, " and newline escaped as \\, \"
-// and \n; each line ends with \n.
+// The format's pieces (HELP and TYPE lines, numbers, label values, its Content-Type
+// kPrometheusContentType) are util/prometheus_text.h's, shared with serve's /metrics.
 //
 // Thread-safety: a pure function.
 #pragma once
@@ -32,18 +30,12 @@
 #include <string_view>
 
 #include "core/worker_sample.h"
+#include "util/prometheus_text.h"
 
 namespace tpufleet::agent::exporter {
-
-/// The Content-Type of the text below.
-inline constexpr std::string_view kPrometheusContentType =
-    "text/plain; version=0.0.4; charset=utf-8";
 
 /// The exposition of `report`, as the header says; "" before the first sample (a
 /// report whose sample has no time), so no zeros stand in for what was not measured.
 std::string PrometheusText(const MetricsReport& report);
-
-/// `value` as a label value between double quotes: \ " and newline escaped.
-std::string EscapeLabelValue(std::string_view value);
 
 }  // namespace tpufleet::agent::exporter

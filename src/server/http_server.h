@@ -1,0 +1,64 @@
+// ServeHttpServer: serves a ServeApi (http_api.h) over HTTP/1.1 with cpp-httplib, on
+// loopback unless told otherwise (`tpufleet serve --listen ADDR:PORT`).
+//
+// Before a request reaches the ServeApi (which checks the token):
+//   - web pages are kept out (httpd::WebRequestRefusal): a request with an Origin header,
+//     or whose Host is not the address served, gets 403, so neither a cross-site request
+//     nor DNS rebinding from a page open in a browser here reaches the API;
+//   - sizes are bounded: the API is read with GET, so a body over kMaxRequestBodyBytes
+//     gets 413 unread; head and body together at most httpd::kMaxRequestHeadBytes +
+//     kMaxRequestBodyBytes per request (httpd::BoundedServer), else 400 and the
+//     connection closed;
+//   - connections are bounded in time and count: kRequestThreads answer at once, a
+//     connection serves at most kKeepAliveRequests requests, and one idle or slow for
+//     kIoTimeout is closed.
+//
+// Ownership: the ServeApi must outlive the server. Thread-safety: Start and Stop are for
+// one controlling thread; port() may be read from any thread after Start.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "server/http_api.h"
+#include "util/status.h"
+
+namespace tpufleet::server {
+
+/// The default of --listen: loopback only; anyone on this machine who holds the token.
+inline constexpr const char* kDefaultListenAddress = "127.0.0.1";
+/// The default port (0 picks a free one, which the log line names).
+inline constexpr int kDefaultListenPort = 8471;
+/// Largest request body read: the API takes none; a few KiB of slack for clients that
+/// send an empty JSON object.
+inline constexpr size_t kMaxRequestBodyBytes = 4 << 10;
+/// Requests answered at once: a CLI, a dashboard and a Prometheus need no more.
+inline constexpr int kRequestThreads = 4;
+/// Requests on one keep-alive connection before it is closed.
+inline constexpr int kKeepAliveRequests = 100;
+/// A connection silent this long (between requests, or within one) is closed.
+inline constexpr std::chrono::seconds kIoTimeout{5};
+
+class ServeHttpServer {
+ public:
+  /// Serves `api` on `address`:`port` once started.
+  ServeHttpServer(const ServeApi* api, std::string address, int port);
+  ~ServeHttpServer();  // Stop()
+  ServeHttpServer(const ServeHttpServer&) = delete;
+  ServeHttpServer& operator=(const ServeHttpServer&) = delete;
+
+  /// Binds and starts serving on a thread of its own; returns the bound port.
+  /// Unavailable when the address and port cannot be bound. REQUIRES: not started.
+  Result<int> Start();
+  /// Stops accepting, finishes the requests under way, joins. Idempotent.
+  void Stop();
+  /// The bound port; 0 before Start.
+  int port() const;
+
+ private:
+  class Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace tpufleet::server
