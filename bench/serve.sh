@@ -29,7 +29,8 @@ tmp=$(mktemp -d /tmp/tpufleet-serve-bench.XXXXXX)
 export HOME=$tmp/home TPUFLEET_STATE_DIR=$tmp/state TPUFLEET_EMULATOR_DIR=$tmp/emulator
 mkdir -p "$HOME"
 serve_pid=""
-trap '[[ -n $serve_pid ]] && kill "$serve_pid" 2>/dev/null; wait 2>/dev/null
+# Every step of the clean-up runs though one fails (set -e would end the trap there).
+trap '[[ -z $serve_pid ]] || kill "$serve_pid" 2>/dev/null || true
       "$bin" down --all --yes >/dev/null 2>&1 || true; "$bin" emulator stop >/dev/null 2>&1 || true
       rm -rf "$tmp"' EXIT
 "$bin" emulator start >/dev/null
