@@ -4,6 +4,7 @@
 
 #include <mutex>
 #include <optional>
+#include <set>
 #include <thread>
 
 #include "app/state_lock.h"
@@ -99,18 +100,28 @@ class AppServeEngine final : public cli::ServeEngine {
   }
 
  private:
-  // The warnings of each pass, once per pass (a revoked credential, a stockout
-  // everywhere, a CLI command holding the state lock): what the operator must see on
-  // serve's log as well as in /v1/status.
+  // The warnings of the passes (a revoked credential, a stockout everywhere, a CLI
+  // command holding the state lock, a budget reached): what the operator must see on
+  // serve's log as well as in /v1/status. Each is logged when it first appears and
+  // when it ends, not every pass while it holds.
   void LogWarnings() {
     ServeSnapshot snap = reconciler_.Snapshot();
     if (snap.passes == logged_passes_) {
       return;
     }
     logged_passes_ = snap.passes;
+    std::set<std::string> now(snap.warnings.begin(), snap.warnings.end());
     for (const std::string& w : snap.warnings) {
-      settings_.log(w);
+      if (!logged_warnings_.count(w)) {
+        settings_.log(w);
+      }
     }
+    for (const std::string& w : logged_warnings_) {
+      if (!now.count(w)) {
+        settings_.log("no longer: " + w);
+      }
+    }
+    logged_warnings_ = std::move(now);
   }
 
   World& WithLocker() {
@@ -146,6 +157,7 @@ class AppServeEngine final : public cli::ServeEngine {
   std::thread thread_;
   bool stopped_ = false;
   int64_t logged_passes_ = 0;  // the passes whose warnings are logged; the loop's thread
+  std::set<std::string> logged_warnings_;  // the last logged pass's; the loop's thread
   std::mutex mu_;
   std::optional<std::vector<FleetSpec>> pending_;  // guarded by mu_
 };

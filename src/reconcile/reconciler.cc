@@ -155,7 +155,18 @@ void Reconciler::Pass() {
       }
     }
     if (fp.budget.reached) {
-      Warn(fleet.name + ": budget reached: " + fp.budget.why);
+      // The warning stays the same while the limit holds (serve logs what is new); the
+      // amounts go into the event, once per time the limit is reached.
+      Warn(fleet.name + ": budget reached (" + fp.budget.why.substr(0, fp.budget.why.find(':')) +
+           "): creating nothing");
+      if (budget_reached_.insert(fleet.name).second) {
+        if (Status s = Event(fleet.name, "", "budget-reached", fp.budget.why); !s.ok()) {
+          Warn(fleet.name + ": cannot record the budget event: " + s.message());
+        }
+        log_(fleet.name, "", "budget reached: " + fp.budget.why);
+      }
+    } else {
+      budget_reached_.erase(fleet.name);
     }
     counts.spend_usd[fleet.name] = fp.budget.spent_day;
     for (const NodeSpec& ns : fleet.nodes) {

@@ -46,7 +46,10 @@ void Reconciler::Act(const FleetPass& fp, const std::string& node, const NodeFac
                                     "so it keeps running (use `idle: {action: delete}`)");
       return;
     case NodeAction::kHold:
-      Warn(node + ": " + d.reason);
+      // Without the amounts, which change every pass: the fleet's budget warning and
+      // its budget-reached event carry them.
+      Warn(node + ": " + d.reason.substr(0, d.reason.find("; not creating")) +
+           "; not creating: the fleet's budget is reached");
       return;
   }
 }

@@ -294,6 +294,15 @@ TEST_F(ReconcilerTest, AtTheBudgetAHuskIsDeletedAndNotMadeAgain) {
   r->Pass();
   Settle(*r);
   EXPECT_EQ(w.cloud.creates(), 1);  // held
+  // Said once while it holds: one event with the amounts, the same warning each pass.
+  EXPECT_EQ(w.Events("budget-reached", "").size(), 1u);
+  EXPECT_TRUE(Contains(w.Events("budget-reached", "").back().detail, "usd_per_day $5.00 reached"));
+  std::vector<std::string> held = r->Snapshot().warnings;
+  w.clock.Advance(std::chrono::minutes(10));
+  r->Pass();
+  Settle(*r);
+  EXPECT_EQ(r->Snapshot().warnings, held);
+  EXPECT_EQ(w.Events("budget-reached", "").size(), 1u);
 }
 
 TEST_F(ReconcilerTest, APassWritesTheHeartbeatAndTheSnapshot) {
