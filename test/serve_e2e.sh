@@ -329,7 +329,7 @@ resumes() {
     s=$(sed -n "s/^pod\/w$w | resumed from step \([0-9]*\)$/\1/p" "$tmp/train.log" | tail -1)
     [[ -n $s ]] && ((s > 0)) || { echo "w$w: no 'resumed from step S>0'"; tail -20 "$tmp/train.log"; return 1; }
     grep -q "^pod/w$w | restarts 1$" "$tmp/train.log" || { echo "w$w: no 'restarts 1'"; return 1; }
-    grep -q "^pod/w$w | step $steps " "$tmp/train.log" &&
+    grep -q "^pod/w$w | step $steps/$steps " "$tmp/train.log" &&
       grep -q "^pod/w$w | tpu-standin: done" "$tmp/train.log" || { echo "w$w: not done"; tail -5 "$tmp/train.log"; return 1; }
     note "w$w resumed from step $s"
   done
@@ -494,7 +494,7 @@ end_bg
 tf cancel "$feed" >/dev/null 2>&1
 down_all() { tf down --all --yes >"$tmp/down.txt" 2>&1 || { cat "$tmp/down.txt"; return 1; }; }
 check "down --all" down_all
-timeout 20 "$bin" holder stop >/dev/null 2>&1
+check "holder stop ends the connection holder (status asked the agents through it)" holder_stops
 check "emulator stop leaves no process, namespace, sshd or link of this run" stop_clean
 echo "1..$n"
 ((failed == 0))
