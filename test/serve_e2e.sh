@@ -295,10 +295,13 @@ issued_soon() {
   create=$(ev_time sv pod create-requested "$t_inject")
   [[ -n $notice && -n $del && -n $create ]] || { ev_show; return 1; }
   note "after the inject: preempted (agents) +$(minus "$notice" "$t_inject")s, delete-requested +$(minus "$del" "$t_inject")s, create-requested +$(minus "$create" "$t_inject")s"
-  le "$(minus "$del" "$notice")" "$issue_within" && le "$(minus "$create" "$notice")" "$issue_within" ||
+  # serve's own part is bounded here; the create waits for the cloud's delete operation,
+  # whose time is the machine's (0.9 s idle, 2.2 s under CI's parallel lanes): noted,
+  # and measured in bench/, not asserted.
+  le "$(minus "$del" "$notice")" "$issue_within" && le "$del" "$create" ||
     { echo "notice $notice, delete $del, create $create"; return 1; }
 }
-check "the husk's delete and the create are issued within ${issue_within}s of the agents' notice (its event)" \
+check "the husk's delete is issued within ${issue_within}s of the agents' notice (its event), the create after it" \
   issued_soon
 # The notice is on the workers' metadata servers from the inject on; the agents pass it
 # on at once, so serve's preempted event is not a pass late.
@@ -492,9 +495,10 @@ term_ends() {
 check "SIGTERM ends serve (exit 0); status then says serve: not running" term_ends
 end_bg
 tf cancel "$feed" >/dev/null 2>&1
+# The holder first, while its workers still answer (its connections close at once).
+check "holder stop ends the connection holder (status asked the agents through it)" holder_stops
 down_all() { tf down --all --yes >"$tmp/down.txt" 2>&1 || { cat "$tmp/down.txt"; return 1; }; }
 check "down --all" down_all
-check "holder stop ends the connection holder (status asked the agents through it)" holder_stops
 check "emulator stop leaves no process, namespace, sshd or link of this run" stop_clean
 echo "1..$n"
 ((failed == 0))
