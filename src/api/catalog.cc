@@ -46,6 +46,12 @@ json NodeJson(const ValidatedNode& n) {
   if (n.hosts) {
     j["hosts"] = *n.hosts;
   }
+  j["ttl_seconds"] = OrNull(n.ttl_seconds);
+  j["idle"] = n.idle ? json{{"after_seconds", n.idle->after_seconds}, {"action", n.idle->action}}
+                     : json(nullptr);
+  j["spot_fallback"] = n.spot_fallback ? json{{"after", n.spot_fallback->after},
+                                              {"within_seconds", n.spot_fallback->within_seconds}}
+                                       : json(nullptr);
   return j;
 }
 
@@ -127,6 +133,11 @@ std::string ToJson(const ValidateReport& report) {
                {"nodes", ArrayOf(report.nodes, NodeJson)},
                {"usd_per_hour", report.usd_per_hour},
                {"usd_per_day", report.usd_per_day},
+               {"budget", report.budget ? json{{"usd_per_day", OrNull(report.budget->usd_per_day)},
+                                               {"usd_total", OrNull(report.budget->usd_total)},
+                                               {"action", report.budget->action}}
+                                        : json(nullptr)},
+               {"prometheus_port", OrNull(report.prometheus_port)},
                {"warnings", report.warnings}},
               kDocumentIndent);
 }

@@ -109,10 +109,32 @@ struct ValidatedNode {
   std::optional<double> usd_per_hour;
   std::optional<std::string> price_region;
   std::optional<std::vector<std::string>> hosts;  // ssh-hosts: written only when set
+  std::optional<int64_t> ttl_seconds;              // deleted this long after its create
+  /// {"after_seconds", "action"}: reclaimed once idle that long ("delete" or "stop").
+  struct Idle {
+    int64_t after_seconds = 0;
+    std::string action;
+  };
+  std::optional<Idle> idle;
+  /// {"after", "within_seconds"}: a spot node lost `after` times within that window is
+  /// made again on demand.
+  struct SpotFallback {
+    int after = 0;
+    int64_t within_seconds = 0;
+  };
+  std::optional<SpotFallback> spot_fallback;
+};
+
+/// A fleet's budget: {"usd_per_day", "usd_total", "action"} ("stop-creating",
+/// "delete-spot", "delete-all").
+struct ValidatedBudget {
+  std::optional<double> usd_per_day;
+  std::optional<double> usd_total;
+  std::string action;
 };
 
 /// `validate`: {"fleet", "provider", "project", "nodes", "usd_per_hour", "usd_per_day",
-/// "warnings"}.
+/// "budget", "prometheus_port", "warnings"}.
 struct ValidateReport {
   std::string fleet;
   std::string provider;  // "gcp-tpu", "emulator", "ssh-hosts"
@@ -120,6 +142,8 @@ struct ValidateReport {
   std::vector<ValidatedNode> nodes;
   double usd_per_hour = 0;  // on demand, every node
   double usd_per_day = 0;
+  std::optional<ValidatedBudget> budget;  // null: no budget
+  std::optional<int> prometheus_port;     // null: the agents serve no /metrics
   std::vector<std::string> warnings;
 };
 

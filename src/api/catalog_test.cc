@@ -115,6 +115,9 @@ TEST(ApiJson, ValidateReport) {
   trainer.runtime_version = "tpu-ubuntu2204-base";
   trainer.usd_per_hour = 103.04;
   trainer.price_region = "us-central2";
+  trainer.ttl_seconds = 86400;
+  trainer.idle = ValidatedNode::Idle{7200, "delete"};
+  trainer.spot_fallback = ValidatedNode::SpotFallback{3, 3600};
   ValidatedNode lab;
   lab.name = "lab";
   lab.names = {"lab"};
@@ -123,6 +126,8 @@ TEST(ApiJson, ValidateReport) {
   r.nodes = {trainer, lab};
   r.usd_per_hour = 103.04;
   r.usd_per_day = 2472.96;
+  r.budget = ValidatedBudget{1600, std::nullopt, "delete-spot"};
+  r.prometheus_port = 9431;
   r.warnings = {"at on-demand prices the fleet costs $2,472.96 a day, more than its budget"};
   ExpectGolden("src/api/testdata/validate_report.json", ToJson(r) + "\n");
 }

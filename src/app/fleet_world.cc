@@ -220,8 +220,8 @@ Result<FleetPaths> PathsFor(const std::map<std::string, std::string>& env,
   paths.control.ssh_dir = state_dir + "/ssh";
   paths.control.state_dir = state_dir;
   paths.user_ssh_config = Env(env, "HOME") + "/.ssh/config";
-  // The ssh config's Host blocks run this program to find a worker's current address.
-  TPUFLEET_ASSIGN_OR_RETURN(paths.control.proxy_program, ThisProgram());
+  // The ssh config's Host blocks run tpufleet to find a worker's current address.
+  TPUFLEET_ASSIGN_OR_RETURN(paths.control.proxy_program, BesideThisProgram(kCliProgram));
   // The node agent up installs: built and installed beside tpufleet.
   paths.control.agent_binary = Env(env, std::string(kAgentBinaryEnv));
   if (paths.control.agent_binary.empty()) {

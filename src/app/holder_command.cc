@@ -21,8 +21,8 @@ std::string HolderSocketPath(const std::map<std::string, std::string>& env) {
   return FleetStateDir(env) + "/holder.sock";
 }
 
-Status StartSelfDetached(const std::vector<std::string>& args, const std::string& log) {
-  TPUFLEET_ASSIGN_OR_RETURN(std::string self, ThisProgram());
+Status StartCliDetached(const std::vector<std::string>& args, const std::string& log) {
+  TPUFLEET_ASSIGN_OR_RETURN(std::string self, BesideThisProgram(kCliProgram));
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
@@ -54,7 +54,7 @@ Status StartSelfDetached(const std::vector<std::string>& args, const std::string
 
 Status StartHolderProcess(const std::string& socket_path) {
   std::string log = socket_path.substr(0, socket_path.rfind('/') + 1) + "holder.log";
-  return StartSelfDetached({"holder", "serve", "--socket", socket_path}, log);
+  return StartCliDetached({"holder", "serve", "--socket", socket_path}, log);
 }
 
 namespace {

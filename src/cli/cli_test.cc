@@ -369,6 +369,41 @@ TEST(Issue11, ValidateSaysAnUnpricedEntryIsNotCounted) {
   EXPECT_TRUE(Contains(o.out, "; 1 entry has no price and is not counted).")) << o.out;
 }
 
+// Issue 14: what serve will do with a fleet, before it runs: lifetimes, the spot
+// fallback, the budget's action and the agents' metrics port, as text and as JSON.
+TEST(Issue14, ValidateShowsWhatServeWillDo) {
+  std::string path = ::testing::TempDir() + "/issue14-serve.yaml";
+  {
+    std::ofstream f(path);
+    f << "fleet: kept\nproject: kept-project\n"
+         "budget: {usd_per_day: 50, action: delete-spot}\n"
+         "monitoring: {prometheus_port: 9431}\n"
+         "nodes:\n  - name: a\n    type: v5litepod-8\n    zones: [us-west4-a]\n"
+         "    capacity: spot\n    ttl: 12h\n    idle: {after: 30m, action: stop}\n"
+         "    spot_fallback: {after: 3, within: 6h}\n";
+  }
+  Output o = Tpufleet({"validate", path});
+  json j = TpufleetJson({"validate", path, "--json"});
+  std::remove(path.c_str());
+  EXPECT_EQ(o.code, 0) << o.err;
+  EXPECT_TRUE(Contains(o.out, "deleted 12h after creation; stopped after 30m idle")) << o.out;
+  EXPECT_TRUE(Contains(o.out, "on demand after 3 losses within 6h, spot again after that"))
+      << o.out;
+  EXPECT_TRUE(Contains(o.out, "Budget: $50.00 a day; once spent, `tpufleet serve` creates "
+                              "nothing more and deletes the spot nodes.\n"))
+      << o.out;
+  EXPECT_TRUE(Contains(o.out, "Monitoring: every worker's agent serves Prometheus metrics on "
+                              "port 9431, on all its addresses.\n"))
+      << o.out;
+  const json& node = j["nodes"][0];
+  EXPECT_EQ(node["ttl_seconds"], 12 * 3600);
+  EXPECT_EQ(node["idle"], json({{"after_seconds", 1800}, {"action", "stop"}}));
+  EXPECT_EQ(node["spot_fallback"], json({{"after", 3}, {"within_seconds", 6 * 3600}}));
+  EXPECT_EQ(j["budget"], json({{"usd_per_day", 50.0}, {"usd_total", nullptr},
+                               {"action", "delete-spot"}}));
+  EXPECT_EQ(j["prometheus_port"], 9431);
+}
+
 // Issue 11: TPU7x is in the catalog, in the AI zone; no price is published, and it says so.
 TEST(Issue11, Tpu7xInTheCatalogWithoutAnInventedPrice) {
   json j = TpufleetJson({"catalog", "tpu7x-8"});

@@ -1,41 +1,6 @@
 #include "cli/emulator_row.h"
 
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstring>
-#include <ostream>
-#include <string>
-#include <vector>
-
 namespace tpufleet::cli {
-
-ExitStatus ExecEmulator(Invocation& inv) {
-  char self[4096];
-  ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
-  std::string dir = n > 0 ? std::string(self, static_cast<size_t>(n)) : "";
-  dir = dir.substr(0, dir.rfind('/') + 1);
-  std::string program = dir + "tpufleet-emulator";
-  std::vector<std::string> argv = {"tpufleet-emulator"};
-  for (const std::string& p : inv.args.positional) {
-    argv.push_back(p);
-  }
-  for (const auto& [flag, value] : inv.args.values) {
-    argv.push_back("--" + flag);
-    if (!value.empty()) {
-      argv.push_back(value);
-    }
-  }
-  std::vector<char*> cargv;
-  for (std::string& a : argv) {
-    cargv.push_back(a.data());
-  }
-  cargv.push_back(nullptr);
-  inv.out.flush();
-  ::execv(program.c_str(), cargv.data());
-  return Fail(inv, NotFoundError("cannot run " + program + ": " + std::strerror(errno) +
-                                      " (it is installed next to tpufleet)"));
-}
 
 Command EmulatorCommandRow(ExitStatus (*run)(Invocation&)) {
   return {"emulator",

@@ -223,7 +223,7 @@ ExitStatus RunServe(Invocation& inv) {
   return ExitStatus::kOk;
 }
 
-Command ServeCommandRow() {
+Command ServeCommandRow(ExitStatus (*run)(Invocation&)) {
   return {"serve",
           "Keep fleets at their spec: recover preemptions, restart jobs, enforce ttl, idle, budget",
           "FLEET.yaml... [--listen ADDR:PORT] [--pass SECONDS] [--once] [--json-log]",
@@ -244,7 +244,7 @@ Command ServeCommandRow() {
            {"once", "", "run one pass and exit"},
            {"json-log", "", "log lines as JSON objects ({\"time\", \"msg\"})"}},
           false,
-          RunServe};
+          run};
 }
 
 }  // namespace tpufleet::cli

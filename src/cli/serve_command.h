@@ -71,8 +71,10 @@ class ServeEngine {
 using ServeEngineFactory =
     std::function<Result<std::unique_ptr<ServeEngine>>(Invocation& inv, ServeSettings settings)>;
 
-/// The row, with RunServe as its handler; main adds it (its App carries the factory).
-Command ServeCommandRow();
+/// The row, with `run` as its handler: RunServe in tpufleet-serve (whose App carries
+/// the factory), ExecBeside in tpufleet, so that the everyday CLI never loads the HTTP
+/// server's libraries.
+Command ServeCommandRow(ExitStatus (*run)(Invocation&));
 
 /// `--listen ADDR:PORT` ("127.0.0.1:8471", "[::1]:8471"); InvalidArgument otherwise.
 Status ParseListen(std::string_view text, std::string* address, int* port);

@@ -58,7 +58,7 @@ class FakeEngine final : public ServeEngine {
 
 App AppWith(Calls* calls) {
   App app{CliCommands(), nullptr};
-  app.commands.push_back(ServeCommandRow());
+  app.commands.push_back(ServeCommandRow(RunServe));
   app.serve = [calls](Invocation&, ServeSettings) -> Result<std::unique_ptr<ServeEngine>> {
     ++calls->made;
     return std::unique_ptr<ServeEngine>(std::make_unique<FakeEngine>(calls));

@@ -121,6 +121,12 @@ std::vector<std::vector<std::string>> NodeRows(const FleetSpec& spec, const Node
     }
     rows.push_back({"  lifetime", Join(parts, "; ")});
   }
+  if (node.spot_fallback) {
+    rows.push_back({"  spot fallback",
+                    "on demand after " + std::to_string(node.spot_fallback->after) +
+                        (node.spot_fallback->after == 1 ? " loss" : " losses") + " within " +
+                        FormatDuration(node.spot_fallback->within) + ", spot again after that"});
+  }
   std::vector<UserSpec> users = UsersOn(spec, node);
   if (!users.empty()) {
     rows.push_back({"  users", UsersText(users)});
@@ -141,6 +147,19 @@ std::vector<std::vector<std::string>> NodeRows(const FleetSpec& spec, const Node
   return rows;
 }
 
+// What serve does at the budget (core/fleet_spec.h BudgetAction), as a sentence's end.
+std::string_view BudgetActionText(BudgetAction action) {
+  switch (action) {
+    case BudgetAction::kStopCreating:
+      return "creates nothing more (running nodes keep running)";
+    case BudgetAction::kDeleteSpot:
+      return "creates nothing more and deletes the spot nodes";
+    case BudgetAction::kDeleteAll:
+      return "creates nothing more and deletes every node (data disks are kept)";
+  }
+  return "";
+}
+
 api::ValidatedNode ValidatedNodeOf(const NodeSpec& node, const NodeCost& cost) {
   bool tpu = !node.type.empty();
   api::ValidatedNode n;
@@ -156,6 +175,17 @@ api::ValidatedNode ValidatedNodeOf(const NodeSpec& node, const NodeCost& cost) {
   n.usd_per_hour = cost.usd_per_hour;
   if (!cost.region.empty()) {
     n.price_region = cost.region;
+  }
+  if (node.ttl) {
+    n.ttl_seconds = node.ttl->count();
+  }
+  if (node.idle) {
+    n.idle = api::ValidatedNode::Idle{node.idle->after.count(),
+                                      std::string(IdleActionName(node.idle->action))};
+  }
+  if (node.spot_fallback) {
+    n.spot_fallback =
+        api::ValidatedNode::SpotFallback{node.spot_fallback->after, node.spot_fallback->within.count()};
   }
   if (tpu) {
     n.type = node.type;
@@ -211,6 +241,13 @@ ExitStatus RunValidate(Invocation& inv) {
     }
     report.usd_per_hour = per_hour;
     report.usd_per_day = per_day;
+    if (spec->budget) {
+      report.budget = api::ValidatedBudget{spec->budget->usd_per_day, spec->budget->usd_total,
+                                           std::string(BudgetActionName(spec->budget->action))};
+    }
+    if (spec->monitoring.prometheus_port != 0) {
+      report.prometheus_port = spec->monitoring.prometheus_port;
+    }
     report.warnings = warnings;
     inv.out << api::ToJson(report) << "\n";
     return ExitStatus::kOk;
@@ -252,7 +289,12 @@ ExitStatus RunValidate(Invocation& inv) {
       }
       parts.push_back(total);
     }
-    inv.out << "Budget: " << Join(parts, ", ") << ".\n";
+    inv.out << "Budget: " << Join(parts, ", ") << "; once spent, `tpufleet serve` "
+            << BudgetActionText(spec->budget->action) << ".\n";
+  }
+  if (spec->monitoring.prometheus_port != 0) {
+    inv.out << "Monitoring: every worker's agent serves Prometheus metrics on port "
+            << spec->monitoring.prometheus_port << ", on all its addresses.\n";
   }
   for (const std::string& w : warnings) {
     inv.err << "tpufleet: warning: " << w << "\n";

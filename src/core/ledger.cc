@@ -8,21 +8,6 @@
 
 namespace tpufleet {
 
-bool Billable(const NodeState& state) {
-  if (state.IsGone()) {
-    return true;  // the husk: its VMs and quota are held until it is deleted
-  }
-  switch (state.value()) {
-    // A queued resource waiting for capacity: nothing runs yet.
-    case NodeState::kAccepted:
-    case NodeState::kProvisioning:
-    case NodeState::kWaitingForResources:
-      return false;
-    default:
-      return state.IsBilled();
-  }
-}
-
 double PriceFor(const Catalog& catalog, std::string_view type, std::string_view zone,
                 Capacity capacity) {
   if (capacity == Capacity::kReserved) {
@@ -37,7 +22,7 @@ double SpendBetween(const std::vector<SpendRecord>& stretches, Clock::WallTime f
                     Clock::WallTime to) {
   double usd = 0;
   for (const SpendRecord& s : stretches) {
-    if (!Billable(NodeState::Parse(s.state))) {
+    if (!NodeState::Parse(s.state).IsBilled()) {
       continue;
     }
     Clock::WallTime start = std::max(s.start, from);
@@ -62,7 +47,7 @@ BudgetState CheckBudget(const std::optional<BudgetSpec>& budget,
   b.spent_day = SpendBetween(stretches, UtcDayStart(now), now);
   b.spent_total = SpendBetween(stretches, Clock::WallTime::min(), now);
   for (const SpendRecord& s : stretches) {
-    if (!s.end && s.start <= now && Billable(NodeState::Parse(s.state))) {
+    if (!s.end && s.start <= now && NodeState::Parse(s.state).IsBilled()) {
       b.rate_per_hour += s.usd_per_hour;
     }
   }

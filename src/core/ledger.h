@@ -5,12 +5,9 @@
 // across recreates and restarts of serve; this file only adds them up.
 //
 // The rules (docs/serve.md, "The ledger"):
-//   - A node bills from its create until it is gone, whatever it does meanwhile:
-//     CREATING, READY, REPAIRING, STOPPING, DELETING… and a PREEMPTED or TERMINATED husk,
-//     which keeps its VMs' quota until deleted (SkyPilot deletes preempted TPU VMs for
-//     that reason: shared/reference/peers.md). A queued resource still waiting for
-//     capacity (ACCEPTED, PROVISIONING, WAITING_FOR_RESOURCES) does not bill, nor does a
-//     STOPPED node's VMs, nor anything not made yet or deleted.
+//   - A node bills in the states core/node_state.h's IsBilled names (status prices by
+//     the same rule): from its create until it is gone, a PREEMPTED husk included; not a
+//     queued resource still waiting for capacity, nor a STOPPED node.
 //   - A stretch is priced when it opens (PriceFor) and keeps that price: a catalog
 //     update does not rewrite what was spent.
 //   - The day of a daily budget is the UTC day: one day for everyone, whatever the
@@ -31,10 +28,6 @@
 #include "util/clock.h"
 
 namespace tpufleet {
-
-/// Whether a node in `state` costs money now, as described above. A state tpufleet does
-/// not know bills: better to overstate a cost than to hide one.
-bool Billable(const NodeState& state);
 
 /// What one node of `type` in `zone` costs per hour: the list price (core/cost.h
 /// PriceNode), spot at the top of its family's range (the most it can cost), reserved

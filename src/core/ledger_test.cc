@@ -37,20 +37,6 @@ SpendRecord Stretch(std::string state, double usd_per_hour, Clock::WallTime star
   return s;
 }
 
-TEST(LedgerTest, BillableStates) {
-  // A node bills from its create until it is gone, a husk included.
-  for (const char* s : {"CREATING", "READY", "REPAIRING", "RESTARTING", "STOPPING", "STARTING",
-                        "DELETING", "PREEMPTED", "TERMINATED", "ACTIVE", "SOMETHING_NEW"}) {
-    EXPECT_TRUE(Billable(NodeState::Parse(s))) << s;
-  }
-  // A queued resource waiting, a stopped node, nothing made yet or any more.
-  for (const char* s :
-       {"", "REQUESTED", "QUEUED", "ACCEPTED", "PROVISIONING", "WAITING_FOR_RESOURCES", "STOCKOUT",
-        "STOPPED", "DELETED", "NOT_FOUND", "FAILED", "SUSPENDED"}) {
-    EXPECT_FALSE(Billable(NodeState::Parse(s))) << s;
-  }
-}
-
 TEST(LedgerTest, PriceFor) {
   const Catalog& catalog = testing::BuiltinCatalog();
   EXPECT_NEAR(PriceFor(catalog, "v4-8", "us-central2-b", Capacity::kOnDemand), kV4_8, 1e-9);

@@ -72,17 +72,20 @@ bool NodeState::IsBilled() const {
     case kNone:
     case kRequested:
     case kQueued:
+    case kAccepted:
+    case kProvisioning:
+    case kWaitingForResources:
     case kStockout:
     case kNotFound:
     case kDeleted:
     case kStopped:
     case kFailed:
-    case kPreempted:
-    case kTerminated:
     case kSuspended:
       return false;
     default:
-      return true;  // kUnknown too: better to overstate a cost than to hide one
+      // A PREEMPTED or TERMINATED husk too, and kUnknown: better to overstate a cost
+      // than to hide one.
+      return true;
   }
 }
 

@@ -83,8 +83,12 @@ class NodeState {
   std::string Name() const;
   Value value() const { return value_; }
 
-  /// The node exists and its VMs are billed (list price runs): everything but the
-  /// states where nothing exists yet or any more, or where it is stopped.
+  /// The node costs money now (list price runs), for `status` and serve's ledger alike:
+  /// from its create until it is gone, a PREEMPTED or TERMINATED husk included (it keeps
+  /// its VMs' quota until deleted; SkyPilot deletes preempted TPU VMs for that reason).
+  /// Not a queued resource still waiting for capacity (ACCEPTED, PROVISIONING,
+  /// WAITING_FOR_RESOURCES), a STOPPED node, nor anything not made yet or deleted. A
+  /// state tpufleet does not know bills.
   bool IsBilled() const;
   /// Its workers can be logged in to and run work: READY.
   bool IsUsable() const;

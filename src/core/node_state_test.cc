@@ -57,13 +57,19 @@ void ExpectAnswers(bool (NodeState::*question)() const, std::initializer_list<No
   }
 }
 
-TEST(NodeStateTest, Billed) {
-  ExpectAnswers(&NodeState::IsBilled,
-                {NodeState::kCreating, NodeState::kReady, NodeState::kRepairing,
-                 NodeState::kDeleting, NodeState::kStarting, NodeState::kUnreachable},
-                {NodeState::kNone, NodeState::kRequested, NodeState::kQueued, NodeState::kStockout,
-                 NodeState::kNotFound, NodeState::kStopped, NodeState::kFailed,
-                 NodeState::kPreempted, NodeState::kTerminated});
+TEST(NodeStateTest, BilledFromItsCreateUntilItIsGone) {
+  // What status prices and serve's ledger counts: a husk holds its VMs until deleted.
+  for (const char* s : {"CREATING", "READY", "REPAIRING", "RESTARTING", "STOPPING", "STARTING",
+                        "DELETING", "PREEMPTED", "TERMINATED", "ACTIVE", "UNREACHABLE",
+                        "SOMETHING_NEW"}) {
+    EXPECT_TRUE(NodeState::Parse(s).IsBilled()) << s;
+  }
+  // A queued resource waiting, a stopped node, nothing made yet or any more.
+  for (const char* s :
+       {"", "REQUESTED", "QUEUED", "ACCEPTED", "PROVISIONING", "WAITING_FOR_RESOURCES", "STOCKOUT",
+        "STOPPED", "DELETED", "NOT_FOUND", "FAILED", "SUSPENDED"}) {
+    EXPECT_FALSE(NodeState::Parse(s).IsBilled()) << s;
+  }
 }
 
 TEST(NodeStateTest, TheQuestions) {

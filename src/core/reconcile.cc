@@ -174,7 +174,7 @@ NodeDecision NotThere(const NodeSpec& spec, const NodeFacts& f, const BudgetStat
 
 // The budget's delete of a node that bills (rule 5).
 bool BudgetDeletes(const BudgetState& budget, const NodeRecord& rec, const NodeState& state) {
-  if (!budget.reached || !Billable(state)) {
+  if (!budget.reached || !state.IsBilled()) {
     return false;
   }
   switch (budget.action) {

@@ -179,6 +179,11 @@ Result<std::string> ThisProgram() {
   return std::string(self, static_cast<size_t>(n));
 }
 
+Result<std::string> BesideThisProgram(std::string_view program) {
+  TPUFLEET_ASSIGN_OR_RETURN(std::string self, ThisProgram());
+  return self.substr(0, self.rfind('/') + 1) + std::string(program);
+}
+
 std::string UserName(uid_t uid) {
   if (const passwd* pw = ::getpwuid(uid); pw != nullptr && pw->pw_name != nullptr) {
     return pw->pw_name;

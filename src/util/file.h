@@ -15,6 +15,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "util/status.h"
@@ -55,10 +56,12 @@ Status MakePrivateDirs(const std::string& dir);
 /// 0), who runs tpufleet" or "PATH has mode 0777: its group or others may write it".
 Status CheckOwnedByMe(const std::string& path, const struct stat& st, mode_t forbidden);
 
-/// The absolute path of the running program (/proc/self/exe): how tpufleet starts
-/// itself again (the connection holder, the ssh config's ProxyCommand). Internal when
-/// the kernel does not say.
+/// The absolute path of the running program (/proc/self/exe). Internal when the kernel
+/// does not say.
 Result<std::string> ThisProgram();
+/// `program` in the directory of the running program, where tpufleet's programs are
+/// installed side by side (tpufleet, tpufleet-serve, tpufleet-emulator…).
+Result<std::string> BesideThisProgram(std::string_view program);
 
 /// "alice (uid 1000)", or "uid 1234" for a uid without a passwd entry.
 std::string DescribeUser(uid_t uid);

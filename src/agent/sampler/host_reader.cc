@@ -20,13 +20,20 @@ std::optional<std::string> Read(const std::string& path, size_t max = kMaxProcFi
   return *std::move(text);
 }
 
-std::optional<double> Rate(const std::optional<IoTotals>& before,
-                           const std::optional<IoTotals>& now, double seconds,
+std::optional<double> Rate(const std::optional<DeviceIo>& before,
+                           const std::optional<DeviceIo>& now, double seconds,
                            uint64_t IoTotals::*field) {
-  if (!before || !now || seconds <= 0 || (*now).*field < (*before).*field) {
+  if (!before || !now || seconds <= 0) {
     return std::nullopt;
   }
-  return static_cast<double>((*now).*field - (*before).*field) / seconds;
+  uint64_t moved = 0;
+  for (const auto& [name, counters] : *now) {
+    auto then = before->find(name);
+    if (then != before->end() && counters.*field >= then->second.*field) {
+      moved += counters.*field - then->second.*field;
+    }
+  }
+  return static_cast<double>(moved) / seconds;
 }
 
 }  // namespace

@@ -26,8 +26,8 @@ inline constexpr const char* kUtmpPath = "/run/utmp";
 struct HostCounters {
   std::optional<CpuTimes> cpu;
   std::optional<MemInfo> memory;
-  std::optional<IoTotals> disk;
-  std::optional<IoTotals> net;
+  std::optional<DeviceIo> disk;
+  std::optional<DeviceIo> net;
   int logins = 0;
 };
 
@@ -35,6 +35,9 @@ HostCounters ReadHostCounters(const host::HostPaths& paths);
 
 /// The sample of `now`, with rates against `before` taken `seconds` earlier; without
 /// `before` (the first sample) CPU is the share since boot and the rates are absent.
+/// A rate counts the devices of both readings whose counters did not go back (a device
+/// replaced under the same name restarts from 0): a device that came or went between
+/// them adds nothing.
 HostSample HostSampleOf(const HostCounters* before, const HostCounters& now, double seconds);
 
 }  // namespace tpufleet::agent::sampler

@@ -101,26 +101,25 @@ std::optional<MemInfo> ParseMeminfo(std::string_view text) {
   return MemInfo{*total, *available};
 }
 
-IoTotals ParseDiskstats(std::string_view text, const std::set<std::string>& whole_disks) {
+DeviceIo ParseDiskstats(std::string_view text, const std::set<std::string>& whole_disks) {
   // major minor name reads merged sectors_read ms writes merged sectors_written …
-  IoTotals t;
+  DeviceIo t;
   for (std::string_view line : Lines(text)) {
     std::vector<std::string_view> w = Words(line);
     uint64_t read = 0;
     uint64_t written = 0;
     if (w.size() >= 10 && whole_disks.count(std::string(w[2])) != 0 && ToU64(w[5], &read) &&
         ToU64(w[9], &written)) {
-      t.read_bytes += read * 512;
-      t.write_bytes += written * 512;
+      t[std::string(w[2])] = IoTotals{read * 512, written * 512};
     }
   }
   return t;
 }
 
-IoTotals ParseNetDev(std::string_view text) {
+DeviceIo ParseNetDev(std::string_view text) {
   // "  eth0: rx_bytes packets errs drop fifo frame compressed multicast tx_bytes …"; the
   // name and the first number may touch ("eth0:123").
-  IoTotals t;
+  DeviceIo t;
   for (std::string_view line : Lines(text)) {
     size_t colon = line.find(':');
     if (colon == std::string_view::npos) {
@@ -133,8 +132,7 @@ IoTotals ParseNetDev(std::string_view text) {
     if (name == "lo" || w.size() < 9 || !ToU64(w[0], &rx) || !ToU64(w[8], &tx)) {
       continue;
     }
-    t.read_bytes += rx;
-    t.write_bytes += tx;
+    t[std::string(name)] = IoTotals{rx, tx};
   }
   return t;
 }

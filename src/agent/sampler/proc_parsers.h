@@ -13,6 +13,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -37,20 +38,24 @@ struct MemInfo {
 };
 std::optional<MemInfo> ParseMeminfo(std::string_view text);
 
-/// Cumulative byte counters of a set of devices.
+/// Cumulative byte counters of one device.
 struct IoTotals {
   uint64_t read_bytes = 0;   // disks: sectors read × 512; network: received
   uint64_t write_bytes = 0;  // disks: sectors written × 512; network: sent
 };
+/// The counters of each device by name. Kept apart rather than summed: a device that
+/// comes or goes between two readings (a container's veth, a hot-plugged disk) would
+/// otherwise move the sum by its whole count and spoil the rate of every other device.
+using DeviceIo = std::map<std::string, IoTotals>;
 
-/// /proc/diskstats summed over the devices named in `whole_disks` (the caller's list of
-/// real whole disks: /sys/block entries with a `device` link), so that partitions,
-/// loop, ram and device-mapper devices do not count a byte twice. Sectors are 512 bytes
-/// whatever the disk's own sector size (Documentation/block/stat.rst).
-IoTotals ParseDiskstats(std::string_view text, const std::set<std::string>& whole_disks);
+/// /proc/diskstats for the devices named in `whole_disks` (the caller's list of real
+/// whole disks: /sys/block entries with a `device` link), so that partitions, loop, ram
+/// and device-mapper devices do not count a byte twice. Sectors are 512 bytes whatever
+/// the disk's own sector size (Documentation/block/stat.rst).
+DeviceIo ParseDiskstats(std::string_view text, const std::set<std::string>& whole_disks);
 
-/// /proc/net/dev summed over every interface but loopback ("lo").
-IoTotals ParseNetDev(std::string_view text);
+/// /proc/net/dev for every interface but loopback ("lo").
+DeviceIo ParseNetDev(std::string_view text);
 
 /// What the sampler needs of /proc/PID/stat (or /proc/PID/task/TID/stat).
 struct PidStat {

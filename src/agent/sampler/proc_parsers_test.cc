@@ -42,21 +42,27 @@ TEST(Diskstats, WholeDisksOnlyIn512ByteSectors) {
       "   7       0 loop0 50 0 400 10 0 0 0 0 0 5 10 0 0 0 0\n"
       " 259       0 nvme0n1 10 0 100 1 20 0 200 2 0 3 3\n"
       "garbage\n";
-  IoTotals t = ParseDiskstats(text, {"vda", "nvme0n1"});
-  EXPECT_EQ(t.read_bytes, (8000u + 100) * 512);
-  EXPECT_EQ(t.write_bytes, (16000u + 200) * 512);
-  EXPECT_EQ(ParseDiskstats(text, {}).read_bytes, 0u);
+  DeviceIo t = ParseDiskstats(text, {"vda", "nvme0n1"});
+  ASSERT_EQ(t.size(), 2u);
+  EXPECT_EQ(t["vda"].read_bytes, 8000u * 512);
+  EXPECT_EQ(t["vda"].write_bytes, 16000u * 512);
+  EXPECT_EQ(t["nvme0n1"].read_bytes, 100u * 512);
+  EXPECT_EQ(t["nvme0n1"].write_bytes, 200u * 512);
+  EXPECT_TRUE(ParseDiskstats(text, {}).empty());
 }
 
 TEST(NetDev, EveryInterfaceButLoopback) {
-  IoTotals t = ParseNetDev(
+  DeviceIo t = ParseNetDev(
       "Inter-|   Receive                                                |  Transmit\n"
       " face |bytes    packets errs drop fifo frame compressed multicast|bytes    packets errs drop fifo colls carrier compressed\n"
       "    lo: 5000      50    0    0    0     0          0         0     5000      50    0    0    0     0       0          0\n"
       "  eth0:1234567    100    0    0    0     0          0         0   765432      90    0    0    0     0       0          0\n"
       "  ens5: 10 1 0 0 0 0 0 0 20 2 0 0 0 0 0 0\n");
-  EXPECT_EQ(t.read_bytes, 1234567u + 10);
-  EXPECT_EQ(t.write_bytes, 765432u + 20);
+  ASSERT_EQ(t.size(), 2u);
+  EXPECT_EQ(t["eth0"].read_bytes, 1234567u);
+  EXPECT_EQ(t["eth0"].write_bytes, 765432u);
+  EXPECT_EQ(t["ens5"].read_bytes, 10u);
+  EXPECT_EQ(t["ens5"].write_bytes, 20u);
 }
 
 TEST(PidStat, FieldsAfterTheLastParenthesis) {

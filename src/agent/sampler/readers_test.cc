@@ -13,13 +13,13 @@ TEST(HostSample, RatesFromTheDeltasOfTwoReadings) {
   HostCounters before;
   before.cpu = CpuTimes{1000, 4000, 4};
   before.memory = MemInfo{8000, 6000};
-  before.disk = IoTotals{1000, 2000};
-  before.net = IoTotals{0, 0};
+  before.disk = DeviceIo{{"vda", {1000, 2000}}};
+  before.net = DeviceIo{{"eth0", {0, 0}}};
   HostCounters now = before;
   now.cpu = CpuTimes{1300, 4400, 4};  // 300 of 400 ticks busy
   now.memory = MemInfo{8000, 2000};
-  now.disk = IoTotals{3000, 2000};
-  now.net = IoTotals{500, 100};
+  now.disk = DeviceIo{{"vda", {3000, 2000}}};
+  now.net = DeviceIo{{"eth0", {500, 100}}};
   now.logins = 2;
   HostSample s = HostSampleOf(&before, now, 2.0);
   EXPECT_EQ(s.cpus, 4);
@@ -36,10 +36,22 @@ TEST(HostSample, RatesFromTheDeltasOfTwoReadings) {
   HostSample first = HostSampleOf(nullptr, now, 0);
   EXPECT_NEAR(first.cpu_percent, 100.0 * 1300 / 4400, 1e-9);
   EXPECT_FALSE(first.disk_read_bytes_per_second.has_value());
-  // A counter that went back (a disk removed) gives no rate rather than a huge one.
-  HostCounters fewer = now;
-  fewer.disk = IoTotals{10, 10};
-  EXPECT_FALSE(HostSampleOf(&now, fewer, 1.0).disk_read_bytes_per_second.has_value());
+}
+
+TEST(HostSample, DevicesThatComeOrGoBetweenReadingsMoveNoRate) {
+  HostCounters before;
+  before.disk = DeviceIo{{"vda", {1000, 1000}}};
+  before.net = DeviceIo{{"eth0", {1000, 1000}}, {"veth1", {900000, 900000}}};
+  HostCounters now;
+  // veth1 went (its counts must not make the sum go back), veth2 came with a history of
+  // its own, and vda was replaced by a disk whose counters restart from 0.
+  now.disk = DeviceIo{{"vda", {10, 10}}};
+  now.net = DeviceIo{{"eth0", {3000, 1500}}, {"veth2", {700000, 700000}}};
+  HostSample s = HostSampleOf(&before, now, 2.0);
+  EXPECT_EQ(s.net_rx_bytes_per_second, 1000);
+  EXPECT_EQ(s.net_tx_bytes_per_second, 250);
+  EXPECT_EQ(s.disk_read_bytes_per_second, 0);
+  EXPECT_EQ(s.disk_write_bytes_per_second, 0);
 }
 
 TEST(JobSample, CpuOfTheJobAndItsBusiestThreadInPercentOfOneCpu) {

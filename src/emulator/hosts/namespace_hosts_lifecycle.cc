@@ -107,24 +107,21 @@ void NamespaceHosts::EmptyTrash() {
 
 namespace {
 
-// `program` in the directory of the running program.
-std::string BesideThisProgram(const char* program) {
-  std::error_code ec;
-  fs::path self = fs::read_symlink("/proc/self/exe", ec);
-  if (ec) {
-    return program;
-  }
-  return (self.parent_path() / program).string();
+// The program installed beside the running one; its bare name (found on PATH) when the
+// kernel does not say where this one is.
+std::string BesideUs(const char* program) {
+  Result<std::string> path = BesideThisProgram(program);
+  return path.ok() ? *path : program;
 }
 
 }  // namespace
 
 std::string NamespaceHosts::DefaultWorkerBinary() {
-  return BesideThisProgram(kWorkerProgram);
+  return BesideUs(kWorkerProgram);
 }
 
 std::string NamespaceHosts::DefaultStandinBinary() {
-  return BesideThisProgram(hosts::kStandinProgram);
+  return BesideUs(hosts::kStandinProgram);
 }
 
 Status NamespaceHosts::CheckSupport() {

@@ -1,0 +1,19 @@
+// Commands whose libraries the everyday CLI does not load: `emulator` (the emulator's
+// HTTP server and worker hosts) and `serve` (the reconciler and its HTTP API). Loading
+// cpp-httplib and what it pulls in tripled the start-up time of `tpufleet catalog`
+// (bench/RESULTS.md), so tpufleet hands such a command to the program installed beside
+// it, which parses the same command row again and runs it in the same process.
+#pragma once
+
+#include "cli/command.h"
+
+namespace tpufleet::cli {
+
+/// Replaces this process with `program` (tpufleet-emulator, tpufleet-serve) from
+/// tpufleet's own directory, passing the parsed arguments on: the positional ones, then
+/// every flag with each of its values (--catalog and --json too). The pid stays, so a
+/// lock file or a service manager that names it still names the command. Returns only
+/// when the exec failed, with one message naming the program.
+ExitStatus ExecBeside(Invocation& inv, const char* program);
+
+}  // namespace tpufleet::cli
