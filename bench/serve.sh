@@ -6,9 +6,13 @@
 # preempted at once. Per size and window:
 #   CPU per pass  serve's own user+sys CPU (/proc/PID/stat) over the window, divided by
 #                 the passes it made in it (its /metrics); beside it the last pass's
-#                 CPU as /metrics reports it (tpufleet_reconcile_pass_seconds)
+#                 CPU and wall time as /metrics reports them
+#                 (tpufleet_reconcile_pass_seconds, tpufleet_reconcile_pass_wall_seconds)
 #   API calls     per minute, from serve's /metrics (tpufleet_api_calls_total)
-#   memory        serve's VmRSS at the window's end, and its peak (VmHWM)
+#   memory        serve's VmRSS at the window's end; the peak of its anonymous part
+#                 (RssAnon, sampled every second), and VmHWM, its peak RSS including
+#                 the file pages it maps (the agent binary a recovery installs is
+#                 mmapped by each install job: page cache, counted once per mapping)
 #   load          the machine's 1-minute load average at the window's end
 # The emulator's and the agents' CPU are not counted.
 #
@@ -66,11 +70,15 @@ kib() { awk -v k="$1:" '$1 == k { print $2 }' "/proc/$serve_pid/status"; }
 
 # measure SIZE LABEL: one window of serve keeping SIZE nodes; prints a table row.
 measure() {
-  local size=$1 label=$2 c0 c1 t0 t1 rss hwm load
+  local size=$1 label=$2 c0 c1 t0 t1 rss hwm load anon=0 a
   metrics >"$tmp/a.txt"
   c0=$(cpu_seconds)
   t0=$(date +%s.%N)
-  sleep "$window"
+  for _ in $(seq 1 "$window"); do
+    sleep 1
+    a=$(kib RssAnon || true)
+    if ((${a:-0} > anon)); then anon=$a; fi
+  done
   metrics >"$tmp/b.txt"
   c1=$(cpu_seconds)
   t1=$(date +%s.%N)
@@ -81,18 +89,20 @@ measure() {
     -v p="$(($(metric tpufleet_reconcile_passes_total "$tmp/b.txt") - $(metric tpufleet_reconcile_passes_total "$tmp/a.txt")))" \
     -v api="$(($(metric tpufleet_api_calls_total "$tmp/b.txt") - $(metric tpufleet_api_calls_total "$tmp/a.txt")))" \
     -v last="$(metric tpufleet_reconcile_pass_seconds "$tmp/b.txt")" \
-    -v rss="$rss" -v hwm="$hwm" -v load="$load" \
+    -v wall="$(metric tpufleet_reconcile_pass_wall_seconds "$tmp/b.txt")" \
+    -v rss="$rss" -v anon="$anon" -v hwm="$hwm" -v load="$load" \
     'BEGIN {
        c = c1 - c0; t = t1 - t0;
        per = p > 0 ? sprintf("%.1f ms", 1000 * c / p) : "no pass counted";
-       printf "| %d | %s | %.0f s | %d | %.2f s (%.2f %% of a core) | %s | %.1f ms | %.1f | %.1f / %.1f MiB | %s |\n",
-              n, l, t, p, c, 100 * c / t, per, 1000 * last, api * 60 / t, rss / 1024, hwm / 1024, load
+       printf "| %d | %s | %.0f s | %d | %.2f s (%.2f %% of a core) | %s | %.1f / %.1f ms | %.1f | %.1f / %.1f / %.1f MiB | %s |\n",
+              n, l, t, p, c, 100 * c / t, per, 1000 * last, 1000 * wall, api * 60 / t, rss / 1024, anon / 1024,
+              hwm / 1024, load
      }'
 }
 
 echo "## serve keeping ${sizes[*]} nodes on the emulator ($(nproc) cores, --pass $pass, ${window} s windows, $(date -u '+%Y-%m-%d %H:%M') UTC)"
 echo
-echo "| nodes | window | length | passes | serve CPU | CPU per pass | last pass CPU (metrics) | API calls/min | RSS / peak | load |"
+echo "| nodes | window | length | passes | serve CPU | CPU per pass | last pass CPU / wall (metrics) | API calls/min | RSS / anon peak / HWM | load |"
 echo "|---|---|---|---|---|---|---|---|---|---|"
 notes=()
 for n in "${sizes[@]}"; do
