@@ -1,8 +1,9 @@
 # shellcheck shell=bash
-# Shared by the benches that run jobs on the emulator's workers (bench/agent.sh,
-# bench/jobs.sh), sourced: their start (root, the agent built next to tpufleet, a private
-# temp dir holding HOME, the state and the emulator) and their end (the fleet, the gang
-# watchers of this run's jobs, the holder and the emulator stopped; the temp dir removed).
+# Shared by the benches that run the node agent on the emulator's workers (bench/agent.sh,
+# jobs.sh, top.sh, serve.sh), sourced: their start (root, the agent built next to
+# tpufleet, a private temp dir holding HOME, the state and the emulator), their end (the
+# fleet, the gang watchers of this run's jobs, the holder and the emulator stopped; the
+# temp dir removed) and the inotify limit their agents need.
 
 # bench_start NAME BIN: sets $bench, $bin and $tmp; exits 0 (skipped) when not root.
 bench_start() {
@@ -39,4 +40,22 @@ bench_end() {
   timeout 20 "$bin" holder stop >/dev/null 2>&1
   timeout 300 "$bin" emulator stop >/dev/null 2>&1
   rm -rf "$tmp"
+}
+
+# Every worker's agent (serve) holds an inotify instance, and the emulator's workers all
+# share this kernel and its root: its default limit (fs.inotify.max_user_instances = 128
+# per user) is soon used up, and serve then looks at its jobs every 0.5 s instead.
+# bench_inotify_raise WORKERS raises it for the run (to 2 per worker and 512 more), so
+# that every agent works as on a TPU VM, which has a kernel of its own;
+# bench_inotify_restore (for the exit trap) sets it back.
+inotify=/proc/sys/fs/inotify/max_user_instances
+inotify_was=$(cat "$inotify")
+bench_inotify_raise() {
+  if ((inotify_was < 2 * $1 + 512)); then
+    say "fs.inotify.max_user_instances $inotify_was -> $((2 * $1 + 512)) for the run"
+    echo $((2 * $1 + 512)) >"$inotify"
+  fi
+}
+bench_inotify_restore() {
+  if [[ $(cat "$inotify") != "$inotify_was" ]]; then echo "$inotify_was" >"$inotify"; fi
 }

@@ -48,11 +48,9 @@ warmup=${JOBS_WARMUP:-1}
 # Each run gets a cgroup of its own (cgroup v1's cpuacct, or v2), so that the CPU of what
 # it leaves running (run's gang watcher) is counted after that has ended too.
 cg=""
-inotify=/proc/sys/fs/inotify/max_user_instances
-inotify_was=$(cat "$inotify")
 cleanup() {
   bench_end
-  if [[ $(cat "$inotify") != "$inotify_was" ]]; then echo "$inotify_was" >"$inotify"; fi
+  bench_inotify_restore
   if [[ -n $cg ]]; then
     find "$cg" -mindepth 1 -depth -type d -exec rmdir {} + 2>/dev/null
     rmdir "$cg"
@@ -75,15 +73,7 @@ trap 'exit 130' INT TERM
 } >"$tmp/fleet.yaml"
 total=0
 for n in "${sizes[@]}"; do total=$((total + n)); done
-# Every worker's agent (serve) holds an inotify instance, and the emulator's workers all
-# share this kernel and its root: its default limit (fs.inotify.max_user_instances = 128
-# per user) is soon used up, and serve then looks at its jobs every 0.5 s instead. Raised
-# for the run, set back at the end, so that every agent works as on a TPU VM, which has
-# a kernel of its own.
-if ((inotify_was < 2 * total + 512)); then
-  say "fs.inotify.max_user_instances $inotify_was -> $((2 * total + 512)) for the run"
-  echo $((2 * total + 512)) >"$inotify"
-fi
+bench_inotify_raise "$total"
 say "starting the emulator, up of ${#sizes[@]} v4 pods ($total workers)"
 "$bin" emulator start >/dev/null
 # `up` again when it fails (it is idempotent), at most twice; what failed is reported.

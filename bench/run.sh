@@ -5,8 +5,8 @@
 # FANOUT=1 also runs bench/fanout.sh (issue 5's SSH fan-out against pdsh & co., 1-1.5 h);
 # JOBS=1 also runs bench/jobs.sh (issue 12's run to every rank started next to exec on 4,
 # 64 and 256 workers, about 15 minutes).
-# SERVE=1 also runs bench/serve.sh (issue 14's serve keeping 256 nodes: CPU per reconcile
-# pass and API calls per minute, about 10 minutes).
+# SERVE=1 also runs bench/serve.sh (issue 14's serve: CPU per reconcile
+# pass and API calls per minute at 16, 64 and 256 nodes, about 20 minutes).
 set -euo pipefail
 here=$(dirname "$0")
 "$here/cli_latency.sh" "$@"

@@ -51,11 +51,9 @@ seconds=${4:-120}
 parts=" ${TOP_PARTS:-agent side top} "
 loop=${LOOP:-500}
 live=${LIVE:-30}
-inotify=/proc/sys/fs/inotify/max_user_instances
-inotify_was=$(cat "$inotify")
 cleanup() {
   bench_end
-  if [[ $(cat "$inotify") != "$inotify_was" ]]; then echo "$inotify_was" >"$inotify"; fi
+  bench_inotify_restore
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
@@ -70,8 +68,7 @@ check() {  # check DESCRIPTION COMMAND...: records what COMMAND found, or that i
   else checks+=("FAILED $desc: $(tail -3 "$tmp/check.out" | tr '\n' ' ')"); fi
 }
 
-# Every worker's serve holds an inotify instance of this kernel (see bench/jobs.sh).
-if ((inotify_was < 1024)); then echo 1024 >"$inotify"; fi
+bench_inotify_raise 256
 
 cat >"$tmp/measure.py" <<'PY'
 # measure.py COMMAND ...: the measurements; JSON out.

@@ -104,11 +104,12 @@ Status Reconciler::Event(const std::string& fleet, const std::string& node,
 
 void Reconciler::Pass() {
   double cpu = ProcessCpuSeconds();
+  Clock::MonoTime began = world_.clock.MonotonicNow();
   warnings_.clear();
   Result<std::vector<NodeRecord>> all = world_.store.Nodes("");
   if (!all.ok()) {
     Warn("cannot read the state store: " + all.status().message());
-    Publish(ProcessCpuSeconds() - cpu);
+    EndPass(cpu, began);
     return;
   }
   std::vector<FleetPass> fps;
@@ -251,7 +252,7 @@ void Reconciler::Pass() {
   counters_.spend_usd = std::move(counts.spend_usd);
   ++counters_.passes;
   counters_.last_pass = beat.last_pass_at;
-  Publish(ProcessCpuSeconds() - cpu);
+  EndPass(cpu, began);
 }
 
 // Lists the zones that waited longest first, while the API budget allows.
@@ -467,9 +468,15 @@ void Reconciler::MetricsRound() {
   }
 }
 
-void Reconciler::Publish(double cpu_seconds) {
+void Reconciler::EndPass(double cpu, Clock::MonoTime began) {
+  counters_.last_pass_cpu_seconds = ProcessCpuSeconds() - cpu;
+  counters_.last_pass_wall_seconds =
+      std::chrono::duration<double>(world_.clock.MonotonicNow() - began).count();
+  Publish();
+}
+
+void Reconciler::Publish() {
   ServeSnapshot s = counters_;
-  s.last_pass_cpu_seconds = cpu_seconds;
   s.api_calls = pacer_.calls();
   s.warnings = warnings_;
   view_.Publish(std::move(s));

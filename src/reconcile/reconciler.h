@@ -122,7 +122,9 @@ class Reconciler final : public ServeView {
   void Heard(const std::string& fleet, const std::string& node);
   void Ledger(FleetPass& fp, const std::string& node, const NodeFacts& facts,
               const CloudNode* cloud);
-  void Publish(double cpu_seconds);
+  // Records the pass begun at (began, CPU time cpu) as the last one, then publishes.
+  void EndPass(double cpu, Clock::MonoTime began);
+  void Publish();
   void MetricsRound();
   // The actions (reconciler_actions.cc).
   void Act(const FleetPass& fp, const std::string& node, const NodeFacts& facts,

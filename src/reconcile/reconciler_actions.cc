@@ -142,7 +142,7 @@ void Reconciler::Ended(const std::string& key, const Status& status) {
   std::shared_ptr<Action> done(std::move(it->second));
   actions_.erase(it);
   loop_.After(std::chrono::nanoseconds::zero(), [done](Clock::MonoTime) {});
-  Publish(counters_.last_pass_cpu_seconds);
+  Publish();
 }
 
 void Reconciler::StartDelete(const FleetPass& fp, const std::string& node,

@@ -150,6 +150,7 @@ TEST_F(ReconcilerTest, ApiPreemptionDeletesTheHuskAndMakesTheNodeAgain) {
   EXPECT_EQ(s.recoveries, 1);
   EXPECT_EQ(s.recover_seconds.size(), 1u);
   EXPECT_GT(s.api_calls, 0);
+  EXPECT_GT(s.last_pass_cpu_seconds, 0);  // the recovery's end keeps the last pass's figure
   EXPECT_TRUE(Logged("trainer: preempted (api: PREEMPTED) → recovering")) << Join(log, "\n");
 }
 

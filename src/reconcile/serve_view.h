@@ -20,6 +20,7 @@ namespace tpufleet {
 struct ServeSnapshot {
   Clock::WallTime last_pass{};        // when the last pass ended ({} before the first)
   double last_pass_cpu_seconds = 0;   // the process's CPU time that pass took
+  double last_pass_wall_seconds = 0;  // its wall (monotonic) time: the list calls' waits too
   int64_t passes = 0;                 // passes run since serve started
   int64_t api_calls = 0;              // cloud API calls since serve started (every method)
   int64_t preemptions = 0;            // preemptions (and vanished nodes) detected

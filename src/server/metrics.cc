@@ -77,6 +77,13 @@ std::string MetricsText(const ServeSnapshot& snapshot) {
   out.append("tpufleet_reconcile_pass_seconds ")
       .append(PrometheusNumber(snapshot.last_pass_cpu_seconds))
       .append("\n");
+  out += PrometheusFamilyHeader("tpufleet_reconcile_pass_wall_seconds",
+                                "Wall time the last reconcile pass took (its cloud calls' "
+                                "waits too), seconds.",
+                                "gauge");
+  out.append("tpufleet_reconcile_pass_wall_seconds ")
+      .append(PrometheusNumber(snapshot.last_pass_wall_seconds))
+      .append("\n");
   Counter(out, "tpufleet_reconcile_passes_total", "Reconcile passes since serve started.",
           snapshot.passes);
   Counter(out, "tpufleet_api_calls_total", "Cloud API calls since serve started.",

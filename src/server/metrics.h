@@ -9,6 +9,7 @@
 //   tpufleet_time_to_recover_seconds              histogram: preempted → recovered
 //   tpufleet_spend_usd{fleet}                     gauge: spent today (UTC day)
 //   tpufleet_reconcile_pass_seconds               gauge: CPU time of the last pass
+//   tpufleet_reconcile_pass_wall_seconds          gauge: its wall time (the waits too)
 //   tpufleet_reconcile_passes_total               counter: passes since start
 //   tpufleet_api_calls_total                      counter: cloud API calls since start
 // Counters count from serve's start (a restart starts them at 0, as Prometheus expects

@@ -18,6 +18,7 @@ TEST(ServeMetrics, EveryFamilyOfTheSnapshot) {
   s.recover_seconds = {45, 200};
   s.spend_usd = {{"lab", 12.5}};
   s.last_pass_cpu_seconds = 0.004;
+  s.last_pass_wall_seconds = 0.25;
   s.passes = 7;
   s.api_calls = 30;
   std::string text = MetricsText(s);
@@ -37,6 +38,8 @@ TEST(ServeMetrics, EveryFamilyOfTheSnapshot) {
   EXPECT_TRUE(Has(text, "tpufleet_time_to_recover_seconds_count 2")) << text;
   EXPECT_TRUE(Has(text, "tpufleet_spend_usd{fleet=\"lab\"} 12.5")) << text;
   EXPECT_TRUE(Has(text, "tpufleet_reconcile_pass_seconds 0.004")) << text;
+  EXPECT_TRUE(Has(text, "# TYPE tpufleet_reconcile_pass_wall_seconds gauge")) << text;
+  EXPECT_TRUE(Has(text, "tpufleet_reconcile_pass_wall_seconds 0.25")) << text;
   EXPECT_TRUE(Has(text, "tpufleet_reconcile_passes_total 7")) << text;
   EXPECT_TRUE(Has(text, "tpufleet_api_calls_total 30")) << text;
 }

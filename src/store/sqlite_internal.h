@@ -16,6 +16,7 @@
 
 #include <sqlite3.h>
 
+#include "store/store.h"
 #include "util/clock.h"
 #include "util/status.h"
 
@@ -42,6 +43,14 @@ inline Status SqliteError(sqlite3* db, std::string_view what) {
   }
   return InternalError(m);
 }
+
+/// SqliteStore::Events' statement for `query`: only the filters it sets are in its WHERE
+/// (binding ?1 fleet, ?2 node, ?3 kind, ?4 since, ?5 limit), so that a node's events
+/// are read through the index events_by_node. One statement for every filter, "(?1 = ''
+/// OR fleet = ?1)", cannot use the index: serve's pass, which reads each node's recent
+/// events, then scanned the whole table once per node (at 256 nodes, most of its CPU,
+/// and growing with the history).
+std::string EventsSql(const EventQuery& query);
 
 /// A prepared statement, finalized on scope exit. Bind* take 1-based positions.
 class Stmt {

@@ -353,15 +353,26 @@ Status SqliteStore::AddEvent(const EventRecord& e) {
       e.time, e.fleet, e.node, e.kind, e.detail);
 }
 
+std::string sqlite_internal::EventsSql(const EventQuery& query) {
+  std::string sql = "SELECT id, time, fleet, node, kind, detail FROM events WHERE time >= ?4";
+  if (!query.fleet.empty()) {
+    sql += " AND fleet = ?1";
+  }
+  if (!query.node.empty()) {
+    sql += " AND node = ?2";
+  }
+  if (!query.kind.empty()) {
+    sql += " AND kind = ?3";
+  }
+  return sql + " ORDER BY id DESC LIMIT ?5";
+}
+
 Result<std::vector<EventRecord>> SqliteStore::Events(const EventQuery& query) {
   std::lock_guard<std::recursive_mutex> l(mu_);
   TPUFLEET_ASSIGN_OR_RETURN(
       std::vector<EventRecord> out,
       SelectAll<EventRecord>(
-          db_,
-          "SELECT id, time, fleet, node, kind, detail FROM events "
-          "WHERE (?1 = '' OR fleet = ?1) AND (?2 = '' OR node = ?2) AND (?3 = '' OR kind = ?3) "
-          "AND time >= ?4 ORDER BY id DESC LIMIT ?5",
+          db_, sqlite_internal::EventsSql(query).c_str(),
           [](const Stmt& q) -> Result<EventRecord> {
             return EventRecord{q.Int(0), FromMicros(q.Int(1)), q.Text(2), q.Text(3), q.Text(4),
                                q.Text(5)};
