@@ -325,10 +325,11 @@ HttpResponse ApiServerImpl::RotateOwnerToken() {
   }
   if (Status s = tokens_.RotateOwner(config_.auth.publish_owner_token); !s.ok()) {
     Log(LogLevel::kWarn, "emulator: rotating the owner's token: " + s.message());
-    return ErrorResponse({RpcCode::kInternal, "the new token could not be published: " + s.message(),
-                          Json::array()});
+    return ErrorResponse({RpcCode::kInternal,
+                          "the new token could not be published: " + s.message(), Json::array()});
   }
-  Log(LogLevel::kInfo, "emulator: the owner's token was rotated; the old one is refused from now on");
+  Log(LogLevel::kInfo,
+      "emulator: the owner's token was rotated; the old one is refused from now on");
   return JsonResponse(Json{{"rotated", true}});
 }
 

@@ -1,25 +1,22 @@
 // The Reconciler and a refused credential: what a pass says and leaves alone while the
 // API refuses its listings (401 UNAUTHENTICATED, 403 PERMISSION_DENIED). The provider's
 // message names the credentials, the code and what to do (provider/gcp_api_client.cc).
-#include <algorithm>
-
 #include "reconcile/reconciler_internal.h"
 
 namespace tpufleet {
 
-// A listing that failed: a refusal is said once per pass, in the API's words and the
-// same while it lasts, whatever zone met it first; anything else names what it listed.
+// A listing that failed: a refusal is said once per pass and provider, in the API's
+// words, by the first zone that met it (the same zone while it lasts: a zone not listed
+// keeps its place at the head of the queue); anything else names what it listed.
 void Reconciler::ListingFailed(const FleetPass& fp, const std::string& what,
                                const Status& status) {
   if (status.code() != StatusCode::kPermissionDenied) {
     Warn("listing " + what + ": " + status.message());
     return;
   }
-  refused_.insert(fp.provider);
-  std::string line = "cannot list: " + status.message() +
-                     "; serve deletes and creates nothing it cannot list until then";
-  if (std::find(warnings_.begin(), warnings_.end(), line) == warnings_.end()) {
-    Warn(line);
+  if (refused_.insert(fp.provider).second) {
+    Warn("cannot list: " + status.message() +
+         "; serve deletes and creates nothing it cannot list until then");
   }
 }
 
