@@ -6,12 +6,15 @@
 #   1. `tpufleet emulator token rotate`: the emulator refuses the old token (401) and
 #      writes a new one to STATE/token, which serve takes up by itself (no refusal in
 #      its log).
-#   2. The token file then holds the revoked token again (a client whose credential was
+#   2. `tpufleet emulator inject denied --for 10s` (403 PERMISSION_DENIED on every API
+#      call, as when the credential's role is taken away): serve's log names the 403,
+#      the permission and the credential once, and says when it ended.
+#   3. The token file then holds the revoked token again (a client whose credential was
 #      revoked): serve's log names the 401 and the emulator's token in one line, said
 #      once over many passes; `status --refresh` and `up` say the same; while the ttl comes due,
 #      nothing is deleted or made (no delete-requested or create-requested event, the
 #      node still listed).
-#   3. The new token back in the file: serve says the refusal ended ("no longer: …")
+#   4. The new token back in the file: serve says the refusal ended ("no longer: …")
 #      and carries on: it deletes `brief` for its ttl, which was due all along.
 # Prints "ok N - ..." or "not ok N - ..." per check and exits 1 if any failed.
 # Usage: serve_credentials_e2e.sh path/to/tpufleet. Exit 77 (skipped) when not root,
@@ -27,6 +30,8 @@ e2e_home servecred
 # Serve's pass here (seconds): short, so that "said once" spans many passes.
 readonly pass=2
 readonly ttl=60
+# How long the credential's role is taken away (the 403), within brief's ttl.
+readonly denied_for=10
 serve_pid=""
 cleanup() {
   stop_serve
@@ -107,6 +112,27 @@ rotated() {
   ! log_since "$mark" | grep -iE '401|refused|unauth' || { echo "serve's log since:"; log_since "$mark"; return 1; }
 }
 check "emulator token rotate: the old token gets 401, the new one is in STATE/token (0600) and serve takes it up" rotated
+
+note "the credential's role taken away for ${denied_for}s: emulator inject denied"
+denied() {
+  local mark began ended
+  mark=$(log_size)
+  tf emulator inject denied --for "${denied_for}s" >"$tmp/inject.txt" 2>&1 || { cat "$tmp/inject.txt"; return 1; }
+  sleep $((denied_for + 3 * pass))
+  kill -0 "$serve_pid" || { echo "serve ended"; log_since "$mark"; return 1; }
+  # One line when it began (naming the 403, the permission and the credential), one
+  # "no longer: " when it ended.
+  began=$(log_since "$mark" | grep 'HTTP 403 PERMISSION_DENIED' | grep -vc ' no longer: ')
+  ended=$(log_since "$mark" | grep 'HTTP 403 PERMISSION_DENIED' | grep -c ' no longer: ')
+  [[ $began == 1 && $ended == 1 ]] || { echo "serve's log since:"; log_since "$mark"; return 1; }
+  log_since "$mark" | grep -v ' no longer: ' | grep 'HTTP 403' | grep "Permission 'tpu.nodes.list' denied" |
+    grep -qF "the emulator's token" || { echo "serve's log since:"; log_since "$mark"; return 1; }
+  note "serve said: $(log_since "$mark" | grep -v ' no longer: ' | grep 'HTTP 403' | cut -c1-300)…"
+  nodes_as "$tmp/new.tok" after_denied && grep -q '^brief ' "$tmp/after_denied.nodes" ||
+    { echo "brief is gone"; return 1; }
+  [[ $(ev_count delete-requested) == 0 ]] || { jq -c . "$tmp/ev.json" | tail -c 2000; return 1; }
+}
+check "a 403 for ${denied_for}s: serve's log names it once, and that it ended; nothing deleted" denied
 
 note "the token file holds the revoked token (a client whose credential was revoked)"
 creates0=$(ev_count create-requested)  # up's

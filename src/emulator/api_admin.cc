@@ -140,6 +140,7 @@ RpcOr<api::EmulatorFault> ApiServerImpl::AddFaultLocked(Fault f, Clock::MonoTime
       break;
     case FaultKind::kStorm:
     case FaultKind::kSlow:
+    case FaultKind::kDenied:
       break;
   }
   std::string id = faults_.Add(f, wall, now);
