@@ -373,7 +373,7 @@ busy_kept() {
   local lazy_at
   lazy_at=$(ev_time sv lazy delete-requested "$serve_t0")
   [[ -n $lazy_at ]] || return 1
-  sleep "$(awk -v t="$lazy_at" -v n="$(now)" -v p="$pass" 'BEGIN { s = t + 3 * p - n; print s > 0 ? s : 0 }')"
+  sleep "$(awk -v t="$lazy_at" -v n="$(now)" -v p="$pass" 'BEGIN { s = t + 3 * p - n; print (s > 0 ? s : 0) }')"
   nodes_now busy && same_nodes start busy busy || return 1
   tf jobs --json >"$tmp/jobs.json" 2>/dev/null || return 1
   [[ $(jq -r --arg id "$feed" '.jobs[] | select(.id == $id) | .state' "$tmp/jobs.json") == running ]] ||
