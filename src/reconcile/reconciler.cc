@@ -179,9 +179,12 @@ void Reconciler::Pass() {
           ++counts.nodes_by_state[fleet.name][acting->second->shown];
           continue;
         }
-        if (Refused(fp, facts)) {
+        if (Refused(fp, facts)) {  // as its record says, its agents still heard
           if (facts.record) {
             ++counts.nodes_by_state[fleet.name][facts.record->state.Name()];
+            if (facts.record->state.IsUsable() && !facts.record->workers.empty()) {
+              watched.push_back(*facts.record);
+            }
           }
           continue;
         }
