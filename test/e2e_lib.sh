@@ -56,6 +56,17 @@ end_ours() {
   [[ -n $1 ]] && tr '\0' ' ' 2>/dev/null <"/proc/$1/cmdline" | grep -qF "$bin" && kill "-$2" "$1" 2>/dev/null
 }
 
+# stop_serve: ends the `tpufleet serve` whose pid is $serve_pid, if any (TERM, then KILL
+# after 15 s), returning its exit status.
+stop_serve() {
+  local pid=$serve_pid
+  [[ -n $pid ]] || return 0
+  end_ours "$pid" TERM
+  wait_for 15 eval '! kill -0 "$pid" 2>/dev/null' || end_ours "$pid" KILL
+  serve_pid=""
+  wait "$pid"
+}
+
 n=0
 failed=0
 # check DESCRIPTION COMMAND...: runs COMMAND in this shell; what it prints is shown only

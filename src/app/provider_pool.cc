@@ -1,7 +1,11 @@
 #include "app/provider_pool.h"
 
+#include <sys/stat.h>
+
 #include <array>
+#include <mutex>
 #include <random>
+#include <tuple>
 #include <utility>
 
 #include "emulator/locator.h"
@@ -17,19 +21,57 @@ constexpr std::array<const char*, 6> kCredentialEnv = {
     "GOOGLE_APPLICATION_CREDENTIALS", "CLOUDSDK_AUTH_ACCESS_TOKEN_FILE", "CLOUDSDK_CONFIG",
     "HOME", "GCE_METADATA_HOST", "GCE_METADATA_IP"};
 
-// The running emulator's own secret (STATE/token), read once and checked: the emulator
-// takes nothing else from tpufleet, and a user's Google credentials must never be sent
-// to a local port.
+// The running emulator's own secret (STATE/token), checked as ReadEmulatorToken checks
+// it: the emulator takes nothing else from tpufleet, and a user's Google credentials
+// must never be sent to a local port. Read again whenever the file is another (a new
+// inode, size or mtime: `tpufleet emulator token rotate` renames a new one in), so a
+// long-running serve takes up a rotated token as gcloud takes up a rewritten
+// CLOUDSDK_AUTH_ACCESS_TOKEN_FILE; otherwise the token read last is used.
 class EmulatorToken final : public TokenSource {
  public:
-  EmulatorToken(std::string token, std::string file)
-      : token_(std::move(token)), file_(std::move(file)) {}
-  Result<std::string> AccessToken() override { return token_; }
+  EmulatorToken(std::string token, std::string file, std::map<std::string, std::string> env)
+      : file_(std::move(file)), env_(std::move(env)), token_(std::move(token)) {
+    Changed();  // the token handed in is the file's as it is now
+  }
+  Result<std::string> AccessToken() override {
+    std::lock_guard<std::mutex> l(mu_);
+    if (Changed()) {
+      Result<std::string> fresh = emulator::ReadEmulatorToken(file_, env_);
+      if (!fresh.ok()) {
+        seen_ = {};  // read it again next time
+        // No usable credentials, as when the API refuses them: serve leaves alone what
+        // it cannot list (reconcile/reconciler.h).
+        return PermissionDeniedError(fresh.status().message());
+      }
+      token_ = *std::move(fresh);
+    }
+    return token_;
+  }
   std::string Describe() const override { return "the emulator's token (" + file_ + ")"; }
+  std::string Renewal() const override {
+    return "it is not the running emulator's token; tpufleet reads the file again when it "
+           "changes, and `tpufleet emulator token rotate` writes a new one";
+  }
 
  private:
-  const std::string token_;
+  // Whether the file is not the one last seen (and remembers it); a file that is gone
+  // counts as changed, so that reading it says why.
+  bool Changed() {
+    struct stat st {};
+    std::tuple<dev_t, ino_t, off_t, int64_t, int64_t> now{};
+    if (::stat(file_.c_str(), &st) == 0) {
+      now = {st.st_dev, st.st_ino, st.st_size, st.st_mtim.tv_sec, st.st_mtim.tv_nsec};
+    }
+    bool changed = now != seen_ || st.st_ino == 0;
+    seen_ = now;
+    return changed;
+  }
+
   const std::string file_;
+  const std::map<std::string, std::string> env_;  // whose token it may be (EmulatorOwnerOf)
+  std::mutex mu_;
+  std::string token_;  // guarded by mu_
+  std::tuple<dev_t, ino_t, off_t, int64_t, int64_t> seen_{};  // guarded by mu_
 };
 
 std::string Env(const std::map<std::string, std::string>& env, const std::string& key) {
@@ -89,7 +131,8 @@ ProviderPool::ProviderPool(HttpClient& http, Clock& clock)
         options.seed = std::random_device{}();
         PooledProvider p;
         if (!t.emulator_token.empty()) {
-          p.tokens = std::make_unique<EmulatorToken>(t.emulator_token, t.emulator_token_file);
+          p.tokens =
+              std::make_unique<EmulatorToken>(t.emulator_token, t.emulator_token_file, env);
         } else {
           CredentialOptions co;
           co.env = LookupIn(env);

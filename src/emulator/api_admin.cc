@@ -5,6 +5,7 @@
 #include <set>
 
 #include "emulator/api_internal.h"
+#include "util/log.h"
 #include "util/strings.h"
 
 namespace tpufleet::emulator {
@@ -139,6 +140,7 @@ RpcOr<api::EmulatorFault> ApiServerImpl::AddFaultLocked(Fault f, Clock::MonoTime
       break;
     case FaultKind::kStorm:
     case FaultKind::kSlow:
+    case FaultKind::kDenied:
       break;
   }
   std::string id = faults_.Add(f, wall, now);
@@ -315,7 +317,28 @@ void ApiServerImpl::DestroyAllHosts() {
   }
 }
 
+HttpResponse ApiServerImpl::RotateOwnerToken() {
+  if (!config_.auth.publish_owner_token) {
+    return ErrorResponse({RpcCode::kFailedPrecondition,
+                          "this emulator has nowhere to publish a new token; only `tpufleet "
+                          "emulator start` can rotate it",
+                          Json::array()});
+  }
+  if (Status s = tokens_.RotateOwner(config_.auth.publish_owner_token); !s.ok()) {
+    Log(LogLevel::kWarn, "emulator: rotating the owner's token: " + s.message());
+    return ErrorResponse({RpcCode::kInternal,
+                          "the new token could not be published: " + s.message(), Json::array()});
+  }
+  Log(LogLevel::kInfo,
+      "emulator: the owner's token was rotated; the old one is refused from now on");
+  return JsonResponse(Json{{"rotated", true}});
+}
+
 HttpResponse ApiServerImpl::HandleAdmin(const HttpRequest& req) {
+  // Not under mu_: publishing writes a file, and the API need not wait for it.
+  if (req.method == "POST" && req.path == "/emulator/v1/token:rotate") {
+    return RotateOwnerToken();
+  }
   std::lock_guard<std::mutex> l(mu_);
   Clock::MonoTime now = clock_.MonotonicNow();
   Clock::WallTime wall = clock_.Now();
@@ -370,7 +393,8 @@ HttpResponse ApiServerImpl::HandleAdmin(const HttpRequest& req) {
   }
   return ErrorResponse({RpcCode::kNotFound,
                         "No admin endpoint " + req.method + " " + req.path +
-                            " (see GET /emulator/v1/status, /emulator/v1/faults)",
+                            " (see GET /emulator/v1/status, /emulator/v1/faults, POST "
+                            "/emulator/v1/token:rotate)",
                         Json::array()});
 }
 

@@ -1,5 +1,6 @@
 // Every fault kind, injected through the admin endpoint, as a client sees it.
 #include <regex>
+#include <tuple>
 
 #include "emulator/testing/api_fixture.h"
 
@@ -121,6 +122,38 @@ TEST_F(FaultsApiTest, StormCanUseAnyHttpError) {
   r = Get(std::string(kParent) + "/nodes");
   EXPECT_EQ(r.status, 502);
   EXPECT_EQ(r.json["error"]["code"], 502);
+}
+
+// Issue 14: a credential that lost its role mid-run. Every API call gets 403
+// PERMISSION_DENIED naming the permission, as the TPU API words it, until the fault
+// ends; the admin routes still answer, so it can be cleared.
+TEST_F(FaultsApiTest, DeniedIsA403NamingThePermissionUntilItEnds) {
+  CreateNode("kept");
+  Pass(seconds(5));
+  Inject({{"kind", "denied"}, {"duration", "30s"}});
+  Reply list = Get(std::string(kParent) + "/nodes");
+  EXPECT_EQ(list.status, 403) << list.text;
+  EXPECT_EQ(list.json["error"]["status"], "PERMISSION_DENIED");
+  EXPECT_EQ(list.json["error"]["message"],
+            "Permission 'tpu.nodes.list' denied on '" + std::string(kParent).substr(4) + "/nodes'");
+  EXPECT_EQ(list.json["error"]["details"][0]["reason"], "IAM_PERMISSION_DENIED");
+  EXPECT_EQ(list.json["error"]["details"][0]["metadata"]["permission"], "tpu.nodes.list");
+  for (const auto& [method, path, permission] :
+       std::vector<std::tuple<std::string, std::string, std::string>>{
+           {"GET", NodePath("kept"), "tpu.nodes.get"},
+           {"DELETE", NodePath("kept"), "tpu.nodes.delete"},
+           {"POST", NodePath("kept") + ":stop", "tpu.nodes.stop"},
+           {"POST", std::string(kParent) + "/nodes?nodeId=n2", "tpu.nodes.create"},
+           {"GET", std::string(kParent) + "/queuedResources", "tpu.queuedResources.list"}}) {
+    Reply r = Send(method, path, method == "POST" ? NodeBody().dump() : "");
+    EXPECT_EQ(r.status, 403) << method << " " << path << ": " << r.text;
+    EXPECT_EQ(r.json["error"]["details"][0]["metadata"]["permission"], permission) << r.text;
+  }
+  EXPECT_EQ(Get("/emulator/v1/status").status, 200);
+  clock_.Advance(seconds(30));
+  Reply node = Get(NodePath("kept"));
+  EXPECT_EQ(node.status, 200) << "nothing was deleted while denied: " << node.text;
+  EXPECT_EQ(node.json["state"], "READY");
 }
 
 TEST_F(FaultsApiTest, PreemptionGivesNoticeThenHaltsAndTheNodeKeepsItsQuota) {

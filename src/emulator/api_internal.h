@@ -355,6 +355,9 @@ class ApiServerImpl {
 
   // api_admin.cc
   HttpResponse HandleAdmin(const HttpRequest& req);
+  // POST /emulator/v1/token:rotate: a new owner secret, published through the config's
+  // publish_owner_token; the old one is refused from then on. Takes no lock of ours.
+  HttpResponse RotateOwnerToken();
   api::EmulatorStatus StatusLocked();
   api::EmulatorFault RenderFault(const Fault& f) const;
   RpcOr<api::EmulatorFault> AddFaultLocked(Fault f, Clock::MonoTime now, Clock::WallTime wall);

@@ -39,6 +39,9 @@
 //                                     with its "id"
 //   DELETE /emulator/v1/faults/{id}  ends that fault → {}
 //   DELETE /emulator/v1/faults       ends every fault → {"cleared": N}
+//   POST   /emulator/v1/token:rotate a new owner secret, published where the daemon
+//                                     keeps it (STATE/token), never in the answer;
+//                                     the old one gets 401 from then on → {"rotated":true}
 //
 // Thread-safety: Handle, Tick and the host-work methods may be called from any thread
 // at once. The Clock, WorkerHosts and Catalog passed in must outlive the server.

@@ -257,6 +257,68 @@ TEST_F(ApiServerTest, IssuedTokensCanBeRequired) {
   EXPECT_EQ(GetStatusAs(std::string(kParent) + "/nodes", "Bearer " + access), 401);
 }
 
+// Issue 14: a credential revoked mid-run. `tpufleet emulator token rotate` has the
+// daemon publish a new owner secret (to STATE/token); from then on the old one gets 401
+// on every route, as a revoked token does, and the new one is accepted from before it
+// is published, so a client that reads it at once is never refused.
+TEST_F(ApiServerTest, RotatingTheOwnersTokenRefusesTheOldOne) {
+  EmulatorConfig config;
+  std::vector<std::string> published;
+  std::vector<int> while_published;
+  config.auth.publish_owner_token = [&](const std::string& secret) {
+    published.push_back(secret);
+    while_published.push_back(GetStatusAs(std::string(kParent) + "/nodes", "Bearer " + secret));
+    while_published.push_back(Send("GET", std::string(kParent) + "/nodes").status);  // the old
+    return Status::Ok();
+  };
+  Reset(config);
+  CreateNode("kept");
+  Reply r = Post("/emulator/v1/token:rotate");
+  ASSERT_EQ(r.status, 200) << r.text;
+  EXPECT_EQ(r.json, (Json{{"rotated", true}}));
+  ASSERT_EQ(published.size(), 1u);
+  const std::string fresh = published[0];
+  EXPECT_EQ(fresh.rfind("tpufleet-emulator-", 0), 0u) << "ReadEmulatorToken wants the prefix";
+  EXPECT_EQ(r.text.find(fresh), std::string::npos) << "the answer never holds the secret";
+  EXPECT_EQ(while_published, (std::vector<int>{200, 200}))
+      << "the old and the new secret both work while the new one is written";
+
+  for (const std::string& path : {std::string(kParent) + "/nodes", NodePath("kept"),
+                                 std::string("/emulator/v1/status")}) {
+    Reply old = Send("GET", path);  // the fixture's (old) owner token
+    EXPECT_EQ(old.status, 401) << path << ": " << old.text;
+    EXPECT_EQ(old.json["error"]["status"], "UNAUTHENTICATED") << old.text;
+    EXPECT_EQ(GetStatusAs(path, "Bearer " + fresh), 200) << path;
+  }
+  // The old token cannot rotate it back; the new one rotates again.
+  EXPECT_EQ(Post("/emulator/v1/token:rotate").status, 401);
+  EXPECT_EQ(Send("POST", "/emulator/v1/token:rotate", "", {{"authorization", "Bearer " + fresh}})
+                .status,
+            200);
+  ASSERT_EQ(published.size(), 2u);
+  EXPECT_NE(published[1], fresh);
+  EXPECT_EQ(GetStatusAs(std::string(kParent) + "/nodes", "Bearer " + fresh), 401);
+  EXPECT_EQ(GetStatusAs(NodePath("kept"), "Bearer " + published[1]), 200) << "nothing else changed";
+}
+
+TEST_F(ApiServerTest, ATokenThatCannotBePublishedIsNotRotated) {
+  EmulatorConfig config;
+  config.auth.publish_owner_token = [](const std::string&) {
+    return PermissionDeniedError("STATE/token: read-only file system");
+  };
+  Reset(config);
+  Reply failed = Post("/emulator/v1/token:rotate");
+  EXPECT_EQ(failed.status, 500) << failed.text;
+  EXPECT_NE(failed.text.find("read-only file system"), std::string::npos) << failed.text;
+  EXPECT_EQ(Get("/emulator/v1/status").status, 200) << "the old token stays";
+
+  Reset(EmulatorConfig{});  // nowhere to publish: a server without a daemon
+  Reply refused = Post("/emulator/v1/token:rotate");
+  EXPECT_EQ(refused.status, 400) << refused.text;
+  EXPECT_EQ(refused.json["error"]["status"], "FAILED_PRECONDITION") << refused.text;
+  EXPECT_EQ(Get("/emulator/v1/status").status, 200);
+}
+
 TEST_F(ApiServerTest, TokenEndpointVerifiesServiceAccountAssertions) {
   Result<GeneratedServiceAccountKey> key = GenerateServiceAccountKey(
       "sa@p.iam.gserviceaccount.com", "p", "http://127.0.0.1:1/token", 1024);

@@ -310,6 +310,12 @@ ActionResult Serve(Inv& inv) {
     }
   }
   config.auth.owner_token = *std::move(secret);
+  // `tpufleet emulator token rotate`: the new secret goes where the first one went, with
+  // its mode and owner, replacing it in one rename.
+  config.auth.publish_owner_token = [token_file, give_to_owner](const std::string& fresh) {
+    TPUFLEET_TRY(WriteFileAtomic(token_file, fresh + "\n", 0600));
+    return give_to_owner(token_file);
+  };
   RealClock clock;
   Result<std::unique_ptr<NamespaceHosts>> hosts = NamespaceHosts::Create(
       {dir + "/hosts", NamespaceHosts::DefaultWorkerBinary(),
@@ -355,6 +361,7 @@ ActionResult RunEmulatorAction(const CommandLine& line) {
       {"stop", Stop},
       {"status", command_internal::ShowStatus},
       {"inject", command_internal::Inject},
+      {"token", command_internal::Token},
       {"serve", Serve}};
   std::vector<std::string> names;
   for (const auto& [name, run] : kActions) {
@@ -364,7 +371,7 @@ ActionResult RunEmulatorAction(const CommandLine& line) {
     names.push_back(name);
   }
   if (inv.positional.empty()) {
-    return Usage("emulator needs an action: start, stop, status or inject "
+    return Usage("emulator needs an action: start, stop, status, inject or token "
                  "(see tpufleet emulator --help)");
   }
   return Usage("unknown emulator action '" + inv.positional[0] + "'" +

@@ -1,4 +1,4 @@
-// The actions of `tpufleet emulator …` (start, stop, status, inject, serve), run by the
+// The actions of `tpufleet emulator …` (start, stop, status, inject, token, serve), run by the
 // tpufleet-emulator binary: they start, stop, show and inject faults into the local
 // Cloud TPU. They take the command line as plain values, so the emulator needs nothing
 // of the CLI; src/app/emulator_main.cc hands them an Invocation's parts.
@@ -9,8 +9,9 @@
 // writes a fresh secret to <state dir>/token (0600, the owner's: locator.h), which every
 // request must carry. `stop` ends the daemon (SIGTERM, then SIGKILL), cleans what a
 // crashed one could leave (NamespaceHosts::CleanStale), and removes the state dir.
-// `status` and `inject` talk to the daemon's admin endpoints (/emulator/v1/...) with
-// that token.
+// `status`, `inject` and `token rotate` talk to the daemon's admin endpoints
+// (/emulator/v1/...) with that token; `token rotate` has the daemon write a new secret
+// to <state dir>/token and refuse the old one from then on, as a revoked credential is.
 //
 // Thread-safety: one action per process, on the main thread.
 #pragma once

@@ -1,5 +1,5 @@
-// `tpufleet emulator status` and `inject`: the daemon's admin routes (/emulator/v1/…),
-// called with its token (command.h).
+// `tpufleet emulator status`, `inject` and `token rotate`: the daemon's admin routes
+// (/emulator/v1/…), called with its token (command.h).
 #include <algorithm>
 #include <chrono>
 #include <nlohmann/json.hpp>
@@ -178,6 +178,30 @@ ActionResult Inject(Inv& inv) {
   } else {
     inv.out << "Injected " << r->value("id", "?") << ": " << r->dump() << "\n"
             << "End it with: tpufleet emulator inject clear " << r->value("id", "") << "\n";
+  }
+  return Status::Ok();
+}
+
+ActionResult Token(Inv& inv) {
+  const std::vector<std::string>& pos = inv.positional;
+  if (pos.size() != 2 || pos[1] != "rotate") {
+    return Usage("token takes one action: rotate (a new token in STATE/token; the old one "
+                 "is refused from then on)");
+  }
+  std::string dir = StateDir(inv);
+  std::optional<Daemon> d = RunningEmulator(dir);
+  if (!d) {
+    return NotRunning(inv, dir);
+  }
+  Result<json> r = Admin(inv, *d, "POST", "emulator/v1/token:rotate");
+  if (!r.ok()) {
+    return ActionResult(r.status());
+  }
+  if (inv.json) {
+    inv.out << json{{"rotated", true}, {"token_file", d->token_file}}.dump(2) << "\n";
+  } else {
+    inv.out << "Rotated: " << d->token_file << " holds the new token; the old one gets 401 "
+            << "UNAUTHENTICATED from now on.\n";
   }
   return Status::Ok();
 }

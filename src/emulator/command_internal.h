@@ -1,6 +1,6 @@
 // What the emulator's actions (command.h) share: the command line as they read it,
 // the state dir, the daemon's admin routes. command.cc has start, stop and serve;
-// command_admin.cc status and inject. Not for other callers.
+// command_admin.cc status, inject and token. Not for other callers.
 //
 // Thread-safety: one action per process.
 #pragma once
@@ -51,5 +51,8 @@ ActionResult NotRunning(Inv& inv, const std::string& dir);
 
 ActionResult ShowStatus(Inv& inv);
 ActionResult Inject(Inv& inv);
+/// `token rotate`: the daemon makes a new token and writes it to STATE/token; the old
+/// one is refused (401) from then on.
+ActionResult Token(Inv& inv);
 
 }  // namespace tpufleet::emulator::command_internal

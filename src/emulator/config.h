@@ -27,6 +27,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -112,6 +113,10 @@ struct AuthConfig {
   // route. `serve` makes a fresh one at each start and writes it 0600 to STATE/token;
   // never in a config file. Empty: none (only issued tokens are accepted).
   std::string owner_token;
+  // Where a rotated owner secret goes (POST /emulator/v1/token:rotate, token.h
+  // RotateOwner): `serve` writes it 0600 to STATE/token, where its owner's clients read
+  // it. Unset: rotation is refused (FAILED_PRECONDITION). Never in a config file.
+  std::function<Status(const std::string& secret)> publish_owner_token;
   // When true, the Cloud TPU API routes accept only tokens the token endpoint issued,
   // not owner_token (which still opens /emulator/), so a client's own OAuth flow is
   // checked end to end.

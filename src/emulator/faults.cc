@@ -19,7 +19,8 @@ constexpr EnumName<FaultKind> kFaultKinds[] = {
     {FaultKind::kStockout, "stockout"}, {FaultKind::kQuota, "quota"},
     {FaultKind::kStorm, "storm"},       {FaultKind::kPreempt, "preempt"},
     {FaultKind::kMaintenance, "maintenance"}, {FaultKind::kCutOff, "cutoff"},
-    {FaultKind::kDevice, "device"},     {FaultKind::kSlow, "slow"}};
+    {FaultKind::kDevice, "device"},     {FaultKind::kSlow, "slow"},
+    {FaultKind::kDenied, "denied"}};
 
 }  // namespace
 
@@ -198,6 +199,8 @@ Result<Fault> ParseFaultJson(const Json& j) {
       f.factor = j["factor"].get<double>();
       break;
     }
+    case FaultKind::kDenied:
+      break;
   }
   return f;
 }
@@ -318,6 +321,12 @@ double FaultSet::SlowFactor(Clock::MonoTime now) const {
     }
   }
   return factor;
+}
+
+bool FaultSet::Denied(Clock::MonoTime now) const {
+  return std::any_of(faults_.begin(), faults_.end(), [&](const Fault& f) {
+    return f.kind == FaultKind::kDenied && Active(f, now);
+  });
 }
 
 }  // namespace tpufleet::emulator

@@ -23,9 +23,11 @@
 //   device       node + worker + device: the worker's chip `device` (its PCI entry and
 //                /dev node) is gone until the fault ends, as after a failed chip.
 //   slow         every operation started while it lasts takes `factor` times longer.
+//   denied       every Cloud TPU API call gets 403 PERMISSION_DENIED, as when the
+//                caller's role is taken away (the admin routes and /token still answer).
 //
-// Stockout, quota, storm, cutoff, device and slow last for `duration`, or until removed when it
-// is not given. Preempt and maintenance are events: they stay listed until they happen.
+// Stockout, quota, storm, cutoff, device, slow and denied last for `duration`, or until
+// removed when it is not given. Preempt and maintenance are events: they stay listed until they happen.
 //
 // Thread-safety: none; the ApiServer calls it under its mutex.
 #pragma once
@@ -51,10 +53,12 @@ enum class FaultKind {
   kMaintenance,
   kCutOff,
   kDevice,
-  kSlow
+  kSlow,
+  kDenied
 };
 
-/// "stockout", "quota", "storm", "preempt", "maintenance", "cutoff", "device", "slow".
+/// "stockout", "quota", "storm", "preempt", "maintenance", "cutoff", "device", "slow",
+/// "denied".
 std::string_view FaultKindName(FaultKind kind);
 /// Every kind's name, as ParseFault reads it: "stockout", "quota", …
 std::vector<std::string> FaultKindNames();
@@ -92,6 +96,7 @@ struct Fault {
 ///   {"kind":"cutoff","node":"…","worker":1,"duration":"1m"}
 ///   {"kind":"device","node":"…","worker":1,"device":2}
 ///   {"kind":"slow","factor":10}
+///   {"kind":"denied","duration":"30s"}
 /// Durations: "500ms", "1.5s", "30s", "5m", "1h". InvalidArgument naming the field.
 Result<Fault> ParseFault(std::string_view json_body);
 
@@ -122,6 +127,8 @@ class FaultSet {
   std::optional<int> DrawStorm(Clock::MonoTime now);
   /// The product of the factors of the active slow faults (1 when none).
   double SlowFactor(Clock::MonoTime now) const;
+  /// Whether a denied fault is active: every API call gets 403.
+  bool Denied(Clock::MonoTime now) const;
 
  private:
   bool Active(const Fault& f, Clock::MonoTime now) const;

@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "emulator/locator.h"
 #include "emulator/wire.h"
 #include "util/encoding.h"
 #include "util/jwt.h"
@@ -48,7 +49,7 @@ Result<GeneratedServiceAccountKey> GenerateServiceAccountKey(std::string_view cl
 }
 
 TokenService::TokenService(AuthConfig config, Clock& clock)
-    : config_(std::move(config)), clock_(clock) {}
+    : config_(std::move(config)), clock_(clock), owner_(config_.owner_token) {}
 
 TokenReply TokenService::Issue(std::string_view scope) {
   Result<std::string> fresh = NewSecretToken("ya29.emu-");
@@ -87,7 +88,26 @@ bool TokenService::IsValid(std::string_view access_token) const {
 }
 
 bool TokenService::IsOwner(std::string_view token) const {
-  return !config_.owner_token.empty() && ConstantTimeEquals(token, config_.owner_token);
+  std::lock_guard<std::mutex> l(mu_);
+  bool owner = !owner_.empty() && ConstantTimeEquals(token, owner_);
+  bool incoming = !incoming_.empty() && ConstantTimeEquals(token, incoming_);
+  return owner || incoming;
+}
+
+Status TokenService::RotateOwner(const std::function<Status(const std::string& secret)>& publish) {
+  std::lock_guard<std::mutex> rotation(rotating_);
+  TPUFLEET_ASSIGN_OR_RETURN(std::string fresh, NewSecretToken(kEmulatorTokenPrefix));
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    incoming_ = fresh;
+  }
+  Status published = publish(fresh);
+  std::lock_guard<std::mutex> l(mu_);
+  if (published.ok()) {
+    owner_ = std::move(fresh);
+  }
+  incoming_.clear();
+  return published;
 }
 
 TokenReply TokenService::Exchange(std::string_view form_body) {

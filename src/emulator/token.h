@@ -21,12 +21,17 @@
 // tokens only for credentials the emulator's owner configured (AuthConfig); with none
 // configured, every request is refused.
 //
+// The owner's secret (AuthConfig::owner_token) can be replaced while the emulator runs
+// (RotateOwner, for `tpufleet emulator token rotate`), as a real credential is revoked:
+// from then on the old secret gets 401 like any stranger's token.
+//
 // Thread-safety: all methods may be called from any thread (an internal mutex guards
-// the issued tokens).
+// the issued tokens and the owner's secret).
 #pragma once
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <string>
@@ -65,16 +70,28 @@ class TokenService {
   /// constant time.
   bool IsValid(std::string_view access_token) const;
 
-  /// True when `token` is AuthConfig::owner_token (and that is set). Constant time.
+  /// True when `token` is the owner's secret: AuthConfig::owner_token until the first
+  /// RotateOwner, then the newest one it made. False when there is none. Constant time.
   bool IsOwner(std::string_view token) const;
+
+  /// Replaces the owner's secret with a fresh one (kEmulatorTokenPrefix, 256 bits from
+  /// the kernel) and hands it to `publish` (the daemon writes it to STATE/token). The
+  /// new secret is accepted from before `publish` runs, so a client that reads it at
+  /// once is not refused; the old one is refused from when `publish` returns OK. When
+  /// `publish` fails, the old secret stays and the new one is forgotten. Two rotations
+  /// at once are one after the other.
+  Status RotateOwner(const std::function<Status(const std::string& secret)>& publish);
 
  private:
   TokenReply Issue(std::string_view scope);
 
   const AuthConfig config_;
   Clock& clock_;
+  std::mutex rotating_;  // held for a whole RotateOwner, so that rotations do not interleave
   mutable std::mutex mu_;
   std::map<std::string, Clock::WallTime, std::less<>> issued_;  // token -> expiry; guarded by mu_
+  std::string owner_;     // the owner's secret; "" = none; guarded by mu_
+  std::string incoming_;  // a rotation's new secret while it is published; guarded by mu_
 };
 
 /// A fresh service-account key for the emulator: the key JSON a client loads (type,

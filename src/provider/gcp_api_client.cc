@@ -17,6 +17,25 @@ bool Retryable(const Status& s) {
   return s.code() == StatusCode::kUnavailable || s.code() == StatusCode::kTimeout;
 }
 
+// A refusal (401, 403) as the user must read it: which credentials, that the API
+// refused them and with which code, the API's own words, and what to do. Its text stays
+// the same while the refusal does, so that serve tells it once. Other errors pass.
+Status NameTheCredentials(int http_status, Status s, const TokenSource& tokens) {
+  if (s.code() != StatusCode::kPermissionDenied) {
+    return s;
+  }
+  if (http_status == 401) {
+    return PermissionDeniedError("the TPU API refused " + tokens.Describe() +
+                                 " (HTTP 401 UNAUTHENTICATED: " + s.message() + "): " +
+                                 tokens.Renewal());
+  }
+  return PermissionDeniedError(
+      "the TPU API denied " + tokens.Describe() + " (HTTP " + std::to_string(http_status) +
+      " PERMISSION_DENIED: " + s.message() +
+      "): the credentials are good but may not do this here; grant their account a role "
+      "that may (roles/tpu.admin) in the project, or check the project and zone");
+}
+
 std::string Seconds(std::chrono::nanoseconds d) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.3fs", std::chrono::duration<double>(d).count());
@@ -76,11 +95,10 @@ Result<Json> TpuApiClient::Attempt(const ApiRequest& request, const std::string&
   }
   TPUFLEET_ASSIGN_OR_RETURN(HttpResponse resp, http_.Send(req));
   if (resp.status < 200 || resp.status >= 300) {
-    Status s = ClassifyHttpError(resp.status, resp.body);
-    if (s.code() == StatusCode::kPermissionDenied) {
-      return PermissionDeniedError(s.message() + " (credentials: " + tokens_.Describe() + ")");
+    if (resp.status == 401) {
+      tokens_.Refused();  // the next call asks for a fresh token
     }
-    return s;
+    return NameTheCredentials(resp.status, ClassifyHttpError(resp.status, resp.body), tokens_);
   }
   if (resp.body.empty()) {
     return Json::object();

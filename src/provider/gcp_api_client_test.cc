@@ -155,7 +155,29 @@ TEST_F(ApiClientTest, PermissionDeniedSaysWhichCredentials) {
       ScriptedHttpClient::Error(403, "PERMISSION_DENIED", "Permission 'tpu.nodes.list' denied"));
   Status s = Client()->Call({.path = "v2/x"}).status();
   EXPECT_EQ(s, PermissionDeniedError(
-                   "Permission 'tpu.nodes.list' denied (credentials: test credentials)"));
+                   "the TPU API denied test credentials (HTTP 403 PERMISSION_DENIED: "
+                   "Permission 'tpu.nodes.list' denied): the credentials are good but may not "
+                   "do this here; grant their account a role that may (roles/tpu.admin) in the "
+                   "project, or check the project and zone"));
+  EXPECT_EQ(http_.request_count(), 1u) << "a refusal is not retried";
+  EXPECT_EQ(tokens_.refused(), 0) << "the token is good; its account may not";
+}
+
+// Issue 14: a credential revoked mid-run. The 401 names the credentials, the code, and
+// how to renew them, in words that stay the same while it lasts (serve tells it once).
+TEST_F(ApiClientTest, UnauthenticatedSaysWhichCredentialsAndHowToRenewThem) {
+  const std::string google =
+      "Request had invalid authentication credentials. Expected OAuth 2 access token, login "
+      "cookie or other valid authentication credential.";
+  http_.Push(ScriptedHttpClient::Error(401, "UNAUTHENTICATED", google));
+  http_.Push(ScriptedHttpClient::Error(401, "UNAUTHENTICATED", google));
+  Status first = Client()->Call({.path = "v2/x"}).status();
+  EXPECT_EQ(first, PermissionDeniedError("the TPU API refused test credentials (HTTP 401 "
+                                         "UNAUTHENTICATED: " + google + "): give credentials "
+                                         "the API accepts (see docs/security.md)"));
+  EXPECT_EQ(Client()->Call({.path = "v2/x"}).status(), first);
+  EXPECT_EQ(http_.request_count(), 2u) << "a refusal is not retried";
+  EXPECT_EQ(tokens_.refused(), 2) << "each 401 drops the cached token";
 }
 
 TEST_F(ApiClientTest, TokenTroubleIsRetriedOnlyWhenTransient) {

@@ -46,6 +46,11 @@ class CachedTokenSource : public TokenSource {
  public:
   explicit CachedTokenSource(Clock& clock) : clock_(clock) {}
 
+  void Refused() final {
+    std::lock_guard<std::mutex> l(mu_);
+    token_.clear();
+  }
+
   Result<std::string> AccessToken() final {
     std::lock_guard<std::mutex> l(mu_);
     Clock::MonoTime now = clock_.MonotonicNow();
@@ -155,6 +160,10 @@ class ServiceAccountSource final : public CachedTokenSource {
   std::string Describe() const override {
     return "service account " + key_.email + " (key file " + key_.path + ")";
   }
+  std::string Renewal() const override {
+    return "is the key deleted or disabled? make a new one with `gcloud iam service-accounts "
+           "keys create`";
+  }
 
  protected:
   Result<FetchedToken> Fetch() override {
@@ -173,9 +182,7 @@ class ServiceAccountSource final : public CachedTokenSource {
     }
     HttpRequest req = FormPost(key_.token_uri,
                                {{"grant_type", std::string(kJwtBearerGrant)}, {"assertion", *jwt}});
-    return ReadTokenReply(http_.Send(req), key_.token_uri, Describe(),
-                          " (is the key deleted or disabled? make a new one with `gcloud iam "
-                          "service-accounts keys create`)");
+    return ReadTokenReply(http_.Send(req), key_.token_uri, Describe(), " (" + Renewal() + ")");
   }
 
  private:
@@ -199,6 +206,9 @@ class AuthorizedUserSource final : public CachedTokenSource {
       : CachedTokenSource(clock), user_(std::move(user)), http_(http) {}
 
   std::string Describe() const override { return "authorized-user credentials " + user_.path; }
+  std::string Renewal() const override {
+    return "run `gcloud auth application-default login` again";
+  }
 
  protected:
   Result<FetchedToken> Fetch() override {
@@ -206,8 +216,7 @@ class AuthorizedUserSource final : public CachedTokenSource {
                                                  {"client_id", user_.client_id},
                                                  {"client_secret", user_.client_secret},
                                                  {"refresh_token", user_.refresh_token}});
-    return ReadTokenReply(http_.Send(req), user_.token_uri, Describe(),
-                          " (run `gcloud auth application-default login` again)");
+    return ReadTokenReply(http_.Send(req), user_.token_uri, Describe(), " (" + Renewal() + ")");
   }
 
  private:
@@ -224,6 +233,9 @@ class MetadataServerSource final : public CachedTokenSource {
   std::string Describe() const override {
     return "the VM's default service account (metadata server " + host_ + ")";
   }
+  std::string Renewal() const override {
+    return "does the VM have a service account with the cloud-platform scope?";
+  }
 
  protected:
   Result<FetchedToken> Fetch() override {
@@ -231,8 +243,7 @@ class MetadataServerSource final : public CachedTokenSource {
     req.url = "http://" + host_ + "/computeMetadata/v1/instance/service-accounts/default/token";
     req.headers["Metadata-Flavor"] = "Google";
     req.timeout = kTokenRequestTimeout;
-    return ReadTokenReply(http_.Send(req), req.url, Describe(),
-                          " (does the VM have a service account with the cloud-platform scope?)");
+    return ReadTokenReply(http_.Send(req), req.url, Describe(), " (" + Renewal() + ")");
   }
 
  private:
@@ -258,6 +269,10 @@ class AccessTokenFileSource final : public TokenSource {
   }
 
   std::string Describe() const override { return "access token file " + path_; }
+  std::string Renewal() const override {
+    return "write a fresh token to " + path_ +
+           " (`gcloud auth print-access-token > FILE`); it is read again at every call";
+  }
 
  private:
   const std::string path_;

@@ -78,7 +78,8 @@ struct CredentialOptions {
 };
 
 /// Where an access token comes from. AccessToken is cached and refreshed
-/// kTokenRefreshMargin before expiry (except for a token file, read on every call).
+/// kTokenRefreshMargin before expiry, or after Refused (except for a token file, read
+/// on every call).
 class TokenSource {
  public:
   TokenSource() = default;
@@ -93,6 +94,19 @@ class TokenSource {
   /// Which credentials these are, for messages; never a secret: "service account
   /// a@p.iam.gserviceaccount.com (key file /k.json)".
   virtual std::string Describe() const = 0;
+
+  /// What the user does when these credentials are refused (a token endpoint's
+  /// invalid_grant, the API's 401): "run `gcloud auth application-default login`
+  /// again". One clause, no secret.
+  virtual std::string Renewal() const {
+    return "give credentials the API accepts (see docs/security.md)";
+  }
+
+  /// The API refused the token this source handed out (401: revoked, expired early): a
+  /// cached token is dropped, so that the next AccessToken fetches a fresh one, as
+  /// Google's auth libraries refresh on a 401. Sources that read a file at each call
+  /// need not do anything.
+  virtual void Refused() {}
 };
 
 /// The credentials found as the header says, or the error that stops the search.

@@ -126,6 +126,21 @@ TEST_F(CredentialsTest, TokenIsCachedUntilFiveMinutesBeforeItExpires) {
   EXPECT_EQ(http_.request_count(), 2u);
 }
 
+// Issue 14: a token revoked before its time. The API's 401 (TokenSource::Refused)
+// drops the cached token, so the next call fetches a fresh one instead of sending the
+// revoked one until it would have expired.
+TEST_F(CredentialsTest, ARefusedTokenIsFetchedAgainAtTheNextCall) {
+  options_.key_file = Write("sa.json", ServiceAccountJson().dump());
+  http_.Push(TokenAnswer("ya29.revoked"));
+  http_.Push(TokenAnswer("ya29.fresh"));
+  std::unique_ptr<TokenSource> source = MustFind();
+  EXPECT_EQ(source->AccessToken().value(), "ya29.revoked");
+  source->Refused();
+  EXPECT_EQ(source->AccessToken().value(), "ya29.fresh");
+  EXPECT_EQ(source->AccessToken().value(), "ya29.fresh");
+  EXPECT_EQ(http_.request_count(), 2u);
+}
+
 TEST_F(CredentialsTest, ShortLivedTokensAreKeptForHalfTheirLife) {
   options_.key_file = Write("sa.json", ServiceAccountJson().dump());
   http_.Push(TokenAnswer("ya29.short", 120));

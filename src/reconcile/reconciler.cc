@@ -180,6 +180,15 @@ void Reconciler::Pass() {
           ++counts.nodes_by_state[fleet.name][acting->second->shown];
           continue;
         }
+        if (Refused(fp, facts)) {  // as its record says, its agents still heard
+          if (facts.record) {
+            ++counts.nodes_by_state[fleet.name][facts.record->state.Name()];
+            if (facts.record->state.IsUsable() && !facts.record->workers.empty()) {
+              watched.push_back(*facts.record);
+            }
+          }
+          continue;
+        }
         // A node made but never set up (its create or recovery cut short: a killed serve
         // or `up`) is finished by up's steps, which adopt it or wait for it.
         bool unfinished = facts.record && cloud && !cloud->state.IsGone() &&
@@ -278,6 +287,7 @@ void Reconciler::ListZones(std::vector<FleetPass>& fps) {
   for (auto& [key, l] : listings_) {
     l.this_pass = false;
   }
+  refused_.clear();
   std::stable_sort(wants.begin(), wants.end(), [&](const Want& a, const Want& b) {
     return listings_[a.key].listed < listings_[b.key].listed;
   });
@@ -289,14 +299,14 @@ void Reconciler::ListZones(std::vector<FleetPass>& fps) {
     if (w.queued) {
       Result<std::vector<CloudQueuedResource>> got = w.fp->provider->ListQueuedResources({w.zone});
       if (!got.ok()) {
-        Warn("listing queued resources in " + w.zone + ": " + got.status().message());
+        ListingFailed(*w.fp, "queued resources in " + w.zone, got.status());
         continue;
       }
       l.queued = std::move(*got);
     } else {
       Result<std::vector<CloudNode>> got = w.fp->provider->ListNodes({w.zone});
       if (!got.ok()) {
-        Warn("listing " + w.zone + ": " + got.status().message());
+        ListingFailed(*w.fp, w.zone, got.status());
         continue;
       }
       l.nodes = std::move(*got);

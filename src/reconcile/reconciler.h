@@ -21,6 +21,11 @@
 // remembered, so a serve killed at any point and started again converges: a recovery's
 // steps resume from the records as a killed `up`'s do.
 //
+// A listing the API refuses (401, 403: a credential revoked, a role taken away) is one
+// warning per pass, the same words while it lasts (serve logs it once, and "no longer: "
+// when it ends), and the nodes that were not listed because of it are left alone: no
+// delete, no create, on what the records alone say, until a listing succeeds again.
+//
 // Mutations take the state lock (World::state_lock) for their duration, one hold shared
 // by every action in flight. While a CLI command holds it, the pass takes no action,
 // warns "waiting for …" and tries again next pass.
@@ -140,6 +145,9 @@ class Reconciler final : public ServeView {
   Status Event(const std::string& fleet, const std::string& node, const std::string& kind,
                const std::string& detail);
   void Warn(const std::string& line);
+  // A refused credential (reconciler_credentials.cc).
+  void ListingFailed(const FleetPass& fp, const std::string& what, const Status& status);
+  bool Refused(const FleetPass& fp, const NodeFacts& facts) const;
 
   World& base_;
   const Catalog& catalog_;
@@ -165,6 +173,7 @@ class Reconciler final : public ServeView {
   std::optional<Clock::MonoTime> last_metrics_;
   std::weak_ptr<UniqueFd> lock_;                  // the hold the actions share
   std::vector<std::string> warnings_;            // this pass's
+  std::set<const CloudProvider*> refused_;       // whose credentials a listing refused, this pass
   ServeSnapshot counters_;                       // the totals kept across passes
   EventLoop::Id timer_ = 0;
   EventLoop::Id soon_ = 0;                       // a pass asked for by a notice

@@ -254,6 +254,56 @@ TEST_F(ReconcilerTest, TtlWarnsTheLoggedInUsersThenDeletesAndDoesNotMakeItAgain)
   EXPECT_EQ(w.cloud.creates(), 1);  // retired: `up` makes it again, not serve
 }
 
+// Issue 14: a credential revoked mid-run. While the API refuses the listings, the pass
+// says so once (in the provider's words, which name the credentials) and leaves the
+// nodes it could not list alone, even one whose ttl its record says is due; once a
+// listing works again, it carries on.
+TEST_F(ReconcilerTest, ARefusedCredentialDeletesNothingAndServeCarriesOnAfterIt) {
+  FleetSpec spec = w.Spec(Trainer("    ttl: 10m\n"));
+  w.Up(spec);
+  auto r = Make(spec);
+  w.clock.Advance(minutes(6));
+  r->Pass();
+  Settle(*r);
+  ASSERT_EQ(w.Events("ttl-warned", "trainer").size(), 1u);
+  w.clock.Advance(minutes(5));  // the ttl is due
+  const std::string refusal =
+      "the TPU API refused test credentials (HTTP 401 UNAUTHENTICATED: Request had invalid "
+      "authentication credentials.): run `gcloud auth application-default login` again";
+  w.cloud.FailEvery("ListNodes", PermissionDeniedError(refusal));
+  for (int pass = 0; pass < 2; ++pass) {
+    r->Pass();
+    Settle(*r);
+    EXPECT_TRUE(w.cloud.Node(kZoneB, "trainer").has_value());
+    EXPECT_EQ(w.cloud.deletes(), 0);
+    EXPECT_EQ(w.cloud.creates(), 1);  // up's
+    std::vector<std::string> warnings = r->Snapshot().warnings;
+    ASSERT_EQ(warnings.size(), 1u) << Join(warnings, "\n");
+    EXPECT_EQ(warnings[0], "cannot list: " + refusal +
+                               "; serve deletes and creates nothing it cannot list until then");
+  }
+  EXPECT_TRUE(w.Events("delete-requested", "trainer").empty());
+  w.cloud.FailEvery("ListNodes", Status::Ok());  // the credentials work again
+  r->Pass();
+  Settle(*r);
+  EXPECT_TRUE(r->Snapshot().warnings.empty()) << Join(r->Snapshot().warnings, "\n");
+  EXPECT_FALSE(w.cloud.Node(kZoneB, "trainer").has_value());
+  EXPECT_EQ(w.Events("delete-requested", "trainer").back().detail, "reason=ttl");
+}
+
+// Any other listing failure still names the zone, and only a refusal stops the actions.
+TEST_F(ReconcilerTest, AListingThatFailsOtherwiseNamesItsZone) {
+  FleetSpec spec = w.Spec(Trainer());
+  w.Up(spec);
+  auto r = Make(spec);
+  w.cloud.FailEvery("ListNodes", UnavailableError("HTTP 503"));
+  r->Pass();
+  Settle(*r);
+  std::vector<std::string> warnings = r->Snapshot().warnings;
+  EXPECT_EQ(warnings, (std::vector<std::string>{"listing " + std::string(kZoneA) + ": HTTP 503",
+                                                "listing " + std::string(kZoneB) + ": HTTP 503"}));
+}
+
 TEST_F(ReconcilerTest, AnIdleNodeIsDeletedButAnInputBoundOneIsNot) {
   FleetSpec spec = w.Spec(Trainer("    idle: {after: 2m}\n") + SmallNode("eval"));
   spec.nodes[1].idle = IdlePolicy{minutes(2), IdleAction::kDelete};

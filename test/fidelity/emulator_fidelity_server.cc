@@ -10,7 +10,7 @@
 //                      further so a scripted session takes seconds.
 //   --token-out FILE   writes the owner's secret (mode 0600), as `tpufleet emulator
 //                      start` writes STATE/token; every call but /token needs it or an
-//                      issued token.
+//                      issued token. POST /emulator/v1/token:rotate writes a new one there.
 //   --sa-key-out FILE  writes a fresh service-account key JSON (mode 0600) whose public
 //                      key the token endpoint accepts.
 //   --require-tokens   the Cloud TPU API routes take only tokens the token endpoint
@@ -114,6 +114,11 @@ int main(int argc, char** argv) {
     return Fail(s.ToString());
   }
   config.auth.owner_token = *token;
+  // POST /emulator/v1/token:rotate writes the new secret where the first went, as the
+  // daemon does.
+  config.auth.publish_owner_token = [token_out](const std::string& fresh) {
+    return tpufleet::WriteFileAtomic(token_out, fresh + "\n", 0600);
+  };
 
   tpufleet::RealClock clock;
   tpufleet::emulator::FakeWorkerHosts hosts;

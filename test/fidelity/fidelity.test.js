@@ -511,3 +511,32 @@ test('googleapis discovery client (google.tpu v2)', async (t) => {
     assert.equal(res.data.nodes, undefined);
   });
 });
+
+// Issue 14: a credential revoked mid-run. `tpufleet emulator token rotate` (POST
+// /emulator/v1/token:rotate) writes a new secret to the token file, and from then on
+// Google's clients meet the old one as they meet a revoked token: 401 UNAUTHENTICATED,
+// code 16 in gax. Last, since it revokes the secret the tests above use.
+test('a rotated emulator token (last: it revokes the one above)', async () => {
+  const res = await fetch(`${base}/emulator/v1/token:rotate`,
+                          {method: 'POST', headers: {authorization: `Bearer ${ownerToken}`}});
+  assert.equal(res.status, 200);
+  assert.deepEqual(await res.json(), {rotated: true});
+  const fresh = fs.readFileSync(tokenFile, 'utf8').trim();
+  assert.notEqual(fresh, ownerToken);
+  assert.ok(fresh.startsWith('tpufleet-emulator-'));
+  assert.equal(fs.statSync(tokenFile).mode & 0o777, 0o600);
+  const as = (token) => {
+    const auth = new OAuth2Client();
+    auth.setCredentials({access_token: token, expiry_date: Date.now() + 3600 * 1000});
+    return auth;
+  };
+  const gapic = (token) => new TpuClient({fallback: true, protocol: 'http', apiEndpoint: host, port,
+                                          authClient: as(token)});
+  await assert.rejects(gapic(ownerToken).listNodes({parent: PARENT}),
+                       (e) => e.code === 16 && /invalid authentication credentials/.test(e.message));
+  const revoked = google.tpu({version: 'v2', auth: as(ownerToken), rootUrl: `${base}/`});
+  await assert.rejects(revoked.projects.locations.nodes.list({parent: PARENT}),
+                       (e) => Number(e.code) === 401 || e.status === 401);
+  const [nodes] = await gapic(fresh).listNodes({parent: PARENT});
+  assert.ok(Array.isArray(nodes));
+});

@@ -91,6 +91,12 @@ class FakeCloud final : public CloudProvider {
     std::lock_guard<std::mutex> l(mu_);
     fail_next_[method] = {std::move(error), when};
   }
+  /// Every call of `method` returns `error`, with no effect, until this is called again
+  /// with OK (the API refusing every call: a revoked credential).
+  void FailEvery(const std::string& method, Status error) {
+    std::lock_guard<std::mutex> l(mu_);
+    fail_every_[method] = std::move(error);
+  }
   void SetOperationPolls(int polls) {
     std::lock_guard<std::mutex> l(mu_);
     operation_polls_ = polls;
@@ -454,6 +460,9 @@ class FakeCloud final : public CloudProvider {
       }
       state_on_next_.erase(change);
     }
+    if (auto every = fail_every_.find(method); every != fail_every_.end() && !every->second.ok()) {
+      return every->second;
+    }
     auto it = fail_next_.find(method);
     if (it == fail_next_.end()) {
       return body();
@@ -572,6 +581,7 @@ class FakeCloud final : public CloudProvider {
   std::map<std::string, bool> stockouts_;           // guarded by mu_
   std::map<std::string, Status> create_errors_;     // guarded by mu_
   std::map<std::string, std::pair<Status, When>> fail_next_;  // guarded by mu_
+  std::map<std::string, Status> fail_every_;        // guarded by mu_
   std::map<std::string, std::pair<Key, NodeState>> state_on_next_;  // guarded by mu_
   Status queued_failure_;                           // guarded by mu_
   int operation_polls_ = 1;                         // guarded by mu_

@@ -1,5 +1,5 @@
 // FakeTokenSource: a TokenSource for unit tests that hands out a fixed token, or a
-// scripted error, and counts the calls.
+// scripted error, and counts the calls and the refusals.
 //
 // Thread-safety: a mutex guards it.
 #pragma once
@@ -25,6 +25,10 @@ class FakeTokenSource final : public TokenSource {
     return token_;
   }
   std::string Describe() const override { return "test credentials"; }
+  void Refused() override {
+    std::lock_guard<std::mutex> l(mu_);
+    ++refused_;
+  }
 
   /// Every later AccessToken fails with `error` (OK: succeeds again).
   void Fail(Status error) {
@@ -35,12 +39,18 @@ class FakeTokenSource final : public TokenSource {
     std::lock_guard<std::mutex> l(mu_);
     return calls_;
   }
+  /// How many times the API refused the token (Refused).
+  int refused() const {
+    std::lock_guard<std::mutex> l(mu_);
+    return refused_;
+  }
 
  private:
   mutable std::mutex mu_;
   std::string token_;  // guarded by mu_
   Status error_;       // guarded by mu_
   int calls_ = 0;      // guarded by mu_
+  int refused_ = 0;    // guarded by mu_
 };
 
 }  // namespace tpufleet
