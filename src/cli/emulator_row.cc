@@ -4,8 +4,8 @@ namespace tpufleet::cli {
 
 Command EmulatorCommandRow(ExitStatus (*run)(Invocation&)) {
   return {"emulator",
-          "Run a local Cloud TPU whose workers are real hosts (start, stop, status, inject)",
-          "start [--port P] [--config FILE] [--catalog FILE] | stop | status | inject KIND [NODE] [flags]",
+          "Run a local Cloud TPU whose workers are real hosts (start, stop, status, inject, token)",
+          "start [--port P] [--config FILE] [--catalog FILE] | stop | status | inject KIND [NODE] [flags] | token rotate",
           "start     starts the emulator in the background and prints its endpoint and\n"
           "          its token file (STATE/token, yours alone: every call needs the token;\n"
           "          gcloud takes it through CLOUDSDK_AUTH_ACCESS_TOKEN_FILE); a crashed\n"
@@ -24,7 +24,10 @@ Command EmulatorCommandRow(ExitStatus (*run)(Invocation&)) {
           "            cutoff NODE --worker N [--for D]           a worker off the network\n"
           "            device NODE --worker N [--device K] [--for D]  chip K (0) gone from it\n"
           "            slow --factor X [--for D]                  operations take X times longer\n"
+          "            denied [--for D]                           every call gets HTTP 403\n"
           "            clear [FAULT-ID]                           end one fault, or all\n"
+          "token     rotate: a new token in STATE/token; the old one gets HTTP 401 from\n"
+          "          then on, as a revoked credential does.\n"
           "The state dir defaults to $TPUFLEET_EMULATOR_DIR, else\n"
           "${XDG_STATE_HOME:-~/.local/state}/tpufleet/emulator; one that another user\n"
           "made, or that others may write, is refused.",
