@@ -255,6 +255,20 @@ TEST_F(RecoveryCommandsTest, StatusSaysServeIsNotRunningAndHowOldTheStatesAre) {
   EXPECT_EQ(j["states_age_seconds"], 300);
 }
 
+// A record an older tpufleet wrote without updated_at is as old as its create, not as
+// old as the epoch.
+TEST_F(RecoveryCommandsTest, AStateWithoutItsUpdateTimeIsAsOldAsItsCreate) {
+  std::vector<NodeRecord> nodes = *t_.store->Nodes("lab");
+  for (NodeRecord n : nodes) {
+    n.created_at = t_.clock.Now();
+    n.updated_at = Clock::WallTime{};
+    ASSERT_TRUE(t_.store->PutNode(n).ok());
+  }
+  t_.clock.Advance(minutes(7));
+  nlohmann::json j = nlohmann::json::parse(Tpufleet(app_, {"status", "--json"}).out);
+  EXPECT_EQ(j["states_age_seconds"], 420);
+}
+
 TEST_F(RecoveryCommandsTest, StatusNamesTheRunningServeAndItsLastPass) {
   Clock::WallTime now = t_.clock.Now();
   ASSERT_TRUE(

@@ -322,7 +322,11 @@ Result<FleetStatusReport> FleetStatus(World& world, const Catalog& catalog,
     TPUFLEET_ASSIGN_OR_RETURN(NodeHistory history, ReadNodeHistory(world.store, r.fleet, r.name));
     v.state = ShownState(r, history, report.serve.running);
     v.time_to_recover_seconds = history.time_to_recover_seconds;
-    oldest = oldest ? std::min(*oldest, r.updated_at) : r.updated_at;
+    // A record written without updated_at (one an older tpufleet made) is as old as its
+    // create; one with neither says nothing of how old the states are.
+    if (Clock::WallTime seen = std::max(r.updated_at, r.created_at); seen != Clock::WallTime{}) {
+      oldest = oldest ? std::min(*oldest, seen) : seen;
+    }
     v.record = std::move(r);
     PriceView(catalog, v);
     out.push_back(std::move(v));
