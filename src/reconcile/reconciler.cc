@@ -54,6 +54,12 @@ std::string Retired(const std::vector<EventRecord>& events) {
   return deleted ? "down" : "";
 }
 
+// Every worker recorded and set up (WorkerRecord::setup_done): up's steps ran to their end.
+bool SetUp(const NodeRecord& r) {
+  return !r.workers.empty() && std::all_of(r.workers.begin(), r.workers.end(),
+                                           [](const WorkerRecord& w) { return w.setup_done; });
+}
+
 }  // namespace
 
 Reconciler::Reconciler(World& world, const Catalog& catalog, EventLoop& loop,
@@ -181,9 +187,11 @@ void Reconciler::Pass() {
         }
         // A node made but never set up (its create or recovery cut short: a killed serve
         // or `up`) is finished by up's steps, which adopt it or wait for it.
+        // So is one whose steps failed after its create (a setup cut by a storm or a
+        // cut-off worker): its workers are recorded, not all set up.
         bool unfinished = facts.record && cloud && !cloud->state.IsGone() &&
                           cloud->state != NodeState::kDeleting && facts.retired.empty() &&
-                          (facts.record->state.IsInFlight() || facts.record->workers.empty());
+                          (facts.record->state.IsInFlight() || !SetUp(*facts.record));
         if (facts.record && cloud && !unfinished && facts.record->state != cloud->state) {
           NodeRecord r = *facts.record;  // status shows what serve last saw
           r.state = cloud->state;
@@ -208,7 +216,7 @@ void Reconciler::Pass() {
         last_reason_[key] = d.reason;
         if (d.maintenance.empty()) {
           maintenance_.erase(key);
-        } else if (maintenance_.insert(key).second) {
+        } else if (jobs_due_.erase(key), maintenance_.insert(key).second) {
           if (Status s = Event(fleet.name, name, "maintenance", "signal=" + d.maintenance);
               !s.ok()) {
             Warn(name + ": cannot record its maintenance: " + s.message());
@@ -229,6 +237,10 @@ void Reconciler::Pass() {
         }
         if (facts.record && state.IsUsable() && !facts.record->workers.empty()) {
           watched.push_back(*facts.record);
+        }
+        if (cloud && state.IsUsable() && d.action == NodeAction::kNone && d.maintenance.empty() &&
+            facts.workers > 0 && facts.workers_unreachable == 0 && facts.workers_preempted == 0) {
+          KeepJobs(fleet.name, name);
         }
       }
     }
@@ -336,6 +348,11 @@ NodeFacts Reconciler::Facts(const FleetPass& fp, const std::string& node, const 
       }
     }
     auto q = listings_.find(fp.ListingKey(zone, true));
+    if (spec.queued && (q == listings_.end() || !q->second.this_pass)) {
+      // Its queued resource's zone was not listed this pass: without it, a node its
+      // queued resource no longer holds (SUSPENDED) would look vanished.
+      f.listed = false;
+    }
     if (q != listings_.end() && q->second.this_pass) {
       for (const CloudQueuedResource& r : q->second.queued) {
         if (r.id == node) {
