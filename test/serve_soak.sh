@@ -21,7 +21,8 @@
 # The seed is printed first; SOAK_SEED=N reruns the same stream of faults (which fault,
 # on which node, at which gap; what the nodes are doing when it lands is up to timing).
 # Usage: serve_soak.sh path/to/tpufleet. Env: SOAK_SEED, SOAK_FAULTS (100), SOAK_STEPS
-# (400 steps of 0.25 s per job). Exit 77 (skipped) when not root, when a tool is
+# (400 steps of 0.25 s per job), SOAK_KEEP=DIR (serve's log, the faults, the samples and
+# the events are copied there at the end). Exit 77 (skipped) when not root, when a tool is
 # missing, or when no tpufleet-agent was built next to tpufleet.
 set -uo pipefail
 source "$(dirname "$0")/e2e_lib.sh"
@@ -55,6 +56,10 @@ sampler_pid=""
 downtime=0
 cleanup() {
   end_ours "$serve_pid" KILL
+  if [[ -n ${SOAK_KEEP:-} ]]; then  # what to look at after a failure
+    mkdir -p "$SOAK_KEEP" && cp "$tmp"/{serve,faults,inject}.log "$tmp"/*.json* "$tmp"/*.txt \
+      "$SOAK_KEEP"/ 2>/dev/null
+  fi
   [[ -n $sampler_pid ]] && kill "$sampler_pid" 2>/dev/null
   timeout 120 "$bin" down --all --yes >/dev/null 2>&1
   e2e_end
@@ -252,8 +257,9 @@ jobs_finish() {
   local deadline=$((SECONDS + kDrainSeconds)) left
   ((${#job_ids[@]} == ${#nodes[@]})) || { echo "only ${#job_ids[@]} jobs were started"; return 1; }
   while left=$(unfinished) && [[ -n $left ]]; do
-    # A job that failed or was given up on will not finish: no use waiting.
-    if grep -qE ' (failed|cancelled|gave-up)$' <<<"$left" || ((SECONDS >= deadline)); then
+    # A job given up on will not finish: no use waiting. (One a reboot stopped shows
+    # cancelled, lost or failed until serve's jobs round restarts it.)
+    if grep -qE ' gave-up$' <<<"$left" || ((SECONDS >= deadline)); then
       echo "jobs not finished:"
       echo "$left"
       head -c 3000 "$tmp/jobs.json"
@@ -353,8 +359,9 @@ note "serve's metrics: $(grep -E '^tpufleet_(preemptions|recoveries)_total' "$tm
 
 down_and_clean() {
   remember_hosts
-  tf down --all --yes >"$tmp/down.txt" 2>&1 || { cat "$tmp/down.txt"; return 1; }
+  # The holder first, while its workers still answer (its connections close at once).
   holder_stops || return 1
+  tf down --all --yes >"$tmp/down.txt" 2>&1 || { cat "$tmp/down.txt"; return 1; }
   stop_clean "$state/"
 }
 check "down and emulator stop leave no process, namespace, sshd or link of this run" down_and_clean

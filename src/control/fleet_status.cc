@@ -47,13 +47,7 @@ std::string Apply(const CloudNode* cloud, NodeRecord& r) {
   if (!cloud->cloud_name.empty()) {
     r.cloud_name = cloud->cloud_name;
   }
-  for (WorkerRecord& w : r.workers) {
-    if (w.index < static_cast<int>(cloud->workers.size())) {
-      const CloudWorker& c = cloud->workers[w.index];
-      w.address = c.SshAddress();
-      w.internal_address = c.address;
-    }
-  }
+  TakeAddresses(*cloud, r);
   return std::string(TransitionEvent(before, r.state));
 }
 
@@ -211,6 +205,19 @@ std::map<std::string, Group> GroupsOf(std::vector<NodeRecord>& records) {
 }
 
 }  // namespace
+
+bool TakeAddresses(const CloudNode& cloud, NodeRecord& r) {
+  bool changed = false;
+  for (WorkerRecord& w : r.workers) {
+    if (w.index < static_cast<int>(cloud.workers.size())) {
+      const CloudWorker& c = cloud.workers[w.index];
+      changed = changed || w.address != c.SshAddress() || w.internal_address != c.address;
+      w.address = c.SshAddress();
+      w.internal_address = c.address;
+    }
+  }
+  return changed;
+}
 
 Result<std::vector<NodeRecord>> RefreshNodes(World& world, const std::vector<std::string>& nodes) {
   TPUFLEET_ASSIGN_OR_RETURN(std::vector<NodeRecord> all, world.store.Nodes(""));

@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "control/fleet_metrics.h"
+#include "control/fleet_status.h"
 #include "control/targets.h"
 #include "core/up_plan.h"
 #include "reconcile/reconciler_internal.h"
@@ -192,13 +193,20 @@ void Reconciler::Pass() {
         bool unfinished = facts.record && cloud && !cloud->state.IsGone() &&
                           cloud->state != NodeState::kDeleting && facts.retired.empty() &&
                           (facts.record->state.IsInFlight() || !SetUp(*facts.record));
-        if (facts.record && cloud && !unfinished && facts.record->state != cloud->state) {
-          NodeRecord r = *facts.record;  // status shows what serve last saw
-          r.state = cloud->state;
-          r.health = cloud->health;
-          r.updated_at = now;
-          if (Status s = world_.store.PutNode(r); !s.ok()) {
-            Warn(name + ": cannot update its record: " + s.message());
+        if (facts.record && cloud && !unfinished) {
+          // status shows what serve last saw; the workers' streams, jobs and logins
+          // follow a worker to its new address after a maintenance.
+          NodeRecord r = *facts.record;
+          bool moved = cloud->state.IsUsable() && TakeAddresses(*cloud, r);
+          if (moved || r.state != cloud->state) {
+            r.state = cloud->state;
+            r.health = cloud->health;
+            r.updated_at = now;
+            if (Status s = world_.store.PutNode(r); !s.ok()) {
+              Warn(name + ": cannot update its record: " + s.message());
+            } else {
+              facts.record = r;
+            }
           }
         }
         NodeDecision d;

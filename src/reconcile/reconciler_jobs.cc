@@ -69,6 +69,9 @@ void Reconciler::KeepJobs(const std::string& fleet, const std::string& node) {
         continue;
       }
       seen = {true, view->state, view->first_failure};
+      // A restart the agents ran and the store missed (serve killed between the two):
+      // the next restart counts on from it, as the agents refuse a count they had.
+      job.restarts = std::max(job.restarts, view->restarts);
     }
     JobKeepDecision d =
         DecideJob(job, seen, MaintenanceSince(world_.store, fleet, node, job.updated_at));

@@ -495,5 +495,23 @@ TEST_F(Issue14, ANodeWhoseSetupWasCutShortIsSetUpByTheNextPass) {
   EXPECT_TRUE(Logged("trainer: listed READY but never set up")) << Join(log, "\n");
 }
 
+TEST_F(Issue14, AfterAMaintenanceTheRecordFollowsTheWorkersToTheirNewAddresses) {
+  FleetSpec spec = w.Spec(Trainer());
+  w.Up(spec);
+  std::string before = w.Record("trainer").workers[1].address;
+  std::string key = w.Record("trainer").workers[1].host_key;
+  w.cloud.MoveWorkers(kZoneB, "trainer");
+  auto r = Make(spec);
+  r->Pass();
+  EXPECT_FALSE(r->busy());  // nothing made again: the same VMs, moved
+  NodeRecord rec = w.Record("trainer");
+  const CloudWorker& now = w.cloud.Node(kZoneB, "trainer")->workers[1];
+  EXPECT_NE(rec.workers[1].address, before);
+  EXPECT_EQ(rec.workers[1].address, now.SshAddress());
+  EXPECT_EQ(rec.workers[1].internal_address, now.address);
+  EXPECT_EQ(rec.workers[1].host_key, key);
+  EXPECT_TRUE(rec.workers[1].setup_done);
+}
+
 }  // namespace
 }  // namespace tpufleet::testing
