@@ -188,7 +188,11 @@ stop_clean() {
   done
   [[ -z $left ]] || { echo "processes still in the workers' namespaces:$left"; return 1; }
   while read -r id; do
-    [[ $(pid_id "${id%% *}") == "$id" ]] && left+=" sshd:${id%% *}"
+    # Not one whose namespace is another emulator's now (recorded when its inode, freed
+    # by one of ours, was already reused).
+    ns=$(readlink "/proc/${id%% *}/ns/net" 2>/dev/null)
+    [[ $(pid_id "${id%% *}") == "$id" ]] && ! grep -qxF "$ns" "$tmp/netns.others" &&
+      left+=" sshd:${id%% *}"
   done <"$tmp/sshd"
   [[ -z $left ]] || { echo "sshd left:$left"; return 1; }
   left=$(pgrep -af "$pattern" | grep -v "^$$ ")

@@ -246,8 +246,11 @@ void Reconciler::Pass() {
         if (facts.record && state.IsUsable() && !facts.record->workers.empty()) {
           watched.push_back(*facts.record);
         }
+        // Its jobs, once every worker's agent answers (a worker still booting would
+        // hold the loop for a connect timeout).
         if (cloud && state.IsUsable() && d.action == NodeAction::kNone && d.maintenance.empty() &&
-            facts.workers > 0 && facts.workers_unreachable == 0 && facts.workers_preempted == 0) {
+            facts.workers > 0 && facts.workers_preempted == 0 &&
+            notices_.Of(fleet.name, name).answering == facts.workers) {
           KeepJobs(fleet.name, name);
         }
       }
