@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Chaos soak of `tpufleet serve` (issue 14; not yet in ctest: it has not passed against
-# serve yet, run it by hand: bash test/serve_soak.sh build/src/app/tpufleet), against `tpufleet emulator` with real worker
-# hosts and the node agent on each: four nodes (spot and on-demand, single-host and
-# pods; the spot pod through a queued resource), each running a stand-in job started
+# Chaos soak of `tpufleet serve` (issue 14; ctest e2e.serve_soak, label soak), against
+# `tpufleet emulator` with real worker hosts and the node agent on each: four nodes
+# (spot and on-demand, single-host and pods; the spot pod through a queued resource),
+# each running a stand-in job started
 # with `run --restart on-preemption` that must finish its checkpointed steps (the
 # checkpoints in the emulator's shared /gcs). Against them, a seeded stream of at least
 # SOAK_FAULTS (100) faults, several at once: preemptions, stockouts, maintenance (new

@@ -139,6 +139,11 @@ std::string RefreshGroup(World& world, Group& g) {
         event = "queue-failed";
       }
     }
+    if (!found && r->state == before.state && r->state.MayBeUnlisted()) {
+      // Waited for and not listed: nothing was confirmed. Its time stays when its create
+      // (or stockout) began, which serve's grace and retry count from (core/reconcile.h).
+      continue;
+    }
     if (r->state == before.state && r->health == before.health &&
         std::equal(r->workers.begin(), r->workers.end(), before.workers.begin(),
                    before.workers.end(), [](const WorkerRecord& a, const WorkerRecord& b) {
