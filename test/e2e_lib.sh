@@ -97,10 +97,11 @@ shows() {
   echo "stderr:"
   head -c 3000 "$tmp/$1.err"
 }
-# holder_stops: `tpufleet holder stop` ends this run's connection holder.
+# holder_stops [SECONDS]: `tpufleet holder stop` ends this run's connection holder
+# within SECONDS (10).
 holder_stops() {
   tf holder stop >"$tmp/holder.txt" 2>&1 || { cat "$tmp/holder.txt"; return 1; }
-  wait_for 10 eval '! pgrep -f "holder serve --socket $state/" >/dev/null' ||
+  wait_for "${1:-10}" eval '! pgrep -f "holder serve --socket $state/" >/dev/null' ||
     { pgrep -af "holder serve --socket $state/"; return 1; }
 }
 rc_is() { [[ $(cat "$tmp/$1.rc") == "$2" ]]; }  # rc_is NAME STATUS, of a run kept in $tmp

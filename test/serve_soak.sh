@@ -359,8 +359,10 @@ note "serve's metrics: $(grep -E '^tpufleet_(preemptions|recoveries)_total' "$tm
 
 down_and_clean() {
   remember_hosts
-  # The holder first, while its workers still answer (its connections close at once).
-  holder_stops || return 1
+  # The holder first, while its workers still answer. It holds connections to the
+  # workers of every incarnation the faults made, many gone: its stop takes 10-20 s
+  # under load (bench/RESULTS.md), so it gets a minute.
+  holder_stops 60 || return 1
   tf down --all --yes >"$tmp/down.txt" 2>&1 || { cat "$tmp/down.txt"; return 1; }
   stop_clean "$state/"
 }
