@@ -358,13 +358,11 @@ NodeFacts Reconciler::Facts(const FleetPass& fp, const std::string& node, const 
         f.cloud_health = n.health;
       }
     }
+    // Its queued resource as last listed, this pass or an earlier one (the pacer may
+    // list a zone's nodes and its queued resources in different passes): without it, a
+    // node its queued resource no longer holds (SUSPENDED) would look vanished.
     auto q = listings_.find(fp.ListingKey(zone, true));
-    if (spec.queued && (q == listings_.end() || !q->second.this_pass)) {
-      // Its queued resource's zone was not listed this pass: without it, a node its
-      // queued resource no longer holds (SUSPENDED) would look vanished.
-      f.listed = false;
-    }
-    if (q != listings_.end() && q->second.this_pass) {
+    if (q != listings_.end() && q->second.listed != Clock::MonoTime{}) {
       for (const CloudQueuedResource& r : q->second.queued) {
         if (r.id == node) {
           f.queued_resource = CloudSighting{r.id, r.zone, r.state, fleet.name};
