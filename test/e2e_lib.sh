@@ -159,6 +159,8 @@ worker_inits() { pgrep -f "^tpufleet-emulator-worker --disk=$TPUFLEET_EMULATOR_D
 # "PID STARTTIME" of a process (field 22 of /proc/PID/stat, after the parenthesised name).
 pid_id() { local st; st=$(cat "/proc/$1/stat" 2>/dev/null) && echo "$1 $(cut -d' ' -f20 <<<"${st##*) }")"; }
 tpf_links() { ip -o link show | grep -o ' tpf[0-9a-z]*' | tr -d ' ' | sort -u; }
+# Whether a live emulator holds slot $1 (src/emulator/hosts/host_network.cc's lock).
+slot_held() { local f=/run/tpufleet-emulator/slot$1.lock; [[ -e $f ]] && ! flock -n "$f" true; }
 
 track_hosts_begin() {
   root_netns=$(readlink /proc/self/ns/net)
@@ -209,7 +211,14 @@ stop_clean() {
   [[ -z $left ]] || { echo "sshd left:$left"; return 1; }
   left=$(pgrep -af "$pattern" | grep -v "^$$ ")
   [[ -z $left ]] || { echo "processes left: $left"; return 1; }
-  left=$(tpf_links | comm -12 - "$tmp/links")
-  [[ -z $left ]] || { echo "links left: $left"; return 1; }
+  # A link of a slot another live emulator holds now is that one's (a slot's claimer
+  # first deletes what a dead owner left in it): only the others count.
+  local link slot
+  for link in $(tpf_links | comm -12 - "$tmp/links"); do
+    slot=${link#tpfbr}
+    [[ $slot != "$link" ]] || { slot=${link#tpf}; slot=${slot%%v*}; }
+    slot_held "$slot" || left+=" $link"
+  done
+  [[ -z $left ]] || { echo "links left:$left"; return 1; }
   [[ ! -e $TPUFLEET_EMULATOR_DIR ]] || { echo "state dir left"; return 1; }
 }
