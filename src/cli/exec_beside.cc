@@ -20,7 +20,7 @@ ExitStatus ExecBeside(Invocation& inv, const char* program) {
   // Flags first, each as --flag=value so that a value starting with '-' stays a value;
   // then the positional words as they came, `--` included (the words before it cannot
   // look like flags: the parse took those as flags).
-  std::vector<std::string> argv = {program};
+  std::vector<std::string> argv = {*path};  // its path, as ps and scripts looking for it see it
   for (const auto& [flag, last] : inv.args.values) {
     auto all = inv.args.all_values.find(flag);
     if (all == inv.args.all_values.end()) {  // a boolean flag

@@ -10,10 +10,11 @@
 namespace tpufleet::cli {
 
 /// Replaces this process with `program` (tpufleet-emulator, tpufleet-serve) from
-/// tpufleet's own directory, passing the parsed arguments on: the positional ones, then
-/// every flag with each of its values (--catalog and --json too). The pid stays, so a
-/// lock file or a service manager that names it still names the command. Returns only
-/// when the exec failed, with one message naming the program.
+/// tpufleet's own directory, passing the parsed arguments on: every flag with each of
+/// its values (--catalog and --json too), then the positional ones. Its argv[0] is its
+/// full path. The pid stays, so a lock file, a service manager or a script that started
+/// `tpufleet serve` still finds the command by its pid. Returns only when the exec
+/// failed, with one message naming the program.
 ExitStatus ExecBeside(Invocation& inv, const char* program);
 
 }  // namespace tpufleet::cli
