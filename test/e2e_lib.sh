@@ -109,11 +109,21 @@ shows() {
   head -c 3000 "$tmp/$1.err"
 }
 # holder_stops [SECONDS]: `tpufleet holder stop` ends this run's connection holder
-# within SECONDS (10).
+# within SECONDS (10), and no other starts in its place. Any tpufleet of this state that
+# still runs (serve, a job's watcher) starts a holder again when it next needs one: end
+# those first.
 holder_stops() {
+  local before after
+  before=$(pgrep -f "holder serve --socket $state/" | tr '\n' ' ')
   tf holder stop >"$tmp/holder.txt" 2>&1 || { cat "$tmp/holder.txt"; return 1; }
-  wait_for "${1:-10}" eval '! pgrep -f "holder serve --socket $state/" >/dev/null' ||
-    { pgrep -af "holder serve --socket $state/"; return 1; }
+  wait_for "${1:-10}" eval '! pgrep -f "holder serve --socket $state/" >/dev/null' && return 0
+  after=$(pgrep -f "holder serve --socket $state/" | tr '\n' ' ')
+  echo "holders before the stop: ${before:-none}; still running: $after"
+  local p
+  for p in $after; do
+    ps -o pid=,etimes=,args= -p "$p"
+  done
+  return 1
 }
 rc_is() { [[ $(cat "$tmp/$1.rc") == "$2" ]]; }  # rc_is NAME STATUS, of a run kept in $tmp
 # wait_for SECONDS COMMAND...: polls COMMAND every 0.1 s until it succeeds.

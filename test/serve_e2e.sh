@@ -484,7 +484,9 @@ term_ends() {
 check "SIGTERM ends serve (exit 0); status then says serve: not running" term_ends
 end_bg
 tf cancel "$feed" >/dev/null 2>&1
-# The holder first, while its workers still answer (its connections close at once).
+# The holder first, while its workers still answer (its connections close at once); the
+# jobs' watchers before it, as they would start it again.
+for w in $(job_watchers "$state"); do kill "$w" 2>/dev/null; done
 check "holder stop ends the connection holder (status asked the agents through it)" holder_stops
 down_all() { tf down --all --yes >"$tmp/down.txt" 2>&1 || { cat "$tmp/down.txt"; return 1; }; }
 check "down --all" down_all

@@ -26,6 +26,8 @@
 # missing, or when no tpufleet-agent was built next to tpufleet.
 set -uo pipefail
 source "$(dirname "$0")/e2e_lib.sh"
+# shellcheck source=scripts/job_watchers.sh
+source "$(dirname "$0")/../scripts/job_watchers.sh"
 bin=$(realpath "$1")
 report=$(dirname "$(realpath "$0")")/serve_soak_report.py
 e2e_require jq curl ssh ssh-keygen nsenter timeout ip pgrep python3
@@ -55,12 +57,14 @@ serve_pid=""
 sampler_pid=""
 downtime=0
 cleanup() {
+  local p
   end_ours "$serve_pid" KILL
   if [[ -n ${SOAK_KEEP:-} ]]; then  # what to look at after a failure
     mkdir -p "$SOAK_KEEP" && cp "$tmp"/{serve,faults,inject}.log "$tmp"/*.json* "$tmp"/*.txt \
       "$SOAK_KEEP"/ 2>/dev/null
   fi
   [[ -n $sampler_pid ]] && kill "$sampler_pid" 2>/dev/null
+  for p in $(job_watchers "$state"); do kill "$p" 2>/dev/null; done
   timeout 120 "$bin" down --all --yes >/dev/null 2>&1
   e2e_end
 }
@@ -358,11 +362,14 @@ note "jobs lost: $jobs_lost of ${#nodes[@]}"
 note "serve's metrics: $(grep -E '^tpufleet_(preemptions|recoveries)_total' "$tmp/metrics.txt" | tr '\n' ' ')"
 
 down_and_clean() {
+  local p
   remember_hosts
   # The holder first, while its workers still answer. It holds connections to the
   # workers of every incarnation the faults made, many gone, and after the soak it may
   # not end at `holder stop` (an open problem of the holder's, not one this soak checks):
   # after a minute it is noted and killed, so that what follows checks the rest.
+  # The jobs' watchers first: they would start a holder again.
+  for p in $(job_watchers "$state"); do kill "$p" 2>/dev/null; done
   if ! holder_stops 60 >"$tmp/holder-why.txt"; then
     note "holder stop: the holder still runs after 60 s; killed: $(tr '\n' ' ' <"$tmp/holder-why.txt")"
     pkill -KILL -f "holder serve --socket $state/"
