@@ -108,10 +108,11 @@ shows() {
   echo "stderr:"
   head -c 3000 "$tmp/$1.err"
 }
-# holder_stops: `tpufleet holder stop` ends this run's connection holder.
+# holder_stops [SECONDS]: `tpufleet holder stop` ends this run's connection holder
+# within SECONDS (10).
 holder_stops() {
   tf holder stop >"$tmp/holder.txt" 2>&1 || { cat "$tmp/holder.txt"; return 1; }
-  wait_for 10 eval '! pgrep -f "holder serve --socket $state/" >/dev/null' ||
+  wait_for "${1:-10}" eval '! pgrep -f "holder serve --socket $state/" >/dev/null' ||
     { pgrep -af "holder serve --socket $state/"; return 1; }
 }
 rc_is() { [[ $(cat "$tmp/$1.rc") == "$2" ]]; }  # rc_is NAME STATUS, of a run kept in $tmp
@@ -199,7 +200,11 @@ stop_clean() {
   done
   [[ -z $left ]] || { echo "processes still in the workers' namespaces:$left"; return 1; }
   while read -r id; do
-    [[ $(pid_id "${id%% *}") == "$id" ]] && left+=" sshd:${id%% *}"
+    # Not one whose namespace is another emulator's now (recorded when its inode, freed
+    # by one of ours, was already reused).
+    ns=$(readlink "/proc/${id%% *}/ns/net" 2>/dev/null)
+    [[ $(pid_id "${id%% *}") == "$id" ]] && ! grep -qxF "$ns" "$tmp/netns.others" &&
+      left+=" sshd:${id%% *}"
   done <"$tmp/sshd"
   [[ -z $left ]] || { echo "sshd left:$left"; return 1; }
   left=$(pgrep -af "$pattern" | grep -v "^$$ ")

@@ -72,9 +72,11 @@ def observed(samples_path, t0, t1):
                 s = json.loads(line)
                 states = {node_id(n["name"]): n["state"] for n in s["nodes"]}
                 # A queued resource whose node is gone (SUSPENDED after a preemption:
-                # the emulator lists no node then) stands for its node, in its state.
+                # the emulator lists no node then) stands for its node, in its state:
+                # "queued SUSPENDED", which bills nothing (no VM runs) and the ledger,
+                # which keeps nodes, does not show.
                 for qr in s.get("qrs", []):
-                    states.setdefault(node_id(qr["name"]), qr["state"])
+                    states.setdefault(node_id(qr["name"]), "queued " + qr["state"])
                 rows.append((unix(s["now"]), states))
             except (ValueError, KeyError, TypeError):
                 continue  # a sample cut short when the sampler was stopped
@@ -120,7 +122,7 @@ def check_ledger(args):
         node, state = key
         s, n_seen = seen.get(key, (0.0, 0))
         b, n_billed = billed.get(key, (0.0, 0))
-        if state in NOT_BILLABLE and b == 0:
+        if (state in NOT_BILLABLE or state.startswith("queued ")) and b == 0:
             continue
         bound = max(n_seen, n_billed, 1) * per_stretch + downtime
         ok = abs(s - b) <= bound

@@ -47,13 +47,7 @@ std::string Apply(const CloudNode* cloud, NodeRecord& r) {
   if (!cloud->cloud_name.empty()) {
     r.cloud_name = cloud->cloud_name;
   }
-  for (WorkerRecord& w : r.workers) {
-    if (w.index < static_cast<int>(cloud->workers.size())) {
-      const CloudWorker& c = cloud->workers[w.index];
-      w.address = c.SshAddress();
-      w.internal_address = c.address;
-    }
-  }
+  TakeAddresses(*cloud, r);
   return std::string(TransitionEvent(before, r.state));
 }
 
@@ -145,6 +139,11 @@ std::string RefreshGroup(World& world, Group& g) {
         event = "queue-failed";
       }
     }
+    if (!found && r->state == before.state && r->state.MayBeUnlisted()) {
+      // Waited for and not listed: nothing was confirmed. Its time stays when its create
+      // (or stockout) began, which serve's grace and retry count from (core/reconcile.h).
+      continue;
+    }
     if (r->state == before.state && r->health == before.health &&
         std::equal(r->workers.begin(), r->workers.end(), before.workers.begin(),
                    before.workers.end(), [](const WorkerRecord& a, const WorkerRecord& b) {
@@ -211,6 +210,19 @@ std::map<std::string, Group> GroupsOf(std::vector<NodeRecord>& records) {
 }
 
 }  // namespace
+
+bool TakeAddresses(const CloudNode& cloud, NodeRecord& r) {
+  bool changed = false;
+  for (WorkerRecord& w : r.workers) {
+    if (w.index < static_cast<int>(cloud.workers.size())) {
+      const CloudWorker& c = cloud.workers[w.index];
+      changed = changed || w.address != c.SshAddress() || w.internal_address != c.address;
+      w.address = c.SshAddress();
+      w.internal_address = c.address;
+    }
+  }
+  return changed;
+}
 
 Result<std::vector<NodeRecord>> RefreshNodes(World& world, const std::vector<std::string>& nodes) {
   TPUFLEET_ASSIGN_OR_RETURN(std::vector<NodeRecord> all, world.store.Nodes(""));

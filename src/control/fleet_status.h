@@ -64,6 +64,11 @@ struct StatusOptions {
 Result<FleetStatusReport> FleetStatus(World& world, const Catalog& catalog,
                                       const StatusOptions& options);
 
+/// Takes the workers' addresses the cloud lists for `cloud` into `r`'s workers (a stop
+/// and start or a maintenance moves them; the host keys stay pinned); true when one
+/// changed. serve's pass does this for the nodes it lists, as a refresh does.
+bool TakeAddresses(const CloudNode& cloud, NodeRecord& r);
+
 /// Refreshes `nodes` (names; each once) as `status --refresh` does them: asks their
 /// providers, records what changed (state, addresses, as events too) and rewrites the
 /// SSH files; returns their records after it, ordered by name. NotFound names an

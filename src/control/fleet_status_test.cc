@@ -132,6 +132,27 @@ TEST(FleetStatus, RefreshSeesAVanishedNode) {
   EXPECT_EQ(t.Events("vanished", "trainer").size(), 1u);
 }
 
+// Found by the serve soak: `jobs` and ssh-proxy refresh a node they cannot reach, and a
+// refresh that wrote "as of now" on a create serve had sent (killed before the cloud
+// listed it) kept serve's kInFlightGrace from ever running out.
+TEST(Issue14, ARefreshLeavesTheTimeOfACreateNotListedYet) {
+  TestWorld t;
+  ASSERT_EQ(t.Up(t.Spec(OneNode("spot"))).nodes[0].status, Status::Ok());
+  t.cloud.Vanish(kZoneB, "trainer");
+  NodeRecord r = t.Record("trainer");
+  r.state = NodeState::kRequested;
+  Clock::WallTime requested = r.updated_at = t.clock.Now();
+  ASSERT_TRUE(t.store->PutNode(r).ok());
+  t.clock.Advance(std::chrono::minutes(1));
+  StatusOptions refresh;
+  refresh.refresh = true;
+
+  ASSERT_TRUE(FleetStatus(t.world, t.catalog, refresh).ok());
+
+  EXPECT_EQ(t.Record("trainer").state, NodeState::kRequested);
+  EXPECT_EQ(t.Record("trainer").updated_at, requested);
+}
+
 TEST(FleetStatus, RefreshSeesAQueuedResourceThatGaveUp) {
   TestWorld t;
   UpOptions quick;

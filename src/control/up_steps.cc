@@ -249,7 +249,14 @@ Status NodeSteps::PollQueued() {
   }
   const CloudQueuedResource& qr = *got;
   if (qr.state == NodeState::kActive) {
+    queued_active_ = true;
     return QueuedDone(Status::Ok());
+  }
+  if (qr.state == NodeState::kSuspending || qr.state == NodeState::kSuspended) {
+    // Its node was preempted (or deleted) and the request will not make another: the
+    // next pass (serve) or `up` deletes it and creates anew.
+    return QueuedDone(UnavailableError("queued resource " + plan_.node + " is " +
+                                       qr.state.Name() + ": its node was preempted or deleted"));
   }
   if (qr.state == NodeState::kFailed) {
     return QueuedDone(qr.failure.ok() ? FailedPreconditionError("queued resource " +
@@ -322,7 +329,7 @@ Status NodeSteps::PollBooting() {
     }
   } else if (got.status().code() != StatusCode::kNotFound) {
     return got.status();
-  } else if (action_ == PlanAction::kWait || last_state_ != NodeState::kNone) {
+  } else if (action_ == PlanAction::kWait || last_state_ != NodeState::kNone || queued_active_) {
     // It was there and is gone: a create that failed (one a killed `up` started, say)
     // or a delete by someone else. Make it anew rather than wait for nothing.
     vanished_ = true;

@@ -233,6 +233,7 @@ class NodeSteps {
   Status stockout_;                     // the last zone's stockout
   std::optional<Deletion> leftover_;    // kLeftover: the stockout's leftover deleted
   bool queued_from_create_ = false;     // kQueued: a create of ours (else: a plan's wait)
+  bool queued_active_ = false;          // its queued resource was ACTIVE: the node was made
   NodeState last_state_;                // the last state reported while polling
   CloudNode node_;                      // the node as it was when READY
   std::optional<Poller> login_poller_;  // kLogin: the login_timeout budget

@@ -38,6 +38,7 @@ class NoticeWatch::Stream final : public FanoutSink {
     partial_.clear();
     if (!closed && result.outcome != HostOutcome::kExited) {
       unreachable = true;
+      heard = false;
     }
   }
 
@@ -49,6 +50,7 @@ class NoticeWatch::Stream final : public FanoutSink {
   bool unreachable = false;  // the stream broke (or never opened) and is not back yet
   bool closed = false;       // no longer watched: the job is being cancelled
   bool running = false;      // its fan-out job has started and not ended
+  bool heard = false;        // a notice line came since it was last unreachable
   EventLoop::Id retry = 0;   // the timer that opens the stream again
 
  private:
@@ -66,6 +68,7 @@ class NoticeWatch::Stream final : public FanoutSink {
     }
     bool changed = unreachable || !notice.has_value() || !(*notice == line->notice);
     unreachable = false;
+    heard = true;
     notice = line->notice;
     if (changed) {
       owner_.Changed(target.fleet, target.node);
@@ -180,6 +183,9 @@ NodeNotices NoticeWatch::Of(const std::string& fleet, const std::string& node) c
     if (s->unreachable) {
       ++out.unreachable;
       continue;
+    }
+    if (s->heard) {
+      ++out.answering;
     }
     if (!s->notice.has_value()) {
       continue;

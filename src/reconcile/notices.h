@@ -50,6 +50,10 @@ struct NodeNotices {
   int preempted = 0;      // whose notice says preempted
   int maintenance = 0;    // whose notice names a maintenance event (not "NONE")
   int unreachable = 0;    // whose stream could not be opened or broke, not yet back
+  /// Whose agent gave a notice since its stream opened (at this address) or last broke:
+  /// its sshd and agent answer, so a call to it returns at once, not after a connect
+  /// timeout (a worker moved by a maintenance is a new stream, silent until it boots).
+  int answering = 0;
   /// The earliest time (the workers' own clocks) a preempted notice took its value.
   std::optional<Clock::WallTime> preempted_since;
 };

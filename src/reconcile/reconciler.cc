@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "control/fleet_metrics.h"
+#include "control/fleet_status.h"
 #include "control/targets.h"
 #include "core/up_plan.h"
 #include "reconcile/reconciler_internal.h"
@@ -52,6 +53,12 @@ std::string Retired(const std::vector<EventRecord>& events) {
     }
   }
   return deleted ? "down" : "";
+}
+
+// Every worker recorded and set up (WorkerRecord::setup_done): up's steps ran to their end.
+bool SetUp(const NodeRecord& r) {
+  return !r.workers.empty() && std::all_of(r.workers.begin(), r.workers.end(),
+                                           [](const WorkerRecord& w) { return w.setup_done; });
 }
 
 }  // namespace
@@ -191,16 +198,25 @@ void Reconciler::Pass() {
         }
         // A node made but never set up (its create or recovery cut short: a killed serve
         // or `up`) is finished by up's steps, which adopt it or wait for it.
+        // So is one whose steps failed after its create (a setup cut by a storm or a
+        // cut-off worker): its workers are recorded, not all set up.
         bool unfinished = facts.record && cloud && !cloud->state.IsGone() &&
                           cloud->state != NodeState::kDeleting && facts.retired.empty() &&
-                          (facts.record->state.IsInFlight() || facts.record->workers.empty());
-        if (facts.record && cloud && !unfinished && facts.record->state != cloud->state) {
-          NodeRecord r = *facts.record;  // status shows what serve last saw
-          r.state = cloud->state;
-          r.health = cloud->health;
-          r.updated_at = now;
-          if (Status s = world_.store.PutNode(r); !s.ok()) {
-            Warn(name + ": cannot update its record: " + s.message());
+                          (facts.record->state.IsInFlight() || !SetUp(*facts.record));
+        if (facts.record && cloud && !unfinished) {
+          // status shows what serve last saw; the workers' streams, jobs and logins
+          // follow a worker to its new address after a maintenance.
+          NodeRecord r = *facts.record;
+          bool moved = cloud->state.IsUsable() && TakeAddresses(*cloud, r);
+          if (moved || r.state != cloud->state) {
+            r.state = cloud->state;
+            r.health = cloud->health;
+            r.updated_at = now;
+            if (Status s = world_.store.PutNode(r); !s.ok()) {
+              Warn(name + ": cannot update its record: " + s.message());
+            } else {
+              facts.record = r;
+            }
           }
         }
         NodeDecision d;
@@ -218,7 +234,7 @@ void Reconciler::Pass() {
         last_reason_[key] = d.reason;
         if (d.maintenance.empty()) {
           maintenance_.erase(key);
-        } else if (maintenance_.insert(key).second) {
+        } else if (jobs_due_.erase(key), maintenance_.insert(key).second) {
           if (Status s = Event(fleet.name, name, "maintenance", "signal=" + d.maintenance);
               !s.ok()) {
             Warn(name + ": cannot record its maintenance: " + s.message());
@@ -239,6 +255,13 @@ void Reconciler::Pass() {
         }
         if (facts.record && state.IsUsable() && !facts.record->workers.empty()) {
           watched.push_back(*facts.record);
+        }
+        // Its jobs, once every worker's agent answers (a worker still booting would
+        // hold the loop for a connect timeout).
+        if (cloud && state.IsUsable() && d.action == NodeAction::kNone && d.maintenance.empty() &&
+            facts.workers > 0 && facts.workers_preempted == 0 &&
+            notices_.Of(fleet.name, name).answering == facts.workers) {
+          KeepJobs(fleet.name, name);
         }
       }
     }
@@ -346,8 +369,11 @@ NodeFacts Reconciler::Facts(const FleetPass& fp, const std::string& node, const 
         f.cloud_health = n.health;
       }
     }
+    // Its queued resource as last listed, this pass or an earlier one (the pacer may
+    // list a zone's nodes and its queued resources in different passes): without it, a
+    // node its queued resource no longer holds (SUSPENDED) would look vanished.
     auto q = listings_.find(fp.ListingKey(zone, true));
-    if (q != listings_.end() && q->second.this_pass) {
+    if (q != listings_.end() && q->second.listed != Clock::MonoTime{}) {
       for (const CloudQueuedResource& r : q->second.queued) {
         if (r.id == node) {
           f.queued_resource = CloudSighting{r.id, r.zone, r.state, fleet.name};

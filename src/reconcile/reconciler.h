@@ -17,7 +17,12 @@
 //      stop (idle, a single-host node: nodes.stop, then its record says STOPPED), warn
 //      of a ttl (wall on the workers), hold (the budget); a node with an action in
 //      flight is left to it;
-//   5. writes the ServeRecord heartbeat and publishes the ServeView snapshot.
+//   5. keeps the restartable jobs of each node that is up, answering and not under
+//      maintenance (the jobs round, reconciler_jobs.cc; core/job_keep.h decides): at
+//      serve's first sight of the node, once a maintenance of it is over, and every
+//      kJobCheckEvery, its agents are asked, and a job a reboot killed (or that a
+//      remade node does not have) is restarted, a succeeded one's record ended;
+//   6. writes the ServeRecord heartbeat and publishes the ServeView snapshot.
 // Every decision comes from the store and the cloud, never from what an earlier pass
 // remembered, so a serve killed at any point and started again converges: a recovery's
 // steps resume from the records as a killed `up`'s do.
@@ -33,7 +38,8 @@
 //
 // A metrics round (control/fleet_metrics.h, for the idle verdicts of fleets with an idle
 // policy) runs every ReconcilerOptions::metrics_every; it is one blocking fan-out call
-// of at most kMetricsCallTimeout, made between the loop's turns.
+// of at most kMetricsCallTimeout, made between the loop's turns. So are a jobs round's
+// calls (a job list, and a restart's start on the node's workers).
 //
 // Thread-safety: the loop's thread calls everything but Snapshot, which any thread may
 // call (the HTTP server's).
@@ -72,6 +78,12 @@ inline constexpr std::chrono::seconds kDefaultMetricsEvery{30};
 /// refused) is not acted on again for this long: the pass goes on every 5 s, the
 /// cloud's answer would not change that fast, and the API budget is better spent listing.
 inline constexpr std::chrono::seconds kActionRetry{30};
+/// How often the jobs round asks a node's agents about its restartable jobs when
+/// nothing says it must sooner (a maintenance ended, serve started): a job killed by a
+/// reboot serve did not see is restarted within this.
+inline constexpr std::chrono::seconds kJobCheckEvery{20};
+/// A jobs round that could not ask every worker of a node tries again this much later.
+inline constexpr std::chrono::seconds kJobCheckRetry{3};
 /// wall's message to logged-in users before a ttl delete gets this long on each worker.
 inline constexpr std::chrono::seconds kWallTimeout{10};
 
@@ -134,6 +146,8 @@ class Reconciler final : public ServeView {
   void EndPass(double cpu, Clock::MonoTime began);
   void Publish();
   void MetricsRound();
+  // The jobs round of one node (reconciler_jobs.cc).
+  void KeepJobs(const std::string& fleet, const std::string& node);
   // The actions (reconciler_actions.cc).
   void Act(const FleetPass& fp, const std::string& node, const NodeFacts& facts,
            const NodeDecision& d);
@@ -181,6 +195,8 @@ class Reconciler final : public ServeView {
   std::map<std::string, std::optional<Clock::WallTime>> idle_since_;
   std::map<std::string, bool> in_use_;
   std::optional<Clock::MonoTime> last_metrics_;
+  /// When the jobs round may next ask a node's agents, by "fleet/node"; none: at once.
+  std::map<std::string, Clock::MonoTime> jobs_due_;
   std::weak_ptr<UniqueFd> lock_;                  // the hold the actions share
   std::vector<std::string> warnings_;            // this pass's
   std::set<const CloudProvider*> refused_;       // whose credentials a listing refused, this pass

@@ -132,6 +132,8 @@ void Reconciler::Recovered(const RecoveryOutcome& o) {
     return;
   }
   ++counters_.recoveries;
+  // Its jobs were just restarted: the jobs round looks again after the usual while.
+  jobs_due_[o.fleet + "/" + o.node] = world_.clock.MonotonicNow() + kJobCheckEvery;
   counters_.recover_seconds.push_back(o.seconds);
   log_(o.fleet, o.node, "recovered in " + std::to_string(static_cast<int>(o.seconds)) + " s" +
                             (o.jobs_resumed > 0 ? " with " + std::to_string(o.jobs_resumed) +

@@ -68,6 +68,47 @@ class ReconcilerTest : public ::testing::Test {
     }
     return false;
   }
+  // A restartable job (`run --restart on-preemption`) of the trainer, as the store keeps
+  // it, and on its four workers in `state`.
+  JobRecord PutJob(JobState state) {
+    api::JobSpec js;
+    js.id = "jabcdefg";
+    js.name = "train";
+    js.command = "python3 train.py";
+    js.accelerator = true;
+    JobRecord job;
+    job.fleet = "lab";
+    job.node = "trainer";
+    job.id = js.id;
+    job.name = js.name;
+    job.spec_json = api::ToJson(js);
+    job.restart = "on-preemption";
+    job.state = "active";
+    job.created_at = job.updated_at = w.clock.Now();
+    EXPECT_TRUE(w.store->PutJob(job).ok());
+    PutOnWorkers(job.id, state);
+    return job;
+  }
+  void PutOnWorkers(const std::string& id, JobState state) {
+    for (int i = 0; i < 4; ++i) {
+      api::JobOnWorker j;
+      j.id = id;
+      j.name = "train";
+      j.worker = i;
+      j.state = state;
+      agents->Put("trainer/w" + std::to_string(i), j);
+    }
+  }
+  // The real (not dry-run) job starts so far, and the restart count each asked for.
+  std::vector<int> Starts() {
+    std::vector<int> out;
+    for (const FakeAgents::Call& c : agents->CallsOf(api::AgentOp::kJobStart)) {
+      if (!c.request.dry_run) {
+        out.push_back(c.request.job.restarts);
+      }
+    }
+    return out;
+  }
   int64_t NowMs() {
     return std::chrono::duration_cast<std::chrono::milliseconds>(
                w.clock.Now().time_since_epoch())
@@ -496,46 +537,92 @@ TEST_F(ReconcilerTest, AServeKilledMidRecoveryConvergesWhenStartedAgain) {
 TEST_F(ReconcilerTest, ARecoveredNodesRestartableJobsResumeWithTheirRestartCount) {
   FleetSpec spec = w.Spec(Trainer());
   w.Up(spec);
-  api::JobSpec js;
-  js.id = "jabcdefg";
-  js.name = "train";
-  js.command = "python3 train.py";
-  js.accelerator = true;
-  JobRecord job;
-  job.fleet = "lab";
-  job.node = "trainer";
-  job.id = js.id;
-  job.name = js.name;
-  job.spec_json = api::ToJson(js);
-  job.restart = "on-preemption";
-  job.state = "active";
-  ASSERT_TRUE(w.store->PutJob(job).ok());
-  for (int i = 0; i < 4; ++i) {  // the job as it ran on the husk, ended with it
-    api::JobOnWorker j;
-    j.id = js.id;
-    j.name = js.name;
-    j.worker = i;
-    j.state = JobState::kLost;
-    agents->Put("trainer/w" + std::to_string(i), j);
-  }
+  PutJob(JobState::kLost);  // the job as it ran on the husk, ended with it
   w.cloud.Preempt(kZoneB, "trainer");
   auto r = Make(spec);
   r->Pass();
   Settle(*r);
-  std::vector<FakeAgents::Call> starts = agents->CallsOf(api::AgentOp::kJobStart);
-  int real = 0;
-  for (const FakeAgents::Call& c : starts) {
-    if (!c.request.dry_run) {
-      ++real;
-      EXPECT_EQ(c.request.job.restarts, 1);
-    }
-  }
-  EXPECT_EQ(real, 4);
+  EXPECT_EQ(Starts(), std::vector<int>(4, 1));
   EXPECT_EQ(w.store->Jobs("lab").value().at(0).restarts, 1);
   std::vector<std::string> kinds = Kinds("trainer");
   std::vector<std::string> want = {"setup-done", "job-resumed", "recovered"};
   EXPECT_NE(std::search(kinds.begin(), kinds.end(), want.begin(), want.end()), kinds.end())
       << Join(kinds, " ");
+}
+
+// Found by the chaos soak (test/serve_soak.sh): serve's fixes, with the fixture above.
+class Issue14 : public ReconcilerTest {};
+
+TEST_F(Issue14, AJobKilledByMaintenanceIsRestartedOnceTheMaintenanceIsOver) {
+  FleetSpec spec = w.Spec(Trainer());
+  w.Up(spec);
+  PutJob(JobState::kRunning);
+  auto r = Make(spec);
+  r->Pass();
+  Hear(*r);  // the agents answer: the jobs round finds the job running
+  EXPECT_TRUE(Starts().empty());
+  EXPECT_EQ(agents->CallsOf(api::AgentOp::kJobList).size(), 4u);
+  for (int i = 0; i < 4; ++i) {
+    notices["trainer/w" + std::to_string(i)].maintenance_event = "TERMINATE_ON_HOST_MAINTENANCE";
+  }
+  Hear(*r);
+  EXPECT_EQ(w.Events("maintenance", "trainer").size(), 1u);
+  w.clock.Advance(seconds(1));
+  PutOnWorkers("jabcdefg", JobState::kCancelled);  // the reboot's SIGTERM
+  for (auto& [name, n] : notices) {
+    n.maintenance_event = "NONE";
+  }
+  Hear(*r);  // over: the round is due at once, not kJobCheckEvery later
+  EXPECT_EQ(Starts(), std::vector<int>(4, 1));
+  JobRecord job = w.store->Jobs("lab").value().at(0);
+  EXPECT_EQ(job.state, "active");
+  EXPECT_EQ(job.restarts, 1);
+  EXPECT_EQ(job.last_reason, "maintenance (cancelled while its record was active)");
+  EXPECT_EQ(w.cloud.deletes(), 0);
+  EXPECT_EQ(w.cloud.creates(), 1);
+  // Running again: later rounds leave it; once it succeeded, its record is done.
+  PutOnWorkers("jabcdefg", JobState::kSucceeded);
+  w.clock.Advance(kJobCheckEvery);
+  r->Pass();
+  EXPECT_EQ(Starts().size(), 4u);
+  EXPECT_EQ(w.store->Jobs("lab").value().at(0).state, "done");
+  EXPECT_EQ(w.Events("job-done", "trainer").size(), 1u);
+}
+
+TEST_F(Issue14, ANodeWhoseSetupWasCutShortIsSetUpByTheNextPass) {
+  FleetSpec spec = w.Spec(Trainer());
+  w.Up(spec);
+  // As a recovery leaves it when a storm or a cut-off worker fails its setup (or serve
+  // is killed then): READY, its workers recorded, worker 2 not set up.
+  NodeRecord rec = w.Record("trainer");
+  rec.workers[2].setup_done = false;
+  ASSERT_TRUE(w.store->PutNode(rec).ok());
+  auto r = Make(spec);
+  r->Pass();
+  EXPECT_TRUE(r->busy());
+  Settle(*r);
+  EXPECT_TRUE(w.Record("trainer").workers[2].setup_done);
+  EXPECT_EQ(w.cloud.creates(), 1);  // finished, not made again
+  EXPECT_EQ(w.cloud.deletes(), 0);
+  EXPECT_TRUE(Logged("trainer: listed READY but never set up")) << Join(log, "\n");
+}
+
+TEST_F(Issue14, AfterAMaintenanceTheRecordFollowsTheWorkersToTheirNewAddresses) {
+  FleetSpec spec = w.Spec(Trainer());
+  w.Up(spec);
+  std::string before = w.Record("trainer").workers[1].address;
+  std::string key = w.Record("trainer").workers[1].host_key;
+  w.cloud.MoveWorkers(kZoneB, "trainer");
+  auto r = Make(spec);
+  r->Pass();
+  EXPECT_FALSE(r->busy());  // nothing made again: the same VMs, moved
+  NodeRecord rec = w.Record("trainer");
+  const CloudWorker& now = w.cloud.Node(kZoneB, "trainer")->workers[1];
+  EXPECT_NE(rec.workers[1].address, before);
+  EXPECT_EQ(rec.workers[1].address, now.SshAddress());
+  EXPECT_EQ(rec.workers[1].internal_address, now.address);
+  EXPECT_EQ(rec.workers[1].host_key, key);
+  EXPECT_TRUE(rec.workers[1].setup_done);
 }
 
 }  // namespace
