@@ -51,9 +51,14 @@ e2e_end() {
   rm -rf "$tmp"
 }
 
-# Ends a tpufleet this script started and that still runs (pid checked, not reused).
+# Ends a tpufleet this script started and that still runs (pid checked, not reused): its
+# command line names $bin, or it runs a program beside $bin (`tpufleet serve` execs
+# tpufleet-serve, whose command line does not name $bin).
 end_ours() {
-  [[ -n $1 ]] && tr '\0' ' ' 2>/dev/null <"/proc/$1/cmdline" | grep -qF "$bin" && kill "-$2" "$1" 2>/dev/null
+  [[ -n $1 ]] || return 1
+  { tr '\0' ' ' 2>/dev/null <"/proc/$1/cmdline" | grep -qF "$bin" ||
+    [[ $(readlink "/proc/$1/exe" 2>/dev/null) == "$(dirname "$bin")"/* ]]; } &&
+    kill "-$2" "$1" 2>/dev/null
 }
 
 # stop_serve: ends the `tpufleet serve` whose pid is $serve_pid, if any (TERM, then KILL

@@ -6,7 +6,7 @@
 #   sv: pod (a spot v4-16, 2 workers) running a stand-in job with --restart
 #       on-preemption that checkpoints to the shared bucket /gcs; short (ttl 75s, with a
 #       user logged in); lazy (idle after 30s, nothing running); busy (idle after 30s,
-#       its job input-bound);
+#       its job input-bound); nap (idle after 30s, action stop, nothing running);
 #   bg: a budget of $0.05 in all, action delete-spot: bspot (spot) and bdemand.
 #   a. `emulator inject preempt pod`: the husk's delete and the create are issued within
 #      2 s of the agents' notice (the times of `events --json`), every step is an event
@@ -14,7 +14,8 @@
 #      (resumed from step S > 0, restarts 1) and finishes; `status` shows the
 #      time-to-recover and that serve runs;
 #   b. ttl: short is deleted, its logged-in user warned (wall) first, and not made again;
-#   c. idle: lazy is deleted; busy, whose job is input-bound, is not;
+#   c. idle: lazy is deleted; busy, whose job is input-bound, is not; nap is stopped and
+#      `status` shows it STOPPED;
 #   d. budget: bg at its budget deletes its spot node (its policy), says so, and creates
 #      nothing more, not even a node added to its spec;
 #   e. bad input, each one clear message and nothing deleted: a second serve on the
@@ -146,7 +147,7 @@ example_valid() {
 check "examples/serve-fleet.yaml (serve's example) is valid" example_valid
 
 # ---------------------------------------------------------------------------------
-note "the emulator, fleets sv (pod, short, lazy, busy) and bg (bspot, bdemand), agents on each"
+note "the emulator, fleets sv (pod, short, lazy, busy, nap) and bg (bspot, bdemand), agents on each"
 check_emulator_starts
 cat >"$tmp/sv.yaml" <<EOF
 fleet: sv
@@ -172,6 +173,10 @@ nodes:
     type: v4-8
     zones: [$zone]
     idle: {after: 30s}
+  - name: nap
+    type: v4-8
+    zones: [$zone]
+    idle: {after: 30s, action: stop}
 EOF
 cat >"$tmp/bg.yaml" <<EOF
 fleet: bg
@@ -191,9 +196,9 @@ up_both() {
   for f in sv bg; do
     tf up "$tmp/$f.yaml" --timeout 3m >"$tmp/up.txt" 2>&1 || { cat "$tmp/up.txt"; return 1; }
   done
-  nodes_now start && [[ $(wc -l <"$tmp/start.nodes") == 6 ]] || { cat "$tmp/start.nodes"; return 1; }
+  nodes_now start && [[ $(wc -l <"$tmp/start.nodes") == 7 ]] || { cat "$tmp/start.nodes"; return 1; }
 }
-check "up brings up both fleets' 6 nodes with an agent on every worker" up_both
+check "up brings up both fleets' 7 nodes with an agent on every worker" up_both
 remember_hosts
 
 starts_jobs() {
@@ -381,6 +386,17 @@ busy_kept() {
   events_json && [[ $(ev_count sv busy delete-requested "$serve_t0") == 0 ]] || { ev_show; return 1; }
 }
 check "busy, whose job is input-bound, is not idle: kept, its job running" busy_kept
+nap_stopped() {
+  nap_says() { tf status >"$tmp/nap.out" 2>&1 && [[ $(cell "$tmp/nap.out" '^nap +sv ' STATE) == STOPPED ]]; }
+  serve_wait 150 nap_says || { cat "$tmp/nap.out"; tail -c 2000 "$tmp/serve.log"; return 1; }
+  api "v2/projects/$project/locations/$zone/nodes/nap" >"$tmp/nap.json" &&
+    [[ $(jq -r .state "$tmp/nap.json") == STOPPED ]] || { cat "$tmp/nap.json"; return 1; }
+  events_json || return 1
+  [[ $(ev_count sv nap stop-requested "$serve_t0" "reason=idle") == 1 &&
+     $(ev_count sv nap stopped "$serve_t0" "reason=idle") == 1 &&
+     $(ev_count sv nap delete-requested "$serve_t0") == 0 ]] || { ev_show; return 1; }
+}
+check "nap, idle with action stop, is stopped: status shows it STOPPED (stop-requested, stopped reason=idle)" nap_stopped
 
 # ---------------------------------------------------------------------------------
 note "d. budget: bg at \$0.05, delete-spot"
@@ -469,9 +485,10 @@ check "a missing credential mid-run: one line naming the token file, nothing del
 still_gone() {
   nodes_now end || return 1
   ! has_node end short && ! has_node end lazy && ! has_node end bspot || { cat "$tmp/end.nodes"; return 1; }
-  [[ $(wc -l <"$tmp/end.nodes") == 3 ]] || { cat "$tmp/end.nodes"; return 1; }
+  [[ $(wc -l <"$tmp/end.nodes") == 4 ]] || { cat "$tmp/end.nodes"; return 1; }
+  events_json && [[ $(ev_count sv nap stop-requested "$serve_t0") == 1 ]] || { ev_show; return 1; }
 }
-check "at the end: pod, busy and bdemand, once each; what serve deleted was not made again" still_gone
+check "at the end: pod, busy, bdemand and nap (stopped once), once each; what serve deleted was not made again" still_gone
 term_ends() {
   local pid=$serve_pid rc
   stop_serve

@@ -205,6 +205,24 @@ TEST_F(ProviderEmulatorTest, SpotPodLifeCycle) {
   EXPECT_EQ(provider_->DeleteNode(kV4Zone, "trainer").status().code(), StatusCode::kNotFound);
 }
 
+// nodes.stop: a single-host node goes STOPPING, then STOPPED once its operation is
+// done; a stopped node and a pod are refused as malformed (the API's 400), a missing one
+// is NotFound.
+TEST_F(ProviderEmulatorTest, StopsASingleHostNode) {
+  ASSERT_EQ(CreateAndWait(Request("dev", kV4Zone, "v4-8")), Status::Ok());
+  Result<CloudOperation> stop = provider_->StopNode(kV4Zone, "dev");
+  ASSERT_TRUE(stop.ok()) << stop.status().ToString();
+  ASSERT_EQ(WaitDone(*stop).error, Status::Ok());
+  EXPECT_EQ(provider_->GetNode(kV4Zone, "dev").value().state, NodeState::kStopped);
+  EXPECT_EQ(provider_->StopNode(kV4Zone, "dev").status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(provider_->StopNode(kV4Zone, "nothing").status().code(), StatusCode::kNotFound);
+  ASSERT_EQ(CreateAndWait(Request("pod")), Status::Ok());
+  Status pod = provider_->StopNode(kV4Zone, "pod").status();
+  EXPECT_EQ(pod.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(pod.message().find("only available for single TPU nodes"), std::string::npos)
+      << pod.message();
+}
+
 TEST_F(ProviderEmulatorTest, ListsNodesAcrossTwoZones) {
   ASSERT_EQ(CreateAndWait(Request("pod", kV4Zone)), Status::Ok());
   ASSERT_EQ(CreateAndWait(Request("lite", kV5eZone, "v5litepod-8")), Status::Ok());

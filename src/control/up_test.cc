@@ -400,6 +400,21 @@ TEST(Up, UsersGoIntoSshKeysAndAChangeRekeysOnce) {
   EXPECT_EQ(t.cloud.ssh_key_sets(), 1);
 }
 
+// A node stopped (by serve's idle policy, or by hand) is not started by `up`: it says so,
+// and neither deletes nor recreates it (docs/serve.md tells how to get it back).
+TEST(Up, AStoppedNodeIsNotStartedButNamedAsStopped) {
+  TestWorld t;
+  FleetSpec spec =
+      t.Spec(std::string("fleet: lab\nproject: ") + kProject + "\nnodes:\n" + SmallNode("eval"));
+  t.Up(spec);
+  t.cloud.SetState(kZoneB, "eval", NodeState::kStopped);
+  t.cloud.ClearCalls();
+  UpReport r = t.Up(spec);
+  EXPECT_EQ(r.nodes[0].status, FailedPreconditionError("node eval is STOPPED"));
+  EXPECT_EQ(t.cloud.mutating_calls(), 0);
+  EXPECT_EQ(t.cloud.Node(kZoneB, "eval")->state, NodeState::kStopped);
+}
+
 TEST(Up, TheRecordCarriesTheSpecsLabelsAlsoForAKeptNode) {
   TestWorld t;
   ASSERT_EQ(t.Up(t.Spec(Trainer("    labels: {team: nlp, role: train}\n"))).nodes[0].status,

@@ -201,16 +201,23 @@ NodeDecision There(const NodeSpec& spec, const NodeFacts& f, const BudgetState& 
   if (BudgetDeletes(budget, rec, state)) {
     return Delete("budget", budget.why + " → " + std::string(BudgetActionName(budget.action)), d);
   }
+  // Stopped (by its idle policy, or by hand): nobody is logged in to warn, and nothing
+  // else is done to it until someone starts it.
+  bool stopped = state == NodeState::kStopped || state == NodeState::kStopping;
   if (spec.ttl) {
     Clock::WallTime deadline = rec.created_at + *spec.ttl;
     if (now >= deadline) {
       return Delete("ttl", "ttl " + FormatDuration(*spec.ttl) + " reached", d);
     }
-    if (now >= deadline - ttl_warning && !f.ttl_warned) {
+    if (now >= deadline - ttl_warning && !f.ttl_warned && !stopped) {
       d.action = NodeAction::kWarnTtl;
       d.reason = "ttl " + FormatDuration(*spec.ttl) + ": deleting in " + Span(deadline - now);
       return d;
     }
+  }
+  if (stopped) {
+    d.reason = Lower(state.Name()) + ": left alone until started (gcloud, then `tpufleet up`)";
+    return d;
   }
   if (spec.idle && f.idle_since && !f.in_use && now - *f.idle_since >= spec.idle->after &&
       state.IsUsable()) {

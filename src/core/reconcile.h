@@ -27,8 +27,9 @@
 //   5. there: the budget's action (delete-spot, delete-all) deletes it when it bills;
 //      ttl warns logged-in users ttl_warning before creation + ttl and deletes at it;
 //      idle (the verdict held for the policy's `after`, nothing in use) deletes it or
-//      stops a single-host node; maintenance (an agent's notice, the API's health) and
-//      unreachable workers are noted, never acted on;
+//      stops a single-host node; a STOPPED (or STOPPING) node is left alone but for its
+//      ttl's delete (no warning: nobody is logged in); maintenance (an agent's notice,
+//      the API's health) and unreachable workers are noted, never acted on;
 //   6. not there and never made, or its recovery or create cut short (record DELETED,
 //      REQUESTED long ago, STOCKOUT a while ago): create it (kHold when the budget is
 //      reached); a create in flight or a recent stockout is waited for.

@@ -302,6 +302,16 @@ TEST_F(DecideTest, TtlShorterThanTheWarningWarnsAtOnce) {
   EXPECT_EQ(DecideNode(facts, budget, kNow, minutes(1)).action, NodeAction::kNone);
 }
 
+// A stopped node: nobody is logged in to warn of its ttl, but the ttl still deletes it.
+TEST_F(DecideTest, AStoppedNodeIsNotWarnedOfItsTtlButDeletedAtIt) {
+  spec.ttl = minutes(10);
+  record().created_at = kNow - minutes(8);
+  facts.cloud->state = NodeState::kStopped;
+  EXPECT_EQ(Decide().action, NodeAction::kNone);
+  record().created_at = kNow - minutes(10);
+  EXPECT_TRUE(Deletes(Decide(), "ttl", "ttl 10m reached"));
+}
+
 TEST_F(DecideTest, IdleDelete) {
   spec.idle = IdlePolicy{minutes(2), IdleAction::kDelete};
   facts.idle_since = kNow - minutes(1);
@@ -325,6 +335,10 @@ TEST_F(DecideTest, IdleStopIsForSingleHostNodes) {
   // Stopped already: nothing more.
   facts.cloud->state = NodeState::kStopped;
   EXPECT_EQ(Decide().action, NodeAction::kNone);
+  EXPECT_TRUE(Is(Decide(), NodeAction::kNone, "stopped: left alone until started", true));
+  facts.cloud->state = NodeState::kStopping;
+  EXPECT_EQ(Decide().action, NodeAction::kNone);
+  facts.cloud->state = NodeState::kStopped;
   // A pod (the parser refuses `stop` there: fleet_spec_node_test.cc StopIsRefusedForPods)
   // is never stopped, and not deleted instead.
   facts.cloud->state = NodeState::kReady;

@@ -102,6 +102,15 @@ Result<CloudOperation> GcpTpuProvider::DeleteNode(std::string_view zone, std::st
   return StartOperation(call);
 }
 
+Result<CloudOperation> GcpTpuProvider::StopNode(std::string_view zone, std::string_view node_id) {
+  TPUFLEET_TRY(RequireIds(zone, node_id, "StopNode"));
+  ApiRequest call;
+  call.method = "POST";
+  call.path = ZonePath(zone) + "/nodes/" + UrlEscape(node_id) + ":stop";
+  call.body = Json::object();
+  return StartOperation(call);
+}
+
 Result<CloudOperation> GcpTpuProvider::DeleteQueuedResource(std::string_view zone,
                                                             std::string_view id, bool force) {
   TPUFLEET_TRY(RequireIds(zone, id, "DeleteQueuedResource"));

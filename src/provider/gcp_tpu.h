@@ -6,6 +6,7 @@
 //   CreateNode            nodes.create ?nodeId, or queuedResources.create
 //                         ?queuedResourceId=node_id&requestId when request.queued is set
 //   DeleteNode            nodes.delete
+//   StopNode              nodes.stop (POST …/nodes/N:stop, body {})
 //   DeleteQueuedResource  queuedResources.delete ?force&requestId
 //   SetSshKeys            nodes.get, then nodes.patch ?updateMask=metadata with the whole
 //                         metadata map and only ssh-keys replaced
@@ -79,6 +80,7 @@ class GcpTpuProvider final : public CloudProvider {
 
   Result<CloudOperation> CreateNode(const CreateNodeRequest& request) override;
   Result<CloudOperation> DeleteNode(std::string_view zone, std::string_view node_id) override;
+  Result<CloudOperation> StopNode(std::string_view zone, std::string_view node_id) override;
   Result<CloudOperation> DeleteQueuedResource(std::string_view zone, std::string_view id,
                                               bool force) override;
   Result<CloudOperation> SetSshKeys(std::string_view zone, std::string_view node_id,

@@ -163,6 +163,17 @@ TEST_F(GcpTpuTest, Deletes) {
   EXPECT_EQ(provider_->DeleteNode("", "x").status().code(), StatusCode::kInvalidArgument);
 }
 
+TEST_F(GcpTpuTest, StopIsNodesStopWithAnEmptyBody) {
+  http_.Push(ScriptedHttpClient::Json(200, Operation()));
+  CloudOperation op = provider_->StopNode(kZone, "dev").value();
+  EXPECT_FALSE(op.done);
+  HttpRequest req = Only();
+  EXPECT_EQ(req.method, "POST");
+  EXPECT_EQ(req.url, std::string(kBase) + "/nodes/dev:stop");
+  EXPECT_EQ(Json::parse(req.body), Json::object());
+  EXPECT_EQ(provider_->StopNode(kZone, "").status().code(), StatusCode::kInvalidArgument);
+}
+
 TEST_F(GcpTpuTest, SetSshKeysPatchesTheWholeMetadataWithOnlySshKeysReplaced) {
   Json node = NodeJson(kZone, "trainer");
   node["metadata"] = {{"startup-script", "echo hi"}, {"ssh-keys", "old:key"}};

@@ -2,7 +2,7 @@
 // so to stay clear of core's Provider enum, the spellings a spec uses.)
 //
 // Every call is one step against the outside world: start a create, read a node, list a
-// zone, start a delete. Waiting, zone failover, progress and state are control's; a
+// zone, start a delete or a stop. Waiting, zone failover, progress and state are control's; a
 // provider never sleeps except inside its own retries of transient failures (429/5xx,
 // timeouts: capped, jittered backoff, then Unavailable).
 //
@@ -18,7 +18,7 @@
 //
 // GcpTpuProvider (gcp_tpu.h) speaks Cloud TPU API v2, to Google or to the emulator (only
 // the endpoint and the credentials differ). SshHostsProvider (ssh_hosts.h) reports the
-// machines a spec lists by address and refuses to create or delete anything.
+// machines a spec lists by address and refuses to create, delete or stop anything.
 //
 // Thread-safety: every method may be called from several threads at once.
 #pragma once
@@ -123,6 +123,10 @@ class CloudProvider {
   virtual Result<CloudOperation> CreateNode(const CreateNodeRequest& request) = 0;
   /// Starts deleting a node. NotFound when it is already gone.
   virtual Result<CloudOperation> DeleteNode(std::string_view zone, std::string_view node_id) = 0;
+  /// Starts stopping a single-host node (READY → STOPPING → STOPPED): its VM is shut down
+  /// and no longer billed; its disks and id stay. NotFound when it does not exist;
+  /// InvalidArgument, with the API's text, for a pod or a node not READY.
+  virtual Result<CloudOperation> StopNode(std::string_view zone, std::string_view node_id) = 0;
   /// Starts deleting a queued resource; `force` deletes its nodes first.
   virtual Result<CloudOperation> DeleteQueuedResource(std::string_view zone, std::string_view id,
                                                       bool force) = 0;

@@ -32,6 +32,10 @@ Result<CloudOperation> SshHostsProvider::DeleteNode(std::string_view, std::strin
   return Refused();
 }
 
+Result<CloudOperation> SshHostsProvider::StopNode(std::string_view, std::string_view) {
+  return FailedPreconditionError("ssh-hosts nodes are not stopped by tpufleet");
+}
+
 Result<CloudOperation> SshHostsProvider::DeleteQueuedResource(std::string_view, std::string_view,
                                                               bool) {
   return Refused();

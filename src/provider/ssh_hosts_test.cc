@@ -143,6 +143,9 @@ TEST(SshHosts, NeverCreatesOrDeletes) {
     EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition) << s.ToString();
     EXPECT_NE(s.message().find("never creates or deletes"), std::string::npos);
   }
+  Status stop = provider.StopNode("", "lab").status();
+  EXPECT_EQ(stop.code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(stop.message(), "ssh-hosts nodes are not stopped by tpufleet");
   EXPECT_EQ(provider.GetOperation("op").status().code(), StatusCode::kNotFound);
   EXPECT_EQ(provider.GetNode("", "other").status().code(), StatusCode::kNotFound);
   EXPECT_EQ(provider.GetWorkerIdentities("", "other").status().code(), StatusCode::kNotFound);

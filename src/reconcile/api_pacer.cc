@@ -56,6 +56,10 @@ class CountingProviders::Counting final : public CloudProvider {
     pacer_.Spend();
     return inner_.DeleteNode(zone, node_id);
   }
+  Result<CloudOperation> StopNode(std::string_view zone, std::string_view node_id) override {
+    pacer_.Spend();
+    return inner_.StopNode(zone, node_id);
+  }
   Result<CloudOperation> DeleteQueuedResource(std::string_view zone, std::string_view id,
                                               bool force) override {
     pacer_.Spend();

@@ -14,7 +14,8 @@
 //      the nodes' billable states;
 //   4. decides with DecideNode and acts: recover or create (Recovery: up's node steps on
 //      this loop, then the node's restartable jobs), delete (a husk, ttl, idle, budget),
-//      warn of a ttl (wall on the workers), hold (the budget); a node with an action in
+//      stop (idle, a single-host node: nodes.stop, then its record says STOPPED), warn
+//      of a ttl (wall on the workers), hold (the budget); a node with an action in
 //      flight is left to it;
 //   5. keeps the restartable jobs of each node that is up, answering and not under
 //      maintenance (the jobs round, reconciler_jobs.cc; core/job_keep.h decides): at
@@ -120,14 +121,16 @@ class Reconciler final : public ServeView {
   /// One pass now (what the timer runs). `serve --once`: Pass(), then turn the loop
   /// until !busy() (the actions it started have ended).
   void Pass();
-  /// True while an action (a recovery, a delete) is in flight.
+  /// True while an action (a recovery, a delete, a stop) is in flight.
   bool busy() const { return !actions_.empty(); }
 
   ServeSnapshot Snapshot() const override { return view_.Snapshot(); }
 
  private:
   class Action;
+  class Stepping;
   class Deleting;
+  class Stopping;
   class Recovering;
   struct Listing;   // one (provider, zone)'s last list
   struct FleetPass;  // what one pass knows of one fleet
@@ -149,10 +152,17 @@ class Reconciler final : public ServeView {
   void Act(const FleetPass& fp, const std::string& node, const NodeFacts& facts,
            const NodeDecision& d);
   Result<LockHold> Lock();
+  // The state lock for an action on `node`, with its `kind` event recorded; nullopt,
+  // with a warning, when either cannot be had (the pass tries again).
+  std::optional<LockHold> Begin(const std::string& fleet, const std::string& node,
+                                const std::string& kind, const std::string& detail);
   void StartRecovery(const FleetPass& fp, const std::string& node, const NodeFacts& facts,
                      const NodeDecision& d);
   void StartDelete(const FleetPass& fp, const std::string& node, const NodeFacts& facts,
                    const NodeDecision& d);
+  void StartStop(const FleetPass& fp, const std::string& node, const NodeFacts& facts,
+                 const NodeDecision& d);
+  Status RecordStopped(const std::string& fleet, const std::string& node);
   void WarnTtl(const FleetPass& fp, const std::string& node, const NodeDecision& d);
   void Ended(const std::string& key, const Status& status);
   void Recovered(const RecoveryOutcome& outcome);

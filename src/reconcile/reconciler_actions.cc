@@ -21,6 +21,20 @@ Result<LockHold> Reconciler::Lock() {
   return held;
 }
 
+std::optional<LockHold> Reconciler::Begin(const std::string& fleet, const std::string& node,
+                                          const std::string& kind, const std::string& detail) {
+  Result<LockHold> lock = Lock();
+  if (!lock.ok()) {
+    Warn(node + ": waiting: " + lock.status().message());
+    return std::nullopt;
+  }
+  if (Status s = Event(fleet, node, kind, detail); !s.ok()) {
+    Warn(node + ": cannot record " + kind + ": " + s.message());
+    return std::nullopt;
+  }
+  return *lock;
+}
+
 void Reconciler::Act(const FleetPass& fp, const std::string& node, const NodeFacts& facts,
                      const NodeDecision& d) {
   std::string key = fp.spec->name + "/" + node;
@@ -42,8 +56,7 @@ void Reconciler::Act(const FleetPass& fp, const std::string& node, const NodeFac
       WarnTtl(fp, node, d);
       return;
     case NodeAction::kStop:
-      Warn(node + ": " + d.reason + "; not stopped: stopping a node is not supported yet, "
-                                    "so it keeps running (use `idle: {action: delete}`)");
+      StartStop(fp, node, facts, d);
       return;
     case NodeAction::kHold:
       // Without the amounts, which change every pass: the fleet's budget warning and
@@ -156,13 +169,9 @@ void Reconciler::StartDelete(const FleetPass& fp, const std::string& node,
   if (zone.empty()) {
     return;  // nothing known to delete
   }
-  Result<LockHold> lock = Lock();
-  if (!lock.ok()) {
-    Warn(node + ": waiting: " + lock.status().message());
-    return;
-  }
-  if (Status s = Event(fleet, node, "delete-requested", "reason=" + d.delete_reason); !s.ok()) {
-    Warn(node + ": cannot record the delete: " + s.message());
+  std::optional<LockHold> lock = Begin(fleet, node, "delete-requested",
+                                       "reason=" + d.delete_reason);
+  if (!lock) {
     return;
   }
   log_(fleet, node, d.reason + " → deleting");
@@ -192,6 +201,66 @@ void Reconciler::StartDelete(const FleetPass& fp, const std::string& node,
   raw->timer = loop_.After(std::chrono::nanoseconds::zero(),
                            [raw](Clock::MonoTime t) { raw->step(t); });
   actions_[key] = std::move(action);
+}
+
+void Reconciler::StartStop(const FleetPass& fp, const std::string& node,
+                           const NodeFacts& facts, const NodeDecision& d) {
+  const std::string& fleet = fp.spec->name;
+  std::string zone = facts.cloud ? facts.cloud->zone : (facts.record ? facts.record->zone : "");
+  if (zone.empty()) {
+    return;  // nothing known to stop
+  }
+  std::optional<LockHold> lock = Begin(fleet, node, "stop-requested", "reason=idle");
+  if (!lock) {
+    return;
+  }
+  log_(fleet, node, d.reason + " → stopping");
+  std::string key = fleet + "/" + node;
+  auto action = std::make_unique<Stopping>(options_.up, loop_, world_.clock, *lock);
+  Stopping* raw = action.get();
+  CloudProvider* provider = fp.provider;
+  raw->step = [this, raw, provider, key, fleet, node, zone](Clock::MonoTime now) {
+    Result<CloudOperation> op = raw->op.name.empty() ? provider->StopNode(zone, node)
+                                                     : provider->GetOperation(raw->op.name);
+    Status s = op.status();
+    if (op.ok()) {
+      raw->op = std::move(*op);
+      s = raw->op.error;
+      if (!raw->op.done) {
+        if (std::optional<Clock::MonoTime> next = raw->poller_.Next(now)) {
+          raw->timer = loop_.At(*next, [raw](Clock::MonoTime t) { raw->step(t); });
+          return;
+        }
+        s = TimeoutError("operation " + raw->op.name + " did not finish in time");
+      }
+    }
+    raw->timer = 0;
+    if (s.ok()) {
+      s = RecordStopped(fleet, node);
+    }
+    log_(fleet, node, s.ok() ? "stopped (idle)" : "stop failed: " + s.message());
+    Ended(key, s);  // frees the action on a later turn: this call may finish
+  };
+  raw->timer = loop_.After(std::chrono::nanoseconds::zero(),
+                           [raw](Clock::MonoTime t) { raw->step(t); });
+  actions_[key] = std::move(action);
+}
+
+// The record says STOPPED (so `status` does, and the ledger's stretch is closed by the
+// next pass's listing), with a `stopped` event, both or neither.
+Status Reconciler::RecordStopped(const std::string& fleet, const std::string& node) {
+  return world_.store.Transaction([&]() -> Status {
+    TPUFLEET_ASSIGN_OR_RETURN(std::vector<NodeRecord> records, world_.store.Nodes(fleet));
+    for (NodeRecord& r : records) {
+      if (r.name == node) {
+        r.state = NodeState::kStopped;
+        r.health.clear();
+        r.updated_at = world_.clock.Now();
+        TPUFLEET_TRY(world_.store.PutNode(r));
+      }
+    }
+    return Event(fleet, node, "stopped", "reason=idle");
+  });
 }
 
 namespace {

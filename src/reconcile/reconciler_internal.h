@@ -48,22 +48,41 @@ class Reconciler::Recovering final : public Action {
   std::unique_ptr<Recovery> recovery;
 };
 
-// A delete driven on the loop, one request per step (control/leftovers.h's Deletion).
-class Reconciler::Deleting final : public Action {
+// An action driven on the loop, one request per step: `step` makes it and arms the next
+// (timer) while the action lasts. It holds the state lock, and polls with the poller's
+// pauses up to up.timeout.
+class Reconciler::Stepping : public Action {
  public:
-  Deleting(CloudProvider& provider, const std::string& zone, const std::string& node,
-           bool queued, const UpOptions& up, EventLoop& loop, Clock& clock, LockHold lock)
-      : Action("DELETING"), loop_(loop), lock_(std::move(lock)),
-        poller_(clock, up.poll_min, up.poll_max, up.timeout),
-        deletion_(provider, zone, node, queued, poller_) {}
-  ~Deleting() override { loop_.Remove(timer); }
+  Stepping(std::string state, const UpOptions& up, EventLoop& loop, Clock& clock, LockHold lock)
+      : Action(std::move(state)), loop_(loop), lock_(std::move(lock)),
+        poller_(clock, up.poll_min, up.poll_max, up.timeout) {}
+  ~Stepping() override { loop_.Remove(timer); }
 
   EventLoop& loop_;
   LockHold lock_;
   Poller poller_;
-  Deletion deletion_;
   std::function<void(Clock::MonoTime)> step;  // one request, then the next is armed
   EventLoop::Id timer = 0;
+};
+
+// A delete (control/leftovers.h's Deletion).
+class Reconciler::Deleting final : public Stepping {
+ public:
+  Deleting(CloudProvider& provider, const std::string& zone, const std::string& node,
+           bool queued, const UpOptions& up, EventLoop& loop, Clock& clock, LockHold lock)
+      : Stepping("DELETING", up, loop, clock, std::move(lock)),
+        deletion_(provider, zone, node, queued, poller_) {}
+
+  Deletion deletion_;
+};
+
+// A stop: nodes.stop, then its operation polled until done.
+class Reconciler::Stopping final : public Stepping {
+ public:
+  Stopping(const UpOptions& up, EventLoop& loop, Clock& clock, LockHold lock)
+      : Stepping("STOPPING", up, loop, clock, std::move(lock)) {}
+
+  CloudOperation op;  // "" name until the stop is requested
 };
 
 }  // namespace tpufleet

@@ -37,7 +37,7 @@
 
 #include "core/catalog.h"
 #include "provider/provider.h"
-#include "util/encoding.h"
+#include "provider/testing/fake_host_key.h"
 #include "util/strings.h"
 
 namespace tpufleet {
@@ -192,7 +192,8 @@ class FakeCloud final : public CloudProvider {
   int creates() const { return CallCount("CreateNode"); }
   int deletes() const { return CallCount("DeleteNode") + CallCount("DeleteQueuedResource"); }
   int ssh_key_sets() const { return CallCount("SetSshKeys"); }
-  int mutating_calls() const { return creates() + deletes() + ssh_key_sets(); }
+  int stops() const { return CallCount("StopNode"); }
+  int mutating_calls() const { return creates() + deletes() + ssh_key_sets() + stops(); }
   void ClearCalls() {
     std::lock_guard<std::mutex> l(mu_);
     calls_.clear();
@@ -262,6 +263,25 @@ class FakeCloud final : public CloudProvider {
       if (!op.done) {
         it->second.op = op.name;
       }
+      return op;
+    });
+  }
+
+  // READY → STOPPING, STOPPED when its operation ends; a pod or another state refuses.
+  Result<CloudOperation> StopNode(std::string_view zone, std::string_view node_id) override {
+    std::string z(zone), id(node_id);
+    return Call("StopNode", z, id, [&]() -> Result<CloudOperation> {
+      auto it = nodes_.find({z, id});
+      if (it == nodes_.end()) {
+        return NotFound("nodes/" + id, z);
+      }
+      NodeEntry& e = it->second;
+      if (e.node.workers.size() != 1 || e.node.state != NodeState::kReady) {
+        return InvalidArgumentError("stop is only available for single TPU nodes that are READY");
+      }
+      e.node.state = NodeState::kStopping;
+      CloudOperation op = NewOperation(OpKind::kStop, z, id, Status::Ok());
+      e.op = op.done ? "" : op.name;
       return op;
     });
   }
@@ -401,29 +421,8 @@ class FakeCloud final : public CloudProvider {
     });
   }
 
-  /// A well-formed ed25519 public key line whose key bytes come from `seed`.
-  static std::string HostKeyFor(uint64_t seed) {
-    auto put = [](std::string& out, std::string_view s) {
-      for (int shift = 24; shift >= 0; shift -= 8) {
-        out += static_cast<char>((s.size() >> shift) & 0xff);
-      }
-      out += s;
-    };
-    std::string key;
-    for (int i = 0; i < 4; ++i) {
-      uint64_t x = Fnv1a64(std::to_string(seed) + "/" + std::to_string(i));
-      for (int b = 0; b < 8; ++b) {
-        key += static_cast<char>((x >> (8 * b)) & 0xff);
-      }
-    }
-    std::string blob;
-    put(blob, "ssh-ed25519");
-    put(blob, key);
-    return "ssh-ed25519 " + Base64Encode(blob);
-  }
-
  private:
-  enum class OpKind { kNone, kCreate, kDelete, kDeleteQueued };
+  enum class OpKind { kNone, kCreate, kDelete, kStop, kDeleteQueued };
 
   struct Op {
     std::string name;
@@ -507,7 +506,7 @@ class FakeCloud final : public CloudProvider {
       int n = next_address_++;
       e.node.workers.push_back(
           {i, "198.18." + std::to_string(n / 250) + "." + std::to_string(n % 250 + 1), ""});
-      e.host_keys.push_back(HostKeyFor(generation * 1000 + static_cast<uint64_t>(i)));
+      e.host_keys.push_back(FakeHostKey(generation * 1000 + static_cast<uint64_t>(i)));
     }
     return e;
   }
@@ -551,6 +550,12 @@ class FakeCloud final : public CloudProvider {
       case OpKind::kDelete:
         if (node != nodes_.end()) {
           nodes_.erase(node);
+        }
+        break;
+      case OpKind::kStop:
+        if (node != nodes_.end() && node->second.node.state == NodeState::kStopping) {
+          node->second.node.state = NodeState::kStopped;
+          node->second.op.clear();
         }
         break;
       case OpKind::kDeleteQueued:

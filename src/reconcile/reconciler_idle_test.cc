@@ -1,0 +1,95 @@
+// The idle policy end to end against control's fakes (reconcile/testing/
+// reconciler_fixture.h): delete, and stop for a single-host node.
+#include <gtest/gtest.h>
+
+#include "reconcile/reconciler.h"
+#include "reconcile/testing/reconciler_fixture.h"
+
+namespace tpufleet::testing {
+namespace {
+
+using std::chrono::minutes;
+
+TEST_F(ReconcilerTest, AnIdleNodeIsDeletedButAnInputBoundOneIsNot) {
+  FleetSpec spec = w.Spec(Trainer("    idle: {after: 2m}\n") + SmallNode("eval"));
+  spec.nodes[1].idle = IdlePolicy{minutes(2), IdleAction::kDelete};
+  w.Up(spec);
+  for (int i = 0; i < 4; ++i) {
+    metrics["trainer/w" + std::to_string(i)] = WorkerReport(NowMs(), 0, "");  // unused 1 h
+  }
+  metrics["eval/w0"] = WorkerReport(NowMs(), 9, "j1", /*input_bound=*/true);
+  auto r = Make(spec);
+  r->Pass();  // the streams open: the next pass knows the watched workers
+  Settle(*r);
+  w.clock.Advance(kDefaultMetricsEvery);
+  r->Pass();
+  Settle(*r);
+  EXPECT_FALSE(w.cloud.Node(kZoneB, "trainer").has_value());
+  EXPECT_EQ(w.Events("delete-requested", "trainer").back().detail, "reason=idle");
+  EXPECT_TRUE(w.cloud.Node(kZoneB, "eval").has_value());
+  EXPECT_TRUE(w.Events("delete-requested", "eval").empty());
+}
+
+// Issue 14: `idle: {action: stop}` on a single-host node: nodes.stop, then the record
+// says STOPPED (what `status` shows) and the ledger's stretch is no longer billed; a
+// stopped node is then left alone, pass after pass.
+TEST_F(ReconcilerTest, AnIdleSingleHostNodeIsStoppedThenLeftAlone) {
+  FleetSpec spec = w.Spec(std::string("fleet: lab\nproject: ") + kProject + "\nnodes:\n" +
+                          SmallNode("eval", "    idle: {after: 2m, action: stop}\n"));
+  w.Up(spec);
+  w.cloud.SetOperationPolls(2);  // the stop's operation is polled before it is done
+  metrics["eval/w0"] = WorkerReport(NowMs(), 0, "");  // unused for an hour
+  auto r = Make(spec);
+  r->Pass();  // the streams open: the next pass knows the watched workers
+  Settle(*r);
+  w.clock.Advance(kDefaultMetricsEvery);
+  r->Pass();
+  EXPECT_EQ(r->Snapshot().nodes_by_state.at("lab").at("STOPPING"), 1);
+  Settle(*r);
+  EXPECT_EQ(w.cloud.Node(kZoneB, "eval")->state, NodeState::kStopped);
+  EXPECT_EQ(w.Record("eval").state, NodeState::kStopped);
+  EXPECT_EQ(w.Events("stop-requested", "eval").back().detail, "reason=idle");
+  EXPECT_EQ(w.Events("stopped", "eval").back().detail, "reason=idle");
+  EXPECT_TRUE(Logged("eval: stopped (idle)"));
+  for (int i = 0; i < 3; ++i) {
+    w.clock.Advance(kDefaultMetricsEvery);
+    r->Pass();
+    Settle(*r);
+  }
+  EXPECT_EQ(w.cloud.stops(), 1);
+  EXPECT_EQ(w.cloud.deletes(), 0);
+  EXPECT_EQ(w.cloud.creates(), 1);  // up's
+  EXPECT_TRUE(w.Events("preempted", "eval").empty());
+  EXPECT_EQ(r->Snapshot().nodes_by_state.at("lab").at("STOPPED"), 1);
+  std::vector<SpendRecord> spend = w.store->Spend("lab", std::nullopt).value();
+  ASSERT_EQ(spend.size(), 2u);
+  EXPECT_EQ(spend[0].state, "READY");
+  EXPECT_TRUE(spend[0].end.has_value());
+  EXPECT_EQ(spend[1].state, "STOPPED");
+  EXPECT_FALSE(spend[1].end.has_value());
+}
+
+// A stop the API refuses is logged and tried again only after kActionRetry, as a failed
+// delete is; the record keeps what the API last said.
+TEST_F(ReconcilerTest, AStopTheApiRefusesIsLoggedAndTheRecordStaysReady) {
+  FleetSpec spec = w.Spec(std::string("fleet: lab\nproject: ") + kProject + "\nnodes:\n" +
+                          SmallNode("eval", "    idle: {after: 2m, action: stop}\n"));
+  w.Up(spec);
+  w.cloud.FailNext("StopNode", InvalidArgumentError("stop is not supported while in state "
+                                                    "REPAIRING"));
+  metrics["eval/w0"] = WorkerReport(NowMs(), 0, "");
+  auto r = Make(spec);
+  r->Pass();
+  Settle(*r);
+  w.clock.Advance(kDefaultMetricsEvery);
+  r->Pass();
+  Settle(*r);
+  EXPECT_TRUE(Logged("eval: stop failed: stop is not supported while in state REPAIRING"));
+  EXPECT_EQ(w.Record("eval").state, NodeState::kReady);
+  EXPECT_TRUE(w.Events("stopped", "eval").empty());
+  r->Pass();
+  EXPECT_EQ(w.cloud.stops(), 1);  // not before kActionRetry
+}
+
+}  // namespace
+}  // namespace tpufleet::testing
