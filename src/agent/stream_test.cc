@@ -81,7 +81,9 @@ TEST(AgentStreams, WatchEndsWhenEveryJobHasEnded) {
   r.op = AgentOp::kJobWatch;
   r.ids = {"jwatchaa", "jwatchbb"};
   std::vector<AgentLine> lines = RunningAgent::Lines(agent.Call(api::ToLine(r)), r.op);
-  ASSERT_GE(lines.size(), 5u);  // two at once, two ends, the end line
+  // Each job's state at once and then its end (one line when it had ended before the
+  // watch began, as on a slow machine), the end line last.
+  ASSERT_GE(lines.size(), 3u);
   std::map<std::string, JobState> last;
   for (const AgentLine& line : lines) {
     if (line.kind == AgentLine::Kind::kState) {

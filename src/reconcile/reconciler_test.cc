@@ -390,7 +390,8 @@ TEST_F(Issue14, AfterAMaintenanceTheRecordFollowsTheWorkersToTheirNewAddresses) 
   r->Pass();
   EXPECT_FALSE(r->busy());  // nothing made again: the same VMs, moved
   NodeRecord rec = w.Record("trainer");
-  const CloudWorker& now = w.cloud.Node(kZoneB, "trainer")->workers[1];
+  // A copy: Node returns the node by value.
+  const CloudWorker now = w.cloud.Node(kZoneB, "trainer")->workers[1];
   EXPECT_NE(rec.workers[1].address, before);
   EXPECT_EQ(rec.workers[1].address, now.SshAddress());
   EXPECT_EQ(rec.workers[1].internal_address, now.address);
