@@ -365,9 +365,9 @@ down_and_clean() {
   local p
   remember_hosts
   # The holder first, while its workers still answer. It holds connections to the
-  # workers of every incarnation the faults made, many gone, and after the soak it may
-  # not end at `holder stop` (an open problem of the holder's, not one this soak checks):
-  # after a minute it is noted and killed, so that what follows checks the rest.
+  # workers of every incarnation the faults made, many gone, so it gets a minute; one
+  # that outlives it is noted (the soak's figures stay meaningful) and killed, so that
+  # what follows checks the rest.
   # The jobs' watchers first: they would start a holder again.
   for p in $(job_watchers "$state"); do kill "$p" 2>/dev/null; done
   if ! holder_stops 60 >"$tmp/holder-why.txt"; then
