@@ -73,6 +73,10 @@ Status SyntheticHosts::SetCutOff(const std::string&, int, bool) {
   return Status::Ok();
 }
 
+Status SyntheticHosts::SetDataDisks(const std::string&, const std::vector<AttachedDiskSpec>&) {
+  return Status::Ok();
+}
+
 Status SyntheticHosts::SetDeviceRemoved(const std::string&, int, int, bool) {
   return Status::Ok();
 }

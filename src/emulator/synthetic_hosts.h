@@ -30,6 +30,7 @@ class SyntheticHosts : public WorkerHosts {
                      const std::map<std::string, std::string>& metadata) override;
   Status Notify(const std::string& node, HostEvent event) override;
   Status Halt(const std::string& node) override;
+  Status SetDataDisks(const std::string& node, const std::vector<AttachedDiskSpec>& disks) override;
   Status SetCutOff(const std::string& node, int worker, bool cut) override;
   Status SetDeviceRemoved(const std::string& node, int worker, int device, bool removed) override;
   Status Destroy(const std::string& node) override;

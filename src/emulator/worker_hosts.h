@@ -21,6 +21,14 @@
 
 namespace tpufleet::emulator {
 
+/// A data disk attached to a node: every worker of the node shows it as a block device,
+/// in attachment order (/dev/sdb, /dev/sdc, …), as a TPU VM shows its data disks.
+struct AttachedDiskSpec {
+  std::string name;        // the disk's name in its zone ("data"): /dev/disk/by-id/google-NAME
+  std::string image;       // its backing file, in the emulator's state dir
+  bool read_only = false;  // attached READ_ONLY: writes fail on every worker
+};
+
 /// What the hosts need to know about a node to run its workers.
 struct NodeHostSpec {
   std::string name;              // full resource name
@@ -30,6 +38,7 @@ struct NodeHostSpec {
   int chips_per_worker = 0;      // chips each worker shows (/dev/accelN or /dev/vfio/N)
   int workers = 1;               // worker VMs (one networkEndpoint each)
   std::map<std::string, std::string> metadata;  // Node.metadata: ssh-keys, startup-script, …
+  std::vector<AttachedDiskSpec> data_disks;     // Node.dataDisks, in attachment order
 };
 
 /// One running worker, as the API reports it (networkEndpoints, guest attributes).
@@ -62,6 +71,13 @@ class WorkerHosts {
   /// guest agents apply ssh-keys changes to their users.
   virtual Status SetMetadata(const std::string& node,
                              const std::map<std::string, std::string>& metadata) = 0;
+
+  /// Makes `disks` the node's data disks on every running worker (a patch of
+  /// Node.dataDisks): new ones appear as block devices, those no longer listed go (a
+  /// worker that still has one mounted loses the mount). A later Boot uses the node's
+  /// spec, which the caller keeps up to date.
+  virtual Status SetDataDisks(const std::string& node,
+                              const std::vector<AttachedDiskSpec>& disks) = 0;
 
   /// Tells the node's workers about a coming event through their metadata servers.
   virtual Status Notify(const std::string& node, HostEvent event) = 0;

@@ -513,6 +513,15 @@ Status NamespaceHosts::SetCutOff(const std::string& name, int worker, bool cut) 
   return net->SetLinkUp(w.veth, !cut);
 }
 
+// Issue 15 in progress: the workers do not show data disks yet.
+Status NamespaceHosts::SetDataDisks(const std::string& name, const std::vector<AttachedDiskSpec>& disks) {
+  if (disks.empty()) {
+    return Status::Ok();
+  }
+  return FailedPreconditionError("worker hosts: " + name +
+                                 ": data disks are not emulated on the workers yet");
+}
+
 Status NamespaceHosts::SetDeviceRemoved(const std::string& name, int worker, int device,
                                         bool removed) {
   std::unique_lock<std::mutex> op;

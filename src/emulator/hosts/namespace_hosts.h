@@ -117,6 +117,7 @@ class NamespaceHosts final : public WorkerHosts {
   Status Notify(const std::string& node, HostEvent event) override;
   Status Halt(const std::string& node) override;
   Status SetCutOff(const std::string& node, int worker, bool cut) override;
+  Status SetDataDisks(const std::string& node, const std::vector<AttachedDiskSpec>& disks) override;
   Status SetDeviceRemoved(const std::string& node, int worker, int device, bool removed) override;
   Status Destroy(const std::string& node) override;
 

@@ -45,6 +45,14 @@ class FakeWorkerHosts final : public SyntheticHosts {
     Record("Halt " + node);
     return SyntheticHosts::Halt(node);
   }
+  Status SetDataDisks(const std::string& node, const std::vector<AttachedDiskSpec>& disks) override {
+    std::string names;
+    for (const AttachedDiskSpec& d : disks) {
+      names += (names.empty() ? "" : ",") + d.name + (d.read_only ? ":ro" : ":rw");
+    }
+    Record("SetDataDisks " + node + " disks=" + names);
+    return Status::Ok();
+  }
   Status SetCutOff(const std::string& node, int worker, bool cut) override {
     Record("SetCutOff " + node + " worker=" + std::to_string(worker) + " cut=" + (cut ? "1" : "0"));
     return Status::Ok();
