@@ -26,6 +26,7 @@
 #include "api/emulator.h"
 #include "core/catalog.h"
 #include "core/node_state.h"
+#include "emulator/compute_disks.h"
 #include "emulator/config.h"
 #include "emulator/faults.h"
 #include "emulator/host_work.h"
@@ -353,6 +354,32 @@ class ApiServerImpl {
                                            bool queued = false);
   RpcError StockoutError(std::string_view zone);
 
+  // compute_disks_attach.cc: Node.dataDisks and the Compute Engine disks they name.
+  /// `disks` (a canonical Node.dataDisks) for node `node_name` of `type` in the call's
+  /// zone, checked, with every mode spelled (READ_WRITE where none was given). Each
+  /// disk must exist in that zone, be READY and of a type the TPU version takes; a
+  /// READ_WRITE disk goes to one node only, never beside READ_ONLY ones, and never to a
+  /// multi-host node (the node's other attachments do not count against it).
+  RpcOr<Json> CheckDataDisksLocked(const Call& c, const std::string& node_name,
+                                   const AcceleratorType& type, const Json& disks) const;
+  /// Makes `given.dataDisks` (absent: none) node `n`'s, checked as above; `changed`:
+  /// whether they differ from what it had. Nothing changes on error.
+  std::optional<RpcError> PatchDataDisksLocked(const Call& c, EmulatedNode& n,
+                                               const Json& given, bool* changed);
+  /// Tells the hosts `n`'s data disks (SetDataDisks), for the node's running step.
+  void PostDataDisksLocked(EmulatedNode& n);
+  /// The hosts' view of a node spec's dataDisks, in attachment order.
+  std::vector<AttachedDiskSpec> AttachedDisksLocked(const Json& node_spec) const;
+  /// Each node that has disk `path` ("projects/p/zones/z/disks/d"), with its entry.
+  std::vector<std::pair<const EmulatedNode*, const Json*>> DiskAttachmentsLocked(
+      const std::string& path) const;
+  /// Disk.users of disk `path`: the instance URL of every worker of every node that has
+  /// it, as the nodes' dataDisks say at this moment.
+  Json DiskUsersLocked(const std::string& path) const;
+  /// ".../projects/P/zones/Z/instances/t1v-n-…-w-N": worker `worker` of `n` as a Compute
+  /// Engine instance, named as its hostname.
+  static std::string WorkerInstanceUrl(const EmulatedNode& n, int worker);
+
   // api_admin.cc
   HttpResponse HandleAdmin(const HttpRequest& req);
   // POST /emulator/v1/token:rotate: a new owner secret, published through the config's
@@ -390,6 +417,8 @@ class ApiServerImpl {
   std::deque<RequestIdAge> request_id_order_;     // oldest first; guarded by mu_
   uint64_t next_request_id_seq_ = 1;              // guarded by mu_
   FaultSet faults_;  // guarded by mu_
+  std::map<std::string, DiskRecord> disks_;  // by path (DiskRecord::path); guarded by mu_
+  const DiskImages disk_images_;             // config_.disk_dir
 };
 
 /// Done operations kept for operations.get/list; the oldest go first beyond this.

@@ -286,6 +286,10 @@ HttpResponse ApiServerImpl::CreateNode(const Call& c) {
   if (nodes_.count(name)) {
     return ErrorResponse(AlreadyExists(name));
   }
+  if (in.spec.contains("dataDisks")) {
+    EMULATOR_ASSIGN_OR_RESPOND(in.spec["dataDisks"],
+                               CheckDataDisksLocked(c, name, in.type, in.spec["dataDisks"]));
+  }
   if (std::optional<RpcError> e = CheckQuotaLocked(c, *in.type.family, in.spot,
                                                    in.type.chips, c.now)) {
     return ErrorResponse(*e);
@@ -362,13 +366,13 @@ HttpResponse ApiServerImpl::PatchNode(const Call& c, const std::string& id) {
     path = std::string(Trim(path));
     std::string camel = SnakeToCamel(path);
     if (camel == "description" || camel == "tags" || camel == "labels" || camel == "metadata" ||
-        camel == "networkConfig.enableExternalIps") {
+        camel == "networkConfig.enableExternalIps" || camel == "dataDisks") {
       fields.push_back(camel);
     } else {
       return ErrorResponse(
           InvalidArgument("Cloud TPU received a bad request. update_mask path \"" + path +
                           "\" is not supported; supported paths: description, tags, labels, "
-                          "metadata, network_config.enable_external_ips " +
+                          "metadata, network_config.enable_external_ips, data_disks " +
                           Eid()));
     }
   }
@@ -378,8 +382,17 @@ HttpResponse ApiServerImpl::PatchNode(const Call& c, const std::string& id) {
   if (n.step) {
     return ErrorResponse(Busy(n));
   }
+  bool disks_changed = false;
+  if (std::find(fields.begin(), fields.end(), "dataDisks") != fields.end()) {
+    if (std::optional<RpcError> e = PatchDataDisksLocked(c, n, given, &disks_changed)) {
+      return ErrorResponse(*e);
+    }
+  }
   bool metadata_changed = false;
   for (const std::string& f : fields) {
+    if (f == "dataDisks") {
+      continue;  // done above
+    }
     if (f == "networkConfig.enableExternalIps") {
       if (given.contains("networkConfig") && given["networkConfig"].contains("enableExternalIps")) {
         n.spec["networkConfig"]["enableExternalIps"] = given["networkConfig"]["enableExternalIps"];
@@ -409,6 +422,9 @@ HttpResponse ApiServerImpl::PatchNode(const Call& c, const std::string& id) {
     PostHostCallLocked(
         n, "SetMetadata", [name = n.name, md](WorkerHosts& h) { return h.SetMetadata(name, md); },
         Waiter::kStep);
+  }
+  if (disks_changed && n.state == NodeState::kReady && !n.workers.empty()) {
+    PostDataDisksLocked(n);
   }
   return JsonResponse(RenderOperation(op));
 }

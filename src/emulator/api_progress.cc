@@ -281,6 +281,7 @@ void ApiServerImpl::PostBootLocked(EmulatedNode& n, bool new_addresses, Waiter w
   if (n.spec.contains("metadata")) {
     spec.metadata = n.spec["metadata"].get<std::map<std::string, std::string>>();
   }
+  spec.data_disks = AttachedDisksLocked(n.spec);
   uint64_t seq = AddHostCallLocked(n, waiter);
   std::string uid = n.uid;
   work_.Post(n.name, [this, spec = std::move(spec), new_addresses, waiter, seq, uid] {

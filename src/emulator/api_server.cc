@@ -69,7 +69,8 @@ ApiServerImpl::ApiServerImpl(EmulatorConfig config, Clock& clock, WorkerHosts* h
       hosts_(hosts != nullptr ? hosts : synthetic_.get()),
       catalog_(catalog),
       tokens_(config_.auth, clock),
-      rng_(config_.seed) {}
+      rng_(config_.seed),
+      disk_images_(config_.disk_dir) {}
 
 ApiServerImpl::~ApiServerImpl() = default;
 

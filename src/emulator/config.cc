@@ -23,7 +23,7 @@ Timings RealisticTimingsImpl() {
           .remove = seconds(60), .update = seconds(10), .stockout_fail = seconds(30),
           .qr_accept = seconds(5), .qr_wait = seconds(60), .qr_delete = seconds(30),
           .preemption_notice = seconds(30), .maintenance_notice = seconds(60),
-          .maintenance = seconds(120)};
+          .maintenance = seconds(120), .disk_create = seconds(5), .disk_delete = seconds(5)};
 }
 
 Status ParseMillis(const Field& f, Millis* out) {
@@ -50,7 +50,8 @@ Status ParseTimings(const Field& f, Timings* t) {
   }
   TPUFLEET_TRY(f.CheckKeys({"profile", "create", "start", "stop", "delete", "update",
                             "stockout_fail", "qr_accept", "qr_wait", "qr_delete",
-                            "preemption_notice", "maintenance_notice", "maintenance"}));
+                            "preemption_notice", "maintenance_notice", "maintenance", "disk_create",
+                            "disk_delete"}));
   if (auto p = f.Get("profile")) {
     TPUFLEET_TRY(ParseTimings(*p, t));
   }
@@ -66,7 +67,9 @@ Status ParseTimings(const Field& f, Timings* t) {
       {"qr_delete", &t->qr_delete},
       {"preemption_notice", &t->preemption_notice},
       {"maintenance_notice", &t->maintenance_notice},
-      {"maintenance", &t->maintenance}};
+      {"maintenance", &t->maintenance},
+      {"disk_create", &t->disk_create},
+      {"disk_delete", &t->disk_delete}};
   for (const auto& [key, out] : fields) {
     if (auto v = f.Get(key)) {
       TPUFLEET_TRY(ParseMillis(*v, out));

@@ -54,6 +54,8 @@ struct Timings {
   Millis preemption_notice{3000};   // metadata notice -> PREEMPTED (GCE gives 30 s)
   Millis maintenance_notice{3000};  // maintenance notice -> workers halted
   Millis maintenance{1000};         // least time a node spends under maintenance
+  Millis disk_create{300};          // Compute Engine disk CREATING -> READY
+  Millis disk_delete{300};          // disk DELETING -> gone
 };
 
 /// Operation times of the order the real service shows (minutes, not seconds).
@@ -143,6 +145,10 @@ struct EmulatorConfig {
   // Quota limits; a family and region with no entry has no limit.
   std::vector<QuotaLimit> quota;
   AuthConfig auth;
+  // Where the Compute Engine disks' backing files go (compute_disks.h DiskImages): a
+  // directory the workers cannot see. `serve` gives <state dir>/disks. Empty: disks have
+  // no backing file (an API-only server); never in a config file.
+  std::string disk_dir;
 };
 
 /// The largest max_multislice_nodes a config may set: a request that big already takes

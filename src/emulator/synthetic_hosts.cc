@@ -1,5 +1,6 @@
 #include "emulator/synthetic_hosts.h"
 
+#include "emulator/hosts/worker_document.h"
 #include "emulator/wire.h"
 #include "util/encoding.h"
 
@@ -32,11 +33,10 @@ Result<std::vector<WorkerInfo>> SyntheticHosts::Boot(const NodeHostSpec& node, b
   bool fresh = n.workers.size() != static_cast<size_t>(node.workers);
   if (fresh) {
     n.workers.clear();
-    uint64_t id_bits = std::hash<std::string>{}(node.id);
     for (int i = 0; i < node.workers; ++i) {
       WorkerInfo w;
       w.address = AddressFor(next_address_++);
-      w.hostname = "t1v-n-" + Hex(id_bits, 8) + "-w-" + std::to_string(i);
+      w.hostname = hosts::WorkerHostname(node.id, i);  // as the namespace hosts name them
       w.host_key = NewHostKey();
       n.workers.push_back(std::move(w));
     }
