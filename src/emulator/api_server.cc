@@ -69,11 +69,10 @@ ApiServerImpl::ApiServerImpl(EmulatorConfig config, Clock& clock, WorkerHosts* h
       hosts_(hosts != nullptr ? hosts : synthetic_.get()),
       catalog_(catalog),
       tokens_(config_.auth, clock),
-      rng_(config_.seed) {}
+      rng_(config_.seed),
+      compute_ops_(config_.seed) {}
 
 ApiServerImpl::~ApiServerImpl() = default;
-
-namespace {
 
 std::vector<std::string> PathSegments(std::string_view path) {
   std::vector<std::string> out;
@@ -84,6 +83,8 @@ std::vector<std::string> PathSegments(std::string_view path) {
   }
   return out;
 }
+
+namespace {
 
 // "n1:stop" -> {"n1", "stop"}.
 std::pair<std::string, std::string> SplitVerb(const std::string& seg) {
@@ -247,6 +248,9 @@ std::vector<const Family*> ApiServerImpl::FamiliesInZone(std::string_view zone) 
 }
 
 HttpResponse ApiServerImpl::HandleApi(const HttpRequest& req) {
+  if (StartsWith(req.path, "/compute/")) {
+    return HandleCompute(req);
+  }
   std::lock_guard<std::mutex> l(mu_);
   Call c;
   c.req = &req;
