@@ -70,11 +70,10 @@ ApiServerImpl::ApiServerImpl(EmulatorConfig config, Clock& clock, WorkerHosts* h
       catalog_(catalog),
       tokens_(config_.auth, clock),
       rng_(config_.seed),
+      compute_ops_(config_.seed),
       disk_images_(config_.disk_dir) {}
 
 ApiServerImpl::~ApiServerImpl() = default;
-
-namespace {
 
 std::vector<std::string> PathSegments(std::string_view path) {
   std::vector<std::string> out;
@@ -85,6 +84,8 @@ std::vector<std::string> PathSegments(std::string_view path) {
   }
   return out;
 }
+
+namespace {
 
 // "n1:stop" -> {"n1", "stop"}.
 std::pair<std::string, std::string> SplitVerb(const std::string& seg) {
@@ -248,6 +249,9 @@ std::vector<const Family*> ApiServerImpl::FamiliesInZone(std::string_view zone) 
 }
 
 HttpResponse ApiServerImpl::HandleApi(const HttpRequest& req) {
+  if (StartsWith(req.path, "/compute/")) {
+    return HandleCompute(req);
+  }
   std::lock_guard<std::mutex> l(mu_);
   Call c;
   c.req = &req;
