@@ -394,12 +394,35 @@ class ApiServerImpl {
   /// Each node that has disk `path` ("projects/p/zones/z/disks/d"), with its entry.
   std::vector<std::pair<const EmulatedNode*, const Json*>> DiskAttachmentsLocked(
       const std::string& path) const;
-  /// Disk.users of disk `path`: the instance URL of every worker of every node that has
-  /// it, as the nodes' dataDisks say at this moment.
-  Json DiskUsersLocked(const std::string& path) const;
-  /// ".../projects/P/zones/Z/instances/t1v-n-…-w-N": worker `worker` of `n` as a Compute
+  /// Disk.users of disk `path`, relative to the API root: every worker of every node
+  /// that has it, as the nodes' dataDisks say at this moment.
+  std::vector<std::string> DiskUsersLocked(const std::string& path) const;
+  /// "projects/P/zones/Z/instances/t1v-n-…-w-N": worker `worker` of `n` as a Compute
   /// Engine instance, named as its hostname.
-  static std::string WorkerInstanceUrl(const EmulatedNode& n, int worker);
+  static std::string WorkerInstancePath(const EmulatedNode& n, int worker);
+
+  // compute_disks_api.cc: disks and diskTypes of the Compute API (compute_disks.h).
+  HttpResponse InsertDisk(const Call& c, const std::string&);
+  HttpResponse GetDisk(const Call& c, const std::string& id);
+  HttpResponse ListDisks(const Call& c, const std::string&);
+  /// aggregated/disks (`id` is the collection after aggregated/).
+  HttpResponse AggregatedListDisks(const Call& c, const std::string& id);
+  HttpResponse DeleteDisk(const Call& c, const std::string& id);
+  HttpResponse GetDiskType(const Call& c, const std::string& id);
+  HttpResponse ListDiskTypes(const Call& c, const std::string&);
+  Json RenderDiskLocked(const DiskRecord& d, const std::string& root) const;
+  /// ComputePage over the disks whose path starts with `prefix`.
+  std::optional<ComputeError> DiskPageLocked(const Call& c, const std::string& prefix,
+                                             Json* page) const;
+  Json RenderDiskType(const DiskTypeInfo& t, const Call& c) const;
+  /// Ends the disk phases whose time has come: CREATING → READY, DELETING → gone (its
+  /// file too), finishing their operations.
+  void AdvanceDisksLocked(Clock::MonoTime now, Clock::WallTime wall);
+  /// One page of a Compute list: `items` (key, resource), keys ascending, that pass the
+  /// call's `filter`, from its pageToken, at most maxResults → {"items", "nextPageToken"}.
+  std::optional<ComputeError> ComputePage(const Call& c,
+                                          const std::vector<std::pair<std::string, Json>>& items,
+                                          Json* page) const;
 
   // api_admin.cc
   HttpResponse HandleAdmin(const HttpRequest& req);

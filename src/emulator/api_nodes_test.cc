@@ -159,6 +159,11 @@ TEST_F(NodesTest, TypeNotOfferedInZoneIsInvalidArgument) {
 }
 
 TEST_F(NodesTest, EnumsMayBeNumbersAndComeBackAsNames) {
+  ASSERT_EQ(Post("/compute/v1/projects/p/zones/us-central2-b/disks",
+                 Json{{"name", "d1"}, {"type", "pd-balanced"}, {"sizeGb", "10"}})
+                .status,
+            200);
+  Pass(seconds(1));  // the disk is READY
   Json body{
       {"acceleratorConfig", {{"type", 7}, {"topology", "2x2x4"}}},
       {"runtimeVersion", "tpu-ubuntu2204-base"},
@@ -173,7 +178,7 @@ TEST_F(NodesTest, EnumsMayBeNumbersAndComeBackAsNames) {
   EXPECT_EQ(node["dataDisks"][0]["mode"], "READ_ONLY");
   EXPECT_EQ(node["networkEndpoints"].size(), 4u);
 
-  body["dataDisks"][0]["mode"] = "READ_WRITE";
+  body["dataDisks"][0]["mode"] = "READ_ONLY";
   EXPECT_EQ(Post(std::string(kParent) + "/nodes?nodeId=n2", body).status, 200);
   body["dataDisks"][0]["mode"] = 9;
   Reply bad = Post(std::string(kParent) + "/nodes?nodeId=n3", body);

@@ -123,6 +123,7 @@ void ApiServerImpl::AdvanceLocked(Clock::MonoTime now, Clock::WallTime wall) {
       FinishStepLocked(name, now, wall);
     }
   }
+  AdvanceDisksLocked(now, wall);
   std::vector<std::string> qr_names;
   for (const auto& [name, q] : qrs_) {
     qr_names.push_back(name);

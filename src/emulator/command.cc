@@ -56,6 +56,10 @@ constexpr size_t kLogTailBytes = 2000;
 // The workers' shared bucket, <state dir>/gcs, mounted at /gcs on every worker (a
 // stand-in for a gcsfuse-mounted Cloud Storage bucket); `stop` removes it with the rest.
 constexpr const char* kBucketDirName = "gcs";
+// The Compute Engine disks' backing files, <state dir>/disks (compute_disks.h): hidden
+// from the workers with the rest of the state dir; `stop` removes them with it, and
+// `start` those a crashed emulator left (their disks died with it).
+constexpr const char* kDisksDirName = "disks";
 
 void PrintEndpointHelp(std::ostream& out, const Daemon& d, const std::string& dir) {
   std::string token = ShellQuote(d.token_file);
@@ -103,6 +107,7 @@ ActionResult Start(Inv& inv) {
   }
   std::error_code ec;
   std::filesystem::remove(dir + "/daemon.json", ec);
+  std::filesystem::remove_all(dir + "/" + kDisksDirName, ec);
   std::vector<std::string> argv = {kDaemonName, "serve", "--state-dir", dir,
                                    "--port", inv.Get("port").value_or("0")};
   // The daemon's files by absolute names: it need not run where start was run.
@@ -310,6 +315,7 @@ ActionResult Serve(Inv& inv) {
     }
   }
   config.auth.owner_token = *std::move(secret);
+  config.disk_dir = dir + "/" + kDisksDirName;
   // `tpufleet emulator token rotate`: the new secret goes where the first one went, with
   // its mode and owner, replacing it in one rename.
   config.auth.publish_owner_token = [token_file, give_to_owner](const std::string& fresh) {

@@ -138,6 +138,13 @@ HttpResponse ApiServerImpl::RouteComputeLocked(Call& c, const std::vector<std::s
       {"scoped", "operations", 1, "", "GET", "get", &ApiServerImpl::GetComputeOperation},
       {"scoped", "operations", 1, "", "DELETE", "delete", &ApiServerImpl::DeleteComputeOperation},
       {"scoped", "operations", 2, "wait", "POST", "get", &ApiServerImpl::GetComputeOperation},
+      {"zones", "disks", 0, "", "GET", "list", &ApiServerImpl::ListDisks},
+      {"zones", "disks", 0, "", "POST", "create", &ApiServerImpl::InsertDisk},
+      {"zones", "disks", 1, "", "GET", "get", &ApiServerImpl::GetDisk},
+      {"zones", "disks", 1, "", "DELETE", "delete", &ApiServerImpl::DeleteDisk},
+      {"", "aggregated", 1, "", "GET", "list", &ApiServerImpl::AggregatedListDisks},
+      {"zones", "diskTypes", 0, "", "GET", "list", &ApiServerImpl::ListDiskTypes},
+      {"zones", "diskTypes", 1, "", "GET", "get", &ApiServerImpl::GetDiskType},
   };
   const ComputeRoute* route = nullptr;
   for (const ComputeRoute& r : kComputeRoutes) {

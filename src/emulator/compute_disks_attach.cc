@@ -14,9 +14,6 @@ namespace {
 constexpr int kMaxDisksPerVm = 128;
 constexpr int kMaxDisksPerVmV6e = 32;
 
-// The Compute Engine base of instance URLs in Disk.users.
-constexpr std::string_view kComputeV1 = "https://www.googleapis.com/compute/v1/";
-
 bool ReadOnly(const Json& attached) {
   return attached.value("mode", std::string()) == "READ_ONLY";
 }
@@ -30,8 +27,8 @@ bool TypeSupported(const Family& family, std::string_view disk_type) {
 
 }  // namespace
 
-std::string ApiServerImpl::WorkerInstanceUrl(const EmulatedNode& n, int worker) {
-  return std::string(kComputeV1) + "projects/" + n.project + "/zones/" + n.zone + "/instances/" +
+std::string ApiServerImpl::WorkerInstancePath(const EmulatedNode& n, int worker) {
+  return "projects/" + n.project + "/zones/" + n.zone + "/instances/" +
          hosts::WorkerHostname(n.uid, worker);
 }
 
@@ -51,11 +48,11 @@ std::vector<std::pair<const EmulatedNode*, const Json*>> ApiServerImpl::DiskAtta
   return out;
 }
 
-Json ApiServerImpl::DiskUsersLocked(const std::string& path) const {
-  Json users = Json::array();
+std::vector<std::string> ApiServerImpl::DiskUsersLocked(const std::string& path) const {
+  std::vector<std::string> users;
   for (const auto& [n, attached] : DiskAttachmentsLocked(path)) {
     for (int w = 0; w < n->type.workers; ++w) {
-      users.push_back(WorkerInstanceUrl(*n, w));
+      users.push_back(WorkerInstancePath(*n, w));
     }
   }
   return users;
@@ -140,7 +137,7 @@ RpcOr<Json> ApiServerImpl::CheckDataDisksLocked(const Call& c, const std::string
       if (writer_conflict || single_conflict) {
         return RpcError{RpcCode::kFailedPrecondition,
                         "The disk resource '" + *path + "' is already being used by '" +
-                            WorkerInstanceUrl(*other, 0).substr(kComputeV1.size()) + "'",
+                            WorkerInstancePath(*other, 0) + "'",
                         Json::array({ResourceInfoDetail(*path)})};
       }
     }
