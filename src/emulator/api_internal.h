@@ -374,6 +374,18 @@ class ApiServerImpl {
   HttpResponse ListComputeOperations(const Call& c, const std::string& id);
   HttpResponse GetComputeOperation(const Call& c, const std::string& id);
   HttpResponse DeleteComputeOperation(const Call& c, const std::string& id);
+  /// The request's JSON object, or Compute's 400.
+  ComputeOr<Json> ParseComputeBody(const Call& c) const;
+
+  // compute_projects.cc: projects.get and setCommonInstanceMetadata.
+  struct ComputeProject {
+    std::vector<std::pair<std::string, std::string>> items;  // commonInstanceMetadata, in order
+    std::string fingerprint;                                 // of items
+    Clock::WallTime created;                                 // when the emulator first saw it
+  };
+  ComputeProject& ComputeProjectLocked(const Call& c);
+  HttpResponse GetComputeProject(const Call& c, const std::string& id);
+  HttpResponse SetCommonInstanceMetadata(const Call& c, const std::string& id);
 
   // api_admin.cc
   HttpResponse HandleAdmin(const HttpRequest& req);
@@ -413,6 +425,7 @@ class ApiServerImpl {
   uint64_t next_request_id_seq_ = 1;              // guarded by mu_
   FaultSet faults_;  // guarded by mu_
   ComputeOperations compute_ops_;  // guarded by mu_
+  std::map<std::string, ComputeProject> compute_projects_;  // by project id; guarded by mu_
 };
 
 /// Done operations kept for operations.get/list; the oldest go first beyond this.
