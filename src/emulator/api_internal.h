@@ -375,6 +375,19 @@ class ApiServerImpl {
   HttpResponse ListComputeOperations(const Call& c, const std::string& id);
   HttpResponse GetComputeOperation(const Call& c, const std::string& id);
   HttpResponse DeleteComputeOperation(const Call& c, const std::string& id);
+  /// The request's JSON object, or Compute's 400.
+  ComputeOr<Json> ParseComputeBody(const Call& c) const;
+
+  // compute_projects.cc: projects.get and setCommonInstanceMetadata.
+  struct ComputeProject {
+    std::vector<std::pair<std::string, std::string>> items;  // commonInstanceMetadata, in order
+    std::string fingerprint;                                 // of items
+    Clock::WallTime created;                                 // when the emulator first saw it
+  };
+  ComputeProject& ComputeProjectLocked(const Call& c);
+  HttpResponse GetComputeProject(const Call& c, const std::string& id);
+  HttpResponse SetCommonInstanceMetadata(const Call& c, const std::string& id);
+
   // compute_disks_attach.cc: Node.dataDisks and the Compute Engine disks they name.
   /// `disks` (a canonical Node.dataDisks) for node `node_name` of `type` in the call's
   /// zone, checked, with every mode spelled (READ_WRITE where none was given). Each
@@ -412,17 +425,15 @@ class ApiServerImpl {
   HttpResponse ListDiskTypes(const Call& c, const std::string&);
   Json RenderDiskLocked(const DiskRecord& d, const std::string& root) const;
   /// ComputePage over the disks whose path starts with `prefix`.
-  std::optional<ComputeError> DiskPageLocked(const Call& c, const std::string& prefix,
-                                             Json* page) const;
+  ComputeOr<Json> DiskPageLocked(const Call& c, const std::string& prefix) const;
   Json RenderDiskType(const DiskTypeInfo& t, const Call& c) const;
   /// Ends the disk phases whose time has come: CREATING → READY, DELETING → gone (its
   /// file too), finishing their operations.
   void AdvanceDisksLocked(Clock::MonoTime now, Clock::WallTime wall);
   /// One page of a Compute list: `items` (key, resource), keys ascending, that pass the
   /// call's `filter`, from its pageToken, at most maxResults → {"items", "nextPageToken"}.
-  std::optional<ComputeError> ComputePage(const Call& c,
-                                          const std::vector<std::pair<std::string, Json>>& items,
-                                          Json* page) const;
+  ComputeOr<Json> ComputePage(const Call& c,
+                              const std::vector<std::pair<std::string, Json>>& items) const;
 
   // api_admin.cc
   HttpResponse HandleAdmin(const HttpRequest& req);
@@ -462,6 +473,7 @@ class ApiServerImpl {
   uint64_t next_request_id_seq_ = 1;              // guarded by mu_
   FaultSet faults_;  // guarded by mu_
   ComputeOperations compute_ops_;  // guarded by mu_
+  std::map<std::string, ComputeProject> compute_projects_;  // by project id; guarded by mu_
   std::map<std::string, DiskRecord> disks_;  // by path (DiskRecord::path); guarded by mu_
   const DiskImages disk_images_;             // config_.disk_dir
 };

@@ -249,8 +249,9 @@ std::vector<const Family*> ApiServerImpl::FamiliesInZone(std::string_view zone) 
 }
 
 HttpResponse ApiServerImpl::HandleApi(const HttpRequest& req) {
-  if (StartsWith(req.path, "/compute/")) {
-    return HandleCompute(req);
+  std::vector<std::string> segs = PathSegments(req.path);
+  if (!segs.empty() && segs[0] == "compute") {
+    return HandleCompute(req);  // compute_api.cc
   }
   std::lock_guard<std::mutex> l(mu_);
   Call c;
@@ -259,7 +260,6 @@ HttpResponse ApiServerImpl::HandleApi(const HttpRequest& req) {
   c.wall = clock_.Now();
   AdvanceLocked(c.now, c.wall);
 
-  std::vector<std::string> segs = PathSegments(req.path);
   if (segs.empty() || (segs[0] != "v1" && segs[0] != "v2" && segs[0] != "v2alpha1")) {
     return RouteNotFound(req);
   }

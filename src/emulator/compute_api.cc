@@ -134,6 +134,9 @@ HttpResponse ApiServerImpl::RouteComputeLocked(Call& c, const std::vector<std::s
   std::string verb = depth == 2 ? tail[2] : "";
   // Member pointers: the table must live where the private handlers are visible.
   static constexpr ComputeRoute kComputeRoutes[] = {
+      {"", "", 0, "", "GET", "get", &ApiServerImpl::GetComputeProject},
+      {"", "setCommonInstanceMetadata", 0, "", "POST", "setCommonInstanceMetadata",
+       &ApiServerImpl::SetCommonInstanceMetadata},
       {"scoped", "operations", 0, "", "GET", "list", &ApiServerImpl::ListComputeOperations},
       {"scoped", "operations", 1, "", "GET", "get", &ApiServerImpl::GetComputeOperation},
       {"scoped", "operations", 1, "", "DELETE", "delete", &ApiServerImpl::DeleteComputeOperation},
@@ -195,6 +198,14 @@ ComputeOperation& ApiServerImpl::StartComputeOperationLocked(const Call& c, std:
   ComputeOperation& op = compute_ops_.Start(c.project, zone, type, target, target_id, c.wall);
   op.client_operation_id = c.req->Query("requestId");
   return op;
+}
+
+ComputeOr<Json> ApiServerImpl::ParseComputeBody(const Call& c) const {
+  RpcOr<Json> body = ParseBody(c);
+  if (!body.ok()) {
+    return ComputeError{400, "parseError", body.error().message, ""};
+  }
+  return body.value();
 }
 
 HttpResponse ApiServerImpl::ListComputeOperations(const Call& c, const std::string&) {

@@ -17,13 +17,7 @@ TEST_F(ComputeApiTest, AnUnknownOperationIsNotFoundInComputesEnvelope) {
   Reply r = Get(std::string(kCompute) + "/global/operations/operation-1");
   EXPECT_EQ(r.status, 404);
   std::string message = "The resource 'projects/p/global/operations/operation-1' was not found";
-  EXPECT_EQ(r.json, (Json{{"error",
-                           {{"code", 404},
-                            {"message", message},
-                            {"errors",
-                             {{{"message", message},
-                               {"domain", "global"},
-                               {"reason", "notFound"}}}}}}}));
+  EXPECT_EQ(r.json, ComputeErrorJson(404, "notFound", message));
   EXPECT_EQ(Post(std::string(kCompute) + "/zones/us-central2-b/operations/x/wait").status, 404);
   EXPECT_EQ(Delete(std::string(kCompute) + "/zones/us-central2-b/operations/x").status, 404);
   Reply unknown = Get(std::string(kCompute) + "/global/frobs");
@@ -43,6 +37,8 @@ TEST_F(ComputeApiTest, EmptyOperationListsAreComputeLists) {
                            "http://127.0.0.1:9/compute/v1/projects/p/zones/us-central2-b/"
                            "operations"}}));
   EXPECT_EQ(Get(std::string(kCompute) + "/global/operations?maxResults=501").status, 400);
+  // Empty path segments are skipped, as for the TPU API.
+  EXPECT_EQ(Get("//compute/v1//projects/p/global/operations").status, 200);
 }
 
 TEST_F(ComputeApiTest, UnknownZonesAndForeignProjectsAreRefusedAsComputeDoes) {

@@ -120,8 +120,8 @@ bool Matches(const Json& item, const std::vector<FilterTerm>& terms) {
 
 }  // namespace
 
-std::optional<ComputeError> ApiServerImpl::ComputePage(
-    const Call& c, const std::vector<std::pair<std::string, Json>>& items, Json* page) const {
+ComputeOr<Json> ApiServerImpl::ComputePage(
+    const Call& c, const std::vector<std::pair<std::string, Json>>& items) const {
   long long max = kDiskMaxResults;
   if (std::string m = c.req->Query("maxResults"); !m.empty()) {
     if (!ParseInt(m, &max) || max < 0 || max > kDiskMaxResults) {
@@ -160,8 +160,7 @@ std::optional<ComputeError> ApiServerImpl::ComputePage(
     out["items"].push_back(item);
     after = key;
   }
-  *page = std::move(out);
-  return std::nullopt;
+  return out;
 }
 
 Json ApiServerImpl::RenderDiskLocked(const DiskRecord& d, const std::string& root) const {
@@ -218,10 +217,7 @@ void ApiServerImpl::AdvanceDisksLocked(Clock::MonoTime now, Clock::WallTime wall
 }
 
 HttpResponse ApiServerImpl::InsertDisk(const Call& c, const std::string&) {
-  Json body = Json::parse(Trim(c.req->body), nullptr, /*allow_exceptions=*/false);
-  if (body.is_discarded()) {
-    return ErrorResponse(ComputeInvalid("Invalid JSON payload received."));
-  }
+  EMULATOR_ASSIGN_OR_RESPOND(Json body, ParseComputeBody(c));
   Result<DiskInsert> in = ParseDiskInsert(body, c.project, c.zone);
   if (!in.ok()) {
     return ErrorResponse(ComputeInvalid(in.status().message()));
@@ -264,24 +260,20 @@ HttpResponse ApiServerImpl::GetDisk(const Call& c, const std::string& id) {
   return JsonResponse(RenderDiskLocked(it->second, ComputeRoot(*c.req)));
 }
 
-std::optional<ComputeError> ApiServerImpl::DiskPageLocked(const Call& c, const std::string& prefix,
-                                                          Json* page) const {
+ComputeOr<Json> ApiServerImpl::DiskPageLocked(const Call& c, const std::string& prefix) const {
   std::string root = ComputeRoot(*c.req);
   std::vector<std::pair<std::string, Json>> items;
   for (auto it = disks_.lower_bound(prefix); it != disks_.end() && StartsWith(it->first, prefix);
        ++it) {
     items.emplace_back(it->first, RenderDiskLocked(it->second, root));
   }
-  return ComputePage(c, items, page);
+  return ComputePage(c, items);
 }
 
 HttpResponse ApiServerImpl::ListDisks(const Call& c, const std::string&) {
   std::string root = ComputeRoot(*c.req);
   std::string prefix = DiskRecord::DiskPath(c.project, c.zone, "");
-  Json out;
-  if (std::optional<ComputeError> e = DiskPageLocked(c, prefix, &out)) {
-    return ErrorResponse(*e);
-  }
+  EMULATOR_ASSIGN_OR_RESPOND(Json out, DiskPageLocked(c, prefix));
   out["kind"] = "compute#diskList";
   out["id"] = prefix.substr(0, prefix.size() - 1);
   out["selfLink"] = root + out["id"].get<std::string>();
@@ -293,11 +285,7 @@ HttpResponse ApiServerImpl::AggregatedListDisks(const Call& c, const std::string
     return ErrorResponse(ComputeNotFound("projects/" + c.project + "/aggregated/" + id));
   }
   std::string root = ComputeRoot(*c.req);
-  Json page;
-  if (std::optional<ComputeError> e =
-          DiskPageLocked(c, "projects/" + c.project + "/zones/", &page)) {
-    return ErrorResponse(*e);
-  }
+  EMULATOR_ASSIGN_OR_RESPOND(Json page, DiskPageLocked(c, "projects/" + c.project + "/zones/"));
   // Items by scope ("zones/Z": {"disks": […]}); zones without any are left out.
   Json scoped = Json::object();
   for (const Json& disk : page["items"]) {
@@ -365,10 +353,7 @@ HttpResponse ApiServerImpl::ListDiskTypes(const Call& c, const std::string&) {
   for (const DiskTypeInfo& t : DiskTypes()) {
     items.emplace_back(std::string(t.name), RenderDiskType(t, c));
   }
-  Json out;
-  if (std::optional<ComputeError> e = ComputePage(c, items, &out)) {
-    return ErrorResponse(*e);
-  }
+  EMULATOR_ASSIGN_OR_RESPOND(Json out, ComputePage(c, items));
   std::string id = "projects/" + c.project + "/zones/" + c.zone + "/diskTypes";
   out["kind"] = "compute#diskTypeList";
   out["id"] = id;
