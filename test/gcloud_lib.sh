@@ -77,7 +77,10 @@ gc_ok() { rc_is "$1" 0 || { shows "$1"; return 1; }; }
 # gc_fails NAME PATTERN: the run NAME exited non-zero and its stderr matches the
 # extended regular expression PATTERN (gcloud's one-line ERROR: of the API's message).
 gc_fails() {
-  ! rc_is "$1" 0 && grep -Eq -- "$2" "$tmp/$1.err" || { shows "$1"; return 1; }
+  if rc_is "$1" 0 || ! grep -Eq -- "$2" "$tmp/$1.err"; then
+    shows "$1"
+    return 1
+  fi
 }
 
 # gc_jq NAME EXPR: the run NAME exited 0 and `jq -e EXPR` is true of its stdout (run it

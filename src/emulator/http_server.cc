@@ -156,7 +156,9 @@ class HttpServer::Impl {
     r.method = req.method;
     r.path = req.path;
     httpd::RequestMaps maps = httpd::MapsOf(req);
-    r.query = std::move(maps.query);
+    // httplib's params keep every value of a repeated name, in order (MapsOf keeps the
+    // last): Google's front end reads a repeated field from all of them.
+    r.query.insert(req.params.begin(), req.params.end());
     r.headers = std::move(maps.headers);
     r.body = req.body;
     // httplib checks Content-Length against the limit; a chunked body is checked here.
