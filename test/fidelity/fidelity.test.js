@@ -69,14 +69,16 @@ function gapicClient() {
   return new TpuClient({fallback: true, protocol: 'http', apiEndpoint: host, port, authClient});
 }
 
-function discoveryClient() {
+// googleapis' generated client of API `version` ('v2', or 'v2alpha1' as gcloud's alpha
+// track speaks it).
+function discoveryClient(version = 'v2') {
   const auth = new google.auth.OAuth2({
     clientId: CLIENT.clientId,
     clientSecret: CLIENT.clientSecret,
     endpoints: {oauth2TokenUrl: tokenUrl},
   });
   auth.setCredentials({refresh_token: CLIENT.refreshToken});
-  return google.tpu({version: 'v2', auth, rootUrl: `${base}/`});
+  return google.tpu({version, auth, rootUrl: `${base}/`});
 }
 
 test('token endpoint', async (t) => {
@@ -509,6 +511,92 @@ test('googleapis discovery client (google.tpu v2)', async (t) => {
     }
     const res = await nodes.list({parent: PARENT});
     assert.equal(res.data.nodes, undefined);
+  });
+});
+
+// Issue 15: the alpha track. googleapis' v2alpha1 client sends an alpha-only field
+// (autocheckpointEnabled) and a QueuedResource with v2alpha1's multiNodeParams; both come
+// back on v2alpha1, while the v2 client sees the same node without them. Partial
+// responses (the `fields` system parameter) as the client sends them.
+test('googleapis discovery client (google.tpu v2alpha1)', async (t) => {
+  const alpha = discoveryClient('v2alpha1');
+  const v2 = discoveryClient('v2');
+  const nodes = alpha.projects.locations.nodes;
+  const finish = async (op) => {
+    for (let i = 0; i < 200 && !op.done; ++i) {
+      await sleep(50);
+      op = (await alpha.projects.locations.operations.get({name: op.name})).data;
+    }
+    assert.ok(op.done, `operation ${op.name} did not finish`);
+    return op;
+  };
+
+  await t.test('create with an alpha field, get, list', async () => {
+    const res = await nodes.create({
+      parent: PARENT,
+      nodeId: 'alpha-a',
+      requestBody: {...nodeBody(), autocheckpointEnabled: true,
+                    schedulingConfig: {provisioningModel: 'STANDARD'}},
+    });
+    assert.equal(res.data.metadata['@type'], 'type.googleapis.com/google.cloud.tpu.v2alpha1.OperationMetadata');
+    const op = await finish(res.data);
+    assert.equal(op.response['@type'], 'type.googleapis.com/google.cloud.tpu.v2alpha1.Node');
+    assert.equal(op.response.autocheckpointEnabled, true);
+    const node = (await nodes.get({name: `${PARENT}/nodes/alpha-a`})).data;
+    assert.equal(node.state, 'READY');
+    assert.equal(node.apiVersion, 'V2_ALPHA1');
+    assert.equal(node.autocheckpointEnabled, true);
+    assert.equal(node.schedulingConfig.provisioningModel, 'STANDARD');
+    const seenByV2 = (await v2.projects.locations.nodes.get({name: `${PARENT}/nodes/alpha-a`})).data;
+    assert.equal(seenByV2.state, 'READY');
+    assert.equal(seenByV2.autocheckpointEnabled, undefined);
+    const list = (await nodes.list({parent: PARENT, fields: 'nodes(name,autocheckpointEnabled)'})).data;
+    assert.deepEqual(list, {nodes: [{name: `${PARENT}/nodes/alpha-a`, autocheckpointEnabled: true}]});
+  });
+
+  await t.test('v2 refuses the alpha field as Google refuses an unknown one', async () => {
+    await assert.rejects(
+        v2.projects.locations.nodes.create({parent: PARENT, nodeId: 'alpha-b',
+                                            requestBody: {...nodeBody(), autocheckpointEnabled: true}}),
+        (e) => e.code === 400 && /Unknown name "autocheckpointEnabled"/.test(e.message));
+  });
+
+  await t.test('queued resource with multiNodeParams, deleted with force', async () => {
+    const qrs = alpha.projects.locations.queuedResources;
+    const res = await qrs.create({
+      parent: PARENT,
+      queuedResourceId: 'alpha-qr',
+      requestBody: {
+        tpu: {nodeSpec: [{parent: PARENT, node: nodeBody(),
+                          multiNodeParams: {nodeCount: 2, nodeIdPrefix: 'alpha-ms',
+                                            workloadType: 'THROUGHPUT_OPTIMIZED'}}]},
+        spot: {},
+        provisioningModel: 'SPOT',
+      },
+    });
+    const op = await finish(res.data);
+    assert.equal(op.response['@type'], 'type.googleapis.com/google.cloud.tpu.v2alpha1.QueuedResource');
+    let qr;
+    for (let i = 0; i < 100; ++i) {
+      qr = (await qrs.get({name: `${PARENT}/queuedResources/alpha-qr`})).data;
+      if (qr.state.state === 'ACTIVE') {
+        break;
+      }
+      await sleep(100);
+    }
+    assert.equal(qr.state.state, 'ACTIVE');
+    assert.equal(qr.provisioningModel, 'SPOT');
+    assert.equal(qr.tpu.nodeSpec[0].multiNodeParams.workloadType, 'THROUGHPUT_OPTIMIZED');
+    const ms = (await nodes.get({name: `${PARENT}/nodes/alpha-ms-1`})).data;
+    assert.equal(ms.multisliceNode, true);
+    assert.equal(ms.schedulingConfig.spot, true);
+    const done = await finish((await qrs.delete({name: `${PARENT}/queuedResources/alpha-qr`, force: true})).data);
+    assert.equal(done.response['@type'], 'type.googleapis.com/google.protobuf.Empty');
+  });
+
+  await t.test('delete', async () => {
+    await finish((await nodes.delete({name: `${PARENT}/nodes/alpha-a`})).data);
+    await assert.rejects(nodes.get({name: `${PARENT}/nodes/alpha-a`}), (e) => e.code === 404);
   });
 });
 
