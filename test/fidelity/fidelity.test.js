@@ -390,13 +390,10 @@ test('@google-cloud/tpu TpuClient in REST fallback mode', async (t) => {
   await client.close();
 });
 
-test('googleapis discovery client (google.tpu v2)', async (t) => {
-  const tpu = discoveryClient();
-  const nodes = tpu.projects.locations.nodes;
-  const ids = ['disc-a', 'disc-b', 'disc-c'];
-
-  // Polls an operation with operations.get until it is done.
-  const finish = async (op) => {
+// With a googleapis client `tpu`: a function that polls an operation with
+// operations.get until it is done.
+function finisher(tpu) {
+  return async (op) => {
     for (let i = 0; i < 200 && !op.done; ++i) {
       await sleep(50);
       op = (await tpu.projects.locations.operations.get({name: op.name})).data;
@@ -404,6 +401,29 @@ test('googleapis discovery client (google.tpu v2)', async (t) => {
     assert.ok(op.done, `operation ${op.name} did not finish`);
     return op;
   };
+}
+
+// Gets the queued resource `name` with `qrs` (a googleapis client's queuedResources)
+// until it is ACTIVE; returns it.
+async function untilActive(qrs, name) {
+  let qr;
+  for (let i = 0; i < 100; ++i) {
+    qr = (await qrs.get({name})).data;
+    if (qr.state.state === 'ACTIVE') {
+      break;
+    }
+    await sleep(100);
+  }
+  assert.equal(qr.state.state, 'ACTIVE');
+  return qr;
+}
+
+test('googleapis discovery client (google.tpu v2)', async (t) => {
+  const tpu = discoveryClient();
+  const nodes = tpu.projects.locations.nodes;
+  const ids = ['disc-a', 'disc-b', 'disc-c'];
+
+  const finish = finisher(tpu);
 
   await t.test('create, get, and poll operations', async () => {
     for (const nodeId of ids) {
@@ -486,15 +506,7 @@ test('googleapis discovery client (google.tpu v2)', async (t) => {
     });
     const op = await finish(res.data);
     assert.equal(op.response['@type'], 'type.googleapis.com/google.cloud.tpu.v2.QueuedResource');
-    let qr;
-    for (let i = 0; i < 100; ++i) {
-      qr = (await qrs.get({name: `${PARENT}/queuedResources/disc-qr`})).data;
-      if (qr.state.state === 'ACTIVE') {
-        break;
-      }
-      await sleep(100);
-    }
-    assert.equal(qr.state.state, 'ACTIVE');
+    await untilActive(qrs, `${PARENT}/queuedResources/disc-qr`);
     const ms = (await nodes.get({name: `${PARENT}/nodes/disc-ms-1`})).data;
     assert.equal(ms.multisliceNode, true);
     const list = (await qrs.list({parent: PARENT})).data;
@@ -522,14 +534,7 @@ test('googleapis discovery client (google.tpu v2alpha1)', async (t) => {
   const alpha = discoveryClient('v2alpha1');
   const v2 = discoveryClient('v2');
   const nodes = alpha.projects.locations.nodes;
-  const finish = async (op) => {
-    for (let i = 0; i < 200 && !op.done; ++i) {
-      await sleep(50);
-      op = (await alpha.projects.locations.operations.get({name: op.name})).data;
-    }
-    assert.ok(op.done, `operation ${op.name} did not finish`);
-    return op;
-  };
+  const finish = finisher(alpha);
 
   await t.test('create with an alpha field, get, list', async () => {
     const res = await nodes.create({
@@ -576,15 +581,7 @@ test('googleapis discovery client (google.tpu v2alpha1)', async (t) => {
     });
     const op = await finish(res.data);
     assert.equal(op.response['@type'], 'type.googleapis.com/google.cloud.tpu.v2alpha1.QueuedResource');
-    let qr;
-    for (let i = 0; i < 100; ++i) {
-      qr = (await qrs.get({name: `${PARENT}/queuedResources/alpha-qr`})).data;
-      if (qr.state.state === 'ACTIVE') {
-        break;
-      }
-      await sleep(100);
-    }
-    assert.equal(qr.state.state, 'ACTIVE');
+    const qr = await untilActive(qrs, `${PARENT}/queuedResources/alpha-qr`);
     assert.equal(qr.provisioningModel, 'SPOT');
     assert.equal(qr.tpu.nodeSpec[0].multiNodeParams.workloadType, 'THROUGHPUT_OPTIMIZED');
     const ms = (await nodes.get({name: `${PARENT}/nodes/alpha-ms-1`})).data;
