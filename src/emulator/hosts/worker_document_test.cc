@@ -90,6 +90,25 @@ TEST(WorkerDocument, FlagsTurnIntoPreemptedAndMaintenanceEvent) {
   EXPECT_NE(doc.find("TERMINATE_ON_HOST_MAINTENANCE"), std::string::npos);
 }
 
+TEST(WorkerDocument, CarriesTheDataDisks) {
+  WorkerDocumentInput in = Input();
+  in.disks = {{"sdb", "data", 7, 3, false}, {"sdc", "ro-set-2", 7, 12, true}};
+  Result<WorkerDocument> d = ParseWorkerDocument(BuildWorkerDocument(in));
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  EXPECT_EQ(d->disks, in.disks);
+  // A name that would leave /dev/disk/by-id, or a device that is not sdX, is refused.
+  for (DataDiskDevice bad : {DataDiskDevice{"sdb", "../../x", 7, 3, false},
+                             DataDiskDevice{"sda", "data", 7, 3, false},
+                             DataDiskDevice{"sdb/", "data", 7, 3, false}}) {
+    in.disks = {bad};
+    EXPECT_FALSE(ParseWorkerDocument(BuildWorkerDocument(in)).ok()) << bad.name << " " << bad.device;
+  }
+  EXPECT_TRUE(IsDiskName("a"));
+  EXPECT_FALSE(IsDiskName("data-"));
+  EXPECT_FALSE(IsDiskName("1data"));
+  EXPECT_FALSE(IsDiskName(std::string(64, 'a')));
+}
+
 TEST(WorkerDocument, RejectsBadDocuments) {
   EXPECT_FALSE(ParseWorkerDocument("not json").ok());
   EXPECT_FALSE(ParseWorkerDocument("{}").ok());

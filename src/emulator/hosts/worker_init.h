@@ -20,7 +20,8 @@
 // dir (--bucket, shared by every worker of every node) at /gcs; a /dev of
 // its own with only harmless devices; a fresh /proc (kernel settings read-only) and
 // /sys; the stand-in program (--standin) at /usr/local/bin/tpu-standin; the node's
-// chips (accelerators.h), which every document reload brings up to date; every other mount, the
+// chips (accelerators.h) and data disks (worker_disks.h: nodes, the mount helper and its
+// socket), which every document reload brings up to date; every other mount, the
 // machine's, read-only; the emulator's state dir (--state and --hide) hidden; the hostname. After
 // "go": lo up with 169.254.169.254/32, eth0 with the worker's address. Then the host key
 // (ssh-keygen at first boot, kept on the disk), sshd_config, /etc/hosts, the users from ssh-keys
