@@ -194,5 +194,22 @@ TEST_F(DataDiskTest, DisksStayAcrossHaltAndBootAndGoWithDestroy) {
   }));
 }
 
+TEST_F(DataDiskTest, ABusyMountStaysAndEmulatorStopFreesTheLoopAnyway) {
+  std::vector<WorkerInfo> w = BootNode(NodeWithDisk("2401", 1, false));
+  ASSERT_EQ(w.size(), 1u);
+  ProgramResult r =
+      Run(w[0], std::string("set -e; sudo -n mkfs.ext4 -q /dev/sdb; sudo -n mkdir -p ") +
+                    kMountDir + "; sudo -n mount /dev/sdb " + kMountDir + "; sudo -n sh -c 'cd " +
+                    kMountDir + " && exec sleep 600' </dev/null >/dev/null 2>&1 &");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  r = Run(w[0],
+          std::string("sleep 0.2; sudo -n umount ") + kMountDir + " 2>&1; mountpoint " + kMountDir);
+  EXPECT_NE(r.output.find("target is busy"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("is a mountpoint"), std::string::npos) << r.output;
+  EXPECT_NE(Loops(), "");
+  hosts_->Shutdown();  // what `emulator stop` does
+  EXPECT_TRUE(Eventually([&] { return Loops().empty(); })) << Loops();
+}
+
 }  // namespace
 }  // namespace tpufleet::emulator::hosts_test

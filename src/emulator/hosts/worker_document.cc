@@ -123,7 +123,22 @@ std::string BuildWorkerDocument(const WorkerDocumentInput& in) {
                   {"email", email},
                   {"scopes", "https://www.googleapis.com/auth/cloud-platform\n"}};
   uint32_t mask = in.prefix_length == 0 ? 0 : ~0u << (32 - in.prefix_length);
+  // instance/disks/N/…, as GCE serves them: the boot disk, then the data disks.
+  json instance_disks = json::object();
+  auto add_disk = [&](const std::string& device_name, bool read_only) {
+    std::string index = std::to_string(instance_disks.size());
+    instance_disks[index] = {{"device-name", device_name},
+                             {"index", index},
+                             {"interface", "SCSI"},
+                             {"mode", read_only ? "READ_ONLY" : "READ_WRITE"},
+                             {"type", "PERSISTENT"}};
+  };
+  add_disk("persistent-disk-0", false);
+  for (const DataDiskDevice& d : in.disks) {
+    add_disk(d.name, d.read_only);
+  }
   json instance = {
+      {"disks", instance_disks},
       {"attributes", attributes},
       {"hostname", self.hostname + "." + Domain(n)},
       {"id", InstanceId(in.node_id, in.index)},

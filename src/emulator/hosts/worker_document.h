@@ -25,6 +25,8 @@
 //         "hostname": "t1v-n-…-w-0.us-central2-b.c.p.internal", "id": "…",
 //         "name": "t1v-n-…-w-0", "zone": "projects/<n>/zones/us-central2-b",
 //         "machine-type": "projects/<n>/machineTypes/ct4p-hightpu-4t",
+//         "disks": {"0": {"device-name": "persistent-disk-0", "index": "0", "mode": …,
+//                         "interface": "SCSI", "type": "PERSISTENT"}, "1": <data disk>, …},
 //         "preempted": "FALSE", "maintenance-event": "NONE",
 //         "network-interfaces": {"0": {"ip": …, "gateway": …, "subnetmask": …, …}},
 //         "service-accounts": {"default": {"email": …, "aliases": "default", "scopes": …}}

@@ -96,6 +96,21 @@ TEST(WorkerDocument, CarriesTheDataDisks) {
   Result<WorkerDocument> d = ParseWorkerDocument(BuildWorkerDocument(in));
   ASSERT_TRUE(d.ok()) << d.status().ToString();
   EXPECT_EQ(d->disks, in.disks);
+  MetadataServer server("seed");
+  ASSERT_TRUE(server.SetDocument(BuildWorkerDocument(in)).ok());
+  auto get = [&](const std::string& path) {
+    HttpRequest r;
+    r.method = "GET";
+    r.target = "/computeMetadata/v1/instance/disks/" + path;
+    r.headers["metadata-flavor"] = "Google";
+    return server.Render(r, Clock::MonoTime()).body;
+  };
+  EXPECT_EQ(get(""), "0/\n1/\n2/\n");
+  EXPECT_EQ(get("0/device-name"), "persistent-disk-0");
+  EXPECT_EQ(get("1/device-name"), "data");
+  EXPECT_EQ(get("1/mode"), "READ_WRITE");
+  EXPECT_EQ(get("2/mode"), "READ_ONLY");
+  EXPECT_EQ(get("2/index"), "2");
   // A name that would leave /dev/disk/by-id, or a device that is not sdX, is refused.
   for (DataDiskDevice bad : {DataDiskDevice{"sdb", "../../x", 7, 3, false},
                              DataDiskDevice{"sda", "data", 7, 3, false},
