@@ -25,6 +25,15 @@ WorkerDocumentInput Input() {
   return in;
 }
 
+// What `server` answers to a metadata client's GET of /computeMetadata/v1/<path>.
+std::string Served(MetadataServer& server, const std::string& path) {
+  HttpRequest r;
+  r.method = "GET";
+  r.target = "/computeMetadata/v1/" + path;
+  r.headers["metadata-flavor"] = "Google";
+  return server.Render(r, Clock::MonoTime()).body;
+}
+
 TEST(WorkerDocument, HostnamesFollowTheTpuVmScheme) {
   std::string h = WorkerHostname("1234", 3);
   EXPECT_EQ(h.size(), std::string("t1v-n-12345678-w-3").size());
@@ -61,13 +70,7 @@ TEST(WorkerDocument, RoundTripsWhatTheInitNeeds) {
 TEST(WorkerDocument, ServedAttributesAreThoseOfATpuVm) {
   MetadataServer server("seed");
   ASSERT_TRUE(server.SetDocument(BuildWorkerDocument(Input())).ok());
-  auto get = [&](const std::string& path) {
-    HttpRequest r;
-    r.method = "GET";
-    r.target = "/computeMetadata/v1/" + path;
-    r.headers["metadata-flavor"] = "Google";
-    return server.Render(r, Clock::MonoTime()).body;
-  };
+  auto get = [&](const std::string& path) { return Served(server, path); };
   EXPECT_EQ(get("instance/attributes/agent-worker-number"), "1");
   EXPECT_EQ(get("instance/attributes/accelerator-type"), "v4-32");
   EXPECT_EQ(get("instance/attributes/startup-script"), "echo hi");
@@ -98,13 +101,7 @@ TEST(WorkerDocument, CarriesTheDataDisks) {
   EXPECT_EQ(d->disks, in.disks);
   MetadataServer server("seed");
   ASSERT_TRUE(server.SetDocument(BuildWorkerDocument(in)).ok());
-  auto get = [&](const std::string& path) {
-    HttpRequest r;
-    r.method = "GET";
-    r.target = "/computeMetadata/v1/instance/disks/" + path;
-    r.headers["metadata-flavor"] = "Google";
-    return server.Render(r, Clock::MonoTime()).body;
-  };
+  auto get = [&](const std::string& path) { return Served(server, "instance/disks/" + path); };
   EXPECT_EQ(get(""), "0/\n1/\n2/\n");
   EXPECT_EQ(get("0/device-name"), "persistent-disk-0");
   EXPECT_EQ(get("1/device-name"), "data");
