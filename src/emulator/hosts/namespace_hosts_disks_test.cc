@@ -139,11 +139,14 @@ TEST_F(DataDiskTest, NothingElseBecomesMountable) {
   // A user without root can neither read the device nor mount it.
   ProgramResult r =
       Ssh("bob", w[0].address,
-          "head -c1 /dev/sdb; mount /dev/sdb /mnt/d; /usr/sbin/mount.ext4 /dev/sdb /tmp; "
-          "mountpoint -q /mnt/d || echo not-mounted");
-  EXPECT_NE(r.output.find("Permission denied"), std::string::npos) << r.output;
-  EXPECT_NE(r.output.find("must be superuser"), std::string::npos) << r.output;
-  EXPECT_NE(r.output.find("not-mounted"), std::string::npos) << r.output;
+          "head -c1 /dev/sdb 2>&1; echo x 2>&1 >/dev/sdb; mount /dev/sdb /mnt/d 2>&1; "
+          "/usr/sbin/mount.ext4 /dev/sdb /tmp 2>&1; mountpoint -q /mnt/d || echo not-mounted");
+  EXPECT_EQ(r.output,
+            "head: cannot open '/dev/sdb' for reading: Permission denied\n"
+            "bash: line 1: /dev/sdb: Permission denied\n"
+            "mount: /mnt/d: must be superuser to use mount.\n"
+            "mount: /tmp: must be superuser to use mount.\n"
+            "not-mounted\n");
   // Root: no tmpfs, no bind of /, nowhere but its own places, no other options, no
   // device nodes, no unmounting the machine's mounts.
   for (const char* cmd :
