@@ -33,10 +33,13 @@ constexpr size_t kMaxRequest = 4096;
 // The worker's own writable places a data disk may be mounted in (worker_setup.h).
 constexpr const char* kMountPlaces[] = {"/mnt", "/home", "/root", "/tmp", "/var", "/opt"};
 
+// GCE's udev rules name each disk twice in /dev/disk/by-id.
+constexpr const char* kLinkPrefixes[] = {"google-", "scsi-0Google_PersistentDisk_"};
+
+// "disk/by-id/google-NAME": a link's path below /dev.
 std::string ByIdLink(const std::string& prefix, const DataDiskDevice& d) {
   return "disk/by-id/" + prefix + d.name;
 }
-constexpr const char* kLinkPrefixes[] = {"google-", "scsi-0Google_PersistentDisk_"};
 
 Result<uint64_t> MountId(int dir, const char* path, int flags) {
   struct statx stx {};
@@ -81,7 +84,7 @@ std::string Unescape(const std::string& s) {
   return out;
 }
 
-// The mount point of mount `id` in this namespace, or "".
+// The mount point of mount `id` in this namespace (mountinfo's fifth field), or "".
 std::string MountPointOf(uint64_t id) {
   Result<std::string> info = ReadFile("/proc/self/mountinfo");
   if (!info.ok()) {
@@ -97,6 +100,7 @@ std::string MountPointOf(uint64_t id) {
   return "";
 }
 
+// What mount(8) says for a failed mount(2) of `device`.
 std::string MountErrorText(int err, const std::string& device) {
   switch (err) {
     case EINVAL:
