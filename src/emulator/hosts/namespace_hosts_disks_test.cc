@@ -76,14 +76,16 @@ TEST_F(DataDiskTest, ARootFormatsMountsWritesAndDetaches) {
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(r.output.substr(0, 17), "/dev/sdb ext4 rw,") << r.output;
   EXPECT_NE(r.output.find("nosuid,nodev"), std::string::npos) << r.output;
-  // umount, then the type found by probing (no -t), then -t ext4: the same helper.
+  // umount, then the type found by probing (no -t), umount by device, -t ext4, and a
+  // remount (refused: only fresh mounts are emulated).
   r = Run(w[0], std::string("set -e; sudo -n umount ") + kMountDir + "; ! mountpoint -q " +
                     kMountDir + "; sudo -n mount /dev/disk/by-id/google-data " + kMountDir +
-                    "; cat " + kMountDir + "/file; sudo -n umount " + kMountDir +
-                    "; sudo -n mount -t ext4 /dev/sdb " + kMountDir + "; cat " + kMountDir +
-                    "/file");
+                    "; cat " + kMountDir + "/file; sudo -n umount /dev/sdb; ! mountpoint -q " +
+                    kMountDir + "; sudo -n mount -t ext4 /dev/sdb " + kMountDir + "; cat " +
+                    kMountDir + "/file; ! sudo -n mount -o remount,ro " + kMountDir +
+                    " 2>/dev/null; findmnt -rno OPTIONS " + kMountDir + " | cut -c1-3");
   EXPECT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_EQ(r.output, "written\nwritten\n");
+  EXPECT_EQ(r.output, "written\nwritten\nrw,\n");
 
   // Detach while mounted: the device, its link and the mount go at once.
   ASSERT_TRUE(hosts_->SetDataDisks(std::string(kNode) + "-2001", {}).ok());
