@@ -216,5 +216,48 @@ TEST_F(DataDiskTest, ABusyMountStaysAndEmulatorStopFreesTheLoopAnyway) {
   EXPECT_TRUE(Eventually([&] { return Loops().empty(); })) << Loops();
 }
 
+TEST_F(DataDiskTest, ASigkilledEmulatorLeavesNoLoopDevice) {
+  hosts_.reset();
+  int report[2];
+  ASSERT_EQ(::pipe(report), 0);
+  pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {  // an emulator: boots a node with a mounted disk, then waits to die
+    ::close(report[0]);
+    RealClock clock;
+    NamespaceHostsOptions o;
+    o.state_dir = root_ + "/killed";
+    o.worker_binary = TPUFLEET_EMULATOR_WORKER;
+    Result<std::unique_ptr<NamespaceHosts>> h = NamespaceHosts::Create(o, clock);
+    NodeHostSpec spec = NodeWithDisk("2501", 1, false);
+    Result<std::vector<WorkerInfo>> w = h.ok() ? (*h)->Boot(spec, false) : h.status();
+    std::string out = w.ok() ? "up " + (*w)[0].address + " " + (*w)[0].host_key + "\n"
+                             : w.status().ToString() + "\n";
+    [[maybe_unused]] ssize_t n = ::write(report[1], out.data(), out.size());
+    while (true) {
+      ::pause();
+    }
+  }
+  ::close(report[1]);
+  std::string line;  // one line: the child keeps the pipe open
+  for (char c; line.size() < 4096 && ::read(report[0], &c, 1) == 1 && c != '\n';) {
+    line += c;
+  }
+  ::close(report[0]);
+  ASSERT_TRUE(StartsWith(line, "up ")) << line;
+  std::vector<std::string> f = Split(Trim(line), ' ');
+  ASSERT_EQ(f.size(), 4u) << line;
+  ASSERT_TRUE(WriteFileAtomic(root_ + "/known_hosts", f[1] + " " + f[2] + " " + f[3] + "\n").ok());
+  WorkerInfo w{f[1], "", f[2] + " " + f[3]};
+  ProgramResult r = Run(w, std::string("set -e; sudo -n mkfs.ext4 -q /dev/sdb; sudo -n mkdir -p ") +
+                               kMountDir + "; sudo -n mount /dev/sdb " + kMountDir);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(Loops(), "");
+  ::kill(child, SIGKILL);
+  ::waitpid(child, nullptr, 0);
+  EXPECT_TRUE(Eventually([&] { return Loops().empty(); })) << Loops();
+  EXPECT_TRUE(NamespaceHosts::CleanStale(root_ + "/killed").ok());
+}
+
 }  // namespace
 }  // namespace tpufleet::emulator::hosts_test
