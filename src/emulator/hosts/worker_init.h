@@ -8,6 +8,9 @@
 //   tpufleet-emulator-worker --disk=<state>/nodes/<id>/w<i> --state=<state> [--standin=<path>]
 //                            [--bucket=<dir>] [--hide=<dir>]
 //
+// Run as mount.ext4, umount.ext4 (or ext2, ext3), the name it is bound under on every
+// worker, it is instead the mount helper of worker_disks.h.
+//
 // Descriptors: 1 and 2 the worker's log (<disk>/worker.log); kStatusFd the boot status
 // pipe; kGoFd a pipe on which the machine writes one byte once the veth is in place;
 // kLifelineFd the read end of a pipe whose write end only the emulator holds: when it
