@@ -200,6 +200,12 @@ test('@google-cloud/tpu TpuClient in REST fallback mode', async (t) => {
   const ids = ['gapic-a', 'gapic-b', 'gapic-c'];
 
   await t.test('createNode and poll the operation to the end', async () => {
+    // The data disk the nodes name must exist (disks.test.js checks disks in depth).
+    const compute = google.compute({version: 'v1', rootUrl: `${base}/`,
+                                    headers: {authorization: `Bearer ${ownerToken}`}});
+    const insert = await compute.disks.insert({project: PROJECT, zone: ZONE,
+                                               requestBody: {name: 'd1', sizeGb: '10', type: 'pd-balanced'}});
+    await compute.zoneOperations.wait({project: PROJECT, zone: ZONE, operation: insert.data.name});
     for (const nodeId of ids) {
       const [operation] = await client.createNode({
         parent: PARENT,

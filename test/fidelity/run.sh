@@ -52,7 +52,7 @@ fi
 status=0
 TPUFLEET_EMULATOR_ENDPOINT=127.0.0.1:$port TPUFLEET_FIDELITY_SA_KEY=$work/sa.json \
   TPUFLEET_EMULATOR_TOKEN_FILE=$work/token \
-  node --test --test-reporter=spec "$here/fidelity.test.js" || status=$?
+  node --test --test-reporter=spec "$here/fidelity.test.js" "$here/disks.test.js" || status=$?
 
 exec 3>&-
 if ! wait "$pid" && ((status == 0)); then
