@@ -40,14 +40,6 @@ Status WriteAt(int dir, const std::string& path, std::string_view text) {
   return ok ? Status::Ok() : InternalError(Errno("write " + path));
 }
 
-Result<UniqueFd> WritableClone(const char* path) {
-  int fd = ::open_tree(AT_FDCWD, path, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
-  if (fd < 0) {
-    return InternalError(Errno(std::string("open_tree ") + path));
-  }
-  return UniqueFd(fd);
-}
-
 // "accel0" or "vfio/0": the node's path below /dev.
 std::string NodeBelowDev(const AcceleratorFamilyIds& ids, int chip) {
   return ChipDeviceNode(ids, chip).substr(5);

@@ -4,6 +4,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -97,6 +98,10 @@ Status NamespaceHosts::WriteDocuments(Node& node) {
   in.metadata = node.spec.metadata;
   in.preempted = node.preempted;
   in.maintenance = node.maintenance;
+  for (const NodeDisk& d : node.disks) {
+    in.disks.push_back({d.device, d.spec.name, major(d.loop.device()), minor(d.loop.device()),
+                        d.spec.read_only});
+  }
   {
     std::lock_guard<std::mutex> l(mu_);
     if (network_ == nullptr) {
@@ -170,6 +175,7 @@ void NamespaceHosts::KillWorkers(Node& node) {
     w.veth.clear();
   }
   node.running = false;
+  node.disks.clear();  // the loop devices go once the workers' mounts have gone
 }
 
 Status NamespaceHosts::HaltLocked(Node& node) {
@@ -222,6 +228,8 @@ Status NamespaceHosts::BootWorkers(Node& node) {
     TPUFLEET_TRY(hosts::RepairDiskDir(w.dir, "meta"));
     ::unlink((w.dir + "/meta/applied").c_str());  // meta is a real directory now
   }
+  std::vector<NodeDisk> none;
+  TPUFLEET_TRY(AttachNodeDisks(&node.disks, node.spec.data_disks, &none));
   TPUFLEET_TRY(WriteDocuments(node));
 
   // Pipes: status (init → machine), go (machine → init). All close-on-exec here.
@@ -351,6 +359,7 @@ Status NamespaceHosts::BootWorkers(Node& node) {
 
 Result<std::vector<WorkerInfo>> NamespaceHosts::Boot(const NodeHostSpec& spec, bool new_addresses) {
   TPUFLEET_TRY(hosts::ValidateNodeSpec(spec));
+  TPUFLEET_TRY(hosts::ValidateDataDisks(spec.data_disks));
   std::shared_ptr<Node> node;
   {
     // One critical section for the check and the insertion, so Shutdown either sees
@@ -512,15 +521,6 @@ Status NamespaceHosts::SetCutOff(const std::string& name, int worker, bool cut) 
     return FailedPreconditionError("the worker hosts are shut down");
   }
   return net->SetLinkUp(w.veth, !cut);
-}
-
-// Issue 15 in progress: the workers do not show data disks yet.
-Status NamespaceHosts::SetDataDisks(const std::string& name, const std::vector<AttachedDiskSpec>& disks) {
-  if (disks.empty()) {
-    return Status::Ok();
-  }
-  return FailedPreconditionError("worker hosts: " + name +
-                                 ": data disks are not emulated on the workers yet");
 }
 
 Status NamespaceHosts::SetDeviceRemoved(const std::string& name, int worker, int device,

@@ -17,6 +17,9 @@
 //     on every worker of every node, kept when a node is destroyed;
 //   - a metadata server at 169.254.169.254:80 (metadata_server.h) serving the worker
 //     document (worker_document.h) that this class writes;
+//   - the node's data disks as /dev/sdb, /dev/sdc, …: loop devices over their images,
+//     made while the node runs (loop_devices.h), which the worker's root can mount
+//     through util-linux's mount(8) and nothing else (worker_disks.h);
 //   - a root that is not the machine's (worker_setup.h): the rest of the machine's file
 //     system is read-only, /dev has only harmless devices, kernel settings are
 //     read-only, and no process has capabilities beyond Docker's default set.

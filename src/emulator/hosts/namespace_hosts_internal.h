@@ -16,6 +16,7 @@
 #include <string_view>
 #include <vector>
 
+#include "emulator/hosts/loop_devices.h"
 #include "emulator/hosts/namespace_hosts.h"
 
 namespace tpufleet::emulator {
@@ -41,6 +42,13 @@ inline std::string ProjectOfNode(std::string_view name) {
   return std::string(name.substr(0, name.find('/')));
 }
 
+// A data disk shown on a running node's workers (namespace_hosts_disks.cc).
+struct NodeDisk {
+  AttachedDiskSpec spec;
+  std::string device;  // "sdb": kept while attached, as on a VM
+  hosts::LoopDevice loop;
+};
+
 struct NamespaceHosts::Node {
   std::mutex op_mu;  // serialises the operations on this node
   NodeHostSpec spec;
@@ -50,6 +58,14 @@ struct NamespaceHosts::Node {
   bool preempted = false;
   bool maintenance = false;
   int64_t version = 0;  // of the worker documents last written
+  std::vector<NodeDisk> disks;  // spec.data_disks' loop devices, while running
 };
+
+/// Makes `want` the node's disks: those already shown keep their loop device and
+/// device name, new ones get a loop device and the first free name (sdb, sdc, …); the
+/// disks no longer wanted are moved to *gone (their loops are freed when it is), so the
+/// caller frees them once no worker shows them. On error the node's disks are unchanged.
+Status AttachNodeDisks(std::vector<NodeDisk>* disks, const std::vector<AttachedDiskSpec>& want,
+                       std::vector<NodeDisk>* gone);
 
 }  // namespace tpufleet::emulator

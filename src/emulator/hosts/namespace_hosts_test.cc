@@ -495,8 +495,9 @@ TEST_F(WorkerRootRegression, CannotChangeTheMachine) {
         << check << " worked: " << r.output;
     EXPECT_NE(r.output.find(std::string(check) + " "), std::string::npos) << r.output;
   }
-  EXPECT_NE(r.output.find("devices fd full null ptmx pts random shm stderr stdin stdout tty "
-                          "urandom zero\n"),
+  // disk: /dev/disk/by-id, empty without data disks (namespace_hosts_disks_test.cc).
+  EXPECT_NE(r.output.find("devices disk fd full null ptmx pts random shm stderr stdin stdout "
+                          "tty urandom zero\n"),
             std::string::npos)
       << r.output;
   // CapBnd: CHOWN DAC_OVERRIDE FOWNER FSETID KILL SETGID SETUID SETPCAP NET_BIND_SERVICE

@@ -124,7 +124,22 @@ std::string BuildWorkerDocument(const WorkerDocumentInput& in) {
                   {"email", email},
                   {"scopes", "https://www.googleapis.com/auth/cloud-platform\n"}};
   uint32_t mask = in.prefix_length == 0 ? 0 : ~0u << (32 - in.prefix_length);
+  // instance/disks/N/…, as GCE serves them: the boot disk, then the data disks.
+  json instance_disks = json::object();
+  auto add_disk = [&](const std::string& device_name, bool read_only) {
+    std::string index = std::to_string(instance_disks.size());
+    instance_disks[index] = {{"device-name", device_name},
+                             {"index", index},
+                             {"interface", "SCSI"},
+                             {"mode", read_only ? "READ_ONLY" : "READ_WRITE"},
+                             {"type", "PERSISTENT"}};
+  };
+  add_disk("persistent-disk-0", false);
+  for (const DataDiskDevice& d : in.disks) {
+    add_disk(d.name, d.read_only);
+  }
   json instance = {
+      {"disks", instance_disks},
       {"attributes", attributes},
       {"hostname", self.hostname + "." + Domain(n)},
       {"id", InstanceId(in.node_id, in.index)},
@@ -152,8 +167,17 @@ std::string BuildWorkerDocument(const WorkerDocumentInput& in) {
   for (int d : in.removed_devices) {
     removed.push_back(d);
   }
+  json disks = json::array();
+  for (const DataDiskDevice& d : in.disks) {
+    disks.push_back({{"device", d.device},
+                     {"name", d.name},
+                     {"major", d.major},
+                     {"minor", d.minor},
+                     {"read_only", d.read_only}});
+  }
   json doc = {
       {"format", kWorkerDocumentFormat},
+      {"disks", disks},
       {"accelerators",
        {{"family", in.accelerator_family}, {"chips", in.chips_per_worker}, {"removed", removed}}},
       {"version", in.version},
@@ -174,6 +198,18 @@ std::string BuildWorkerDocument(const WorkerDocumentInput& in) {
             {"attributes", in.project_metadata}}}}}}},
   };
   return doc.dump(2) + "\n";
+}
+
+bool IsDiskName(std::string_view name) {
+  if (name.empty() || name.size() > 63 || name[0] < 'a' || name[0] > 'z' || name.back() == '-') {
+    return false;
+  }
+  for (char c : name) {
+    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-')) {
+      return false;
+    }
+  }
+  return true;
 }
 
 Result<WorkerDocument> ParseWorkerDocument(std::string_view text) {
@@ -210,6 +246,23 @@ Result<WorkerDocument> ParseWorkerDocument(std::string_view text) {
   }
   if (out.accelerators.chips < 0 || out.accelerators.chips > kMaxChipsPerWorker) {
     return InvalidArgumentError("worker document: bad \"accelerators.chips\"");
+  }
+  for (const json& d : doc.value("disks", json::array())) {
+    DataDiskDevice disk;
+    if (!d.is_object() || !d.value("major", json()).is_number_unsigned() ||
+        !d.value("minor", json()).is_number_unsigned()) {
+      return InvalidArgumentError("worker document: bad entry in \"disks\"");
+    }
+    disk.device = d.value("device", "");
+    disk.name = d.value("name", "");
+    disk.major = d["major"].get<uint32_t>();
+    disk.minor = d["minor"].get<uint32_t>();
+    disk.read_only = d.value("read_only", false);
+    if (disk.device.size() != 3 || !StartsWith(disk.device, "sd") || disk.device[2] < 'b' ||
+        disk.device[2] > 'z' || !IsDiskName(disk.name)) {
+      return InvalidArgumentError("worker document: bad entry in \"disks\"");
+    }
+    out.disks.push_back(std::move(disk));
   }
   for (const json& h : w.value("hosts", json::array())) {
     WorkerAddress a{h.value("hostname", ""), h.value("address", "")};

@@ -14,6 +14,8 @@
 //       "hosts": [{"address": "198.18.0.2", "hostname": "t1v-n-1a2b3c4d-w-0"}, …]
 //     },
 //     "accelerators": {"family": "v4", "chips": 4, "removed": [2]},  // accelerators.h
+//     "disks": [{"device": "sdb", "name": "data", "major": 7, "minor": 3,  // worker_disks.h
+//                "read_only": true}, …],
 //     "computeMetadata": {"v1": {         // served verbatim at /computeMetadata/v1/…
 //       "instance": {
 //         "attributes": {"accelerator-type": "v4-32", "agent-worker-number": "0",
@@ -23,6 +25,8 @@
 //         "hostname": "t1v-n-…-w-0.us-central2-b.c.p.internal", "id": "…",
 //         "name": "t1v-n-…-w-0", "zone": "projects/<n>/zones/us-central2-b",
 //         "machine-type": "projects/<n>/machineTypes/ct4p-hightpu-4t",
+//         "disks": {"0": {"device-name": "persistent-disk-0", "index": "0", "mode": …,
+//                         "interface": "SCSI", "type": "PERSISTENT"}, "1": <data disk>, …},
 //         "preempted": "FALSE", "maintenance-event": "NONE",
 //         "network-interfaces": {"0": {"ip": …, "gateway": …, "subnetmask": …, …}},
 //         "service-accounts": {"default": {"email": …, "aliases": "default", "scopes": …}}
@@ -52,6 +56,21 @@ namespace tpufleet::emulator::hosts {
 
 inline constexpr std::string_view kWorkerDocumentFormat = "tpufleet-worker/1";
 
+/// A data disk as a worker shows it: /dev/<device>, a block node with the numbers of the
+/// loop device the machine made over the disk's image, and /dev/disk/by-id/google-<name>.
+struct DataDiskDevice {
+  std::string device;  // "sdb"
+  std::string name;    // the disk's name: [a-z]([-a-z0-9]*[a-z0-9])?, at most 63
+  uint32_t major = 0;
+  uint32_t minor = 0;
+  bool read_only = false;
+
+  bool operator==(const DataDiskDevice&) const = default;
+};
+
+/// True for a name GCE accepts for a disk (RFC 1035 label, at most 63 characters).
+bool IsDiskName(std::string_view name);
+
 struct WorkerAddress {
   std::string hostname;  // "t1v-n-1a2b3c4d-w-0"
   std::string address;   // "198.18.0.2"
@@ -74,6 +93,7 @@ struct WorkerDocumentInput {
   std::string accelerator_family;   // catalog family: "v4"
   int chips_per_worker = 0;         // chips this worker shows
   std::set<int> removed_devices;    // this worker's chips taken away by a device fault
+  std::vector<DataDiskDevice> disks;  // the node's data disks, on every worker
 };
 
 /// The document's JSON text.
@@ -91,6 +111,7 @@ struct WorkerDocument {
   std::string domain;    // "us-central2-b.c.p.internal", for /etc/hosts
   std::string ssh_keys;  // what the guest agent applies: MetadataSshKeys (guest_agent.h)
   AcceleratorSpec accelerators;
+  std::vector<DataDiskDevice> disks;
 };
 
 /// Parses and checks a document (format, addresses, hostnames). InvalidArgument on any

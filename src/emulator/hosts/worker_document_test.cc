@@ -25,6 +25,15 @@ WorkerDocumentInput Input() {
   return in;
 }
 
+// What `server` answers to a metadata client's GET of /computeMetadata/v1/<path>.
+std::string Served(MetadataServer& server, const std::string& path) {
+  HttpRequest r;
+  r.method = "GET";
+  r.target = "/computeMetadata/v1/" + path;
+  r.headers["metadata-flavor"] = "Google";
+  return server.Render(r, Clock::MonoTime()).body;
+}
+
 TEST(WorkerDocument, HostnamesFollowTheTpuVmScheme) {
   std::string h = WorkerHostname("1234", 3);
   EXPECT_EQ(h.size(), std::string("t1v-n-12345678-w-3").size());
@@ -61,13 +70,7 @@ TEST(WorkerDocument, RoundTripsWhatTheInitNeeds) {
 TEST(WorkerDocument, ServedAttributesAreThoseOfATpuVm) {
   MetadataServer server("seed");
   ASSERT_TRUE(server.SetDocument(BuildWorkerDocument(Input())).ok());
-  auto get = [&](const std::string& path) {
-    HttpRequest r;
-    r.method = "GET";
-    r.target = "/computeMetadata/v1/" + path;
-    r.headers["metadata-flavor"] = "Google";
-    return server.Render(r, Clock::MonoTime()).body;
-  };
+  auto get = [&](const std::string& path) { return Served(server, path); };
   EXPECT_EQ(get("instance/attributes/agent-worker-number"), "1");
   EXPECT_EQ(get("instance/attributes/accelerator-type"), "v4-32");
   EXPECT_EQ(get("instance/attributes/startup-script"), "echo hi");
@@ -108,6 +111,34 @@ TEST(WorkerDocument, FlagsTurnIntoPreemptedAndMaintenanceEvent) {
   std::string doc = BuildWorkerDocument(in);
   EXPECT_NE(doc.find("\"preempted\": \"TRUE\""), std::string::npos);
   EXPECT_NE(doc.find("TERMINATE_ON_HOST_MAINTENANCE"), std::string::npos);
+}
+
+TEST(WorkerDocument, CarriesTheDataDisks) {
+  WorkerDocumentInput in = Input();
+  in.disks = {{"sdb", "data", 7, 3, false}, {"sdc", "ro-set-2", 7, 12, true}};
+  Result<WorkerDocument> d = ParseWorkerDocument(BuildWorkerDocument(in));
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  EXPECT_EQ(d->disks, in.disks);
+  MetadataServer server("seed");
+  ASSERT_TRUE(server.SetDocument(BuildWorkerDocument(in)).ok());
+  auto get = [&](const std::string& path) { return Served(server, "instance/disks/" + path); };
+  EXPECT_EQ(get(""), "0/\n1/\n2/\n");
+  EXPECT_EQ(get("0/device-name"), "persistent-disk-0");
+  EXPECT_EQ(get("1/device-name"), "data");
+  EXPECT_EQ(get("1/mode"), "READ_WRITE");
+  EXPECT_EQ(get("2/mode"), "READ_ONLY");
+  EXPECT_EQ(get("2/index"), "2");
+  // A name that would leave /dev/disk/by-id, or a device that is not sdX, is refused.
+  for (DataDiskDevice bad : {DataDiskDevice{"sdb", "../../x", 7, 3, false},
+                             DataDiskDevice{"sda", "data", 7, 3, false},
+                             DataDiskDevice{"sdb/", "data", 7, 3, false}}) {
+    in.disks = {bad};
+    EXPECT_FALSE(ParseWorkerDocument(BuildWorkerDocument(in)).ok()) << bad.name << " " << bad.device;
+  }
+  EXPECT_TRUE(IsDiskName("a"));
+  EXPECT_FALSE(IsDiskName("data-"));
+  EXPECT_FALSE(IsDiskName("1data"));
+  EXPECT_FALSE(IsDiskName(std::string(64, 'a')));
 }
 
 TEST(WorkerDocument, RejectsBadDocuments) {

@@ -97,6 +97,9 @@ void Worker::ApplyDocument(const std::string& text, const WorkerDocument& doc) {
   if (Status s = accelerators_.Apply(doc.accelerators.removed); !s.ok()) {
     Say(s.ToString());
   }
+  if (Status s = disks_.Apply(doc.disks); !s.ok()) {
+    Say("data disks: " + s.ToString());
+  }
   std::vector<std::string> skipped;
   std::vector<SshKeyEntry> keys = ParseSshKeys(doc.ssh_keys, &skipped);
   for (const std::string& why : skipped) {
@@ -125,6 +128,7 @@ void Worker::Boot() {
   CheckBoot(SetUpMounts(paths_, [&]() -> Status {
     text = ReadDocument(&doc);
     TPUFLEET_TRY(text.status());
+    TPUFLEET_TRY(disks_.SetUp());
     return accelerators_.SetUp(doc.accelerators);
   }));
   if (::sethostname(doc.hostname.data(), doc.hostname.size()) != 0) {
@@ -359,6 +363,10 @@ void Worker::Run() {
       }
       fds.push_back({c->fd, events, 0});
     }
+    const size_t first_disk_fd = fds.size();
+    for (int fd : disks_.PollFds()) {
+      fds.push_back({fd, POLLIN, 0});
+    }
     int timeout = static_cast<int>(
         std::max<int64_t>(0, std::chrono::duration_cast<milliseconds>(next - now).count()) + 1);
     if (::poll(fds.data(), fds.size(), timeout) < 0) {
@@ -390,8 +398,13 @@ void Worker::Run() {
     if (fds[2].revents != 0) {
       Accept();
     }
+    for (size_t i = first_disk_fd; i < fds.size(); ++i) {
+      if (fds[i].revents != 0) {
+        disks_.Serve(fds[i].fd);  // may close it: the others are still valid
+      }
+    }
     constexpr size_t kFixedFds = 3;
-    size_t polled = fds.size() - kFixedFds;
+    size_t polled = first_disk_fd - kFixedFds;
     for (size_t i = 0; i < polled && i < conns_.size(); ++i) {
       Conn& c = *conns_[i];
       short rev = fds[kFixedFds + i].revents;
@@ -437,6 +450,9 @@ void Worker::Run() {
 namespace tpufleet::emulator::hosts {
 
 int WorkerInitMain(int argc, char** argv) {
+  if (argc > 0 && IsMountHelper(argv[0])) {
+    return MountHelperMain(argc, argv);  // run by mount(8) on a worker (worker_disks.h)
+  }
   WorkerPaths paths;
   for (int i = 1; i < argc; ++i) {
     std::string_view a = argv[i];

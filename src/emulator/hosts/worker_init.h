@@ -8,6 +8,9 @@
 //   tpufleet-emulator-worker --disk=<state>/nodes/<id>/w<i> --state=<state> [--standin=<path>]
 //                            [--bucket=<dir>] [--hide=<dir>]
 //
+// Run as mount.ext4, umount.ext4 (or ext2, ext3), the name it is bound under on every
+// worker, it is instead the mount helper of worker_disks.h.
+//
 // Descriptors: 1 and 2 the worker's log (<disk>/worker.log); kStatusFd the boot status
 // pipe; kGoFd a pipe on which the machine writes one byte once the veth is in place;
 // kLifelineFd the read end of a pipe whose write end only the emulator holds: when it
@@ -20,7 +23,8 @@
 // dir (--bucket, shared by every worker of every node) at /gcs; a /dev of
 // its own with only harmless devices; a fresh /proc (kernel settings read-only) and
 // /sys; the stand-in program (--standin) at /usr/local/bin/tpu-standin; the node's
-// chips (accelerators.h), which every document reload brings up to date; every other mount, the
+// chips (accelerators.h) and data disks (worker_disks.h: nodes, the mount helper and its
+// socket), which every document reload brings up to date; every other mount, the
 // machine's, read-only; the emulator's state dir (--state and --hide) hidden; the hostname. After
 // "go": lo up with 169.254.169.254/32, eth0 with the worker's address. Then the host key
 // (ssh-keygen at first boot, kept on the disk), sshd_config, /etc/hosts, the users from ssh-keys

@@ -16,6 +16,7 @@
 #include "emulator/hosts/boot_units.h"
 #include "emulator/hosts/guest_agent.h"
 #include "emulator/hosts/metadata_server.h"
+#include "emulator/hosts/worker_disks.h"
 #include "emulator/hosts/worker_document.h"
 #include "emulator/hosts/worker_setup.h"
 
@@ -69,6 +70,7 @@ class Worker {
   WorkerPaths paths_;
   MetadataServer server_;
   WorkerAccelerators accelerators_;
+  WorkerDisks disks_;
   UnitSupervisor units_;
   GuestAgent agent_;
   WorkerDocument doc_;

@@ -180,9 +180,8 @@ Status SetUpDev() {
   return Status::Ok();
 }
 
-// The machine's program `binary` bound read-only at `path` on the worker's /usr. What
-// the worker's root left at `path` (a link, say) is replaced by an empty file first, so
-// the bind lands there and nowhere else.
+}  // namespace
+
 Status BindProgram(const std::string& binary, const std::string& path) {
   struct stat st;
   if (::lstat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode) && ::unlink(path.c_str()) != 0) {
@@ -199,6 +198,8 @@ Status BindProgram(const std::string& binary, const std::string& path) {
   ::close(fd);
   return Mount(binary, path, nullptr, MS_BIND);
 }
+
+namespace {
 
 // Makes every mount read-only but the worker's own (`own`, with what is mounted below
 // them), so the part of the machine's file system the worker shares is read-only to it.
@@ -228,6 +229,14 @@ Status LockDown(const std::vector<std::string>& own) {
 }
 
 }  // namespace
+
+Result<UniqueFd> WritableClone(const char* path) {
+  int fd = ::open_tree(AT_FDCWD, path, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+  if (fd < 0) {
+    return InternalError(Errno(std::string("open_tree ") + path));
+  }
+  return UniqueFd(fd);
+}
 
 void Say(const std::string& m) {
   std::string line = "tpufleet-emulator-worker: " + m + "\n";
@@ -324,7 +333,12 @@ Status SetUpMounts(const WorkerPaths& paths, const std::function<Status()>& extr
     const char* name;
     mode_t mode;
   };
-  for (const Bind& b : {Bind{"home", 0755}, Bind{"root", 0700}, Bind{"tmp", 01777}}) {
+  for (const Bind& b :
+       {Bind{"home", 0755}, Bind{"root", 0700}, Bind{"tmp", 01777}, Bind{"mnt", 0755}}) {
+    if (!IsRealDir(std::string("/") + b.name)) {
+      Say(std::string("the machine has no directory /") + b.name + ": the worker has none either");
+      continue;
+    }
     std::string src = d + "/" + b.name;
     TPUFLEET_TRY(DiskDir(src, b.mode));
     TPUFLEET_TRY(Mount(src, std::string("/") + b.name, nullptr, MS_BIND));
@@ -404,7 +418,7 @@ Status DropCapabilities() {
   for (int cap : kWorkerCapabilities) {
     keep |= uint64_t{1} << cap;
   }
-  const uint64_t init_only = uint64_t{1} << CAP_MKNOD;
+  const uint64_t init_only = (uint64_t{1} << CAP_MKNOD) | (uint64_t{1} << CAP_SYS_ADMIN);
   for (long long cap = 0; cap <= last && cap < 64; ++cap) {
     if ((keep & (uint64_t{1} << cap)) == 0 && ::prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 &&
         errno != EINVAL) {

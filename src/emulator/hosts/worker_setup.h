@@ -15,6 +15,7 @@
 
 #include "emulator/hosts/worker_document.h"
 #include "util/status.h"
+#include "util/unique_fd.h"
 
 namespace tpufleet::emulator::hosts {
 
@@ -41,8 +42,8 @@ struct WorkerPaths {
 };
 
 /// The worker's file system (see worker_init.h): private mounts, tmpfs /run with the
-/// disk at kDiskMount, overlays over /etc /usr /opt /var, the disk's home, root and tmp
-/// over /home /root /tmp, the bucket (unless "") read-write at kBucketMount (nosuid,
+/// disk at kDiskMount, overlays over /etc /usr /opt /var, the disk's home, root, tmp and
+/// mnt over /home /root /tmp /mnt (where the machine has them), the bucket (unless "") read-write at kBucketMount (nosuid,
 /// nodev, like a gcsfuse mount; skipped, and said, when the machine has no directory
 /// there), a /dev of its own (null, zero, full, random, urandom, tty, shm, pts), /proc
 /// (its sys, sysrq-trigger, irq and bus read-only) and /sys (read-only), and the
@@ -53,6 +54,16 @@ struct WorkerPaths {
 /// system first, is made read-only for the worker; then the state dir and `hide` are
 /// hidden.
 Status SetUpMounts(const WorkerPaths& paths, const std::function<Status()>& extra);
+
+/// A detached clone of the mount at `path` (open_tree): writable through the descriptor
+/// (mkdirat, mknodat, symlinkat) after LockDown made the mount itself read-only to the
+/// worker. REQUIRES: CAP_SYS_ADMIN (before DropCapabilities).
+Result<UniqueFd> WritableClone(const char* path);
+
+/// The machine's program `binary` bound read-only at `path` on the worker's /usr. What
+/// the worker's root left at `path` (a link, say) is replaced by an empty file first, so
+/// the bind lands there and nowhere else. REQUIRES: /usr is the worker's (its overlay).
+Status BindProgram(const std::string& binary, const std::string& path);
 
 /// Where every worker has the stand-in for a JAX program (emulator/standin).
 inline constexpr const char* kStandinPath = "/usr/local/bin/tpu-standin";
@@ -74,9 +85,11 @@ inline constexpr int kWorkerCapabilities[] = {
     CAP_NET_RAW, CAP_SYS_CHROOT,      CAP_AUDIT_WRITE, CAP_SETFCAP};
 
 /// Drops every other capability from the bounding set (so nothing started from now on,
-/// root or setuid, can have it) and from this process, but for CAP_MKNOD, which the init
-/// keeps permitted (not effective, not inheritable: no child can have it) to make the
-/// accelerators' nodes again after a device fault. REQUIRES: the steps that need them
+/// root or setuid, can have it) and from this process, but for CAP_MKNOD and
+/// CAP_SYS_ADMIN, which the init keeps permitted (not effective, not inheritable: no
+/// child can have them) to make the accelerators' and data disks' nodes again after a
+/// device fault or an attach, and to mount data disks for the worker's root
+/// (worker_disks.h). REQUIRES: the steps that need them
 /// (mounts, network, hostname, binding port 80) are done.
 Status DropCapabilities();
 
