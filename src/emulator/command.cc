@@ -63,8 +63,10 @@ void PrintEndpointHelp(std::ostream& out, const Daemon& d, const std::string& di
       << "  Cloud TPU API v2  " << d.endpoint << "v2/projects/PROJECT/locations/ZONE/nodes\n"
       << "  token             " << d.token_file
       << " (every call needs it: Authorization: Bearer <its content>)\n"
+      << "  Compute API v1    " << d.endpoint << "compute/v1/projects/PROJECT\n"
       << "  gcloud            export CLOUDSDK_API_ENDPOINT_OVERRIDES_TPU=" << d.endpoint
-      << " CLOUDSDK_AUTH_ACCESS_TOKEN_FILE=" << token << "\n"
+      << " CLOUDSDK_AUTH_ACCESS_TOKEN_FILE=" << token
+      << " CLOUDSDK_API_ENDPOINT_OVERRIDES_COMPUTE=" << d.endpoint << "compute/v1/\n"
       // printf is the shell's own: the token never stands in a process's argv.
       << "  curl              printf 'header \"Authorization: Bearer %s\"\\n' \"$(cat "
       << token << ")\" | curl -K - " << d.endpoint << "emulator/v1/status\n"
