@@ -117,21 +117,19 @@ Status PutBack(const Entry& e, const std::string& path) {
   return Status::Ok();
 }
 
-}  // namespace
-
-Status EnterOwnRoot(const std::string& disk) {
+// <disk>/rootfs (`top`) made ready for pivot_root: a mount of its own, the machine's
+// entries in it, and kOldRoot.
+Status PrepareRoot(const std::string& top) {
   struct stat machine_root;
   if (::stat("/", &machine_root) != 0) {
     return InternalError(Errno("stat /"));
   }
   TPUFLEET_ASSIGN_OR_RETURN(std::vector<Entry> entries, MachineEntries());
-  const std::string top = disk + "/" + kRootDirName;
   TPUFLEET_TRY(DiskDir(top, 0755));
   if (::lchown(top.c_str(), machine_root.st_uid, machine_root.st_gid) != 0 ||
       ::chmod(top.c_str(), machine_root.st_mode & 07777) != 0) {
     return InternalError(Errno("chmod " + top));
   }
-  // pivot_root needs the new root to be a mount of its own.
   if (::mount(top.c_str(), top.c_str(), nullptr, MS_BIND, nullptr) != 0) {
     return InternalError(Errno("bind " + top));
   }
@@ -141,14 +139,26 @@ Status EnterOwnRoot(const std::string& disk) {
   // The machine's root stays reachable at kOldRoot until LeaveMachineRoot: programs
   // are bound from it (the stand-in, the mount helper from /proc/self/exe), and a bind's
   // source must be in this namespace.
-  TPUFLEET_TRY(DiskDir(top + kOldRoot, 0700));
-  if (::syscall(SYS_pivot_root, top.c_str(), (top + kOldRoot).c_str()) != 0) {
-    return InternalError(Errno("pivot_root"));
+  return DiskDir(top + kOldRoot, 0700);
+}
+
+}  // namespace
+
+Result<bool> EnterOwnRoot(const std::string& disk) {
+  const std::string top = disk + "/" + kRootDirName;
+  Status s = PrepareRoot(top);
+  if (s.ok() && ::syscall(SYS_pivot_root, top.c_str(), (top + kOldRoot).c_str()) != 0) {
+    s = InternalError(Errno("pivot_root"));
   }
+  if (!s.ok()) {
+    Say(s.message() + ": the worker's / stays the machine's, read-only here");
+    return false;
+  }
+  // From here on a failure fails the boot: the working directory is the machine's.
   if (::chdir("/") != 0) {
     return InternalError(Errno("chdir /"));
   }
-  return Status::Ok();
+  return true;
 }
 
 Status LeaveMachineRoot() {

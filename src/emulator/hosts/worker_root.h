@@ -29,9 +29,11 @@ inline constexpr const char* kRootDirName = "rootfs";
 /// Every path of the machine resolves as before, but for new names in "/". A machine
 /// entry the worker's root replaced (a directory where the machine has /bin's link) is
 /// removed first. The machine's root stays in the namespace until LeaveMachineRoot.
-/// REQUIRES: a new mount namespace whose mounts are all private; CAP_SYS_ADMIN; the
-/// worker is not running (nothing races the checks).
-Status EnterOwnRoot(const std::string& disk);
+/// False, said in the worker's log, where it cannot be done (pivot_root fails where "/"
+/// is an initramfs): "/" stays the machine's, read-only to the worker. REQUIRES: a new
+/// mount namespace whose mounts are all private; CAP_SYS_ADMIN; the worker is not
+/// running (nothing races the checks).
+Result<bool> EnterOwnRoot(const std::string& disk);
 
 /// Detaches the machine's root from this namespace, so no chroot or descriptor of the
 /// worker's can lead back to it. REQUIRES: EnterOwnRoot succeeded; before the worker

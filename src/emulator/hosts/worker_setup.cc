@@ -256,10 +256,7 @@ Status SetUpMounts(const WorkerPaths& paths, const std::function<Status()>& extr
   const std::string& state = paths.state;
   const std::string d = kDiskMount;
   TPUFLEET_TRY(Mount("", "/", nullptr, MS_REC | MS_PRIVATE));
-  Status own_root = EnterOwnRoot(disk);
-  if (!own_root.ok()) {
-    Say(own_root.message() + ": the worker's / stays the machine's, read-only here");
-  }
+  TPUFLEET_ASSIGN_OR_RETURN(const bool own_root, EnterOwnRoot(disk));
   // The stand-in and the bucket are opened now (every path of the machine still leads
   // where it did, but for new names in "/"): the worker's own /tmp, /home, /root and /run hide the machine's
   // below, and a build tree or a state dir may well be there (a checkout in /tmp).
@@ -400,10 +397,10 @@ Status SetUpMounts(const WorkerPaths& paths, const std::function<Status()>& extr
     }
   }
   TPUFLEET_TRY(extra());
-  if (own_root.ok()) {
+  if (own_root) {
     TPUFLEET_TRY(LeaveMachineRoot());
   }
-  TPUFLEET_TRY(LockDown(own, own_root.ok()));
+  TPUFLEET_TRY(LockDown(own, own_root));
   // Hide the other workers' disks and the emulator's own files, its token first (when
   // they are still visible at all: a worker's /home, /root and /tmp cover them often).
   for (const std::string& dir : {state, paths.hide}) {
