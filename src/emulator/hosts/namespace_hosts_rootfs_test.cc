@@ -14,6 +14,7 @@ TEST_F(WorkerRootDirTest, RootMakesTopLevelDirectoriesThatStayOnItsDisk) {
   NodeHostSpec spec = Spec(KeyLine("alice") + "\n" + KeyLine("bob"), 2);
   std::vector<WorkerInfo> w = BootOrDie(spec);
   ASSERT_EQ(w.size(), 2u);
+  std::error_code ec;
   // As on a VM: "/" is root's, 0755 like the machine's; the machine's entries are there.
   struct stat machine_root;
   ASSERT_EQ(::stat("/", &machine_root), 0);
@@ -24,6 +25,15 @@ TEST_F(WorkerRootDirTest, RootMakesTopLevelDirectoriesThatStayOnItsDisk) {
                             " /scratch; echo kept | sudo -n tee " + name + "/file >/dev/null; "
                             "sudo -n touch /workspace-file; cat " + name + "/file");
   EXPECT_EQ(r.output, std::string(mode) + " root\nusr/bin\nkept\n") << r.output;
+  // The machine's root is gone from the worker: the classic chroot escape (the worker
+  // keeps CAP_SYS_CHROOT) ends in the worker's own root, and nothing is left in "/".
+  if (fs::exists("/usr/bin/perl", ec)) {
+    r = Ssh("alice", w[0].address,
+            "cd /tmp && sudo -n perl -e 'mkdir \"jail\"; chroot \"jail\" or die; "
+            "chdir \"..\" for 1..64; chroot \".\" or die; exec \"/bin/ls\", \"-d\", \"" +
+                name + "\"'; ls -a / | grep -c tpufleet-machine");
+    EXPECT_EQ(r.output, name + "\n0\n") << r.output;
+  }
   // Another user cannot; the machine and the other worker see none of it.
   r = Ssh("bob", w[0].address, "mkdir /bob 2>&1; touch /bob-file 2>&1; echo $?");
   EXPECT_EQ(r.output,
@@ -31,7 +41,6 @@ TEST_F(WorkerRootDirTest, RootMakesTopLevelDirectoriesThatStayOnItsDisk) {
             "touch: cannot touch '/bob-file': Permission denied\n1\n");
   EXPECT_EQ(Ssh("alice", w[1].address, "ls -d " + name + " /scratch 2>/dev/null; echo $?").output,
             "2\n");
-  std::error_code ec;
   EXPECT_FALSE(fs::exists(name, ec));
   EXPECT_FALSE(fs::exists("/workspace-file", ec));
 
