@@ -499,7 +499,8 @@ TEST_F(WorkerRootRegression, CannotChangeTheMachine) {
       "echo devices $(ls /dev | LC_ALL=C sort); "
       "echo bounding $(sudo -n awk '/^CapBnd/ {print $2}' /proc/self/status)");
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  for (const char* check : {"write-machine", "mount", "umount", "address", "sysctl", "sysrq", "mknod"}) {
+  for (const char* check :
+       {"write-machine", "mount", "umount", "address", "sysctl", "sysrq", "mknod"}) {
     EXPECT_EQ(r.output.find(std::string(check) + " 0\n"), std::string::npos)
         << check << " worked: " << r.output;
     EXPECT_NE(r.output.find(std::string(check) + " "), std::string::npos) << r.output;

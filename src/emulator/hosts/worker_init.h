@@ -12,7 +12,7 @@
 // worker, it is instead the mount helper of worker_disks.h.
 //
 // Descriptors: 1 and 2 the worker's log (<disk>/worker.log); kStatusFd the boot status
-// pipe; kGoFd a pipe on which the machine writes one byte once the veth is in place;
+// pipe; kGoFd a socket on which the machine sends one byte once the veth is in place;
 // kLifelineFd the read end of a pipe whose write end only the emulator holds: when it
 // hangs up the emulator is gone and the worker powers off at once.
 //

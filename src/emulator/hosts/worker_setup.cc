@@ -258,8 +258,9 @@ Status SetUpMounts(const WorkerPaths& paths, const std::function<Status()>& extr
   TPUFLEET_TRY(Mount("", "/", nullptr, MS_REC | MS_PRIVATE));
   TPUFLEET_ASSIGN_OR_RETURN(const bool own_root, EnterOwnRoot(disk));
   // The stand-in and the bucket are opened now (every path of the machine still leads
-  // where it did, but for new names in "/"): the worker's own /tmp, /home, /root and /run hide the machine's
-  // below, and a build tree or a state dir may well be there (a checkout in /tmp).
+  // where it did, but for new names in "/"): the worker's own /tmp, /home, /root and
+  // /run hide the machine's below, and a build tree or a state dir may well be there (a
+  // checkout in /tmp).
   UniqueFd standin_fd;
   if (!paths.standin.empty()) {
     standin_fd = UniqueFd(::open(paths.standin.c_str(), O_PATH | O_CLOEXEC));
