@@ -67,7 +67,7 @@ class ApiOnHostsTest : public NamespaceHostsTest {
     HttpRequest req;
     req.method = method;
     req.path = path;
-    req.query = std::move(query);
+    req.query.insert(query.begin(), query.end());
     req.headers = {{"authorization", std::string("Bearer ") + kToken}};
     if (!body.is_null()) {
       req.body = body.dump();

@@ -74,6 +74,13 @@ inline HttpResponse Respond(const RpcOr<Json>& r) {
   return r.ok() ? JsonResponse(r.value()) : ErrorResponse(r.error());
 }
 
+/// Whether a Node's stored schedulingConfig asks for a preemptible node: spot,
+/// preemptible, or v2alpha1's provisioningModel SPOT.
+inline bool IsSpotScheduling(const Json& scheduling_config) {
+  return scheduling_config.value("spot", false) || scheduling_config.value("preemptible", false) ||
+         scheduling_config.value("provisioningModel", std::string()) == "SPOT";
+}
+
 // A node's and a queued resource's states are core's NodeState (core/node_state.h):
 // the same Node.State and QueuedResourceState values, spelled on the wire by Name().
 
@@ -113,7 +120,9 @@ struct EmulatedNode {
   std::string zone;
   std::string node_id;  // n
   std::string uid;      // Node.id, 19 digits
-  Json spec;            // the user-settable fields as given (canonical names, enum names)
+  std::string api_version;  // the version that created it: "v2" or "v2alpha1"
+  Json spec;  // the user-settable fields as given (canonical names, enum names; every
+              // version's: schema.h's ForVersion projects them per request)
   AcceleratorType type;
   bool spot = false;  // schedulingConfig.spot or .preemptible
   NodeState state = NodeState::kCreating;
@@ -272,8 +281,8 @@ class ApiServerImpl {
   };
   /// Canonicalises and checks a Node from a request (`at`: its path in errors,
   /// "node" or "queued_resource.tpu.node_spec[0].node").
-  RpcOr<NodeInput> ParseNodeInput(const Json& body, std::string_view at,
-                                  std::string_view zone) const;
+  RpcOr<NodeInput> ParseNodeInput(const Json& body, std::string_view at, std::string_view zone,
+                                  std::string_view version) const;
   Json RenderNode(const EmulatedNode& n) const;
   HttpResponse ListNodes(const Call& c);
   HttpResponse GetNode(const Call& c, const std::string& id);

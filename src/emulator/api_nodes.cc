@@ -47,8 +47,9 @@ std::string KeyType(const std::string& host_key) {
 }  // namespace
 
 RpcOr<ApiServerImpl::NodeInput> ApiServerImpl::ParseNodeInput(const Json& body, std::string_view at,
-                                                              std::string_view zone) const {
-  EMULATOR_ASSIGN_OR_RETURN_RPC(Json canon, Canonicalize(body, "Node", at));
+                                                              std::string_view zone,
+                                                              std::string_view version) const {
+  EMULATOR_ASSIGN_OR_RETURN_RPC(Json canon, Canonicalize(body, "Node", at, version));
   Json spec = std::move(canon);
   for (std::string_view f : kNodeOutputOnly) {
     spec.erase(std::string(f));
@@ -136,8 +137,7 @@ RpcOr<ApiServerImpl::NodeInput> ApiServerImpl::ParseNodeInput(const Json& body, 
                            ".accelerator_type': \"\". Set accelerator_type or accelerator_config.");
   }
   if (spec.contains("schedulingConfig")) {
-    const Json& s = spec["schedulingConfig"];
-    in.spot = s.value("spot", false) || s.value("preemptible", false);
+    in.spot = IsSpotScheduling(spec["schedulingConfig"]);
   }
   in.spec = std::move(spec);
   return in;
@@ -160,7 +160,7 @@ Json ApiServerImpl::RenderNode(const EmulatedNode& n) const {
   }
   j["createTime"] = FormatTimestamp(n.create_time);
   j["id"] = n.uid;
-  j["apiVersion"] = "V2";
+  j["apiVersion"] = n.api_version == "v2alpha1" ? "V2_ALPHA1" : "V2";
   std::string region = RegionOfZone(n.zone);
   if (!j.contains("networkConfig") && !j.contains("networkConfigs")) {
     j["networkConfig"] = Json::object();
@@ -257,12 +257,13 @@ RpcOr<EmulatedNode*> ApiServerImpl::SingleWorkerNodeLocked(const Call& c, const 
 }
 
 HttpResponse ApiServerImpl::ListNodes(const Call& c) {
-  return ListIn(c, nodes_, "nodes", [this](const auto& r) { return RenderNode(r); });
+  return ListIn(c, nodes_, "nodes",
+                [&](const auto& r) { return ForVersion(RenderNode(r), "Node", c.version); });
 }
 
 HttpResponse ApiServerImpl::GetNode(const Call& c, const std::string& id) {
   EMULATOR_ASSIGN_OR_RESPOND(EmulatedNode* found, FindIn(c, nodes_, "nodes", id));
-  return JsonResponse(RenderNode(*found));
+  return JsonResponse(ForVersion(RenderNode(*found), "Node", c.version));
 }
 
 HttpResponse ApiServerImpl::CreateNode(const Call& c) {
@@ -281,7 +282,7 @@ HttpResponse ApiServerImpl::CreateNode(const Call& c) {
                         "most 63 characters."));
   }
   EMULATOR_ASSIGN_OR_RESPOND(Json body, ParseBody(c));
-  EMULATOR_ASSIGN_OR_RESPOND(NodeInput in, ParseNodeInput(body, "node", c.zone));
+  EMULATOR_ASSIGN_OR_RESPOND(NodeInput in, ParseNodeInput(body, "node", c.zone, c.version));
   std::string name = c.parent + "/nodes/" + node_id;
   if (nodes_.count(name)) {
     return ErrorResponse(AlreadyExists(name));
@@ -348,7 +349,8 @@ HttpResponse ApiServerImpl::StartNode(const Call& c, const std::string& id) {
 HttpResponse ApiServerImpl::PatchNode(const Call& c, const std::string& id) {
   EMULATOR_ASSIGN_OR_RESPOND(EmulatedNode* found, FindIn(c, nodes_, "nodes", id));
   EmulatedNode& n = *found;
-  std::string mask = c.req->Query("updateMask");
+  // A FieldMask's paths may come in one parameter or in several (updateMask=a&updateMask=b).
+  std::string mask = Join(c.req->QueryAll("updateMask"), ",");
   if (Trim(mask).empty()) {
     return ErrorResponse(
         InvalidArgument("Invalid value for field 'update_mask': \"\". An update mask is required "

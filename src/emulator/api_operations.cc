@@ -5,6 +5,7 @@
 #include <set>
 
 #include "emulator/api_internal.h"
+#include "emulator/schema.h"
 #include "util/log.h"
 #include "util/strings.h"
 #include "util/timestamp.h"
@@ -71,6 +72,7 @@ void ApiServerImpl::FinishOperationLocked(const std::string& name, Json response
   if (op.response_type.empty()) {
     op.response = Json{{"@type", "type.googleapis.com/google.protobuf.Empty"}};
   } else {
+    response = ForVersion(response, op.response_type, op.version);
     response["@type"] =
         "type.googleapis.com/google.cloud.tpu." + op.version + "." + op.response_type;
     // "@type" first, as Google writes it (clients do not care; people reading do).

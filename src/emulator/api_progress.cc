@@ -41,6 +41,7 @@ EmulatedNode& ApiServerImpl::StartCreateLocked(const Call& c, const std::string&
   rec.zone = c.zone;
   rec.node_id = node_id;
   rec.uid = NewUidLocked();
+  rec.api_version = c.version == "v2alpha1" ? "v2alpha1" : "v2";
   rec.spec = std::move(input.spec);
   rec.type = input.type;
   rec.spot = input.spot;

@@ -7,6 +7,7 @@
 
 #include "emulator/api_internal.h"
 #include "emulator/schema.h"
+#include "emulator/system_params.h"
 #include "util/strings.h"
 
 namespace tpufleet::emulator {
@@ -158,12 +159,14 @@ Json ApiServerImpl::RenderQueuedResource(const QueuedResourceRecord& q) const {
 }
 
 HttpResponse ApiServerImpl::ListQueuedResources(const Call& c) {
-  return ListIn(c, qrs_, "queuedResources", [this](const auto& r) { return RenderQueuedResource(r); });
+  return ListIn(c, qrs_, "queuedResources", [&](const auto& r) {
+    return ForVersion(RenderQueuedResource(r), "QueuedResource", c.version);
+  });
 }
 
 HttpResponse ApiServerImpl::GetQueuedResource(const Call& c, const std::string& id) {
   EMULATOR_ASSIGN_OR_RESPOND(QueuedResourceRecord* found, FindIn(c, qrs_, "queuedResources", id));
-  return JsonResponse(RenderQueuedResource(*found));
+  return JsonResponse(ForVersion(RenderQueuedResource(*found), "QueuedResource", c.version));
 }
 
 HttpResponse ApiServerImpl::CreateQueuedResource(const Call& c) {
@@ -184,15 +187,19 @@ HttpResponse ApiServerImpl::CreateQueuedResource(const Call& c) {
   if (qrs_.count(name)) {
     return ErrorResponse(AlreadyExists(name));
   }
-  if (spec.contains("spot") && spec.contains("guaranteed")) {
-    return ErrorResponse(
-        InvalidArgument("Invalid value at 'queued_resource': spot and guaranteed are mutually "
-                        "exclusive."));
+  // The tier is a oneof: spot, guaranteed or (v2alpha1) bestEffort.
+  if (spec.contains("spot") + spec.contains("guaranteed") + spec.contains("bestEffort") > 1) {
+    return ErrorResponse(InvalidArgument(
+        "Invalid value at 'queued_resource': spot, guaranteed and best_effort are mutually "
+        "exclusive."));
   }
   if (spec.contains("guaranteed") && spec["guaranteed"].contains("minDuration")) {
     EMULATOR_ASSIGN_OR_RESPOND(std::chrono::nanoseconds d, ParseNonNegativeDuration( spec["guaranteed"]["minDuration"], "queued_resource.guaranteed.min_duration"));
   }
-  bool spot = spec.contains("spot");
+  // Best effort is preemptible as spot is; v2alpha1's provisioningModel SPOT says spot
+  // too (gcloud alpha sends it with `spot: {}`, or STANDARD beside `spot: {}`).
+  bool spot = spec.contains("spot") || spec.contains("bestEffort") ||
+              spec.value("provisioningModel", std::string()) == "SPOT";
   if (!spec.contains("tpu") || !spec["tpu"].contains("nodeSpec") ||
       spec["tpu"]["nodeSpec"].empty()) {
     return ErrorResponse(
@@ -218,7 +225,8 @@ HttpResponse ApiServerImpl::CreateQueuedResource(const Call& c) {
       return ErrorResponse(InvalidArgument("Invalid value for field '" + at +
                                            "': set exactly one of node_id and multislice_params."));
     }
-    EMULATOR_ASSIGN_OR_RESPOND(NodeInput in, ParseNodeInput(ns["node"], at + ".node", c.zone));
+    EMULATOR_ASSIGN_OR_RESPOND(NodeInput in,
+                               ParseNodeInput(ns["node"], at + ".node", c.zone, c.version));
     if (spot) {
       in.spot = true;
       in.spec["schedulingConfig"]["spot"] = true;
@@ -303,9 +311,16 @@ HttpResponse ApiServerImpl::DeleteQueuedResource(const Call& c, const std::strin
              Eid(),
          Json::array()});
   }
-  std::string force = c.req->Query("force");
+  bool force = false;
+  if (c.req->HasQuery("force")) {
+    Result<bool> f = ParseQueryBool(c.req->Query("force"), "force");
+    if (!f.ok()) {
+      return ErrorResponse(InvalidArgument(f.status().message()));
+    }
+    force = *f;
+  }
   std::vector<EmulatedNode*> nodes = NodesOfLocked(q.name);
-  if (!nodes.empty() && force != "true" && force != "1") {
+  if (!nodes.empty() && !force) {
     return ErrorResponse({RpcCode::kFailedPrecondition,
                           "Cloud TPU received a bad request. Queued resource '" + q.name +
                               "' in state " + state + " still has " + std::to_string(nodes.size()) +
@@ -382,9 +397,8 @@ void ApiServerImpl::ProvisionLocked(QueuedResourceRecord& q, Clock::MonoTime now
     NodeInput in;
     in.spec = p.spec;
     in.type = p.type;
-    in.spot = q.spot || (p.spec.contains("schedulingConfig") &&
-                         (p.spec["schedulingConfig"].value("spot", false) ||
-                          p.spec["schedulingConfig"].value("preemptible", false)));
+    in.spot = q.spot ||
+              (p.spec.contains("schedulingConfig") && IsSpotScheduling(p.spec["schedulingConfig"]));
     StartCreateLocked(c, p.node_id, std::move(in), "", q.name, p.multislice);
   }
   SetQrStateLocked(q, NodeState::kProvisioning, now);

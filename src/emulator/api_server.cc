@@ -7,6 +7,7 @@
 #include "emulator/api_internal.h"
 #include "emulator/schema.h"
 #include "emulator/synthetic_hosts.h"
+#include "emulator/system_params.h"
 #include "util/log.h"
 #include "util/strings.h"
 
@@ -24,7 +25,12 @@ ApiServer::~ApiServer() {
 }
 
 HttpResponse ApiServer::Handle(const HttpRequest& request) {
-  return impl_->Handle(request);
+  // Google's system parameters (alt, fields, prettyPrint …) hold on every route.
+  Result<SystemParams> params = ParseSystemParams(request);
+  if (!params.ok()) {
+    return ErrorResponse(InvalidArgument(params.status().message()));
+  }
+  return ApplySystemParams(*params, impl_->Handle(request));
 }
 
 void ApiServer::Tick() {
@@ -415,7 +421,7 @@ RpcOr<Json> ApiServerImpl::ParseBody(const Call& c) const {
 RpcOr<Json> ApiServerImpl::ParseBodyAs(const Call& c, std::string_view type,
                                        std::string_view at) const {
   EMULATOR_ASSIGN_OR_RETURN_RPC(Json body, ParseBody(c));
-  return Canonicalize(body, type, at);
+  return Canonicalize(body, type, at, c.version);
 }
 
 RpcOr<Json> ApiServerImpl::Page(const Call& c,

@@ -422,7 +422,7 @@ TEST_F(ApiServerTest, WithoutWorkerHostsTheServerRunsApiOnly) {
   req.headers["authorization"] = std::string("Bearer ") + kOwnerToken;
   req.method = "POST";
   req.path = std::string(kParent) + "/nodes";
-  req.query["nodeId"] = "n1";
+  req.query.emplace("nodeId", "n1");
   req.body = NodeBody("v4-32").dump();
   ASSERT_EQ(api.Handle(req).status, 200);
   api.RunPendingHostWork();

@@ -11,6 +11,7 @@
 
 #include "emulator/wire.h"
 #include "httpd/bounded_server.h"
+#include "util/encoding.h"
 #include "util/log.h"
 #include "util/strings.h"
 
@@ -156,7 +157,15 @@ class HttpServer::Impl {
     r.method = req.method;
     r.path = req.path;
     httpd::RequestMaps maps = httpd::MapsOf(req);
-    r.query = std::move(maps.query);
+    // From the raw target, not httplib's params: those lose the start of a value with
+    // '=' in it (gax sends $alt=json;enum-encoding=int unescaped). Every value of a
+    // repeated name is kept, in order: Google's front end reads a repeated field from
+    // all of them.
+    if (size_t q = req.target.find('?'); q != std::string::npos) {
+      for (auto& field : ParseQueryFields(std::string_view(req.target).substr(q + 1))) {
+        r.query.insert(std::move(field));
+      }
+    }
     r.headers = std::move(maps.headers);
     r.body = req.body;
     // httplib checks Content-Length against the limit; a chunked body is checked here.

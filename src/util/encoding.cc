@@ -163,6 +163,14 @@ std::string FormEncode(const std::map<std::string, std::string>& fields) {
 
 std::map<std::string, std::string> ParseQueryString(std::string_view text) {
   std::map<std::string, std::string> out;
+  for (auto& [name, value] : ParseQueryFields(text)) {
+    out[name] = std::move(value);
+  }
+  return out;
+}
+
+std::vector<std::pair<std::string, std::string>> ParseQueryFields(std::string_view text) {
+  std::vector<std::pair<std::string, std::string>> out;
   for (const std::string& field : Split(text, '&')) {
     if (field.empty()) {
       continue;
@@ -170,7 +178,7 @@ std::map<std::string, std::string> ParseQueryString(std::string_view text) {
     size_t eq = field.find('=');
     std::string value =
         eq == std::string::npos ? "" : PercentDecode(field.substr(eq + 1), /*plus_is_space=*/true);
-    out[PercentDecode(field.substr(0, eq), /*plus_is_space=*/true)] = std::move(value);
+    out.emplace_back(PercentDecode(field.substr(0, eq), /*plus_is_space=*/true), std::move(value));
   }
   return out;
 }

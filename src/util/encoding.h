@@ -12,6 +12,8 @@
 #include <map>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "util/status.h"
 
@@ -49,5 +51,8 @@ std::string FormEncode(const std::map<std::string, std::string>& fields);
 /// A field without '=' has the value ""; empty fields are skipped; the last of a
 /// repeated name wins.
 std::map<std::string, std::string> ParseQueryString(std::string_view text);
+/// The same, every field in the order given (a repeated name as often as it comes). The
+/// value is everything after the first '=': "$alt=json;enum-encoding=int" is $alt's.
+std::vector<std::pair<std::string, std::string>> ParseQueryFields(std::string_view text);
 
 }  // namespace tpufleet

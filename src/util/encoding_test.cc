@@ -108,6 +108,12 @@ TEST(ParseQueryString, SkipsEmptyFieldsAndTheLastRepeatWins) {
   EXPECT_EQ(ParseQueryString("&a=1&&a=2&"), (Fields{{"a", "2"}}));
 }
 
+TEST(ParseQueryFields, KeepsEveryRepeatInOrder) {
+  using Pairs = std::vector<std::pair<std::string, std::string>>;
+  EXPECT_EQ(ParseQueryFields("&m=a&$alt=json;enum-encoding=int&&m=b%2Cc&"),
+            (Pairs{{"m", "a"}, {"$alt", "json;enum-encoding=int"}, {"m", "b,c"}}));
+}
+
 TEST(ParseQueryString, ReadsWhatFormEncodeWrites) {
   Fields fields{{"grant_type", "refresh_token"}, {"scope", "a b+c/d"}, {"empty", ""}};
   EXPECT_EQ(ParseQueryString(FormEncode(fields)), fields);

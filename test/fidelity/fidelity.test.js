@@ -69,14 +69,16 @@ function gapicClient() {
   return new TpuClient({fallback: true, protocol: 'http', apiEndpoint: host, port, authClient});
 }
 
-function discoveryClient() {
+// googleapis' generated client of API `version` ('v2', or 'v2alpha1' as gcloud's alpha
+// track speaks it).
+function discoveryClient(version = 'v2') {
   const auth = new google.auth.OAuth2({
     clientId: CLIENT.clientId,
     clientSecret: CLIENT.clientSecret,
     endpoints: {oauth2TokenUrl: tokenUrl},
   });
   auth.setCredentials({refresh_token: CLIENT.refreshToken});
-  return google.tpu({version: 'v2', auth, rootUrl: `${base}/`});
+  return google.tpu({version, auth, rootUrl: `${base}/`});
 }
 
 test('token endpoint', async (t) => {
@@ -388,13 +390,10 @@ test('@google-cloud/tpu TpuClient in REST fallback mode', async (t) => {
   await client.close();
 });
 
-test('googleapis discovery client (google.tpu v2)', async (t) => {
-  const tpu = discoveryClient();
-  const nodes = tpu.projects.locations.nodes;
-  const ids = ['disc-a', 'disc-b', 'disc-c'];
-
-  // Polls an operation with operations.get until it is done.
-  const finish = async (op) => {
+// With a googleapis client `tpu`: a function that polls an operation with
+// operations.get until it is done.
+function finisher(tpu) {
+  return async (op) => {
     for (let i = 0; i < 200 && !op.done; ++i) {
       await sleep(50);
       op = (await tpu.projects.locations.operations.get({name: op.name})).data;
@@ -402,6 +401,29 @@ test('googleapis discovery client (google.tpu v2)', async (t) => {
     assert.ok(op.done, `operation ${op.name} did not finish`);
     return op;
   };
+}
+
+// Gets the queued resource `name` with `qrs` (a googleapis client's queuedResources)
+// until it is ACTIVE; returns it.
+async function untilActive(qrs, name) {
+  let qr;
+  for (let i = 0; i < 100; ++i) {
+    qr = (await qrs.get({name})).data;
+    if (qr.state.state === 'ACTIVE') {
+      break;
+    }
+    await sleep(100);
+  }
+  assert.equal(qr.state.state, 'ACTIVE');
+  return qr;
+}
+
+test('googleapis discovery client (google.tpu v2)', async (t) => {
+  const tpu = discoveryClient();
+  const nodes = tpu.projects.locations.nodes;
+  const ids = ['disc-a', 'disc-b', 'disc-c'];
+
+  const finish = finisher(tpu);
 
   await t.test('create, get, and poll operations', async () => {
     for (const nodeId of ids) {
@@ -484,15 +506,7 @@ test('googleapis discovery client (google.tpu v2)', async (t) => {
     });
     const op = await finish(res.data);
     assert.equal(op.response['@type'], 'type.googleapis.com/google.cloud.tpu.v2.QueuedResource');
-    let qr;
-    for (let i = 0; i < 100; ++i) {
-      qr = (await qrs.get({name: `${PARENT}/queuedResources/disc-qr`})).data;
-      if (qr.state.state === 'ACTIVE') {
-        break;
-      }
-      await sleep(100);
-    }
-    assert.equal(qr.state.state, 'ACTIVE');
+    await untilActive(qrs, `${PARENT}/queuedResources/disc-qr`);
     const ms = (await nodes.get({name: `${PARENT}/nodes/disc-ms-1`})).data;
     assert.equal(ms.multisliceNode, true);
     const list = (await qrs.list({parent: PARENT})).data;
@@ -509,6 +523,77 @@ test('googleapis discovery client (google.tpu v2)', async (t) => {
     }
     const res = await nodes.list({parent: PARENT});
     assert.equal(res.data.nodes, undefined);
+  });
+});
+
+// Issue 15: the alpha track. googleapis' v2alpha1 client sends an alpha-only field
+// (autocheckpointEnabled) and a QueuedResource with v2alpha1's multiNodeParams; both come
+// back on v2alpha1, while the v2 client sees the same node without them. Partial
+// responses (the `fields` system parameter) as the client sends them.
+test('googleapis discovery client (google.tpu v2alpha1)', async (t) => {
+  const alpha = discoveryClient('v2alpha1');
+  const v2 = discoveryClient('v2');
+  const nodes = alpha.projects.locations.nodes;
+  const finish = finisher(alpha);
+
+  await t.test('create with an alpha field, get, list', async () => {
+    const res = await nodes.create({
+      parent: PARENT,
+      nodeId: 'alpha-a',
+      requestBody: {...nodeBody(), autocheckpointEnabled: true,
+                    schedulingConfig: {provisioningModel: 'STANDARD'}},
+    });
+    assert.equal(res.data.metadata['@type'], 'type.googleapis.com/google.cloud.tpu.v2alpha1.OperationMetadata');
+    const op = await finish(res.data);
+    assert.equal(op.response['@type'], 'type.googleapis.com/google.cloud.tpu.v2alpha1.Node');
+    assert.equal(op.response.autocheckpointEnabled, true);
+    const node = (await nodes.get({name: `${PARENT}/nodes/alpha-a`})).data;
+    assert.equal(node.state, 'READY');
+    assert.equal(node.apiVersion, 'V2_ALPHA1');
+    assert.equal(node.autocheckpointEnabled, true);
+    assert.equal(node.schedulingConfig.provisioningModel, 'STANDARD');
+    const seenByV2 = (await v2.projects.locations.nodes.get({name: `${PARENT}/nodes/alpha-a`})).data;
+    assert.equal(seenByV2.state, 'READY');
+    assert.equal(seenByV2.autocheckpointEnabled, undefined);
+    const list = (await nodes.list({parent: PARENT, fields: 'nodes(name,autocheckpointEnabled)'})).data;
+    assert.deepEqual(list, {nodes: [{name: `${PARENT}/nodes/alpha-a`, autocheckpointEnabled: true}]});
+  });
+
+  await t.test('v2 refuses the alpha field as Google refuses an unknown one', async () => {
+    await assert.rejects(
+        v2.projects.locations.nodes.create({parent: PARENT, nodeId: 'alpha-b',
+                                            requestBody: {...nodeBody(), autocheckpointEnabled: true}}),
+        (e) => e.code === 400 && /Unknown name "autocheckpointEnabled"/.test(e.message));
+  });
+
+  await t.test('queued resource with multiNodeParams, deleted with force', async () => {
+    const qrs = alpha.projects.locations.queuedResources;
+    const res = await qrs.create({
+      parent: PARENT,
+      queuedResourceId: 'alpha-qr',
+      requestBody: {
+        tpu: {nodeSpec: [{parent: PARENT, node: nodeBody(),
+                          multiNodeParams: {nodeCount: 2, nodeIdPrefix: 'alpha-ms',
+                                            workloadType: 'THROUGHPUT_OPTIMIZED'}}]},
+        spot: {},
+        provisioningModel: 'SPOT',
+      },
+    });
+    const op = await finish(res.data);
+    assert.equal(op.response['@type'], 'type.googleapis.com/google.cloud.tpu.v2alpha1.QueuedResource');
+    const qr = await untilActive(qrs, `${PARENT}/queuedResources/alpha-qr`);
+    assert.equal(qr.provisioningModel, 'SPOT');
+    assert.equal(qr.tpu.nodeSpec[0].multiNodeParams.workloadType, 'THROUGHPUT_OPTIMIZED');
+    const ms = (await nodes.get({name: `${PARENT}/nodes/alpha-ms-1`})).data;
+    assert.equal(ms.multisliceNode, true);
+    assert.equal(ms.schedulingConfig.spot, true);
+    const done = await finish((await qrs.delete({name: `${PARENT}/queuedResources/alpha-qr`, force: true})).data);
+    assert.equal(done.response['@type'], 'type.googleapis.com/google.protobuf.Empty');
+  });
+
+  await t.test('delete', async () => {
+    await finish((await nodes.delete({name: `${PARENT}/nodes/alpha-a`})).data);
+    await assert.rejects(nodes.get({name: `${PARENT}/nodes/alpha-a`}), (e) => e.code === 404);
   });
 });
 

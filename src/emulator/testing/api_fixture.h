@@ -72,7 +72,7 @@ class ApiFixture : public ::testing::Test {
             query.substr(start, amp == std::string::npos ? std::string::npos : amp - start);
         if (!kv.empty()) {
           size_t eq = kv.find('=');
-          req.query[kv.substr(0, eq)] = eq == std::string::npos ? "" : kv.substr(eq + 1);
+          req.query.emplace(kv.substr(0, eq), eq == std::string::npos ? "" : kv.substr(eq + 1));
         }
         if (amp == std::string::npos) {
           break;
