@@ -16,7 +16,6 @@
 # it needs is missing, or when no tpufleet-agent was built next to tpufleet.
 set -uo pipefail
 source "$(dirname "$0")/e2e_lib.sh"
-source "$(dirname "$0")/fleet_e2e_lib.sh"
 bin=$(realpath "$1")
 e2e_require jq curl ssh ssh-keygen timeout ip pgrep losetup
 e2e_require_agent "$bin"
