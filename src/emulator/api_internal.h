@@ -26,6 +26,8 @@
 #include "api/emulator.h"
 #include "core/catalog.h"
 #include "core/node_state.h"
+#include "emulator/compute_operations.h"
+#include "emulator/compute_wire.h"
 #include "emulator/config.h"
 #include "emulator/faults.h"
 #include "emulator/host_work.h"
@@ -39,20 +41,23 @@
 
 namespace tpufleet::emulator {
 
-/// A value or an RpcError: the result of a step of request handling.
-template <typename T>
+/// A value or an RpcError (a ComputeError in the Compute API): the result of a step of
+/// request handling.
+template <typename T, typename Error = RpcError>
 class RpcOr {
  public:
-  RpcOr(T value) : v_(std::move(value)) {}         // NOLINT: implicit, like Result
-  RpcOr(RpcError error) : v_(std::move(error)) {}  // NOLINT
+  RpcOr(T value) : v_(std::move(value)) {}       // NOLINT: implicit, like Result
+  RpcOr(Error error) : v_(std::move(error)) {}   // NOLINT
   bool ok() const { return std::holds_alternative<T>(v_); }
   T& value() { return std::get<T>(v_); }
   const T& value() const { return std::get<T>(v_); }
-  const RpcError& error() const { return std::get<RpcError>(v_); }
+  const Error& error() const { return std::get<Error>(v_); }
 
  private:
-  std::variant<T, RpcError> v_;
+  std::variant<T, Error> v_;
 };
+template <typename T>
+using ComputeOr = RpcOr<T, ComputeError>;
 
 /// `lhs = value of rexpr` (an RpcOr), or return its RpcError from the enclosing
 /// function (one that returns an RpcOr or an optional RpcError); lhs may declare.
@@ -73,6 +78,9 @@ class RpcOr {
 inline HttpResponse Respond(const RpcOr<Json>& r) {
   return r.ok() ? JsonResponse(r.value()) : ErrorResponse(r.error());
 }
+
+/// The non-empty segments of a request path: "/v2/projects/p" → {"v2", "projects", "p"}.
+std::vector<std::string> PathSegments(std::string_view path);
 
 /// Whether a Node's stored schedulingConfig asks for a preemptible node: spot,
 /// preemptible, or v2alpha1's provisioningModel SPOT.
@@ -362,6 +370,32 @@ class ApiServerImpl {
                                            bool queued = false);
   RpcError StockoutError(std::string_view zone);
 
+  // compute_api.cc: the Compute Engine API v1 under /compute/v1/ (compute_wire.h,
+  // compute_operations.h). Takes mu_ itself: operations.wait sleeps without it.
+  HttpResponse HandleCompute(const HttpRequest& req);
+  /// One pass of a Compute call; `first`: faults are drawn only on a call's first pass.
+  HttpResponse RouteComputeLocked(Call& c, const std::vector<std::string>& segs, bool first);
+  /// A new RUNNING operation in `zone` ("" for global) of the call's project; its
+  /// clientOperationId is the call's requestId.
+  ComputeOperation& StartComputeOperationLocked(const Call& c, std::string_view zone,
+                                                std::string_view type, std::string_view target,
+                                                std::string_view target_id);
+  HttpResponse ListComputeOperations(const Call& c, const std::string& id);
+  HttpResponse GetComputeOperation(const Call& c, const std::string& id);
+  HttpResponse DeleteComputeOperation(const Call& c, const std::string& id);
+  /// The request's JSON object, or Compute's 400.
+  ComputeOr<Json> ParseComputeBody(const Call& c) const;
+
+  // compute_projects.cc: projects.get and setCommonInstanceMetadata.
+  struct ComputeProject {
+    std::vector<std::pair<std::string, std::string>> items;  // commonInstanceMetadata, in order
+    std::string fingerprint;                                 // of items
+    Clock::WallTime created;                                 // when the emulator first saw it
+  };
+  ComputeProject& ComputeProjectLocked(const Call& c);
+  HttpResponse GetComputeProject(const Call& c, const std::string& id);
+  HttpResponse SetCommonInstanceMetadata(const Call& c, const std::string& id);
+
   // api_admin.cc
   HttpResponse HandleAdmin(const HttpRequest& req);
   // POST /emulator/v1/token:rotate: a new owner secret, published through the config's
@@ -399,6 +433,8 @@ class ApiServerImpl {
   std::deque<RequestIdAge> request_id_order_;     // oldest first; guarded by mu_
   uint64_t next_request_id_seq_ = 1;              // guarded by mu_
   FaultSet faults_;  // guarded by mu_
+  ComputeOperations compute_ops_;  // guarded by mu_
+  std::map<std::string, ComputeProject> compute_projects_;  // by project id; guarded by mu_
 };
 
 /// Done operations kept for operations.get/list; the oldest go first beyond this.

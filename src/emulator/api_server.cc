@@ -75,11 +75,10 @@ ApiServerImpl::ApiServerImpl(EmulatorConfig config, Clock& clock, WorkerHosts* h
       hosts_(hosts != nullptr ? hosts : synthetic_.get()),
       catalog_(catalog),
       tokens_(config_.auth, clock),
-      rng_(config_.seed) {}
+      rng_(config_.seed),
+      compute_ops_(config_.seed) {}
 
 ApiServerImpl::~ApiServerImpl() = default;
-
-namespace {
 
 std::vector<std::string> PathSegments(std::string_view path) {
   std::vector<std::string> out;
@@ -90,6 +89,8 @@ std::vector<std::string> PathSegments(std::string_view path) {
   }
   return out;
 }
+
+namespace {
 
 // "n1:stop" -> {"n1", "stop"}.
 std::pair<std::string, std::string> SplitVerb(const std::string& seg) {
@@ -253,6 +254,10 @@ std::vector<const Family*> ApiServerImpl::FamiliesInZone(std::string_view zone) 
 }
 
 HttpResponse ApiServerImpl::HandleApi(const HttpRequest& req) {
+  std::vector<std::string> segs = PathSegments(req.path);
+  if (!segs.empty() && segs[0] == "compute") {
+    return HandleCompute(req);  // compute_api.cc
+  }
   std::lock_guard<std::mutex> l(mu_);
   Call c;
   c.req = &req;
@@ -260,7 +265,6 @@ HttpResponse ApiServerImpl::HandleApi(const HttpRequest& req) {
   c.wall = clock_.Now();
   AdvanceLocked(c.now, c.wall);
 
-  std::vector<std::string> segs = PathSegments(req.path);
   if (segs.empty() || (segs[0] != "v1" && segs[0] != "v2" && segs[0] != "v2alpha1")) {
     return RouteNotFound(req);
   }

@@ -56,6 +56,13 @@ Status SyntheticHosts::SetMetadata(const std::string& node,
   return Status::Ok();
 }
 
+Status SyntheticHosts::SetProjectMetadata(const std::string& project,
+                                          const std::map<std::string, std::string>& metadata) {
+  std::lock_guard<std::mutex> l(mu_);
+  project_metadata_[project] = metadata;
+  return Status::Ok();
+}
+
 Status SyntheticHosts::Notify(const std::string&, HostEvent) {
   return Status::Ok();
 }

@@ -28,6 +28,8 @@ class SyntheticHosts : public WorkerHosts {
   Result<std::vector<WorkerInfo>> Boot(const NodeHostSpec& node, bool new_addresses) override;
   Status SetMetadata(const std::string& node,
                      const std::map<std::string, std::string>& metadata) override;
+  Status SetProjectMetadata(const std::string& project,
+                            const std::map<std::string, std::string>& metadata) override;
   Status Notify(const std::string& node, HostEvent event) override;
   Status Halt(const std::string& node) override;
   Status SetDataDisks(const std::string& node, const std::vector<AttachedDiskSpec>& disks) override;
@@ -46,6 +48,8 @@ class SyntheticHosts : public WorkerHosts {
   };
   std::mutex mu_;
   std::map<std::string, NodeHosts> nodes_;  // guarded by mu_
+  // Project metadata by project id; guarded by mu_.
+  std::map<std::string, std::map<std::string, std::string>> project_metadata_;
 
  private:
   std::string NewHostKey();  // REQUIRES: mu_ held

@@ -72,6 +72,14 @@ class WorkerHosts {
   virtual Status SetMetadata(const std::string& node,
                              const std::map<std::string, std::string>& metadata) = 0;
 
+  /// Replaces the project's common instance metadata (Compute's
+  /// commonInstanceMetadata: project-wide `ssh-keys`, …) that every worker of every node
+  /// of `project` ("p") serves under project/attributes/, now and at later Boots; the
+  /// guest agents apply ssh-keys changes to their users, on every worker at once, unless
+  /// a node blocks project keys. Returns once every running worker has applied it.
+  virtual Status SetProjectMetadata(const std::string& project,
+                                    const std::map<std::string, std::string>& metadata) = 0;
+
   /// Makes `disks` the node's data disks on every running worker (a patch of
   /// Node.dataDisks): new ones appear as block devices, those no longer listed go (a
   /// worker that still has one mounted loses the mount). A later Boot uses the node's

@@ -252,6 +252,30 @@ Status RewriteAccountFile(const std::string& path, const std::string& text) {
 
 }  // namespace
 
+std::string MetadataSshKeys(const std::map<std::string, std::string>& instance,
+                            const std::map<std::string, std::string>& project) {
+  auto get = [](const std::map<std::string, std::string>& attrs, const char* key) {
+    auto it = attrs.find(key);
+    return it == attrs.end() ? std::string() : it->second;
+  };
+  std::string block = get(instance, "block-project-ssh-keys");
+  bool blocked = block == "1" || block == "t" || block == "T" || block == "TRUE" ||
+                 block == "true" || block == "True" || !get(instance, "sshKeys").empty();
+  std::string out;
+  auto add = [&out](const std::string& keys) {
+    if (!keys.empty()) {
+      out += (out.empty() ? "" : "\n") + keys;
+    }
+  };
+  add(get(instance, "ssh-keys"));
+  add(get(instance, "sshKeys"));
+  if (!blocked) {
+    add(get(project, "ssh-keys"));
+    add(get(project, "sshKeys"));
+  }
+  return out;
+}
+
 AccountFiles WithoutMachineLogins(const AccountFiles& files, const std::set<std::string>& keep) {
   std::set<std::string> drop;
   AccountFiles out;

@@ -32,6 +32,7 @@
 // Thread-safety: none; the init's single thread runs it.
 #pragma once
 
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -53,6 +54,15 @@ inline constexpr const char* kHomeParent = "/home";
 inline constexpr unsigned kFirstUserUid = 1000;
 /// nobody and nogroup (the kernel's overflow id): a system account despite its number.
 inline constexpr unsigned kOverflowId = 65534;
+
+/// The ssh-keys text the agent applies, from the instance's and the project's metadata
+/// attributes, combined as Google's guest agent combines them: the instance's `ssh-keys`
+/// and legacy `sshKeys`, then the project's `ssh-keys` and `sshKeys` unless the instance
+/// blocks project keys, with `block-project-ssh-keys` true (as Go's strconv.ParseBool
+/// reads it: 1, t, T, TRUE, true, True) or by having a legacy `sshKeys` at all.
+/// `enable-oslogin` is not looked at: the emulator has no OS Login.
+std::string MetadataSshKeys(const std::map<std::string, std::string>& instance,
+                            const std::map<std::string, std::string>& project);
 
 /// The account databases of an /etc, as text.
 struct AccountFiles {

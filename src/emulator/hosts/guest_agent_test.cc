@@ -5,6 +5,25 @@
 namespace tpufleet::emulator::hosts {
 namespace {
 
+TEST(GuestAgent, ProjectKeysFollowInstanceKeysUnlessBlockedAsGooglesAgentDoes) {
+  std::map<std::string, std::string> project = {{"ssh-keys", "p:ssh-ed25519 PPPP p"},
+                                                {"sshKeys", "q:ssh-ed25519 QQQQ q"}};
+  EXPECT_EQ(MetadataSshKeys({{"ssh-keys", "i:ssh-ed25519 IIII i"}}, project),
+            "i:ssh-ed25519 IIII i\np:ssh-ed25519 PPPP p\nq:ssh-ed25519 QQQQ q");
+  EXPECT_EQ(MetadataSshKeys({}, project), "p:ssh-ed25519 PPPP p\nq:ssh-ed25519 QQQQ q");
+  for (const char* yes : {"TRUE", "true", "True", "t", "T", "1"}) {
+    EXPECT_EQ(MetadataSshKeys({{"block-project-ssh-keys", yes}}, project), "") << yes;
+  }
+  for (const char* no : {"FALSE", "false", "0", "yes", ""}) {
+    EXPECT_NE(MetadataSshKeys({{"block-project-ssh-keys", no}}, project), "") << no;
+  }
+  // A legacy instance-level sshKeys blocks the project's keys too.
+  EXPECT_EQ(MetadataSshKeys({{"sshKeys", "o:ssh-ed25519 OOOO o"}}, project), "o:ssh-ed25519 OOOO o");
+  // OS Login is not emulated: keys still apply.
+  EXPECT_EQ(MetadataSshKeys({{"enable-oslogin", "TRUE"}}, project),
+            "p:ssh-ed25519 PPPP p\nq:ssh-ed25519 QQQQ q");
+}
+
 // A worker's /etc starts as a view of the machine's. Its login accounts (the machine
 // owner's "alice") used to stay, and the agent then gave keys to that foreign account.
 TEST(GuestAgentRegression, MachineLoginsAreForgotten) {

@@ -107,6 +107,7 @@ Status NamespaceHosts::WriteDocuments(Node& node) {
     if (network_ == nullptr) {
       return FailedPreconditionError("the worker hosts are shut down");
     }
+    in.project_metadata = project_metadata_[ProjectOfNode(node.spec.name)];
     in.prefix_length = network_->pool().prefix_length();
     in.gateway = FormatIpv4(network_->pool().gateway());
   }

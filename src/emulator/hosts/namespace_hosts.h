@@ -117,6 +117,8 @@ class NamespaceHosts final : public WorkerHosts {
   Result<std::vector<WorkerInfo>> Boot(const NodeHostSpec& node, bool new_addresses) override;
   Status SetMetadata(const std::string& node,
                      const std::map<std::string, std::string>& metadata) override;
+  Status SetProjectMetadata(const std::string& project,
+                            const std::map<std::string, std::string>& metadata) override;
   Status Notify(const std::string& node, HostEvent event) override;
   Status Halt(const std::string& node) override;
   Status SetCutOff(const std::string& node, int worker, bool cut) override;
@@ -184,6 +186,8 @@ class NamespaceHosts final : public WorkerHosts {
   std::shared_ptr<hosts::HostNetwork> network_;         // guarded by mu_; null until Boot
   std::map<std::string, std::shared_ptr<Node>> nodes_;  // guarded by mu_; by node name
   bool shut_down_ = false;                              // guarded by mu_
+  // Every project's common instance metadata, by project id; guarded by mu_.
+  std::map<std::string, std::map<std::string, std::string>> project_metadata_;
 
   std::mutex trash_mu_;
   std::condition_variable trash_cv_;

@@ -1,6 +1,7 @@
-// What namespace_hosts.cc (the nodes' operations) and namespace_hosts_lifecycle.cc
-// (creating the hosts, their trash, cleaning a crashed emulator's leftovers) share: a
-// node's and a worker's state. Not for other callers.
+// What namespace_hosts.cc (the nodes' operations), namespace_hosts_lifecycle.cc
+// (creating the hosts, their trash, cleaning a crashed emulator's leftovers) and
+// namespace_hosts_project.cc (project metadata) share: a node's and a worker's state.
+// Not for other callers.
 //
 // Thread-safety: a Node's fields are guarded by its op_mu (and the hosts' mu_ for the
 // map that holds it), as namespace_hosts.h says.
@@ -12,6 +13,7 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "emulator/hosts/loop_devices.h"
@@ -36,6 +38,16 @@ struct NodeDisk {
   std::string device;  // "sdb": kept while attached, as on a VM
   hosts::LoopDevice loop;
 };
+
+/// "p" for "projects/p/locations/z/nodes/n"; "" for a name not of that shape.
+inline std::string ProjectOfNode(std::string_view name) {
+  constexpr std::string_view kPrefix = "projects/";
+  if (name.substr(0, kPrefix.size()) != kPrefix) {
+    return "";
+  }
+  name.remove_prefix(kPrefix.size());
+  return std::string(name.substr(0, name.find('/')));
+}
 
 struct NamespaceHosts::Node {
   std::mutex op_mu;  // serialises the operations on this node

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "emulator/hosts/address_pool.h"
+#include "emulator/hosts/guest_agent.h"
 #include "util/strings.h"
 
 namespace tpufleet::emulator::hosts {
@@ -194,7 +195,7 @@ std::string BuildWorkerDocument(const WorkerDocumentInput& in) {
           {"project",
            {{"project-id", n.project},
             {"numeric-project-id", project_number},
-            {"attributes", json::object()}}}}}}},
+            {"attributes", in.project_metadata}}}}}}},
   };
   return doc.dump(2) + "\n";
 }
@@ -277,9 +278,23 @@ Result<WorkerDocument> ParseWorkerDocument(std::string_view text) {
     }
     attrs = &(*attrs)[key];
   }
-  if (attrs->contains("ssh-keys") && (*attrs)["ssh-keys"].is_string()) {
-    out.ssh_keys = (*attrs)["ssh-keys"].get<std::string>();
-  }
+  // The string attributes of the instance and of the project (which may have none).
+  auto strings = [](const json& j) {
+    std::map<std::string, std::string> m;
+    if (!j.is_object()) {
+      return m;
+    }
+    for (const auto& [k, v] : j.items()) {
+      if (v.is_string()) {
+        m[k] = v.template get<std::string>();
+      }
+    }
+    return m;
+  };
+  const json& project = doc["computeMetadata"]["v1"].value("project", json::object());
+  out.ssh_keys = MetadataSshKeys(
+      strings(*attrs),
+      strings(project.is_object() ? project.value("attributes", json::object()) : json()));
   return out;
 }
 

@@ -31,7 +31,8 @@
 //         "network-interfaces": {"0": {"ip": …, "gateway": …, "subnetmask": …, …}},
 //         "service-accounts": {"default": {"email": …, "aliases": "default", "scopes": …}}
 //       },
-//       "project": {"project-id": "p", "numeric-project-id": "…", "attributes": {}}
+//       "project": {"project-id": "p", "numeric-project-id": "…",
+//                   "attributes": {<the project's commonInstanceMetadata>}}
 //     }}
 //   }
 //
@@ -86,6 +87,7 @@ struct WorkerDocumentInput {
   int prefix_length = 18;
   std::string gateway;                          // the bridge's address
   std::map<std::string, std::string> metadata;  // Node.metadata
+  std::map<std::string, std::string> project_metadata;  // Compute's commonInstanceMetadata
   bool preempted = false;                       // instance/preempted = TRUE
   bool maintenance = false;  // instance/maintenance-event = TERMINATE_ON_HOST_MAINTENANCE
   std::string accelerator_family;   // catalog family: "v4"
@@ -107,7 +109,7 @@ struct WorkerDocument {
   std::string gateway;
   std::vector<WorkerAddress> hosts;
   std::string domain;    // "us-central2-b.c.p.internal", for /etc/hosts
-  std::string ssh_keys;  // instance/attributes/ssh-keys, "" when absent
+  std::string ssh_keys;  // what the guest agent applies: MetadataSshKeys (guest_agent.h)
   AcceleratorSpec accelerators;
   std::vector<DataDiskDevice> disks;
 };

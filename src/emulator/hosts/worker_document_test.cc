@@ -84,6 +84,26 @@ TEST(WorkerDocument, ServedAttributesAreThoseOfATpuVm) {
             std::string::npos);
 }
 
+TEST(WorkerDocument, ProjectKeysAreServedAndAppliedUnlessTheNodeBlocksThem) {
+  WorkerDocumentInput in = Input();
+  in.project_metadata = {{"ssh-keys", "bob:ssh-ed25519 BBBB bob"}, {"enable-oslogin", "FALSE"}};
+  MetadataServer server("seed");
+  ASSERT_TRUE(server.SetDocument(BuildWorkerDocument(in)).ok());
+  HttpRequest r;
+  r.method = "GET";
+  r.target = "/computeMetadata/v1/project/attributes/ssh-keys";
+  r.headers["metadata-flavor"] = "Google";
+  EXPECT_EQ(server.Render(r, Clock::MonoTime()).body, "bob:ssh-ed25519 BBBB bob");
+  Result<WorkerDocument> d = ParseWorkerDocument(BuildWorkerDocument(in));
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  EXPECT_EQ(d->ssh_keys, "alice:ssh-ed25519 AAAA alice\nbob:ssh-ed25519 BBBB bob");
+
+  in.metadata["block-project-ssh-keys"] = "TRUE";
+  d = ParseWorkerDocument(BuildWorkerDocument(in));
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->ssh_keys, "alice:ssh-ed25519 AAAA alice");
+}
+
 TEST(WorkerDocument, FlagsTurnIntoPreemptedAndMaintenanceEvent) {
   WorkerDocumentInput in = Input();
   in.preempted = true;

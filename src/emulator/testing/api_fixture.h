@@ -155,6 +155,14 @@ class ApiFixture : public ::testing::Test {
     return WaitOperation(r.json.value("name", std::string()));
   }
 
+  /// The Compute Engine API's error envelope (compute_wire.h) a user sees.
+  static Json ComputeErrorJson(int code, const std::string& reason, const std::string& message) {
+    return Json{{"error",
+                 {{"code", code},
+                  {"message", message},
+                  {"errors", {{{"message", message}, {"domain", "global"}, {"reason", reason}}}}}}};
+  }
+
   static std::string NodePath(const std::string& id) {
     return std::string(kParent) + "/nodes/" + id;
   }

@@ -37,6 +37,21 @@ class FakeWorkerHosts final : public SyntheticHosts {
     Record("SetMetadata " + node + " keys=" + keys);
     return SyntheticHosts::SetMetadata(node, metadata);
   }
+  Status SetProjectMetadata(const std::string& project,
+                            const std::map<std::string, std::string>& metadata) override {
+    std::string keys;
+    for (const auto& [k, v] : metadata) {
+      keys += (keys.empty() ? "" : ",") + k;
+    }
+    Record("SetProjectMetadata " + project + " keys=" + keys);
+    {
+      std::lock_guard<std::mutex> l(calls_mu_);
+      if (!fail_project_metadata_.ok()) {
+        return fail_project_metadata_;
+      }
+    }
+    return SyntheticHosts::SetProjectMetadata(project, metadata);
+  }
   Status Notify(const std::string& node, HostEvent event) override {
     Record("Notify " + node + (event == HostEvent::kPreemptionNotice ? " preemption" : " maintenance"));
     return Status::Ok();
@@ -90,6 +105,16 @@ class FakeWorkerHosts final : public SyntheticHosts {
     std::lock_guard<std::mutex> l(calls_mu_);
     fail_boot_ = std::move(s);
   }
+  void set_fail_project_metadata(Status s) {
+    std::lock_guard<std::mutex> l(calls_mu_);
+    fail_project_metadata_ = std::move(s);
+  }
+  /// The project metadata every worker of `project` serves now.
+  std::map<std::string, std::string> project_metadata_of(const std::string& project) {
+    std::lock_guard<std::mutex> l(mu_);
+    auto it = project_metadata_.find(project);
+    return it == project_metadata_.end() ? std::map<std::string, std::string>() : it->second;
+  }
   NodeHostSpec last_boot_spec() const {
     std::lock_guard<std::mutex> l(calls_mu_);
     return last_boot_spec_;
@@ -110,6 +135,7 @@ class FakeWorkerHosts final : public SyntheticHosts {
   mutable std::mutex calls_mu_;
   std::vector<std::string> calls_;  // guarded by calls_mu_
   Status fail_boot_;                // guarded by calls_mu_
+  Status fail_project_metadata_;    // guarded by calls_mu_
   NodeHostSpec last_boot_spec_;     // guarded by calls_mu_
 };
 
