@@ -6,6 +6,7 @@
 
 #include "agent/host/accounts.h"
 #include "agent/host/doctor_checks.h"
+#include "agent/host/mounts.h"
 #include "agent/host/plain_http.h"
 #include "agent/host/tpu_scan.h"
 #include "agent/job_dir.h"
@@ -77,6 +78,13 @@ void Server::Handle(Conn& c, std::string_view line) {
         return;
       }
       answer(ApplyAccounts(r.users));
+      return;
+    case api::AgentOp::kDisksMount:
+      if (!IsRoot(c.uid)) {
+        answer({PermissionDeniedError("disks.mount is for root (sudo -n tpufleet-agent call)"), {}});
+        return;
+      }
+      answer(MountDisks(r.mounts));
       return;
     case api::AgentOp::kNotice:
       answer({Status::Ok(), notices_.Current()});
@@ -179,6 +187,19 @@ api::AgentAnswer Server::ApplyAccounts(const std::vector<api::AccountSpec>& user
   for (host::AccountResult& r : host::ApplyAccounts(host_, specs)) {
     results.push_back({std::move(r.name), std::move(r.action), std::move(r.error),
                        std::move(r.detail)});
+  }
+  return {Status::Ok(), std::move(results)};
+}
+
+api::AgentAnswer Server::MountDisks(const std::vector<api::MountSpec>& mounts) {
+  std::vector<host::MountSpec> specs;
+  for (const api::MountSpec& m : mounts) {
+    specs.push_back({m.disk, m.path, m.read_only});
+  }
+  std::vector<api::MountResult> results;
+  for (host::MountResult& r : host::ApplyMounts(host_, specs)) {
+    results.push_back({std::move(r.disk), std::move(r.path), std::move(r.action),
+                       std::move(r.error)});
   }
   return {Status::Ok(), std::move(results)};
 }

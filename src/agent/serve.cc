@@ -15,6 +15,7 @@
 #include "agent/export/metrics_http.h"
 #include "agent/export/prometheus_text.h"
 #include "agent/flags.h"
+#include "agent/host/mounts.h"
 #include "agent/host/nvml.h"
 #include "agent/job_table.h"
 #include "agent/notice_watcher.h"
@@ -134,6 +135,14 @@ int ServeMain(const std::vector<std::string>& args) {
   options.program = "/proc/self/exe";
   options.attach_dir = DirOf(socket_path) + "/attach";
   options.host = host;
+  // The spec's data disks, mounted again after a reboot (the list disks.mount kept).
+  if (geteuid() == 0) {
+    for (const host::MountResult& r : host::ApplyMounts(host, host::SavedMounts(host))) {
+      if (!r.error.empty()) {
+        Complain(kExitOk, "disk " + r.disk + " at " + r.path + ": " + r.error);
+      }
+    }
+  }
   JobTable jobs(loop, options);
   Status init = jobs.Init();
   if (!init.ok()) {

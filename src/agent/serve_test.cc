@@ -32,7 +32,7 @@ TEST(AgentServe, HelloAndOneClearErrorForABadRequest) {
   EXPECT_EQ(bad.output,
             R"({"end":true,"error":{"code":"INVALID_ARGUMENT","message":"unknown op \"job.explode\"; )"
             R"(this agent knows hello, job.start, job.list, job.cancel, job.logs, job.watch, )"
-            R"(devices, doctor, accounts.apply, metrics, notice, notice.watch"},"ok":false,"v":1})"
+            R"(devices, doctor, accounts.apply, disks.mount, metrics, notice, notice.watch"},"ok":false,"v":1})"
             "\n");
   CallOutput v2 = agent.Call(R"({"v":2,"op":"hello"})");
   EXPECT_NE(v2.output.find("FAILED_PRECONDITION"), std::string::npos) << v2.output;

@@ -110,6 +110,7 @@ class Server {
   api::AgentAnswer Doctor(const api::DoctorExpect& expect, int worker);
   // Blocks the loop while useradd and visudo run. REQUIRES: the caller is root.
   api::AgentAnswer ApplyAccounts(const std::vector<api::AccountSpec>& users);
+  api::AgentAnswer MountDisks(const std::vector<api::MountSpec>& mounts);
   void StartJob(Conn& c, const api::AgentRequest& r);
   void CancelJob(Conn& c, const api::AgentRequest& r);
   // Keeps `r` to answer when job `id` changes as it waits for (OnJobChange), or with the

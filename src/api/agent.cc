@@ -27,7 +27,8 @@ constexpr EnumName<AgentOp> kOps[] = {
     {AgentOp::kJobList, "job.list"},     {AgentOp::kJobCancel, "job.cancel"},
     {AgentOp::kJobLogs, "job.logs"},     {AgentOp::kJobWatch, "job.watch"},
     {AgentOp::kDevices, "devices"},      {AgentOp::kDoctor, "doctor"},
-    {AgentOp::kAccountsApply, "accounts.apply"}, {AgentOp::kMetrics, "metrics"},
+    {AgentOp::kAccountsApply, "accounts.apply"}, {AgentOp::kDisksMount, "disks.mount"},
+    {AgentOp::kMetrics, "metrics"},
     {AgentOp::kNotice, "notice"},        {AgentOp::kNoticeWatch, "notice.watch"},
 };
 
@@ -98,6 +99,7 @@ void VisitRequest(AgentRequest& r, F& f, bool only_op) {
   field(op == AgentOp::kJobLogs, "follow", r.follow);
   field(op == AgentOp::kDoctor, "expect", r.expect);
   field(op == AgentOp::kAccountsApply, "users", r.users);
+  field(op == AgentOp::kDisksMount, "mounts", r.mounts);
   field(op == AgentOp::kMetrics, "history_seconds", r.metrics.history_seconds);
   field(op == AgentOp::kMetrics, "step_seconds", r.metrics.step_seconds);
   if (!only_op || r.tail) {
@@ -178,6 +180,8 @@ Status ReadBody(const json& j, AgentOp op, AgentBody& body) {
       return read_as(DoctorReport{}, nullptr);
     case AgentOp::kAccountsApply:
       return read_as(std::vector<AccountResult>{}, "results");
+    case AgentOp::kDisksMount:
+      return read_as(std::vector<MountResult>{}, "results");
     case AgentOp::kMetrics:
       return read_as(MetricsReport{}, nullptr);
     case AgentOp::kNotice:
@@ -279,7 +283,8 @@ std::string AnswerLine(const AgentAnswer& answer) {
           j["job"] = ToJ(body);
         } else if constexpr (std::is_same_v<T, std::vector<JobOnWorker>>) {
           j["jobs"] = ToJ(body);
-        } else if constexpr (std::is_same_v<T, std::vector<AccountResult>>) {
+        } else if constexpr (std::is_same_v<T, std::vector<AccountResult>> ||
+                             std::is_same_v<T, std::vector<MountResult>>) {
           j["results"] = ToJ(body);
         } else if constexpr (!std::is_same_v<T, std::monostate>) {
           j.update(ToJ(body));  // hello, devices, doctor, metrics, notice: beside "ok"

@@ -70,6 +70,7 @@ enum class AgentOp {
   kDevices,        // "devices"
   kDoctor,         // "doctor"
   kAccountsApply,  // "accounts.apply"
+  kDisksMount,     // "disks.mount"
   kMetrics,        // "metrics"
   kNotice,         // "notice"
   kNoticeWatch,    // "notice.watch" (streaming, endless)
@@ -178,10 +179,18 @@ struct AccountSpec {
   bool sudo = false;
 };
 
+/// A data disk of disks.mount: {"disk", "path", "read_only"}. The worker shows the disk
+/// as /dev/disk/by-id/google-DISK (its name in its zone).
+struct MountSpec {
+  std::string disk;
+  std::string path;  // an absolute directory, made when missing
+  bool read_only = false;
+};
+
 /// A request: {"v", "op"} and the op's fields (docs/agent-protocol.md):
 /// job.start {"job", "dry_run"}, job.list {"ids"}, job.cancel {"id", "grace_seconds"},
 /// job.logs {"id", "tail", "follow"}, job.watch {"ids"}, doctor {"expect"},
-/// accounts.apply {"users"}, metrics {"history_seconds", "step_seconds"}; any op may
+/// accounts.apply {"users"}, disks.mount {"mounts"}, metrics {"history_seconds", "step_seconds"}; any op may
 /// carry {"worker"} (`call --worker N` adds it).
 struct AgentRequest {
   AgentOp op = AgentOp::kHello;
@@ -195,6 +204,7 @@ struct AgentRequest {
   bool follow = false;         // job.logs: go on until the job ended and its logs drained
   DoctorExpect expect;         // doctor
   std::vector<AccountSpec> users;  // accounts.apply
+  std::vector<MountSpec> mounts;   // disks.mount
   MetricsQuery metrics;        // metrics: its two fields sit at the request's top level
 };
 
@@ -280,17 +290,27 @@ struct AccountResult {
   std::string detail;  // for sudo_only: why the keys were left alone
 };
 
+/// What disks.mount did for one disk: {"disk", "path", "action", "error"}.
+struct MountResult {
+  std::string disk;
+  std::string path;
+  /// "mounted", "formatted" (a blank read-write disk given ext4, then mounted),
+  /// "unchanged" (already mounted there), "unmounted" (no longer listed), "refused".
+  std::string action;
+  std::string error;  // what failed; "" when it went through
+};
+
 /// A one-shot op's answer, and the status of a streaming op's end line. The body is
 /// written beside "ok" when the status is OK: hello's fields, {"job": JobOnWorker}
 /// (job.start, job.cancel), {"jobs": […]} (job.list), the fields of devices', doctor's
-/// and metrics' (MetricsReport) bodies, {"results": […]} (accounts.apply), notice's
+/// and metrics' (MetricsReport) bodies, {"results": […]} (accounts.apply, disks.mount), notice's
 /// fields (AgentNotice). An error is
 /// {"code", "message"}, the code one of INVALID_ARGUMENT, NOT_FOUND, ALREADY_EXISTS,
 /// PERMISSION_DENIED, FAILED_PRECONDITION, UNAVAILABLE, INTERNAL (and TIMEOUT,
 /// RESOURCE_EXHAUSTED, which v1 agents never send).
 using AgentBody = std::variant<std::monostate, AgentHello, JobOnWorker, std::vector<JobOnWorker>,
                                DevicesReport, DoctorReport, std::vector<AccountResult>,
-                               MetricsReport, AgentNotice>;
+                               std::vector<MountResult>, MetricsReport, AgentNotice>;
 struct AgentAnswer {
   Status status;
   AgentBody body;

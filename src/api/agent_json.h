@@ -106,6 +106,13 @@ void Visit(AccountSpec& a, F& f) {
 }
 
 template <typename F>
+void Visit(MountSpec& m, F& f) {
+  f("disk", m.disk, false);
+  f("path", m.path, false);
+  f("read_only", m.read_only, false);
+}
+
+template <typename F>
 void Visit(AgentHello& h, F& f) {
   f("agent_version", h.agent_version, false);
   f("binary_sha256", h.binary_sha256, false);
@@ -166,6 +173,14 @@ void Visit(AccountResult& r, F& f) {
   f("action", r.action, false);
   f("error", r.error, false);
   f("detail", r.detail, true);
+}
+
+template <typename F>
+void Visit(MountResult& r, F& f) {
+  f("disk", r.disk, false);
+  f("path", r.path, false);
+  f("action", r.action, false);
+  f("error", r.error, false);
 }
 
 template <typename F>

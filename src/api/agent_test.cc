@@ -142,10 +142,26 @@ TEST(AgentProtocol, HostAnswers) {
   std::vector<AccountResult> accounts = {
       {"alice", "created", "", ""},
       {"root", "sudo_only", "", "an account tpufleet did not make keeps its keys"}};
+  AgentRequest mount;
+  mount.op = AgentOp::kDisksMount;
+  mount.mounts = {{"imagenet", "/data", true}, {"scratch", "/mnt/scratch", false}};
+  std::vector<MountResult> mounted = {
+      {"imagenet", "/data", "mounted", ""},
+      {"scratch", "/mnt/scratch", "refused", "disk scratch is not attached to this worker"}};
   std::string text = AnswerLine({Status::Ok(), devices}) + "\n" +
                      AnswerLine({Status::Ok(), doctor}) + "\n" +
-                     AnswerLine({Status::Ok(), accounts}) + "\n";
+                     AnswerLine({Status::Ok(), accounts}) + "\n" + ToLine(mount) + "\n" +
+                     AnswerLine({Status::Ok(), mounted}) + "\n";
   ExpectGolden("src/api/testdata/agent_host_lines.jsonl", text);
+
+  Result<AgentRequest> mount_back = ParseAgentRequest(ToLine(mount));
+  ASSERT_TRUE(mount_back.ok()) << mount_back.status().ToString();
+  EXPECT_EQ(mount_back->mounts.size(), 2u);
+  EXPECT_TRUE(mount_back->mounts[0].read_only);
+  Result<AgentLine> mounted_back =
+      ParseAgentLine(AnswerLine({Status::Ok(), mounted}), AgentOp::kDisksMount);
+  ASSERT_TRUE(mounted_back.ok()) << mounted_back.status().ToString();
+  EXPECT_EQ(std::get<std::vector<MountResult>>(mounted_back->answer.body).at(1).action, "refused");
 
   Result<AgentLine> back = ParseAgentLine(AnswerLine({Status::Ok(), devices}), AgentOp::kDevices);
   ASSERT_TRUE(back.ok()) << back.status().ToString();
@@ -239,11 +255,12 @@ TEST(AgentProtocol, BadRequests) {
             "protocol version 2 is not spoken here: this agent speaks 1"},
            {R"({"v":1})", StatusCode::kInvalidArgument,
             "request has no \"op\"; one of hello, job.start, job.list, job.cancel, job.logs, "
-            "job.watch, devices, doctor, accounts.apply, metrics, notice, notice.watch"},
+            "job.watch, devices, doctor, accounts.apply, disks.mount, metrics, notice, "
+            "notice.watch"},
            {R"({"v":1,"op":"job.explode"})", StatusCode::kInvalidArgument,
             "unknown op \"job.explode\"; this agent knows hello, job.start, job.list, "
-            "job.cancel, job.logs, job.watch, devices, doctor, accounts.apply, metrics, notice, "
-            "notice.watch"},
+            "job.cancel, job.logs, job.watch, devices, doctor, accounts.apply, disks.mount, "
+            "metrics, notice, notice.watch"},
            {R"({"v":1,"op":"job.cancel","id":"j1","grace_seconds":"soon"})",
             StatusCode::kInvalidArgument,
             "job.cancel: \"grace_seconds\" is string, not an integer"},

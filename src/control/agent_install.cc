@@ -138,34 +138,83 @@ std::string AccountsRequestLine(const std::vector<UserSpec>& users) {
   return api::ToLine(r) + "\n";
 }
 
-Status ParseAccountsAnswer(std::string_view output) {
+namespace {
+
+// The answer of a one-shot op whose body is {"results": [...]} in `output` (a login
+// banner or sudo's complaint around it is skipped): OK, or FailedPrecondition with
+// "the agent refused to DOING: why" or "the agent could not WHAT: " and each failed
+// result as `describe` gives it ("" for one that went through).
+template <typename Item>
+Status ParseResults(std::string_view output, api::AgentOp op, const std::string& doing,
+                    const std::string& what, std::string (*describe)(const Item&)) {
   std::vector<std::string> lines = Lines(output);
   for (const std::string& line : lines) {
-    Result<api::AgentLine> got = api::ParseAgentLine(line, api::AgentOp::kAccountsApply);
+    Result<api::AgentLine> got = api::ParseAgentLine(line, op);
     if (!got.ok()) {
-      continue;  // a banner, or sudo's complaint (shown below if nothing else comes)
+      continue;
     }
     if (!got->answer.status.ok()) {
-      return FailedPreconditionError("the agent refused to make the accounts: " +
+      return FailedPreconditionError("the agent refused to " + doing + ": " +
                                      got->answer.status.message());
     }
     std::vector<std::string> failed;
-    if (const auto* results =
-            std::get_if<std::vector<api::AccountResult>>(&got->answer.body)) {
-      for (const api::AccountResult& r : *results) {
-        if (!r.error.empty() || r.action == "refused") {
-          failed.push_back(r.name + ": " + (r.error.empty() ? r.action : r.error));
+    if (const auto* results = std::get_if<std::vector<Item>>(&got->answer.body)) {
+      for (const Item& r : *results) {
+        if (std::string d = describe(r); !d.empty()) {
+          failed.push_back(std::move(d));
         }
       }
     }
     if (failed.empty()) {
       return Status::Ok();
     }
-    return FailedPreconditionError("the agent could not make every account: " +
-                                   Join(failed, "; "));
+    return FailedPreconditionError("the agent could not " + what + ": " + Join(failed, "; "));
   }
-  return FailedPreconditionError("the agent did not answer accounts.apply: " +
-                                 (lines.empty() ? std::string("no output") : lines.back()));
+  return FailedPreconditionError("the agent did not answer " + std::string(api::AgentOpName(op)) +
+                                 ": " + (lines.empty() ? std::string("no output") : lines.back()));
+}
+
+}  // namespace
+
+Status ParseAccountsAnswer(std::string_view output) {
+  return ParseResults<api::AccountResult>(
+      output, api::AgentOp::kAccountsApply, "make the accounts", "make every account",
+      [](const api::AccountResult& r) -> std::string {
+        if (r.error.empty() && r.action != "refused") {
+          return "";
+        }
+        return r.name + ": " + (r.error.empty() ? r.action : r.error);
+      });
+}
+
+std::vector<DataDiskSpec> MountsOf(const NodeSpec& node) {
+  std::vector<DataDiskSpec> out;
+  for (const DataDiskSpec& d : node.data_disks) {
+    if (!d.mount.empty()) {
+      out.push_back(d);
+    }
+  }
+  return out;
+}
+
+std::string MountsRequestLine(const std::vector<DataDiskSpec>& disks) {
+  api::AgentRequest r;
+  r.op = api::AgentOp::kDisksMount;
+  for (const DataDiskSpec& d : disks) {
+    r.mounts.push_back({d.name, d.mount, d.mode == DiskMode::kReadOnly});
+  }
+  return api::ToLine(r) + "\n";
+}
+
+Status ParseMountsAnswer(std::string_view output) {
+  return ParseResults<api::MountResult>(
+      output, api::AgentOp::kDisksMount, "mount the disks", "mount every disk",
+      [](const api::MountResult& r) -> std::string {
+        if (r.error.empty() && r.action != "refused") {
+          return "";
+        }
+        return r.disk + " at " + r.path + ": " + (r.error.empty() ? r.action : r.error);
+      });
 }
 
 }  // namespace tpufleet

@@ -15,7 +15,9 @@
 //      into a temporary file whose hash is checked before `sudo -n FILE install
 //      [--prometheus PORT]` runs it as root (agent/installer.h);
 //   3. accounts: `sudo -n tpufleet-agent call` with an accounts.apply line making the
-//      spec's users (UsersOn) on every worker.
+//      spec's users (UsersOn) on every worker;
+//   4. mounts, for a node whose data disks have a `mount`: the same with a disks.mount
+//      line.
 //
 // Thread-safety: pure functions but LoadLocalAgent, which reads a file.
 #pragma once
@@ -92,5 +94,13 @@ std::string AccountsRequestLine(const std::vector<UserSpec>& users);
 /// OK when the answer says every account was made; else FailedPrecondition naming each
 /// user that failed and why (or what the agent answered instead).
 Status ParseAccountsAnswer(std::string_view output);
+
+/// The node's data disks that have a mount path, in the spec's order.
+std::vector<DataDiskSpec> MountsOf(const NodeSpec& node);
+/// The disks.mount request line (with its newline) mounting `disks`.
+std::string MountsRequestLine(const std::vector<DataDiskSpec>& disks);
+/// OK when every disk was mounted (or already was); else FailedPrecondition naming each
+/// disk that failed and why (or what the agent answered instead).
+Status ParseMountsAnswer(std::string_view output);
 
 }  // namespace tpufleet

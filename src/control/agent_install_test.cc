@@ -134,6 +134,36 @@ TEST(ParseAccountsAnswer, OkOnlyWhenEveryAccountWasMade) {
   EXPECT_EQ(s.message(), "the agent did not answer accounts.apply: sudo: a password is required");
 }
 
+TEST(Mounts, OnlyTheDisksWithAMountGoInTheRequestAndEveryRefusalIsNamed) {
+  NodeSpec node;
+  node.data_disks = {{"projects/p/zones/z/disks/imagenet", "p", "z", DiskMode::kReadOnly,
+                      "imagenet", "/data"},
+                     {"projects/p/zones/z/disks/scratch", "p", "z", DiskMode::kReadWrite,
+                      "scratch", ""},
+                     {"projects/p/zones/z/disks/ckpt", "p", "z", DiskMode::kReadWrite, "ckpt",
+                      "/mnt/ckpt"}};
+  Result<api::AgentRequest> r = api::ParseAgentRequest(Trim(MountsRequestLine(MountsOf(node))));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->op, api::AgentOp::kDisksMount);
+  ASSERT_EQ(r->mounts.size(), 2u);
+  EXPECT_EQ(r->mounts[0].disk, "imagenet");
+  EXPECT_EQ(r->mounts[0].path, "/data");
+  EXPECT_TRUE(r->mounts[0].read_only);
+  EXPECT_EQ(r->mounts[1].disk, "ckpt");
+  EXPECT_FALSE(r->mounts[1].read_only);
+
+  std::vector<api::MountResult> done = {{"imagenet", "/data", "unchanged", ""},
+                                        {"ckpt", "/mnt/ckpt", "formatted", ""}};
+  EXPECT_EQ(ParseMountsAnswer(api::AnswerLine({Status::Ok(), done}) + "\n"), Status::Ok());
+  done[0] = {"imagenet", "/data", "refused", "disk imagenet is not attached to this worker"};
+  EXPECT_EQ(ParseMountsAnswer("a login banner\n" + api::AnswerLine({Status::Ok(), done}) + "\n")
+                .message(),
+            "the agent could not mount every disk: imagenet at /data: disk imagenet is not "
+            "attached to this worker");
+  EXPECT_EQ(ParseMountsAnswer("tpufleet-agent: unknown op \"disks.mount\"\n").message(),
+            "the agent did not answer disks.mount: tpufleet-agent: unknown op \"disks.mount\"");
+}
+
 // The install command in a real shell: the upload lands in a temporary file that is
 // run as `sudo -n FILE install` (a stand-in sudo that drops -n) and removed after.
 class AgentInstallCommandTest : public ::testing::Test {

@@ -148,21 +148,56 @@ std::string NodeSteps::AccountsRequest() const {
   return AccountsRequestLine(UsersOn(fleet_, spec_));
 }
 
-void NodeSteps::AfterAccounts(const std::vector<WorkerRun>& runs, Clock::MonoTime now) {
-  now_ = now;
+Status NodeSteps::TakeAgentAnswers(const std::vector<WorkerRun>& runs, const std::string& what,
+                                   Status (*parse)(std::string_view)) {
   std::vector<size_t> workers = AgentWorkers();
   for (size_t i = 0; i < runs.size() && i < workers.size(); ++i) {
     const WorkerRun& r = runs[i];
     std::string which =
         "worker " + std::to_string(rec_.workers[workers[i]].index) + " of " + plan_.node;
     if (!r.status.ok()) {
-      End(r.status.WithContext("making the spec's accounts on " + which));
-      return;
+      return r.status.WithContext(what + " on " + which);
     }
-    if (Status s = ParseAccountsAnswer(r.output); !s.ok()) {
-      End(s.WithContext("making the spec's accounts on " + which));
-      return;
+    if (Status s = parse(r.output); !s.ok()) {
+      return s.WithContext(what + " on " + which);
     }
+  }
+  return Status::Ok();
+}
+
+void NodeSteps::AfterAccounts(const std::vector<WorkerRun>& runs, Clock::MonoTime now) {
+  now_ = now;
+  if (Status s = TakeAgentAnswers(runs, "making the spec's accounts", &ParseAccountsAnswer);
+      !s.ok()) {
+    End(s);
+    return;
+  }
+  StartMounts();
+}
+
+// Nodes with data disks only, so others cost no round trip; with no mount left, the
+// request unmounts what the last one mounted.
+void NodeSteps::StartMounts() {
+  if (spec_.data_disks.empty() || AgentWorkers().empty()) {
+    StartSetup();
+    return;
+  }
+  if (size_t disks = MountsOf(spec_).size(); disks > 0) {
+    Report(NodePhase::kAgent, zone_,
+           "mounting " + std::to_string(disks) + (disks == 1 ? " disk" : " disks") + " on " +
+               Workers(AgentWorkers().size()));
+  }
+  Go(NodeStep::kMounts);
+}
+
+std::string NodeSteps::MountsRequest() const { return MountsRequestLine(MountsOf(spec_)); }
+
+void NodeSteps::AfterMounts(const std::vector<WorkerRun>& runs, Clock::MonoTime now) {
+  now_ = now;
+  if (Status s = TakeAgentAnswers(runs, "mounting the spec's disks", &ParseMountsAnswer);
+      !s.ok()) {
+    End(s);
+    return;
   }
   StartSetup();
 }
@@ -190,6 +225,14 @@ void UpSteps::StartAgentJobs(Clock::MonoTime now) {
   for (const auto& [request, due] : by_request) {
     StartJob(due, &NodeSteps::AgentWorkers, &NodeSteps::AfterAccounts,
              {AgentRootCallCommand(), request, ""}, kAccountsTimeout);
+  }
+  by_request.clear();
+  for (NodeSteps* n : Due(NodeStep::kMounts, now)) {
+    by_request[n->MountsRequest()].push_back(n);
+  }
+  for (const auto& [request, due] : by_request) {
+    StartJob(due, &NodeSteps::AgentWorkers, &NodeSteps::AfterMounts,
+             {AgentRootCallCommand(), request, ""}, kMountsTimeout);
   }
 }
 

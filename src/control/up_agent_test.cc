@@ -186,6 +186,52 @@ TEST(UpAgent, TheSpecsUsersAreMadeThroughTheAgentAsRoot) {
   EXPECT_TRUE(SawDetail(t, "trainer", "making 2 accounts on 4 workers"));
 }
 
+// A v4-32 with two data disks, one of them mounted at /data (issue 15).
+FleetSpec DiskSpec(TestWorld& t, const std::string& setup = "") {
+  std::string disks = std::string("projects/") + testing::kProject + "/zones/us-central2-b/disks/";
+  return t.Spec(std::string("fleet: lab\nproject: ") + testing::kProject +
+                "\nnodes:\n  - name: trainer\n    type: v4-32\n    zones: [us-central2-b]\n" +
+                "    data_disks:\n      - {source: " + disks + "imagenet, mount: /data}\n" +
+                "      - {source: " + disks + "scratch}\n" + setup);
+}
+
+TEST(UpAgent, TheSpecsDiskMountsAreMadeOnEveryWorkerBeforeSetup) {
+  TestWorld t;
+  ASSERT_EQ(t.Up(DiskSpec(t, "    setup: ls /data\n")).nodes[0].status, Status::Ok());
+  EXPECT_EQ(t.workers.MountsOn(),
+            (std::vector<std::string>{"trainer-w0", "trainer-w1", "trainer-w2", "trainer-w3"}));
+  EXPECT_EQ(t.workers.MountRequests(),
+            std::vector<std::string>(4, "imagenet:/data:ro")) << "the unmounted disk is left alone";
+  EXPECT_TRUE(SawDetail(t, "trainer", "mounting 1 disk on 4 workers"));
+  // Setup comes after the mounts on every worker, so it finds /data.
+  size_t last_mount = 0, first_setup = t.workers.calls().size();
+  for (size_t i = 0; i < t.workers.calls().size(); ++i) {
+    const testing::FakeWorkers::Call& c = t.workers.calls()[i];
+    if (Contains(c.script, "disks.mount")) {
+      last_mount = i;
+    } else if (Contains(c.script, "ls /data")) {
+      first_setup = std::min(first_setup, i);
+    }
+  }
+  EXPECT_LT(last_mount, first_setup);
+  // A node without data disks costs no round trip.
+  TestWorld plain;
+  ASSERT_EQ(plain.Up(plain.Spec(Trainer())).nodes[0].status, Status::Ok());
+  EXPECT_TRUE(plain.workers.MountsOn().empty());
+}
+
+TEST(UpAgent, AMountTheAgentRefusesFailsTheNodeNamingWorkerDiskAndReason) {
+  TestWorld t;
+  t.workers.FailMountOn("trainer-w2", "disk imagenet is not attached to this worker");
+  UpReport r = t.Up(DiskSpec(t));
+  EXPECT_EQ(r.nodes[0].status.code(), StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(Contains(r.nodes[0].status.message(),
+                       "mounting the spec's disks on worker 2 of trainer: the agent could not "
+                       "mount every disk: imagenet at /data: disk imagenet is not attached to "
+                       "this worker"))
+      << r.nodes[0].status.message();
+}
+
 TEST(UpAgent, AGcpWorkerWhoseLoginMayNotSudoFailsClearly) {
   TestWorld t;
   t.workers.NoSudoOn("trainer-w1");

@@ -12,7 +12,7 @@ namespace tpufleet::up_internal {
 bool IsBatchStep(NodeStep step) {
   return step == NodeStep::kSshFiles || step == NodeStep::kLogin || step == NodeStep::kAgent ||
          step == NodeStep::kAgentInstall || step == NodeStep::kAccounts ||
-         step == NodeStep::kSetup;
+         step == NodeStep::kMounts || step == NodeStep::kSetup;
 }
 
 NodeSteps::NodeSteps(World& world, const FleetSpec& fleet, const NodePlan& plan,
@@ -52,6 +52,7 @@ void NodeSteps::Advance(Clock::MonoTime now) {
     case NodeStep::kAgent:
     case NodeStep::kAgentInstall:
     case NodeStep::kAccounts:
+    case NodeStep::kMounts:
     case NodeStep::kSetup:
     case NodeStep::kDone:
       return;

@@ -62,6 +62,8 @@ inline constexpr std::chrono::seconds kAgentCheckTimeout{60};
 inline constexpr std::chrono::minutes kAgentInstallTimeout{5};
 /// accounts.apply runs useradd and visudo per user: seconds, even for many users.
 inline constexpr std::chrono::minutes kAccountsTimeout{2};
+/// disks.mount may format a blank disk first (mkfs.ext4 initialises lazily: seconds).
+inline constexpr std::chrono::minutes kMountsTimeout{10};
 
 enum class NodeStep {
   kStart,      // load the record and act on the plan
@@ -75,6 +77,7 @@ enum class NodeStep {
   kAgent,      // batched: every worker says which agent it has and whether it answers
   kAgentInstall,  // batched: the CLI's agent is installed where it is not current
   kAccounts,   // batched: the agent makes the spec's users on every worker
+  kMounts,     // batched: the agent mounts the spec's data disks on every worker
   kSetup,      // batched: the setup script runs on every worker that has not run it
   kDone,
 };
@@ -131,6 +134,10 @@ class NodeSteps {
   std::vector<size_t> AgentWorkers() const;
   std::string AccountsRequest() const;
   void AfterAccounts(const std::vector<WorkerRun>& runs, Clock::MonoTime now);
+  /// kMounts: the disks.mount request of the node's data disks with a mount path (the
+  /// same workers as kAccounts).
+  std::string MountsRequest() const;
+  void AfterMounts(const std::vector<WorkerRun>& runs, Clock::MonoTime now);
   /// kSetup: the workers that have not run the spec's setup script (this version of
   /// it), and the script as each worker's bash reads it on stdin.
   std::vector<size_t> SetupPending() const;
@@ -176,6 +183,10 @@ class NodeSteps {
   // Steps (up_agent.cc).
   void StartAgent();
   void StartAccounts();
+  void StartMounts();
+  // The agent's answers on AgentWorkers(): the first failure, "WHAT on worker N of NODE".
+  Status TakeAgentAnswers(const std::vector<WorkerRun>& runs, const std::string& what,
+                          Status (*parse)(std::string_view));
   bool AgentRecorded(const WorkerRecord& w) const;
 
   // Helpers (up_steps.cc).

@@ -109,6 +109,8 @@ struct DataDiskSpec {
   std::string project;                  // P from source: the fleet's (unless given as a number)
   std::string zone;                     // Z from source: the only zone the node can be created in
   DiskMode mode = DiskMode::kReadOnly;  // read-only unless the spec says otherwise
+  std::string name;                     // D from source: the worker shows it as google-D
+  std::string mount;                    // where the agent mounts it on every worker; "": not
 };
 
 /// A queued-resource request: Cloud TPU waits for capacity instead of failing at once.
@@ -231,6 +233,13 @@ Status CheckSshPublicKey(std::string_view key);
 Status CheckLabelKey(std::string_view key);
 /// A GCP label value: [a-z0-9_-]{1,63} (GCP also allows empty values; specs do not).
 Status CheckLabelValue(std::string_view value);
+
+/// A disk's name in its zone: [a-z0-9-]{1,63} (the last part of a data disk's source).
+Status CheckDiskName(std::string_view name);
+/// Where a data disk is mounted: an absolute directory of letters, digits, '-', '_' and
+/// '.' parts (no "..", no trailing '/'), at most 255 bytes, not / nor over a system
+/// directory (/etc, /usr, /home, /tmp, /var, …).
+Status CheckMountPath(std::string_view path);
 
 /// An SSH host address: a DNS name, an IPv4 address or an IPv6 address (no brackets,
 /// no port; the port is a field of its own).

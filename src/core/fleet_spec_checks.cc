@@ -215,6 +215,46 @@ Status CheckSshPublicKey(std::string_view key) {
   return Status::Ok();
 }
 
+Status CheckDiskName(std::string_view name) {
+  bool ok = !name.empty() && name.size() <= 63 && std::all_of(name.begin(), name.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-';
+  });
+  return ok ? Status::Ok()
+            : InvalidArgumentError("expected a disk name: lowercase letters, digits and '-', "
+                                   "at most 63, not " + QuoteForMessage(name));
+}
+
+// Places a data disk must not cover: the system's own, and where the worker's tools,
+// users and the agent keep their files.
+constexpr std::string_view kSystemDirs[] = {"/bin",  "/boot", "/dev", "/etc", "/lib", "/lib32",
+                                            "/lib64", "/proc", "/run", "/sbin", "/sys", "/usr",
+                                            "/var",  "/tmp",  "/root", "/home"};
+
+Status CheckMountPath(std::string_view path) {
+  std::vector<std::string> parts = Split(path, '/');
+  bool clean = path.size() > 1 && path.size() <= 255 && path[0] == '/' && path.back() != '/' &&
+               std::all_of(parts.begin() + 1, parts.end(), [](const std::string& p) {
+                 return !p.empty() && p != "." && p != ".." &&
+                        std::all_of(p.begin(), p.end(), [](char c) {
+                          return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                                 (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.';
+                        });
+               });
+  if (!clean) {
+    return InvalidArgumentError(
+        "expected an absolute directory such as /data or /mnt/disks/imagenet (letters, "
+        "digits, '-', '_' and '.', no '..', no trailing '/'), not " + QuoteForMessage(path));
+  }
+  for (std::string_view dir : kSystemDirs) {
+    if (path == dir || StartsWith(path, std::string(dir) + "/")) {
+      return InvalidArgumentError("a disk must not be mounted over " + std::string(dir) +
+                                  ": choose a directory of its own, such as /data or "
+                                  "/mnt/disks/NAME");
+    }
+  }
+  return Status::Ok();
+}
+
 Status CheckLabelKey(std::string_view key) {
   auto ok = [](char c) { return IsLower(c) || IsDigit(c) || c == '_' || c == '-'; };
   if (key.empty() || key.size() > 63 || !IsLower(key.front()) ||

@@ -33,26 +33,24 @@ Status ParseLabels(const Field& f, std::map<std::string, std::string>* labels) {
 Status ParseDiskSource(const Field& f, DataDiskSpec* disk) {
   TPUFLEET_ASSIGN_OR_RETURN(disk->source, f.String());
   std::vector<std::string> parts = Split(disk->source, '/');
-  auto is_name = [](const std::string& s) {
-    return !s.empty() && s.size() <= 63 && std::all_of(s.begin(), s.end(), [](char c) {
-      return IsLower(c) || IsDigit(c) || c == '-';
-    });
-  };
+  auto is_name = [](const std::string& s) { return CheckDiskName(s).ok(); };
   if (parts.size() != 6 || parts[0] != "projects" || parts[2] != "zones" || parts[4] != "disks" ||
       !is_name(parts[1]) || !is_name(parts[3]) || !is_name(parts[5])) {
     return f.Error("expected a zonal disk as projects/PROJECT/zones/ZONE/disks/NAME");
   }
   disk->project = parts[1];
   disk->zone = parts[3];
+  disk->name = parts[5];
   return Status::Ok();
 }
+
 
 // `project` is the fleet's project id: a node attaches only disks of its own project.
 Status ParseDataDisks(const Field& f, std::string_view project, std::vector<DataDiskSpec>* disks) {
   TPUFLEET_ASSIGN_OR_RETURN(std::vector<Field> items, f.Items());
   std::set<std::string> seen;
   for (const Field& item : items) {
-    TPUFLEET_TRY(item.CheckKeys({"source", "mode"}));
+    TPUFLEET_TRY(item.CheckKeys({"source", "mode", "mount"}));
     DataDiskSpec disk;
     TPUFLEET_ASSIGN_OR_RETURN(Field source, item.Require("source"));
     TPUFLEET_TRY(ParseDiskSource(source, &disk));
@@ -72,6 +70,18 @@ Status ParseDataDisks(const Field& f, std::string_view project, std::vector<Data
     if (auto mode = item.Get("mode")) {
       TPUFLEET_ASSIGN_OR_RETURN(disk.mode,
                                 Choice<DiskMode>(*mode, kDiskModeSpellings));
+    }
+    if (auto mount = item.Get("mount")) {
+      TPUFLEET_ASSIGN_OR_RETURN(disk.mount, mount->String());
+      TPUFLEET_TRY(At(*mount, CheckMountPath(disk.mount)));
+      for (const DataDiskSpec& other : *disks) {
+        if (!other.mount.empty() &&
+            (other.mount == disk.mount || StartsWith(disk.mount, other.mount + "/") ||
+             StartsWith(other.mount, disk.mount + "/"))) {
+          return mount->Error("this mount overlaps " + other.name + "'s (" + other.mount +
+                              "); each disk needs a directory of its own");
+        }
+      }
     }
     disks->push_back(std::move(disk));
   }

@@ -266,6 +266,30 @@ TEST_F(FleetSpecTest, DiskModeAndSource) {
                        "nodes[0].data_disks[1].source: this disk is listed twice"));
 }
 
+TEST_F(FleetSpecTest, DiskMountPath) {
+  auto disk = [](const std::string& more) {
+    return "      - {source: " + std::string(kV4Disk) + more + "}\n";
+  };
+  Result<FleetSpec> ok = Parse(DiskNode("v4-8", disk(", mount: /mnt/disks/data")));
+  ASSERT_TRUE(ok.ok()) << ok.status().message();
+  EXPECT_EQ(ok->nodes[0].data_disks[0].mount, "/mnt/disks/data");
+  EXPECT_EQ(ok->nodes[0].data_disks[0].name, "data");
+  for (const char* bad : {"data", "/", "/data/", "/data/../etc", "/da ta", "/data//x"}) {
+    EXPECT_TRUE(Contains(Error(DiskNode("v4-8", disk(std::string(", mount: '") + bad + "'"))),
+                         "nodes[0].data_disks[0].mount: expected an absolute directory"))
+        << bad;
+  }
+  EXPECT_TRUE(Contains(Error(DiskNode("v4-8", disk(", mount: /usr/local/data"))),
+                       "nodes[0].data_disks[0].mount: a disk must not be mounted over /usr"));
+  EXPECT_TRUE(Contains(Error(DiskNode("v4-8", disk(", mount: /home"))),
+                       "a disk must not be mounted over /home"));
+  EXPECT_TRUE(Contains(
+      Error(DiskNode("v4-8", disk(", mount: /data") +
+                                 "      - {source: projects/p-demo/zones/us-central2-b/disks/b, "
+                                 "mount: /data/b}\n")),
+      "nodes[0].data_disks[1].mount: this mount overlaps data's (/data)"));
+}
+
 TEST_F(FleetSpecTest, DiskMustBeInTheFleetsProject) {
   EXPECT_TRUE(
       FailsWith(DiskNode("v4-8", "      - {source: projects/other/zones/us-central2-b/disks/d}\n"),

@@ -78,16 +78,16 @@ using ComputeOr = RpcOr<T, ComputeError>;
 /// The non-empty segments of a request path: "/v2/projects/p" → {"v2", "projects", "p"}.
 std::vector<std::string> PathSegments(std::string_view path);
 
+/// The JSON of `r`, or its error.
+inline HttpResponse Respond(const RpcOr<Json>& r) {
+  return r.ok() ? JsonResponse(r.value()) : ErrorResponse(r.error());
+}
+
 /// Whether a Node's stored schedulingConfig asks for a preemptible node: spot,
 /// preemptible, or v2alpha1's provisioningModel SPOT.
 inline bool IsSpotScheduling(const Json& scheduling_config) {
   return scheduling_config.value("spot", false) || scheduling_config.value("preemptible", false) ||
          scheduling_config.value("provisioningModel", std::string()) == "SPOT";
-}
-
-/// The JSON of `r`, or its error.
-inline HttpResponse Respond(const RpcOr<Json>& r) {
-  return r.ok() ? JsonResponse(r.value()) : ErrorResponse(r.error());
 }
 
 // A node's and a queued resource's states are core's NodeState (core/node_state.h):

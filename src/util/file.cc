@@ -213,6 +213,21 @@ Status CheckOwnedByMe(const std::string& path, const struct stat& st, mode_t for
   return Status::Ok();
 }
 
+Status MakeDirs(const std::string& dir, mode_t mode) {
+  if (dir.empty() || dir[0] != '/') {
+    return InvalidArgumentError("not an absolute directory: \"" + dir + "\"");
+  }
+  for (size_t slash = dir.find('/', 1);; slash = dir.find('/', slash + 1)) {
+    const std::string part = dir.substr(0, slash);
+    if (::mkdir(part.c_str(), slash == std::string::npos ? mode : 0755) != 0 && errno != EEXIST) {
+      return ErrnoStatus(part, errno);
+    }
+    if (slash == std::string::npos) {
+      return Status::Ok();
+    }
+  }
+}
+
 Status MakePrivateDirs(const std::string& dir) {
   if (dir.empty()) {
     return InvalidArgumentError("empty directory name");

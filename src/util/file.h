@@ -44,6 +44,10 @@ std::string ReadToEof(int fd);
 /// (0600 for anything holding a credential), exactly, whatever the umask.
 Status WriteFileAtomic(const std::string& path, const std::string& data, int mode = 0644);
 
+/// Creates `dir` with mode `mode` and any missing parents with 0755 (as /var/lib and
+/// /mnt are); a `dir` that exists is left as it is. `dir` must be absolute.
+Status MakeDirs(const std::string& dir, mode_t mode);
+
 /// Creates `dir` and any missing parents with mode 0700. `dir` itself, whether made now
 /// or found, must be a directory (or a symlink to one) that the effective user owns and
 /// that neither its group nor others may write: FailedPrecondition naming the owner or

@@ -39,21 +39,8 @@ MadeAccounts ReadMade(const HostPaths& paths) {
   return out;
 }
 
-// The state directory (0700), and its missing parents (0755, as /var/lib is).
-Status MakeStateDir(const std::string& dir) {
-  for (size_t slash = dir.find('/', 1);; slash = dir.find('/', slash + 1)) {
-    const std::string part = dir.substr(0, slash);
-    if (::mkdir(part.c_str(), slash == std::string::npos ? 0700 : 0755) != 0 && errno != EEXIST) {
-      return ErrnoStatus(part, errno);
-    }
-    if (slash == std::string::npos) {
-      return Status::Ok();
-    }
-  }
-}
-
 Status WriteMade(const HostPaths& paths, const MadeAccounts& made) {
-  TPUFLEET_TRY(MakeStateDir(paths.state));
+  TPUFLEET_TRY(MakeDirs(paths.state, 0700));
   std::string text;
   for (const auto& [name, uid] : made) {
     text += name + " " + std::to_string(uid) + "\n";

@@ -149,13 +149,24 @@ class FakeWorkers {
   void FailInstallOn(const std::string& alias, int exit_code, std::string output) {
     failing_install_[alias] = {exit_code, std::move(output)};
   }
+  /// disks.mount on `alias` refuses every disk with `error`.
+  void FailMountOn(const std::string& alias, std::string error) {
+    failing_mount_[alias] = std::move(error);
+  }
   /// How many installs ran (on any worker), and which workers had accounts.apply.
   int installs() const { return installs_; }
-  std::vector<std::string> AccountsOn() const {
+  std::vector<std::string> AccountsOn() const { return RootCallsOn(api::AgentOp::kAccountsApply); }
+  /// The workers that had disks.mount, and each request's mounts as "disk:path:ro|rw".
+  std::vector<std::string> MountsOn() const { return RootCallsOn(api::AgentOp::kDisksMount); }
+  std::vector<std::string> MountRequests() const {
     std::vector<std::string> out;
     for (const Call& c : calls_) {
-      if (c.command == AgentRootCallCommand()) {
-        out.push_back(c.alias);
+      if (Result<api::AgentRequest> r = RootCall(c); r.ok() && r->op == api::AgentOp::kDisksMount) {
+        std::string line;
+        for (const api::MountSpec& m : r->mounts) {
+          line += (line.empty() ? "" : " ") + m.disk + ":" + m.path + (m.read_only ? ":ro" : ":rw");
+        }
+        out.push_back(line);
       }
     }
     return out;
@@ -207,8 +218,20 @@ class FakeWorkers {
                                    : job.command.substr(flag + std::strlen(" install --prometheus "));
       return r;
     }
-    if (job.command == AgentRootCallCommand()) {  // accounts.apply
+    if (job.command == AgentRootCallCommand()) {  // accounts.apply, disks.mount
       api::AgentRequest request = api::ParseAgentRequest(Trim(job.stdin_header)).value();
+      if (request.op == api::AgentOp::kDisksMount) {
+        std::vector<api::MountResult> mounted;
+        auto failing = failing_mount_.find(host.name);
+        for (const api::MountSpec& m : request.mounts) {
+          mounted.push_back(failing == failing_mount_.end()
+                                ? api::MountResult{m.disk, m.path, "mounted", ""}
+                                : api::MountResult{m.disk, m.path, "refused", failing->second});
+        }
+        sink.OnOutput(index, OutputStream::kStdout,
+                      api::AnswerLine({Status::Ok(), mounted}) + "\n");
+        return r;
+      }
       std::vector<api::AccountResult> made;
       for (const api::AccountSpec& u : request.users) {
         made.push_back({u.name, "created", "", ""});
@@ -222,6 +245,22 @@ class FakeWorkers {
       r.exit_code = it->second.first;
     }
     return r;
+  }
+
+  static Result<api::AgentRequest> RootCall(const Call& c) {
+    if (c.command != AgentRootCallCommand()) {
+      return NotFoundError("not a root call");
+    }
+    return api::ParseAgentRequest(Trim(c.script));
+  }
+  std::vector<std::string> RootCallsOn(api::AgentOp op) const {
+    std::vector<std::string> out;
+    for (const Call& c : calls_) {
+      if (Result<api::AgentRequest> r = RootCall(c); r.ok() && r->op == op) {
+        out.push_back(c.alias);
+      }
+    }
+    return out;
   }
 
   // What AgentCheckScript prints on `alias`.
@@ -252,6 +291,7 @@ class FakeWorkers {
   std::set<std::string> stopped_;
   std::set<std::string> no_sudo_;
   std::map<std::string, std::pair<int, std::string>> failing_install_;
+  std::map<std::string, std::string> failing_mount_;
   int installs_ = 0;
 };
 

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
@@ -232,13 +233,15 @@ Status NamespaceHosts::BootWorkers(Node& node) {
   TPUFLEET_TRY(AttachNodeDisks(&node.disks, node.spec.data_disks, &none));
   TPUFLEET_TRY(WriteDocuments(node));
 
-  // Pipes: status (init → machine), go (machine → init). All close-on-exec here.
+  // Pipes: status (init → machine), go (machine → init; a socket pair, so that a worker
+  // that died at boot is an error to send to, not a SIGPIPE). All close-on-exec here.
   std::vector<UniqueFd> status_r(n), status_w(n), go_r(n), go_w(n), logs(n);
   std::vector<InitSpawner::Request> requests(n);
   for (size_t i = 0; i < n; ++i) {
     int p[2];
     int q[2];
-    if (::pipe2(p, O_CLOEXEC) != 0 || ::pipe2(q, O_CLOEXEC) != 0) {
+    if (::pipe2(p, O_CLOEXEC) != 0 ||
+        ::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, q) != 0) {
       return InternalError(Errno("pipe"));
     }
     status_r[i] = UniqueFd(p[0]);
@@ -284,7 +287,7 @@ Status NamespaceHosts::BootWorkers(Node& node) {
   TPUFLEET_TRY(net->AddVeths(veths));
   for (size_t i = 0; i < n; ++i) {
     char go = 'g';
-    if (::write(go_w[i].get(), &go, 1) != 1) {
+    if (::send(go_w[i].get(), &go, 1, MSG_NOSIGNAL) != 1) {
       return InternalError(Errno("starting worker " + std::to_string(i)));
     }
     go_w[i].Reset();

@@ -168,6 +168,44 @@ TEST_F(DataDiskTest, NothingElseBecomesMountable) {
   EXPECT_EQ(Run(w[0], "sudo -n mount /dev/sdb /mnt/d && sudo -n umount /mnt/d").exit_code, 0);
 }
 
+// A fleet spec's `data_disks: [{source: …, mount: /data}]`: the node agent makes the
+// directory in "/" and mounts there (worker_root.h), on every worker of every node.
+TEST_F(DataDiskTest, AReadOnlyDiskAtSlashDataShowsTheSameFilesOnEveryWorkerOfTwoNodes) {
+  std::error_code ec;
+  if (fs::exists("/data", ec)) {
+    GTEST_SKIP() << "the machine has a /data, which every worker would show instead";
+  }
+  std::vector<WorkerInfo> a = BootNode(NodeWithDisk("2601", 1, false));
+  ASSERT_EQ(a.size(), 1u);
+  ProgramResult r = Run(a[0],
+                        "set -e; sudo -n mkfs.ext4 -q /dev/sdb; sudo -n mkdir /data; "
+                        "sudo -n mount /dev/sdb /data; echo shared | sudo -n tee /data/file "
+                        ">/dev/null; sudo -n umount /data");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::vector<WorkerInfo> readers = BootNode(NodeWithDisk("2602", 2, true));
+  std::vector<WorkerInfo> c = BootNode(NodeWithDisk("2603", 1, true));
+  readers.insert(readers.end(), c.begin(), c.end());
+  ASSERT_EQ(readers.size(), 3u);
+  for (const WorkerInfo& w : readers) {
+    r = Run(w,
+            "set -e; sudo -n mkdir -p /data; sudo -n mount -o ro,noload /dev/sdb /data; "
+            "cat /data/file; findmnt -rno SOURCE,OPTIONS /data | cut -c1-12; sudo -n umount "
+            "/data; mountpoint -q /data || echo unmounted");
+    EXPECT_EQ(r.output, "shared\n/dev/sdb ro,\nunmounted\n") << w.hostname;
+  }
+  // Still nowhere else: not over "/", /proc, /run, /etc, nor through a link from "/"
+  // into the worker's /etc or the machine's /sys.
+  for (const char* cmd :
+       {"sudo -n mount /dev/sdb /", "sudo -n mount /dev/sdb /proc", "sudo -n mount /dev/sdb /run",
+        "sudo -n mount /dev/sdb /etc",
+        "sudo -n ln -s /etc/ssh /to-etc && sudo -n mount /dev/sdb /to-etc",
+        "sudo -n ln -s /sys/kernel /to-sys && sudo -n mount /dev/sdb /to-sys"}) {
+    r = Run(readers[0], cmd);
+    EXPECT_NE(r.exit_code, 0) << cmd << ": " << r.output;
+  }
+  EXPECT_EQ(Run(readers[0], "findmnt -rn -S /dev/sdb | wc -l").output, "0\n");
+}
+
 TEST_F(DataDiskTest, DisksStayAcrossHaltAndBootAndGoWithDestroy) {
   NodeHostSpec spec = NodeWithDisk("2301", 2, true);
   ASSERT_EQ(BootNode(spec).size(), 2u);

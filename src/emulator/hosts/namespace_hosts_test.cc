@@ -476,11 +476,20 @@ TEST_F(WorkerRootRegression, CannotChangeTheMachine) {
   std::vector<WorkerInfo> w = BootOrDie(Spec(KeyLine("alice"), 1));
   ASSERT_EQ(w.size(), 1u);
   const std::string mark = "/tpufleet-worker-root-test-" + std::to_string(::getpid());
+  // A directory of the machine's in "/" that no mount of the worker's covers.
+  std::string machine_dir = "/sys";
+  std::error_code ec;
+  for (const char* dir : {"/srv", "/boot", "/media"}) {
+    if (fs::is_directory(dir, ec) && !fs::is_symlink(dir, ec)) {
+      machine_dir = dir;
+      break;
+    }
+  }
   // Each line prints "<check> <exit code>"; 0 would be a way out.
   ProgramResult r = Ssh(
       "alice", w[0].address,
       "t() { name=$1; shift; sudo -n \"$@\" >/dev/null 2>&1; echo \"$name $?\"; }; "
-      "t write-root touch " + mark + "; "
+      "t write-machine touch " + machine_dir + mark + "; "
       "t mount mount -t tmpfs none /mnt; "
       "t umount umount -l /etc; "
       "t address ip addr add 192.0.2.1/32 dev eth0; "
@@ -490,7 +499,8 @@ TEST_F(WorkerRootRegression, CannotChangeTheMachine) {
       "echo devices $(ls /dev | LC_ALL=C sort); "
       "echo bounding $(sudo -n awk '/^CapBnd/ {print $2}' /proc/self/status)");
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  for (const char* check : {"write-root", "mount", "umount", "address", "sysctl", "sysrq", "mknod"}) {
+  for (const char* check :
+       {"write-machine", "mount", "umount", "address", "sysctl", "sysrq", "mknod"}) {
     EXPECT_EQ(r.output.find(std::string(check) + " 0\n"), std::string::npos)
         << check << " worked: " << r.output;
     EXPECT_NE(r.output.find(std::string(check) + " "), std::string::npos) << r.output;
@@ -503,14 +513,16 @@ TEST_F(WorkerRootRegression, CannotChangeTheMachine) {
   // CapBnd: CHOWN DAC_OVERRIDE FOWNER FSETID KILL SETGID SETUID SETPCAP NET_BIND_SERVICE
   // NET_RAW SYS_CHROOT AUDIT_WRITE SETFCAP.
   EXPECT_NE(r.output.find("bounding 00000000a00425fb\n"), std::string::npos) << r.output;
-  std::error_code ec;
+  EXPECT_FALSE(fs::exists(machine_dir + mark, ec));
+  fs::remove(machine_dir + mark, ec);
+  // What users do still works: sudo, and writing where the worker has its own files,
+  // "/" included (worker_root.h: its root directory is on its disk, not the machine's).
+  ProgramResult ok = Ssh("alice", w[0].address,
+                         "sudo -n touch /etc/ok /usr/local/ok /var/ok /opt/ok ~/ok /tmp/ok " +
+                             mark + " && echo hi > /dev/null && sudo -n id -un");
+  EXPECT_EQ(ok.output, "root\n") << ok.output;
   EXPECT_FALSE(fs::exists(mark, ec));
   fs::remove(mark, ec);
-  // What users do still works: sudo, and writing where the worker has its own files.
-  ProgramResult ok = Ssh("alice", w[0].address,
-                         "sudo -n touch /etc/ok /usr/local/ok /var/ok /opt/ok ~/ok /tmp/ok && "
-                         "echo hi > /dev/null && sudo -n id -un");
-  EXPECT_EQ(ok.output, "root\n") << ok.output;
 }
 
 // On a machine with net.ipv4.ip_forward=1 (Docker sets it), a worker's root could

@@ -30,8 +30,9 @@ namespace {
 
 // Requests are a type and an option string: a few hundred bytes.
 constexpr size_t kMaxRequest = 4096;
-// The worker's own writable places a data disk may be mounted in (worker_setup.h).
-constexpr const char* kMountPlaces[] = {"/mnt", "/home", "/root", "/tmp", "/var", "/opt"};
+// The worker's own writable places a data disk may be mounted in (worker_setup.h); "/"
+// is its root directory, where its root makes /data (worker_root.h).
+constexpr const char* kMountPlaces[] = {"/", "/mnt", "/home", "/root", "/tmp", "/var", "/opt"};
 
 // GCE's udev rules name each disk twice in /dev/disk/by-id.
 constexpr const char* kLinkPrefixes[] = {"google-", "scsi-0Google_PersistentDisk_"};
@@ -338,20 +339,26 @@ Result<std::string> WorkerDisks::MountRequest(const std::vector<std::string>& pa
     return InvalidArgumentError("mount point is not a directory.");
   }
   TPUFLEET_ASSIGN_OR_RETURN(uint64_t target_mount, MountId(target, "", AT_EMPTY_PATH));
-  bool allowed = false;
+  // Anywhere in one of the places, but not over the root directory itself.
+  struct stat root_st;
+  bool allowed = ::stat("/", &root_st) == 0 &&
+                 !(st.st_dev == root_st.st_dev && st.st_ino == root_st.st_ino);
+  bool placed = false;
   for (const char* place : kMountPlaces) {
     struct statvfs vfs {};
     Result<uint64_t> id = MountId(AT_FDCWD, place, 0);
-    allowed = allowed || (id.ok() && *id == target_mount && ::statvfs(place, &vfs) == 0 &&
-                          (vfs.f_flag & ST_RDONLY) == 0);
+    placed = placed || (id.ok() && *id == target_mount && ::statvfs(place, &vfs) == 0 &&
+                        (vfs.f_flag & ST_RDONLY) == 0);
   }
+  allowed = allowed && placed;
   for (const Mounted& m : mounted_) {
     allowed = allowed && m.id != target_mount;
   }
   if (!allowed) {
     return PermissionDeniedError(
         "permission denied: a data disk is mounted on a directory of the worker's own "
-        "(under /mnt, /home, /root, /tmp, /var or /opt), not in another mount.");
+        "(one it made in /, or under /mnt, /home, /root, /tmp, /var or /opt), not in "
+        "another mount.");
   }
   TPUFLEET_ASSIGN_OR_RETURN(MountOptions options, ParseMountOptions(parts[2]));
   std::string warning;

@@ -18,8 +18,9 @@
 // effective, checks and mounts in the worker's mount namespace:
 //   - the caller is uid 0 (SO_PEERCRED) — the socket's directory is also root's only;
 //   - the source is one of this worker's disks (by device number), the type ext2/3/4;
-//   - the target is a directory on one of the worker's own writable mounts (/mnt,
-//     /home, /root, /tmp, /var, /opt): not the machine's, not a data disk, not /run;
+//   - the target is a directory on one of the worker's own writable mounts: its root
+//     directory (worker_root.h: /data, made by its root) but not "/" itself, /mnt,
+//     /home, /root, /tmp, /var, /opt; not the machine's, not a data disk, not /run;
 //   - the options are from a fixed list (no journal_dev, no errors=panic, no suid or
 //     dev); nosuid and nodev are always set, and ro for a READ_ONLY disk (with mount(8)'s
 //     "write-protected" warning);

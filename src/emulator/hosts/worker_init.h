@@ -12,20 +12,22 @@
 // worker, it is instead the mount helper of worker_disks.h.
 //
 // Descriptors: 1 and 2 the worker's log (<disk>/worker.log); kStatusFd the boot status
-// pipe; kGoFd a pipe on which the machine writes one byte once the veth is in place;
+// pipe; kGoFd a socket on which the machine sends one byte once the veth is in place;
 // kLifelineFd the read end of a pipe whose write end only the emulator holds: when it
 // hangs up the emulator is gone and the worker powers off at once.
 //
-// Boot: make mounts private; a tmpfs /run; overlays over /etc, /usr, /opt and /var with
-// their upper layers on the worker's disk (so what is installed or written there stays
-// on this worker; /var only when the state dir is not under it, else just a private
-// /var/tmp); the disk's home, root and tmp bound over /home, /root and /tmp; the bucket
-// dir (--bucket, shared by every worker of every node) at /gcs; a /dev of
-// its own with only harmless devices; a fresh /proc (kernel settings read-only) and
-// /sys; the stand-in program (--standin) at /usr/local/bin/tpu-standin; the node's
+// Boot: make mounts private; a root directory of its own on the worker's disk, with the
+// machine's top-level entries in it (worker_root.h); a tmpfs /run; overlays over /etc,
+// /usr, /opt and /var with their upper layers on the worker's disk (so what is installed
+// or written there stays on this worker; /var only when the state dir is not under it,
+// else just a private /var/tmp); the disk's home, root and tmp bound over /home, /root
+// and /tmp; the bucket dir (--bucket, shared by every worker of every node) at /gcs; a
+// /dev of its own with only harmless devices; a fresh /proc (kernel settings read-only)
+// and /sys; the stand-in program (--standin) at /usr/local/bin/tpu-standin; the node's
 // chips (accelerators.h) and data disks (worker_disks.h: nodes, the mount helper and its
-// socket), which every document reload brings up to date; every other mount, the
-// machine's, read-only; the emulator's state dir (--state and --hide) hidden; the hostname. After
+// socket), which every document reload brings up to date; the machine's root detached;
+// every other mount, the machine's, read-only (but "/" itself); the emulator's state dir
+// (--state and --hide) hidden; the hostname. After
 // "go": lo up with 169.254.169.254/32, eth0 with the worker's address. Then the host key
 // (ssh-keygen at first boot, kept on the disk), sshd_config, /etc/hosts, the users from ssh-keys
 // (guest_agent.h), the metadata server on 169.254.169.254:80, the capabilities a worker does not

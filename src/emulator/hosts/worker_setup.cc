@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "emulator/hosts/system_programs.h"
+#include "emulator/hosts/worker_root.h"
 #include "util/file.h"
 #include "util/strings.h"
 #include "util/unique_fd.h"
@@ -88,22 +89,6 @@ bool IsUnder(const std::string& path, const std::string& dir) {
 bool IsRealDir(const std::string& path) {
   struct stat st;
   return ::lstat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
-}
-
-// A directory on the worker's disk, which its root could change while it last ran: a
-// link (say, to the machine's /root or /etc) or file there is removed first, so no
-// mount below ever binds or overlays a directory of the machine's (issue 10).
-// The worker is not running yet: nothing races this.
-Status DiskDir(const std::string& path, mode_t mode) {
-  struct stat st;
-  if (::lstat(path.c_str(), &st) == 0 && !S_ISDIR(st.st_mode) && ::unlink(path.c_str()) != 0) {
-    return InternalError(Errno("unlink " + path));
-  }
-  TPUFLEET_TRY(MkDir(path, mode));
-  if (!IsRealDir(path)) {
-    return InternalError(path + " is not a directory");
-  }
-  return Status::Ok();
 }
 
 Status WriteIfChanged(const std::string& path, const std::string& content, int mode) {
@@ -182,6 +167,19 @@ Status SetUpDev() {
 
 }  // namespace
 
+// The worker is not running yet: nothing races this.
+Status DiskDir(const std::string& path, mode_t mode) {
+  struct stat st;
+  if (::lstat(path.c_str(), &st) == 0 && !S_ISDIR(st.st_mode) && ::unlink(path.c_str()) != 0) {
+    return InternalError(Errno("unlink " + path));
+  }
+  TPUFLEET_TRY(MkDir(path, mode));
+  if (!IsRealDir(path)) {
+    return InternalError(path + " is not a directory");
+  }
+  return Status::Ok();
+}
+
 Status BindProgram(const std::string& binary, const std::string& path) {
   struct stat st;
   if (::lstat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode) && ::unlink(path.c_str()) != 0) {
@@ -203,8 +201,10 @@ namespace {
 
 // Makes every mount read-only but the worker's own (`own`, with what is mounted below
 // them), so the part of the machine's file system the worker shares is read-only to it.
-// /proc itself stays writable (processes' own files), its bound kernel settings not.
-Status LockDown(const std::vector<std::string>& own) {
+// /proc itself stays writable (processes' own files), its bound kernel settings not;
+// so does the root directory where it is the worker's own (worker_root.h), but not
+// the machine's directories in it.
+Status LockDown(const std::vector<std::string>& own, bool own_root) {
   mount_attr ro{};
   ro.attr_set = MOUNT_ATTR_RDONLY;
   if (::mount_setattr(AT_FDCWD, "/", AT_RECURSIVE, &ro, sizeof ro) != 0) {
@@ -224,6 +224,9 @@ Status LockDown(const std::vector<std::string>& own) {
   }
   if (::mount_setattr(AT_FDCWD, "/proc", 0, &rw, sizeof rw) != 0) {
     return InternalError(Errno("make /proc writable"));
+  }
+  if (own_root && ::mount_setattr(AT_FDCWD, "/", 0, &rw, sizeof rw) != 0) {
+    return InternalError(Errno("make / writable"));
   }
   return Status::Ok();
 }
@@ -252,7 +255,10 @@ Status SetUpMounts(const WorkerPaths& paths, const std::function<Status()>& extr
   const std::string& disk = paths.disk;
   const std::string& state = paths.state;
   const std::string d = kDiskMount;
-  // The stand-in and the bucket are opened now: the worker's own /tmp, /home, /root and
+  TPUFLEET_TRY(Mount("", "/", nullptr, MS_REC | MS_PRIVATE));
+  TPUFLEET_ASSIGN_OR_RETURN(const bool own_root, EnterOwnRoot(disk));
+  // The stand-in and the bucket are opened now (every path of the machine still leads
+  // where it did, but for new names in "/"): the worker's own /tmp, /home, /root and
   // /run hide the machine's below, and a build tree or a state dir may well be there (a
   // checkout in /tmp).
   UniqueFd standin_fd;
@@ -272,7 +278,6 @@ Status SetUpMounts(const WorkerPaths& paths, const std::function<Status()>& extr
   }
   // The mounts the worker owns, writable after LockDown; the rest of / is not.
   std::vector<std::string> own = {"/run"};
-  TPUFLEET_TRY(Mount("", "/", nullptr, MS_REC | MS_PRIVATE));
   TPUFLEET_TRY(Mount("tmpfs", "/run", "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755"));
   TPUFLEET_TRY(MkDir("/run/tpufleet", 0700));
   TPUFLEET_TRY(MkDir(d, 0700));
@@ -345,8 +350,9 @@ Status SetUpMounts(const WorkerPaths& paths, const std::function<Status()>& extr
     own.push_back(std::string("/") + b.name);
   }
   if (bucket_fd.get() >= 0) {
-    // The machine made the mount point (MakeBucketDir); a worker's root cannot have
-    // changed it, since the machine's root file system is read-only to it.
+    // The machine made the mount point (MakeBucketDir), unless the worker's root made
+    // it in its own root directory (a real directory: the bucket goes on it and no
+    // further).
     if (IsRealDir(kBucketMount)) {
       TPUFLEET_TRY(Mount("/proc/self/fd/" + std::to_string(bucket_fd.get()), kBucketMount, nullptr,
                          MS_BIND));
@@ -392,7 +398,10 @@ Status SetUpMounts(const WorkerPaths& paths, const std::function<Status()>& extr
     }
   }
   TPUFLEET_TRY(extra());
-  TPUFLEET_TRY(LockDown(own));
+  if (own_root) {
+    TPUFLEET_TRY(LeaveMachineRoot());
+  }
+  TPUFLEET_TRY(LockDown(own, own_root));
   // Hide the other workers' disks and the emulator's own files, its token first (when
   // they are still visible at all: a worker's /home, /root and /tmp cover them often).
   for (const std::string& dir : {state, paths.hide}) {

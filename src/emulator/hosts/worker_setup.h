@@ -41,19 +41,27 @@ struct WorkerPaths {
   std::string hide;     // another directory to hide like state (the emulator's); "" for none
 };
 
-/// The worker's file system (see worker_init.h): private mounts, tmpfs /run with the
-/// disk at kDiskMount, overlays over /etc /usr /opt /var, the disk's home, root, tmp and
-/// mnt over /home /root /tmp /mnt (where the machine has them), the bucket (unless "") read-write at kBucketMount (nosuid,
-/// nodev, like a gcsfuse mount; skipped, and said, when the machine has no directory
-/// there), a /dev of its own (null, zero, full, random, urandom, tty, shm, pts), /proc
-/// (its sys, sysrq-trigger, irq and bus read-only) and /sys (read-only), and the
-/// machine's program `standin` (unless "") bound read-only at kStandinPath, over an
-/// empty file made on the worker's own /usr (skipped, and said, when /usr is not the
-/// worker's). Then `extra` runs (the worker's disk is at kDiskMount, /dev and /sys are
-/// mounted: the accelerators go in here). Every other mount, the machine's root file
-/// system first, is made read-only for the worker; then the state dir and `hide` are
-/// hidden.
+/// The worker's file system (see worker_init.h): private mounts, a root directory of
+/// its own (worker_root.h; said, and the machine's kept read-only, where it cannot be
+/// had), tmpfs /run with the disk at kDiskMount, overlays over /etc /usr /opt /var, the
+/// disk's home, root, tmp and mnt over /home /root /tmp /mnt (where "/" has them), the
+/// bucket (unless "") read-write at kBucketMount (nosuid, nodev, like a gcsfuse mount;
+/// skipped, and said, when "/" has no directory there), a /dev of its own (null, zero,
+/// full, random, urandom, tty, shm, pts), /proc (its sys, sysrq-trigger, irq and bus
+/// read-only) and /sys (read-only), and the machine's program `standin` (unless "")
+/// bound read-only at kStandinPath, over an empty file made on the worker's own /usr
+/// (skipped, and said, when /usr is not the worker's). Then `extra` runs (the worker's
+/// disk is at kDiskMount, /dev and /sys are mounted: the accelerators go in here).
+/// Every other mount, the machine's directories in "/" first, is made read-only for the
+/// worker (but "/" itself where it is the worker's own); then the state dir and `hide`
+/// are hidden.
 Status SetUpMounts(const WorkerPaths& paths, const std::function<Status()>& extra);
+
+/// A directory on the worker's disk, which its root could change while it last ran: a
+/// link (say, to the machine's /root or /etc) or file there is removed first, so no
+/// mount below ever binds or overlays a directory of the machine's (issue 10).
+/// REQUIRES: the worker is not running.
+Status DiskDir(const std::string& path, mode_t mode);
 
 /// A detached clone of the mount at `path` (open_tree): writable through the descriptor
 /// (mkdirat, mknodat, symlinkat) after LockDown made the mount itself read-only to the
