@@ -70,7 +70,7 @@ formatted_rw() {
 check "the worker has an ext4 file system mounted read-write at /data" formatted_rw
 check "a file is written to /data through exec" \
   eval 'on_every writer "echo shared-bytes | sudo tee /data/hello >/dev/null && sync"'
-check "down writer frees the disk" eval 'tf down writer >"$tmp/down.txt" 2>&1 || { cat "$tmp/down.txt"; false; }'
+check "down writer frees the disk" eval 'tf down writer --yes >"$tmp/down.txt" 2>&1 || { cat "$tmp/down.txt"; false; }'
 
 # ---------------------------------------------------------------------------------
 note "c. read-only on a v4-32 and a v4-8: the file on every worker, no writes"
