@@ -85,19 +85,9 @@ echo "gcloud bench: emulator start and up" >&2
 ep=$(jq -r .endpoint "$TPUFLEET_EMULATOR_DIR/daemon.json")
 "$bin" up "$tmp/fleet.yaml" >"$tmp/logs/up.log" 2>&1 || { tail -20 "$tmp/logs/up.log" >&2; exit 1; }
 
-# gcloud's environment (test/gcloud_lib.sh's gcloud_env, with its own HOME for ~/.ssh).
-gcloud_env() {
-  export CLOUDSDK_CONFIG=$tmp/gcloud-config
-  mkdir -p "$CLOUDSDK_CONFIG"
-  export CLOUDSDK_API_ENDPOINT_OVERRIDES_TPU=$ep
-  export CLOUDSDK_API_ENDPOINT_OVERRIDES_COMPUTE=${ep}compute/v1/
-  export CLOUDSDK_AUTH_ACCESS_TOKEN_FILE=$TPUFLEET_EMULATOR_DIR/token
-  export CLOUDSDK_CORE_PROJECT=$1
-  export CLOUDSDK_CORE_DISABLE_PROMPTS=1 CLOUDSDK_SURVEY_DISABLE_PROMPTS=1
-  export CLOUDSDK_COMPONENT_MANAGER_DISABLE_UPDATE_CHECK=1
-  export CLOUDSDK_CORE_DISABLE_USAGE_REPORTING=1
-  unset CLOUDSDK_COMPUTE_ZONE CLOUDSDK_COMPUTE_REGION CLOUDSDK_CORE_ACCOUNT
-}
+# gcloud's environment: test/gcloud_lib.sh's gcloud_env (a throwaway CLOUDSDK_CONFIG in
+# $tmp, the endpoint overrides, the emulator's token, no prompts or update checks).
+source "$(dirname "$0")/../test/gcloud_lib.sh"
 # The pods' names, project and worker hostnames, from the state tpufleet keeps.
 "$bin" status --json >"$tmp/status.json"
 declare -A node_of
