@@ -82,11 +82,12 @@ zone=us-central2-b
 } >"$tmp/fleet.yaml"
 echo "gcloud bench: emulator start and up" >&2
 "$bin" emulator start >/dev/null
-ep=$(jq -r .endpoint "$TPUFLEET_EMULATOR_DIR/daemon.json")
+ep=$(jq -r .endpoint "$TPUFLEET_EMULATOR_DIR/daemon.json")  # gcloud_env's endpoint
 "$bin" up "$tmp/fleet.yaml" >"$tmp/logs/up.log" 2>&1 || { tail -20 "$tmp/logs/up.log" >&2; exit 1; }
 
 # gcloud's environment: test/gcloud_lib.sh's gcloud_env (a throwaway CLOUDSDK_CONFIG in
 # $tmp, the endpoint overrides, the emulator's token, no prompts or update checks).
+# shellcheck source=test/gcloud_lib.sh
 source "$(dirname "$0")/../test/gcloud_lib.sh"
 # The pods' names, project and worker hostnames, from the state tpufleet keeps.
 "$bin" status --json >"$tmp/status.json"
