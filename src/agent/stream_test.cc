@@ -231,6 +231,12 @@ TEST(AgentHostOps, AccountsAreForRootAlone) {
   r.users = {{"mallory", {}, true}};
   EXPECT_EQ(agent.Ask(r, /*as_nobody=*/true).status,
             PermissionDeniedError("accounts.apply is for root (sudo -n tpufleet-agent call)"));
+  // Mounting (and formatting a blank disk) is root's too.
+  r = AgentRequest{};
+  r.op = AgentOp::kDisksMount;
+  r.mounts = {{"data", "/mnt/data", false}};
+  EXPECT_EQ(agent.Ask(r, /*as_nobody=*/true).status,
+            PermissionDeniedError("disks.mount is for root (sudo -n tpufleet-agent call)"));
 }
 
 }  // namespace
