@@ -30,8 +30,6 @@ namespace {
 constexpr std::chrono::seconds kComputeWaitLimit{30};
 // How often a waiting call looks again (real time with a real clock).
 constexpr std::chrono::milliseconds kComputeWaitPoll{50};
-// Compute's list pages: maxResults defaults to 500 and may not exceed it.
-constexpr long long kComputeMaxResults = 500;
 
 ComputeError RouteNotFound(const HttpRequest& req) {
   return {404, "notFound",
@@ -209,39 +207,15 @@ ComputeOr<Json> ApiServerImpl::ParseComputeBody(const Call& c) const {
 }
 
 HttpResponse ApiServerImpl::ListComputeOperations(const Call& c, const std::string&) {
-  long long max = kComputeMaxResults;
-  if (std::string m = c.req->Query("maxResults"); !m.empty()) {
-    if (!ParseInt(m, &max) || max < 0 || max > kComputeMaxResults) {
-      return ErrorResponse(ComputeInvalid("Invalid value for field 'maxResults': '" + m +
-                                          "'. Must be in the range [0, 500]."));
-    }
-    if (max == 0) {
-      max = kComputeMaxResults;
-    }
-  }
-  std::vector<const ComputeOperation*> all = compute_ops_.List(c.parent);
-  auto from = all.begin();
-  if (std::string token = c.req->Query("pageToken"); !token.empty()) {
-    Result<std::string> after = DecodePageToken(token);
-    if (!after.ok()) {
-      return ErrorResponse(ComputeInvalid("Invalid value for field 'pageToken': '" + token + "'."));
-    }
-    from = std::find_if(all.begin(), all.end(),
-                        [&](const ComputeOperation* op) { return op->Path() > *after; });
-  }
   std::string root = ComputeRoot(*c.req);
-  Json items = Json::array();
-  auto it = from;
-  for (; it != all.end() && static_cast<long long>(items.size()) < max; ++it) {
-    items.push_back(ComputeOperations::Render(**it, root));
+  std::vector<std::pair<std::string, Json>> items;
+  for (const ComputeOperation* op : compute_ops_.List(c.parent)) {
+    items.emplace_back(op->Path(), ComputeOperations::Render(*op, root));
   }
-  Json out{{"kind", "compute#operationList"},
-           {"id", c.parent + "/operations"},
-           {"items", items},
-           {"selfLink", root + c.parent + "/operations"}};
-  if (it != all.end()) {
-    out["nextPageToken"] = EncodePageToken((*(it - 1))->Path());
-  }
+  EMULATOR_ASSIGN_OR_RESPOND(Json out, ComputePage(c, items));
+  out["kind"] = "compute#operationList";
+  out["id"] = c.parent + "/operations";
+  out["selfLink"] = root + c.parent + "/operations";
   return JsonResponse(out);
 }
 

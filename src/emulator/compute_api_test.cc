@@ -2,6 +2,8 @@
 // envelope, operations, faults.
 #include "emulator/api_server.h"
 
+#include <set>
+
 #include "emulator/testing/api_fixture.h"
 
 namespace tpufleet::emulator {
@@ -39,6 +41,31 @@ TEST_F(ComputeApiTest, EmptyOperationListsAreComputeLists) {
   EXPECT_EQ(Get(std::string(kCompute) + "/global/operations?maxResults=501").status, 400);
   // Empty path segments are skipped, as for the TPU API.
   EXPECT_EQ(Get("//compute/v1//projects/p/global/operations").status, 200);
+}
+
+TEST_F(ComputeApiTest, OperationListsComeInPagesOfMaxResults) {
+  std::string zone = std::string(kCompute) + "/zones/us-central2-b";
+  for (const char* name : {"d1", "d2", "d3"}) {
+    ASSERT_EQ(Post(zone + "/disks", Json{{"name", name}, {"sizeGb", "10"}}).status, 200) << name;
+  }
+  Reply first = Get(zone + "/operations?maxResults=2");
+  ASSERT_EQ(first.status, 200) << first.text;
+  ASSERT_EQ(first.json["items"].size(), 2u);
+  ASSERT_TRUE(first.json.contains("nextPageToken")) << first.text;
+  Reply second = Get(zone + "/operations?maxResults=2&pageToken=" +
+                     first.json["nextPageToken"].get<std::string>());
+  ASSERT_EQ(second.status, 200) << second.text;
+  ASSERT_EQ(second.json["items"].size(), 1u);
+  EXPECT_FALSE(second.json.contains("nextPageToken"));
+  EXPECT_EQ(second.json["kind"], "compute#operationList");
+  std::set<std::string> targets;
+  for (const Reply* r : {&first, &second}) {
+    for (const Json& op : r->json["items"]) {
+      targets.insert(op["targetLink"].get<std::string>().substr(
+          op["targetLink"].get<std::string>().rfind('/') + 1));
+    }
+  }
+  EXPECT_EQ(targets, (std::set<std::string>{"d1", "d2", "d3"}));
 }
 
 TEST_F(ComputeApiTest, UnknownZonesAndForeignProjectsAreRefusedAsComputeDoes) {

@@ -13,7 +13,7 @@ namespace tpufleet::emulator {
 namespace {
 
 // Compute's list pages: maxResults defaults to 500 and may not exceed it.
-constexpr long long kDiskMaxResults = 500;
+constexpr long long kComputeMaxResults = 500;
 // What Compute shows as the fingerprint of no labels.
 constexpr std::string_view kEmptyLabelFingerprint = "42WmSpB8rSM=";
 // Every disk's block size (Compute's default; 16384 is the other choice).
@@ -122,14 +122,14 @@ bool Matches(const Json& item, const std::vector<FilterTerm>& terms) {
 
 ComputeOr<Json> ApiServerImpl::ComputePage(
     const Call& c, const std::vector<std::pair<std::string, Json>>& items) const {
-  long long max = kDiskMaxResults;
+  long long max = kComputeMaxResults;
   if (std::string m = c.req->Query("maxResults"); !m.empty()) {
-    if (!ParseInt(m, &max) || max < 0 || max > kDiskMaxResults) {
+    if (!ParseInt(m, &max) || max < 0 || max > kComputeMaxResults) {
       return ComputeInvalid("Invalid value for field 'maxResults': '" + m +
                             "'. Must be in the range [0, 500].");
     }
     if (max == 0) {
-      max = kDiskMaxResults;
+      max = kComputeMaxResults;
     }
   }
   std::vector<FilterTerm> terms;
