@@ -10,6 +10,7 @@
 #include "agent/host/system_programs.h"
 #include "core/fleet_spec.h"
 #include "util/file.h"
+#include "util/mount_info.h"
 #include "util/strings.h"
 #include "util/subprocess.h"
 
@@ -23,21 +24,6 @@ constexpr std::chrono::minutes kMkfsTimeout{10};
 // The saved list and mountinfo are small; a cap keeps a hostile file from filling memory.
 constexpr size_t kMaxMountsFileBytes = 64 * 1024;
 constexpr size_t kMaxMountInfoBytes = 4 * 1024 * 1024;
-
-// mountinfo writes space, tab, newline and backslash as \ooo.
-std::string UnescapeOctal(std::string_view s) {
-  std::string out;
-  for (size_t i = 0; i < s.size(); ++i) {
-    auto octal = [&](size_t k) { return k < s.size() && s[k] >= '0' && s[k] <= '7'; };
-    if (s[i] == '\\' && octal(i + 1) && octal(i + 2) && octal(i + 3)) {
-      out += static_cast<char>((s[i + 1] - '0') * 64 + (s[i + 2] - '0') * 8 + (s[i + 3] - '0'));
-      i += 3;
-    } else {
-      out += s[i];
-    }
-  }
-  return out;
-}
 
 std::string DevicePath(const HostPaths& paths, const std::string& disk) {
   return paths.dev + "/disk/by-id/google-" + disk;
@@ -53,10 +39,10 @@ std::string BlockDevice(const std::string& path) {
 }
 
 // What is mounted on `path` now (the topmost mount), if anything.
-std::optional<MountPoint> MountedAt(const HostPaths& paths, const std::string& path) {
+std::optional<MountInfoEntry> MountedAt(const HostPaths& paths, const std::string& path) {
   Result<std::string> text = ReadFile(paths.proc + "/self/mountinfo", kMaxMountInfoBytes);
-  std::optional<MountPoint> found;
-  for (MountPoint& m : text.ok() ? ParseMountInfo(*text) : std::vector<MountPoint>()) {
+  std::optional<MountInfoEntry> found;
+  for (MountInfoEntry& m : text.ok() ? ParseMountInfo(*text) : std::vector<MountInfoEntry>()) {
     if (m.path == path) {
       found = std::move(m);
     }
@@ -114,7 +100,7 @@ Status MountOne(const HostPaths& paths, const MountTools& tools, const MountSpec
     return NotFoundError("disk " + m.disk + " is not attached to this worker (no " + device +
                          ")");
   }
-  if (std::optional<MountPoint> now = MountedAt(paths, m.path)) {
+  if (std::optional<MountInfoEntry> now = MountedAt(paths, m.path)) {
     if (now->device == numbers) {
       *action = "unchanged";
       return Status::Ok();
@@ -156,19 +142,6 @@ Status SaveMounts(const HostPaths& paths, const std::vector<MountSpec>& mounts) 
 
 }  // namespace
 
-std::vector<MountPoint> ParseMountInfo(std::string_view text) {
-  std::vector<MountPoint> out;
-  for (const std::string& line : Split(text, '\n')) {
-    std::vector<std::string> f = Split(line, ' ');
-    auto dash = std::find(f.begin(), f.end(), "-");
-    if (f.size() < 5 || dash == f.end() || f.end() - dash < 3) {
-      continue;
-    }
-    out.push_back({UnescapeOctal(f[4]), f[2], UnescapeOctal(*(dash + 2))});
-  }
-  return out;
-}
-
 std::vector<MountSpec> SavedMounts(const HostPaths& paths) {
   std::vector<MountSpec> out;
   Result<std::string> text = ReadFile(paths.state + "/" + kMountsFile, kMaxMountsFileBytes);
@@ -198,7 +171,7 @@ std::vector<MountResult> ApplyMounts(const HostPaths& paths, const std::vector<M
     if (std::find(mounts.begin(), mounts.end(), old) != mounts.end()) {
       continue;
     }
-    std::optional<MountPoint> now = MountedAt(paths, old.path);
+    std::optional<MountInfoEntry> now = MountedAt(paths, old.path);
     std::string numbers = BlockDevice(DevicePath(paths, old.disk));
     if (!now || numbers.empty() || now->device != numbers) {
       continue;

@@ -63,15 +63,4 @@ std::vector<MountResult> ApplyMounts(const HostPaths& paths, const std::vector<M
 /// start.
 std::vector<MountSpec> SavedMounts(const HostPaths& paths);
 
-/// The mount points of /proc/self/mountinfo's text, in its order: field 5 (octal escapes
-/// undone), field 3 (the file system's device numbers: a block device's own, however the
-/// mount named its source) and the source after " - " and the type.
-struct MountPoint {
-  std::string path;
-  std::string device;  // "8:16"
-  std::string source;  // "/dev/sdb"
-  bool operator==(const MountPoint&) const = default;
-};
-std::vector<MountPoint> ParseMountInfo(std::string_view text);
-
 }  // namespace tpufleet::agent::host

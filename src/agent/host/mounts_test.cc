@@ -26,18 +26,6 @@ namespace {
   return ::testing::AssertionFailure() << "\"" << error << "\" does not say \"" << part << "\"";
 }
 
-TEST(MountInfo, PathsDevicesAndSourcesWithTheirEscapesUndone) {
-  std::string text =
-      "22 1 8:1 / / rw,relatime shared:1 - ext4 /dev/sda1 rw\n"
-      "40 22 7:3 / /mnt/disks/my\\040data rw,relatime - ext4 /dev/sdb ro,noload\n"
-      "41 22 0:5 / /proc rw master:2 - proc proc rw\n"
-      "garbage\n";
-  EXPECT_EQ(ParseMountInfo(text),
-            (std::vector<MountPoint>{{"/", "8:1", "/dev/sda1"},
-                                     {"/mnt/disks/my data", "7:3", "/dev/sdb"},
-                                     {"/proc", "0:5", "proc"}}));
-}
-
 TEST(Mounts, RefusesWhatIsNotAttachedOrNotAPlaceForADisk) {
   TempDir dir;
   HostPaths paths = HostPaths::Under(dir.path());

@@ -23,6 +23,7 @@
 #include "emulator/hosts/system_programs.h"
 #include "emulator/hosts/worker_setup.h"
 #include "util/file.h"
+#include "util/mount_info.h"
 #include "util/strings.h"
 
 namespace tpufleet::emulator::hosts {
@@ -67,35 +68,12 @@ int AsAdmin(Op op) {
   return r;
 }
 
-// "\040" and friends in /proc/self/mountinfo's paths.
-std::string Unescape(const std::string& s) {
-  std::string out;
-  for (size_t i = 0; i < s.size(); ++i) {
-    bool octal = s[i] == '\\' && i + 3 < s.size();
-    for (size_t k = 1; octal && k <= 3; ++k) {
-      octal = s[i + k] >= '0' && s[i + k] <= '7';
-    }
-    if (octal) {
-      out += static_cast<char>((s[i + 1] - '0') * 64 + (s[i + 2] - '0') * 8 + (s[i + 3] - '0'));
-      i += 3;
-    } else {
-      out += s[i];
-    }
-  }
-  return out;
-}
-
 // The mount point of mount `id` in this namespace (mountinfo's fifth field), or "".
 std::string MountPointOf(uint64_t id) {
   Result<std::string> info = ReadFile("/proc/self/mountinfo");
-  if (!info.ok()) {
-    return "";
-  }
-  for (const std::string& line : Split(*info, '\n')) {
-    std::vector<std::string> f = Split(line, ' ');
-    long long have = 0;
-    if (f.size() > 4 && ParseInt(f[0], &have) && static_cast<uint64_t>(have) == id) {
-      return Unescape(f[4]);
+  for (const MountInfoEntry& m : info.ok() ? ParseMountInfo(*info) : std::vector<MountInfoEntry>()) {
+    if (m.id == id) {
+      return m.path;
     }
   }
   return "";
