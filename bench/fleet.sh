@@ -25,16 +25,9 @@ trap '"$bin" down --all --yes >/dev/null 2>&1 || true; "$bin" emulator stop >/de
       rm -rf "$tmp"' EXIT
 
 spec=$tmp/fleet.yaml
-cat >"$spec" <<YAML
-fleet: bench
-provider: emulator
-nodes:
-  - name: n
-    type: v5litepod-4
-    count: $nodes
-    zones: [us-west4-a]
-    setup: echo ok > ~/setup.txt
-YAML
+# shellcheck source=bench/spec_lib.sh
+source "$(dirname "$0")/spec_lib.sh"
+single_host_spec "$spec" bench "$nodes" 'echo ok > ~/setup.txt'
 "$bin" emulator start >/dev/null
 
 echo "## Fleet commands on the emulator ($(nproc) cores, $nodes single-host nodes)"

@@ -98,84 +98,11 @@ for n in "${sizes[@]}" "$scp_size"; do
   [[ -n ${node_of[$n]} && $(wc -l <"$tmp/names.$n") -eq $n ]] ||
     { echo "gcloud bench: no $n-worker node in tpufleet status --json" >&2; exit 1; }
 done
+jq -r '.nodes[].workers[].hostname' "$tmp/status.json" >"$tmp/names.all"  # what a check may see
 gcloud_env "$(jq -r '.nodes[0].project' "$tmp/status.json")"
 export T TPUFLEET=$bin
 
 # ---- Measuring. -------------------------------------------------------------------------
-cat >"$tmp/measure.py" <<'PY'
-# measure.py --runs R --warmup W [--prep SH] [--check SH] [--expect F] [--extra PAT] --log P -- SH
-import argparse, json, os, re, statistics, subprocess, sys, time
-ap = argparse.ArgumentParser()
-ap.add_argument("--runs", type=int, required=True)
-ap.add_argument("--warmup", type=int, default=0)
-ap.add_argument("--prep", default="")
-ap.add_argument("--check", default="")
-ap.add_argument("--expect")
-ap.add_argument("--extra", default="")
-ap.add_argument("--log", required=True)
-ap.add_argument("cmd")
-a = ap.parse_args()
-hz = os.sysconf("SC_CLK_TCK")
-
-def helper_cpu():
-    """CPU s of live processes whose command line contains --extra (tpufleet's holder)."""
-    if not a.extra:
-        return 0.0
-    ticks = 0
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            if a.extra not in open(f"/proc/{pid}/cmdline", "rb").read().decode(errors="replace"):
-                continue
-            st = open(f"/proc/{pid}/stat").read()
-            f = st[st.rindex(")") + 2:].split()
-            ticks += sum(int(x) for x in f[11:15])
-        except (OSError, ValueError):
-            pass
-    return ticks / hz
-
-def verify(out, rc):
-    if rc != 0:
-        return f"exit {rc}"
-    if a.expect:
-        want = set(open(a.expect).read().split())
-        # Lines ending in a worker's hostname (NAME-w-K); gcloud's cold run also prints
-        # ssh-keygen's fingerprint art there.
-        text = open(out, errors="replace").read().replace("\r", "\n")
-        seen = [t[-1] for t in map(str.split, text.splitlines()) if t and re.search(r"-w-?[0-9]+$", t[-1])]
-        got = set(seen) & want
-        if got != want or len(seen) != len(want):
-            return f"{len(want - got)} of {len(want)} hostnames missing, {len(seen) - len(got)} others"
-    if a.check:
-        r = subprocess.run(["bash", "-c", a.check], capture_output=True, text=True)
-        if r.returncode != 0:
-            return "check failed: " + (r.stdout + r.stderr).strip()[-300:]
-    return ""
-
-rows, fails = [], []
-for i in range(a.warmup + a.runs):
-    if a.prep:
-        subprocess.run(["bash", "-c", a.prep], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    out, err = f"{a.log}.{i}.out", f"{a.log}.{i}.err"
-    with open(out, "wb") as fo, open(err, "wb") as fe:
-        h0, t0 = helper_cpu(), time.monotonic()
-        pid = os.posix_spawn("/bin/bash", ["bash", "-c", a.cmd], os.environ, file_actions=[
-            (os.POSIX_SPAWN_OPEN, 0, "/dev/null", os.O_RDONLY, 0),
-            (os.POSIX_SPAWN_DUP2, fo.fileno(), 1), (os.POSIX_SPAWN_DUP2, fe.fileno(), 2)])
-        _, status, ru = os.wait4(pid, 0)
-        t1, h1 = time.monotonic(), helper_cpu()
-    why = verify(out, os.waitstatus_to_exitcode(status))
-    if why:
-        fails.append(f"run {i}: {why}")
-        sys.stderr.write(f"  FAILED run {i}: {why}\n")
-        for p in (out, err):
-            tail = open(p, errors="replace").read().strip().splitlines()[-5:]
-            sys.stderr.write("".join(f"    {l}\n" for l in tail))
-    if i >= a.warmup:
-        rows.append((t1 - t0, ru.ru_utime + ru.ru_stime + max(0.0, h1 - h0)))
-print(json.dumps({"wall": statistics.median(r[0] for r in rows),
-                  "cpu": statistics.median(r[1] for r in rows), "runs": len(rows),
-                  "fails": fails, "walls": [round(r[0], 2) for r in rows]}))
-PY
 results=$tmp/results.tsv
 : >"$results"
 # cell PART ROW N CMD [measure.py options]: one measured cell (CMD kept for "Rerun").
@@ -183,7 +110,7 @@ cell() {
   local part=$1 row=$2 n=$3 cmd=$4 json
   shift 4
   echo "gcloud bench: $part | $row | N=$n" >&2
-  json=$(python3 "$tmp/measure.py" --log "$tmp/logs/$part.$n.${row//[^a-zA-Z0-9]/_}" "$@" -- "$cmd") ||
+  json=$(python3 "$(dirname "$0")/measure.py" --log "$tmp/logs/$part.$n.${row//[^a-zA-Z0-9]/_}" "$@" -- "$cmd") ||
     json='{"fails": ["measure failed"]}'
   printf '%s\t%s\t%s\t%s\t%s\n' "$part" "$row" "$n" "$json" "$cmd" >>"$results"
 }
@@ -210,7 +137,7 @@ lcmds=("$bin status" "$bin status --refresh")
 # ---- S: ssh --worker=all against exec. ----------------------------------------------------
 for n in "${sizes[@]}"; do
   node=${node_of[$n]}
-  exp=(--expect "$T/names.$n")
+  exp=(--expect "$T/names.$n" --all "$T/names.all")
   cell S "tpufleet exec (cold)" "$n" "\"\$TPUFLEET\" exec $node -- hostname" \
     --runs "$runs" --prep "$TF_STOP" "${exp[@]}" "${HOLDER[@]}"
   cell S "tpufleet exec (warm)" "$n" "\"\$TPUFLEET\" exec $node -- hostname" \
@@ -273,7 +200,7 @@ rows = [l.rstrip("\n").split("\t") for l in open(res)]
 def fmt(j):
     if "skipped" in j: return "skipped: " + j["skipped"]
     if j.get("fails"): return "FAILED (" + "; ".join(j["fails"])[:120] + ")"
-    return f"{j['wall']:.2f} s / {j['cpu']:.2f} s"
+    return f"{j['wall']:.2f} s / {j['client']:.2f} s"
 for part, title in (("S", "S. `hostname` on every worker of one pod: wall / client CPU (median)"),
                     ("C", f"C. a {mib} MiB file to every worker of one pod: wall / client CPU (median)")):
     sel = [r for r in rows if r[0] == part]
@@ -293,7 +220,7 @@ for part, title in (("S", "S. `hostname` on every worker of one pod: wall / clie
         for n in ns:
             a, b = cells.get((t, n)), cells.get((g, n))
             if ok(a) and ok(b):
-                print(f"- {g} / {t}, {n} workers: {b['wall']/a['wall']:.1f}× wall, {b['cpu']/max(a['cpu'],1e-3):.1f}× client CPU")
+                print(f"- {g} / {t}, {n} workers: {b['wall']/a['wall']:.1f}× wall, {b['client']/max(a['client'],1e-3):.1f}× client CPU")
     print()
 print("Commands as run (`$T` = the bench's temp dir, `$TPUFLEET` = the binary; gcloud's"
       " environment as in gcloud_env):\n")

@@ -58,8 +58,9 @@ port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0));
 spec=$tmp/fleet.yaml
 
 metrics() {
-  curl -s --max-time 30 -H @<(printf 'Authorization: Bearer %s\n' "$(cat "$TPUFLEET_STATE_DIR/serve/token")") \
-    "http://127.0.0.1:$port/metrics"
+  curl -s --max-time 30 --cacert "$TPUFLEET_STATE_DIR/serve/tls.crt" \
+    -H @<(printf 'Authorization: Bearer %s\n' "$(cat "$TPUFLEET_STATE_DIR/serve/token")") \
+    "https://127.0.0.1:$port/metrics"
 }
 # metric NAME FILE: the sum of NAME's samples (every label set) in FILE; 0 when absent.
 metric() { awk -v n="$1" '$1 == n || index($1, n "{") == 1 { s += $NF } END { print s + 0 }' "$2"; }

@@ -19,7 +19,10 @@ declare -A allowed=(
   # What the local HTTP servers share (the emulator's, serve's): bounded requests.
   [httpd]="util"
   [agent]="api core util agent/host agent/sampler agent/export tpu_metrics"
-  [cli]="control api core util"
+  [cli]="control api core util remote"
+  # The CLI's side of a team server (`--server URL`): pinned certificate, token, one
+  # command sent over util's HTTP client.
+  [remote]="api util"
   [agent/host]="api core util"
   # What the agent samples of its worker (/proc, its jobs, the chips' metrics).
   [agent/sampler]="core util agent/host tpu_metrics"

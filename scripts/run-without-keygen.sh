@@ -18,4 +18,7 @@ if PATH=$bin command -v ssh-keygen >/dev/null; then
   echo "ssh-keygen is still on PATH" >&2
   exit 1
 fi
-PATH=$bin HOME=/nonexistent/home exec "$@"
+# Not exec: the trap removes $bin when the command ends.
+rc=0
+PATH=$bin HOME=/nonexistent/home "$@" || rc=$?
+exit "$rc"

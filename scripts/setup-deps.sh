@@ -24,6 +24,10 @@ packages=(
   g++ cmake ninja-build make pkg-config
   # libraries
   libyaml-cpp-dev nlohmann-json3-dev libcurl4-openssl-dev libsqlite3-dev libcpp-httplib-dev libssl-dev libssh2-1-dev
+  # the state store on PostgreSQL (src/store/postgres_store.cc: libpq), and the server
+  # the store tests start for themselves (src/store/testing/postgres_server.h: initdb,
+  # postgres, createdb, psql, pg_isready)
+  libpq-dev postgresql
   # libtpu's runtime metrics service (src/tpu_metrics): gRPC and protobuf, the compiler
   # and gRPC's plugin; the static agent links gRPC's archives, which need c-ares', RE2's
   # and zlib's too (their .a files are in these -dev packages)
@@ -35,8 +39,18 @@ packages=(
   # the emulator's worker hosts: network namespaces, veths, a real sshd per worker, the
   # guest agent's useradd, sudo for the default user, and ssh/curl for their tests
   iproute2 openssh-server openssh-client passwd sudo procps curl
+  # the node agent's metadata guard (src/agent/host/metadata_guard.cc) runs nft on the
+  # workers, and its tests in a network namespace of their own; without nft it falls back
+  # to iptables (metadata_guard_iptables.cc, tested with nft hidden)
+  nftables iptables
   # the fleet end-to-end test reads the CLI's and the API's JSON
   jq
+  # e2e.serve_ssh gives serve a wrong host key by editing its store with SQLite's shell;
+  # e2e.exec measures tpufleet's own CPU with GNU time (skipped without either)
+  sqlite3 time
+  # the team server's tests read its certificate and make another with OpenSSL's tool
+  # (server_test, e2e.serve_remote)
+  openssl
   # the monitoring tests: a real Prometheus scrapes the agents; bench/ reads a worker's
   # TPU metrics the way tpu-info does (Python and grpcio, for /usr/bin/python3)
   prometheus python3-grpcio python3-protobuf

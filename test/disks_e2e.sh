@@ -12,7 +12,10 @@
 #   f. a READ_WRITE attach to the multi-host v4-16 is refused; READ_ONLY to both nodes
 #      works and the disk's users are their 3 workers;
 #   g. every worker of both mounts it, reads the file, and cannot write;
-#   h. detached from both, the disk deletes and its file goes;
+#   i. `tpufleet import` adopts both nodes, disks and all: status and status --json show
+#      the disk on each, read-only;
+#   h. detached from both, the disk deletes and its file goes, and `status --refresh`
+#      shows the nodes without it;
 #   and emulator stop leaves no process, namespace, sshd, link or loop device of this run.
 # The token goes to curl in a header read from a file descriptor (e2e_lib.sh ecurl),
 # never in argv. Prints "ok N - ..." or "not ok N - ..." per check and exits 1 if any
@@ -166,6 +169,28 @@ read_everywhere() {
 }
 check "every worker of both nodes mounts it, reads the file, and cannot write" read_everywhere
 
+# ---- i ------------------------------------------------------------------------------
+# disks_of NODE: NODE's data disks in $tmp/status.json as "name mode source" lines.
+disks_of() {
+  jq -r --arg n "$1" '.nodes[] | select(.node == $n) | .data_disks[] | "\(.disk) \(.mode) \(.source)"' \
+    "$tmp/status.json"
+}
+imported() {
+  tf_run import import --provider emulator --project "$project" --zones "$zone"
+  rc_is import 0 || { shows import; return 1; }
+  tf_run status status --json
+  rc_is status 0 || { shows status; return 1; }
+  cp "$tmp/status.out" "$tmp/status.json"
+  local node
+  for node in solo pod; do
+    [[ $(disks_of $node) == "data read-only $source_disk" ]] || { echo "$node:"; shows status; return 1; }
+  done
+  tf_run table status
+  grep -qE "^solo +data +read-only +$source_disk" "$tmp/table.out" &&
+    grep -qE "^pod +data +read-only +$source_disk" "$tmp/table.out" || { shows table; return 1; }
+}
+check "tpufleet import adopts both nodes with the disk: status and status --json show it read-only" imported
+
 # ---- h ------------------------------------------------------------------------------
 delete_disk() {
   attach solo '[]' || { echo "detach from solo failed"; return 1; }
@@ -177,6 +202,15 @@ delete_disk() {
   [[ $(cat "$tmp/code") == 404 && ! -e $TPUFLEET_EMULATOR_DIR/disks/$project/$zone/data.img ]]
 }
 check "detached from both, the disk deletes and its file goes" delete_disk
+refreshed() {
+  tf_run status status --refresh --json
+  rc_is status 0 || { shows status; return 1; }
+  cp "$tmp/status.out" "$tmp/status.json"
+  [[ -z $(disks_of solo)$(disks_of pod) ]] || { shows status; return 1; }
+  tf_run table status
+  ! grep -q "Data disks" "$tmp/table.out" || { shows table; return 1; }
+}
+check "status --refresh shows both nodes without the disk" refreshed
 
 check "emulator stop leaves no process, namespace, sshd or link of this run" stop_clean
 check "no loop device of this run is left" eval '! losetup -a | grep -qF "$tmp"'

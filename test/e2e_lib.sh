@@ -61,6 +61,25 @@ end_ours() {
     kill "-$2" "$1" 2>/dev/null
 }
 
+# serve_tls SPEC LOG [ARGS…]: `tpufleet serve SPEC ARGS…` over TLS in the background
+# ($serve_pid), on a loopback port chosen at the first call and kept, so that a serve
+# started again answers at the same $url. Once it listens, $url and $fp (its
+# certificate's fingerprint) are read from its log, $tmp/LOG.
+serve_tls() {
+  local spec=$1 log=$2
+  shift 2
+  [[ -n ${serve_port:-} ]] ||
+    serve_port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  : >"$tmp/$log"  # now, not in the background: the last serve's lines must not count
+  "$bin" serve "$spec" --listen "127.0.0.1:$serve_port" "$@" >/dev/null 2>"$tmp/$log" &
+  serve_pid=$!
+  listening() { grep -q "clients pin it" "$tmp/$log"; }
+  wait_for 30 listening || { cat "$tmp/$log"; return 1; }
+  url=$(grep -o 'serving the API on https://127.0.0.1:[0-9]*' "$tmp/$log" | grep -o 'https://.*')
+  fp=$(grep -o 'TLS certificate SHA256:[A-Za-z0-9+/]*' "$tmp/$log" | cut -d' ' -f3)
+  [[ -n $url && -n $fp ]] || { cat "$tmp/$log"; return 1; }
+}
+
 # stop_serve: ends the `tpufleet serve` whose pid is $serve_pid, if any (TERM, then KILL
 # after 15 s), returning its exit status.
 stop_serve() {
@@ -71,6 +90,24 @@ stop_serve() {
   serve_pid=""
   wait "$pid"
 }
+
+# person_token NAME: a token of NAME's as `tpufleet invite` issues it (after serve_tls:
+# the invite names $url), kept 0600 in $tmp/NAME.token for TPUFLEET_TOKEN_FILE.
+person_token() {
+  tf_run "invite-$1" invite "$1" --server-url "$url" --out "$tmp/$1.tpufleet-invite"
+  rc_is "invite-$1" 0 || { shows "invite-$1"; return 1; }
+  (umask 077 && jq -r .token "$tmp/$1.tpufleet-invite" >"$tmp/$1.token")
+}
+# serve_e2e_traps: the traps of a script that runs `tpufleet serve` (serve_tls): on exit,
+# serve is stopped and the fleet deleted before e2e_end; TERM, INT and HUP exit, so
+# that a ctest timeout still cleans up.
+serve_e2e_traps() {
+  serve_pid=""
+  trap 'stop_serve; tf down --all --yes >/dev/null 2>&1; e2e_end' EXIT
+  trap 'exit 143' TERM INT HUP
+}
+# serve_and_fleet_end: a last check's: serve stops, then down deletes the fleet.
+serve_and_fleet_end() { stop_serve && down_all; }
 
 n=0
 failed=0
@@ -131,6 +168,10 @@ holder_stops() {
   return 1
 }
 rc_is() { [[ $(cat "$tmp/$1.rc") == "$2" ]]; }  # rc_is NAME STATUS, of a run kept in $tmp
+# down_all: `tpufleet down --all --yes`; what it printed, when it fails.
+# up_spec SPEC [TIMEOUT]: `tpufleet up SPEC`, its output shown only when it fails.
+up_spec() { tf up "$1" --timeout "${2:-3m}" >"$tmp/up.txt" 2>&1 || { cat "$tmp/up.txt"; return 1; }; }
+down_all() { tf down --all --yes >"$tmp/down.txt" 2>&1 || { cat "$tmp/down.txt"; return 1; }; }
 # wait_for SECONDS COMMAND...: polls COMMAND every 0.1 s until it succeeds.
 wait_for() {
   local deadline=$((SECONDS + $1))

@@ -5,8 +5,9 @@
 # `tpu-vm ssh`, `gcloud alpha compute tpus tpu-vm detach-disk`, then `attach-disk
 # --mode=read-only` to that v4-8 and to a v4-16, the file read on every worker of both
 # through `tpu-vm ssh --worker=all` and writes refused, `compute disks delete` refused
-# while attached, `detach-disk` from both and `compute disks delete`. Every step is
-# checked by what gcloud prints.
+# while attached; `tpufleet import` then adopts both gcloud-made nodes, disks and all
+# (status shows the disk, tpufleet exec sees it on every worker); `detach-disk` from both
+# and `compute disks delete`. Every step is checked by what gcloud (or tpufleet) prints.
 # Prints "ok N - ..." or "not ok N - ..." per check and exits 1 if any failed.
 # Usage: gcloud_disks_e2e.sh path/to/tpufleet. Exit 77 (skipped) when gcloud is not
 # installed, when not root, or without loop devices.
@@ -81,6 +82,19 @@ read_everywhere() {
     { shows read_writer; shows read_pod; return 1; }
 }
 check "tpu-vm ssh --worker=all: every worker of both mounts it, reads the file, cannot write" read_everywhere
+
+adopted() {
+  tf_run import import --provider emulator --project "$project" --zones "$zone"
+  rc_is import 0 || { shows import; return 1; }
+  tf_run status status --json
+  rc_is status 0 || { shows status; return 1; }
+  jq -e --arg s "projects/$project/zones/$zone/disks/dataset" '[.nodes[] | select(.node == "writer" or .node == "pod")
+      | .data_disks == [{disk: "dataset", mode: "read-only", source: $s}]] == [true, true]' \
+    "$tmp/status.out" >/dev/null || { shows status; return 1; }
+  tf_run exec exec pod writer -- ls /dev/disk/by-id/google-dataset
+  rc_is exec 0 && [[ $(grep -c 'google-dataset$' "$tmp/exec.out") == 3 ]] || { shows exec; return 1; }
+}
+check "tpufleet import adopts both gcloud-made nodes with the disk; exec sees it on their 3 workers" adopted
 
 for node in writer pod; do
   gc "detach_$node" "${alpha[@]}" detach-disk "$node" "${z[@]}" --disk=dataset

@@ -21,8 +21,11 @@ gcloud_require() {
     echo "SKIP: gcloud (the Google Cloud SDK) is not installed: the gcloud tests need Google's own CLI"
     exit 77
   fi
-  local v
-  if ! v=$(CLOUDSDK_CONFIG=$(mktemp -d) timeout 60 gcloud version 2>&1); then
+  local v cfg rc=0
+  cfg=$(mktemp -d)  # a throwaway config, removed at once
+  v=$(CLOUDSDK_CONFIG=$cfg timeout 60 gcloud version 2>&1) || rc=$?
+  rm -rf "$cfg"
+  if ((rc != 0)); then
     echo "SKIP: gcloud is installed but \`gcloud version\` fails: $(head -c 300 <<<"$v")"
     exit 77
   fi

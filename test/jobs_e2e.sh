@@ -58,7 +58,7 @@ nodes:
     type: v4-32
     zones: [$zone]
 EOF
-up_fleet() { tf up "$tmp/fleet.yaml" --timeout 3m >"$tmp/up.txt" 2>&1 || { cat "$tmp/up.txt"; return 1; }; }
+up_fleet() { up_spec "$tmp/fleet.yaml"; }
 check "up brings up the v4-32 with an agent on every worker" up_fleet
 remember_hosts
 agents_answer() {

@@ -64,7 +64,7 @@ nodes:
     type: v4-16
     zones: [$zone]
 EOF
-up_fleet() { tf up "$tmp/fleet.yaml" --timeout 3m >"$tmp/up.txt" 2>&1 || { cat "$tmp/up.txt"; return 1; }; }
+up_fleet() { up_spec "$tmp/fleet.yaml"; }
 check "up brings up the v4-16 with monitoring.prometheus_port $metrics_port" up_fleet
 remember_hosts
 unit_has_port() {

@@ -22,7 +22,8 @@
 #      state; a spec made bad while serve runs, then SIGHUP; a garbled and then a
 #      missing credential (the emulator's token file made wrong, then removed; a real
 #      revocation is serve_credentials_e2e.sh's);
-#   and SIGTERM ends serve cleanly; down plus emulator stop leave no process, namespace,
+#   and SIGTERM ends serve cleanly; then `tpufleet up` starts nap again (a `started`
+#   event) and exec reaches it; down plus emulator stop leave no process, namespace,
 #   sshd or link of this run.
 # Prints "ok N - ..." or "not ok N - ..." per check and exits 1 if any failed.
 # Usage: serve_e2e.sh path/to/tpufleet. Exit 77 (skipped) when not root, when a tool it
@@ -499,6 +500,21 @@ term_ends() {
   [[ ! -e /proc/$pid ]]
 }
 check "SIGTERM ends serve (exit 0); status then says serve: not running" term_ends
+nap_started() {
+  local t0
+  t0=$(now)
+  # A spec of fleet sv with nap alone: up leaves the fleet's other nodes as they are.
+  printf 'fleet: sv\nprovider: emulator\nnodes:\n  - name: nap\n    type: v4-8\n    zones: [%s]\n    idle: {after: 30s, action: stop}\n' \
+    "$zone" >"$tmp/nap.yaml"
+  tf_run napup up "$tmp/nap.yaml" --timeout 3m
+  rc_is napup 0 || { shows napup; return 1; }
+  api "v2/projects/$project/locations/$zone/nodes/nap" >"$tmp/nap.json" &&
+    [[ $(jq -r .state "$tmp/nap.json") == READY ]] || { cat "$tmp/nap.json"; return 1; }
+  events_json && [[ $(ev_count sv nap started "$t0") == 1 ]] || { ev_show; return 1; }
+  tf_run napexec exec nap -- hostname
+  rc_is napexec 0 || { shows napexec; return 1; }
+}
+check "tpufleet up starts the stopped nap (a started event): READY, and exec reaches it" nap_started
 end_bg
 tf cancel "$feed" >/dev/null 2>&1
 # The holder first, while its workers still answer (its connections close at once); the

@@ -112,7 +112,7 @@ nodes:
     setup: echo set up >> /tmp/setups
 YAML
 readonly nodes=(spot-one spot-pod od-one od-pod)
-up_fleet() { tf up "$tmp/fleet.yaml" --timeout 4m >"$tmp/up.txt" 2>&1 || { cat "$tmp/up.txt"; return 1; }; }
+up_fleet() { up_spec "$tmp/fleet.yaml" 4m; }
 check "up brings up the four nodes (2 single-host, 2 v5litepod-16 pods)" up_fleet
 remember_hosts
 
@@ -333,8 +333,9 @@ stop_serve() {
 t1=$(now)
 # The metrics and events while serve still runs.
 token_file=$state/serve/token
-curl -s --max-time 10 -H @<(printf 'Authorization: Bearer %s\n' "$(cat "$token_file" 2>/dev/null)") \
-  "http://127.0.0.1:$port/metrics" >"$tmp/metrics.txt"
+curl -s --max-time 10 --cacert "$state/serve/tls.crt" \
+  -H @<(printf 'Authorization: Bearer %s\n' "$(cat "$token_file" 2>/dev/null)") \
+  "https://127.0.0.1:$port/metrics" >"$tmp/metrics.txt"
 check "SIGTERM ends serve" stop_serve
 sleep 0.5
 kill "$sampler_pid" 2>/dev/null

@@ -54,9 +54,16 @@ TEST(AgentMetrics, ABusyLoopIsOneSaturatedThreadOnItsOneCpu) {
     favoured = favoured && autogroup.flush().good();
   }
 
+  // A thread's busy share counts the time it waited for its CPU too, while the job's CPU
+  // counts only the time it ran: on a loaded machine (CI runs other suites beside this
+  // one) a sample can find the loop waiting. The loop looks for a sample in which it ran.
+  auto ran_throughout = [](const JobSample* j) {
+    return j != nullptr && j->busiest_thread_percent >= 90 &&
+           j->cpu_percent >= j->busiest_thread_percent - 15;
+  };
   const JobSample* busy = nullptr;
   api::MetricsReport r;
-  for (int i = 0; i < 100 && (busy == nullptr || busy->busiest_thread_percent < 90); ++i) {
+  for (int i = 0; i < 150 && !ran_throughout(busy); ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
     r = Metrics(agent);
     busy = JobIn(r, "jbusyaaa");
@@ -64,12 +71,13 @@ TEST(AgentMetrics, ABusyLoopIsOneSaturatedThreadOnItsOneCpu) {
   ASSERT_NE(busy, nullptr) << api::ToJson(r);
   EXPECT_EQ(busy->user, running.user);
   EXPECT_EQ(busy->cpu_limit_percent, 100);
+  EXPECT_LE(busy->busiest_thread_percent, 100);
+  // One thread: the job's CPU is at most its busiest thread's (within a sample's
+  // rounding), and the same when it ran the whole sample.
+  EXPECT_LE(busy->cpu_percent, busy->busiest_thread_percent + 15) << api::ToJson(r);
   if (favoured) {
-    EXPECT_GE(busy->busiest_thread_percent, 90) << api::ToJson(r);
+    EXPECT_TRUE(ran_throughout(busy)) << api::ToJson(r);
   }
-  EXPECT_LE(busy->busiest_thread_percent, 110);
-  // One thread: the job's CPU is its busiest thread's (within a sample's rounding).
-  EXPECT_NEAR(busy->cpu_percent, busy->busiest_thread_percent, 15) << api::ToJson(r);
   EXPECT_GT(busy->memory_bytes, 0);
   EXPECT_LT(busy->memory_bytes, int64_t{64} << 20);
   EXPECT_EQ(r.sample.host.cpus, static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN)));

@@ -3,12 +3,15 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <set>
 
 #include "agent/host/accounts.h"
 #include "agent/host/doctor_checks.h"
+#include "agent/host/metadata_guard.h"
 #include "agent/host/mounts.h"
 #include "agent/host/plain_http.h"
 #include "agent/host/tpu_scan.h"
+#include "agent/host/user_db.h"
 #include "agent/job_dir.h"
 #include "agent/server.h"
 #include "tpu_metrics/runtime_metrics_client.h"
@@ -27,6 +30,27 @@ bool IsRoot(uid_t uid) { return uid == 0; }
 
 }  // namespace
 
+void KeepOwnJobs(MetricsReport& report, const std::set<std::string>& own,
+                 const std::string& user) {
+  std::erase_if(report.sample.jobs, [&](const JobSample& j) { return own.count(j.id) == 0; });
+  for (ChipSample& chip : report.sample.chips) {
+    for (ChipHolder& h : chip.holders) {
+      bool mine = h.job.empty() ? h.user == user : own.count(h.job) != 0;
+      if (!mine) {
+        h.command.clear();
+        h.job.clear();
+      }
+    }
+  }
+  WindowSummary& w = report.window;
+  if (!w.job.empty() && own.count(w.job) == 0) {
+    w.job.clear();
+    w.job_cpu_percent.reset();
+    w.job_cpu_limit_percent.reset();
+    w.job_busiest_thread_percent.reset();
+  }
+}
+
 void Server::Handle(Conn& c, std::string_view line) {
   Result<api::AgentRequest> parsed = api::ParseAgentRequest(line);
   if (!parsed.ok()) {
@@ -43,8 +67,13 @@ void Server::Handle(Conn& c, std::string_view line) {
       StartJob(c, r);
       return;
     case api::AgentOp::kJobList: {
+      // A job of another user is not listed to a non-root caller: on a worker shared by
+      // collaborators no one learns of another's jobs (names, command lines) from here.
       std::vector<api::JobOnWorker> jobs;
       for (const JobEntry* job : jobs_.All()) {
+        if (!IsRoot(c.uid) && job->uid != c.uid) {
+          continue;
+        }
         if (r.ids.empty() || std::find(r.ids.begin(), r.ids.end(), job->spec.id) != r.ids.end()) {
           jobs.push_back(job->state);
         }
@@ -65,7 +94,7 @@ void Server::Handle(Conn& c, std::string_view line) {
       answer(Devices());
       return;
     case api::AgentOp::kMetrics:
-      answer(Metrics(r.metrics));
+      answer(Metrics(c, r.metrics));
       return;
     case api::AgentOp::kDoctor:
       // One doctor request serves a node's workers alike: `call --worker N` says which
@@ -77,7 +106,7 @@ void Server::Handle(Conn& c, std::string_view line) {
         answer({PermissionDeniedError("accounts.apply is for root (sudo -n tpufleet-agent call)"), {}});
         return;
       }
-      answer(ApplyAccounts(r.users));
+      answer(ApplyAccounts(r.users, r.remove));
       return;
     case api::AgentOp::kDisksMount:
       if (!IsRoot(c.uid)) {
@@ -137,11 +166,21 @@ api::AgentAnswer Server::Devices() {
   return {Status::Ok(), std::move(report)};
 }
 
-api::AgentAnswer Server::Metrics(const api::MetricsQuery& query) {
+api::AgentAnswer Server::Metrics(const Conn& c, const api::MetricsQuery& query) {
   if (sampler_ == nullptr) {
     return {UnavailableError("this agent does not sample (serve without a sampler)"), {}};
   }
-  return {Status::Ok(), sampler_->Report(query)};
+  MetricsReport report = sampler_->Report(query);
+  if (!IsRoot(c.uid)) {
+    std::set<std::string> own;
+    for (const JobEntry* job : jobs_.All()) {
+      if (job->uid == c.uid) {
+        own.insert(job->spec.id);
+      }
+    }
+    KeepOwnJobs(report, own, host::UserName(host::ReadPasswd(host_.etc), c.uid));
+  }
+  return {Status::Ok(), std::move(report)};
 }
 
 void Server::TellSampler() {
@@ -174,21 +213,54 @@ api::AgentAnswer Server::Doctor(const api::DoctorExpect& expect, int worker) {
     out.checks.push_back({std::move(check.name), check.ok, std::move(check.detail),
                           std::move(check.fix)});
   }
+  // Only where there is something to guard, or the guard failed.
+  if (guard_ != nullptr && (guard_->state().active || !guard_->state().error.empty())) {
+    const host::GuardState& g = guard_->state();
+    bool ok = g.error.empty();
+    out.checks.push_back({"metadata guard", ok, ok ? g.detail : g.error,
+                          ok ? "" : "fix what the detail says, then run tpufleet up again"});
+  }
   out.time_unix_ms = report.time_unix_ms;
   return {Status::Ok(), std::move(out)};
 }
 
-api::AgentAnswer Server::ApplyAccounts(const std::vector<api::AccountSpec>& users) {
+api::AgentAnswer Server::ApplyAccounts(const std::vector<api::AccountSpec>& users,
+                                       const std::vector<api::AccountRemoval>& remove) {
   std::vector<host::AccountSpec> specs;
   for (const api::AccountSpec& u : users) {
     specs.push_back({u.name, u.keys, u.sudo});
   }
-  std::vector<api::AccountResult> results;
-  for (host::AccountResult& r : host::ApplyAccounts(host_, specs)) {
-    results.push_back({std::move(r.name), std::move(r.action), std::move(r.error),
-                       std::move(r.detail)});
+  std::vector<host::AccountRemoval> removals;
+  for (const api::AccountRemoval& x : remove) {
+    removals.push_back({x.name, x.purge});
   }
-  return {Status::Ok(), std::move(results)};
+  host::AccountTools tools;
+  // Its jobs through the table, so that they end recorded as cancelled (their keepers
+  // are root's and see the cancel); the host then stops whatever is left.
+  tools.stop_jobs = [this](const std::string& name) {
+    std::string failed;
+    for (const JobEntry* job : jobs_.All()) {
+      if (job->state.user == name && !IsEnded(job->state.state)) {
+        if (Status s = jobs_.Cancel(job->spec.id, kRemovedJobGraceSeconds); !s.ok()) {
+          failed += (failed.empty() ? "" : "; ") + s.message();
+        }
+      }
+    }
+    return failed;
+  };
+  std::vector<host::AccountResult> done = host::ApplyAccounts(host_, specs, removals, tools);
+  api::AccountsReport report;
+  // The accounts without sudo, as the apply left them, lose the metadata server's token.
+  if (guard_ != nullptr) {
+    const host::GuardState& g = guard_->Apply(
+        host::GuardedAccounts(specs, done, host::ReadPasswd(host_.etc), geteuid()));
+    report.metadata_guard = {g.active, g.users, g.error, g.detail};
+  }
+  for (host::AccountResult& r : done) {
+    report.results.push_back({std::move(r.name), std::move(r.action), std::move(r.error),
+                              std::move(r.detail)});
+  }
+  return {Status::Ok(), std::move(report)};
 }
 
 api::AgentAnswer Server::MountDisks(const std::vector<api::MountSpec>& mounts) {

@@ -15,8 +15,11 @@
 #include "agent/export/metrics_http.h"
 #include "agent/export/prometheus_text.h"
 #include "agent/flags.h"
+#include "agent/host/metadata_guard.h"
+#include "agent/host/metadata_proxy.h"
 #include "agent/host/mounts.h"
 #include "agent/host/nvml.h"
+#include "agent/host/plain_http.h"
 #include "agent/job_table.h"
 #include "agent/notice_watcher.h"
 #include "agent/sampler/sampler.h"
@@ -161,7 +164,24 @@ int ServeMain(const std::vector<std::string>& args) {
                            &gpus);
   // The worker's notices (preemption, maintenance), long-polled in this loop.
   NoticeWatcher notices(loop, metadata);
-  Server server(loop, jobs, {AgentVersion(), sha.ok() ? *sha : ""}, host, &sampler, notices);
+  // The metadata guard (root only: it changes the worker's nftables): its proxy on
+  // 127.0.0.1, and the guard of the last accounts.apply put back.
+  host::PlainHttpClient guard_http;
+  std::optional<host::MetadataProxy> proxy;
+  std::optional<host::MetadataGuard> guard;
+  if (geteuid() == 0) {
+    proxy.emplace(loop, "http://" + metadata, host);
+    if (Status proxying = proxy->Listen(); !proxying.ok()) {
+      return Complain(kExitFailed, "the metadata guard's proxy: " + proxying.message());
+    }
+    guard.emplace(host, host::GuardPrograms{}, "http://" + metadata, guard_http);
+    guard->set_proxy_port(proxy->port());
+    if (const host::GuardState& g = guard->Restore(); !g.error.empty()) {
+      Complain(kExitOk, "metadata guard: " + g.error);
+    }
+  }
+  Server server(loop, jobs, {AgentVersion(), sha.ok() ? *sha : ""}, host, &sampler, notices,
+                guard ? &*guard : nullptr);
   sampler.Start();
   notices.Start();
   // GET /metrics for a Prometheus, from the sampler's snapshot (never a sample).

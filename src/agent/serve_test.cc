@@ -203,7 +203,7 @@ TEST(AgentServe, CancelSendsTermThenKill) {
   EXPECT_EQ(agent.Ask(cancel).status, NotFoundError("no job jnothere on this worker"));
 }
 
-// Another user (nobody) may list a job of root's but not read its logs, cancel it or
+// Another user (nobody) may not list a job of root's, read its logs, cancel it or
 // watch it, nor start a job as someone else.
 TEST(AgentServe, AnotherUsersJobIsNotYours) {
   if (auto why = NobodySkipReason()) {
@@ -223,7 +223,9 @@ TEST(AgentServe, AnotherUsersJobIsNotYours) {
   EXPECT_EQ(agent.Ask(r, true).status, denied);
   r.op = AgentOp::kJobList;
   r.ids = {"jrootaaa"};
-  EXPECT_TRUE(agent.Ask(r, true).status.ok());
+  api::AgentAnswer listed = agent.Ask(r, true);
+  EXPECT_TRUE(listed.status.ok());
+  EXPECT_TRUE(std::get<std::vector<api::JobOnWorker>>(listed.body).empty());
   r.op = AgentOp::kJobStart;
   r.job = spec;
   r.job.id = "jrootbbb";

@@ -16,13 +16,15 @@
 namespace tpufleet::agent {
 
 Server::Server(EventLoop& loop, JobTable& jobs, AgentIdentity identity, host::HostPaths host,
-               sampler::Sampler* sampler, NoticeWatcher& notices)
+               sampler::Sampler* sampler, NoticeWatcher& notices,
+               host::MetadataGuard* guard)
     : loop_(loop),
       jobs_(jobs),
       identity_(std::move(identity)),
       host_(std::move(host)),
       sampler_(sampler),
-      notices_(notices) {
+      notices_(notices),
+      guard_(guard) {
   TellSampler();
   jobs_.SetListener([this](const std::string& id, JobTable::Change change) {
     OnJobChange(id, change);

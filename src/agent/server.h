@@ -24,9 +24,11 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 
 #include "agent/host/host_paths.h"
+#include "agent/host/metadata_guard.h"
 #include "agent/job_table.h"
 #include "agent/logs.h"
 #include "agent/notice_watcher.h"
@@ -49,6 +51,17 @@ inline constexpr size_t kMaxQueuedOutput = size_t{256} << 10;
 inline constexpr std::chrono::seconds kStartAnswerWait{10};
 /// How long job.cancel waits past the grace for the job to end before it answers.
 inline constexpr std::chrono::seconds kCancelAnswerExtra{5};
+/// The grace (TERM to KILL) of the jobs of an account accounts.apply removes: as long as
+/// the host gives the account's other processes (host::kStopGrace).
+inline constexpr int kRemovedJobGraceSeconds = 2;
+
+/// What a non-root caller's metrics answer keeps of another user's (docs/security.md):
+/// the jobs of `own` (the caller's job ids) alone in the sample's jobs; a chip holder
+/// that is not theirs (of another's job, or of no job and not run by `user`) keeps its
+/// pid and user, which `ps` shows anyone, but not its command line or job; the window's
+/// job, when not theirs, is left out with its figures.
+void KeepOwnJobs(MetricsReport& report, const std::set<std::string>& own,
+                 const std::string& user);
 
 /// What hello says of this agent (the rest it reads at each call).
 struct AgentIdentity {
@@ -60,9 +73,12 @@ class Server {
  public:
   /// `sampler` (null: the metrics op answers UNAVAILABLE) is told the running jobs as
   /// they change, and answers the metrics op; `notices` answers notice and feeds
-  /// notice.watch. Both must outlive the Server.
+  /// notice.watch. Both must outlive the Server. `guard` (null: none, as in a serve that
+  /// is not root) is given the accounts without sudo after each accounts.apply, and
+  /// reported by doctor; it must outlive the Server too.
   Server(EventLoop& loop, JobTable& jobs, AgentIdentity identity, host::HostPaths host,
-         sampler::Sampler* sampler, NoticeWatcher& notices);
+         sampler::Sampler* sampler, NoticeWatcher& notices,
+         host::MetadataGuard* guard = nullptr);
   Server(const Server&) = delete;
   Server& operator=(const Server&) = delete;
   ~Server();
@@ -101,15 +117,18 @@ class Server {
   // The ops (ops.cc); each answers, or keeps c.request to answer later.
   api::AgentAnswer Hello(const Conn& c);
   api::AgentAnswer Devices();
-  // From the sampler's snapshot: never waits for a sample.
-  api::AgentAnswer Metrics(const api::MetricsQuery& query);
+  // From the sampler's snapshot: never waits for a sample. A non-root caller's shows
+  // only its own jobs (KeepOwnJobs).
+  api::AgentAnswer Metrics(const Conn& c, const api::MetricsQuery& query);
   // Tells the sampler the running jobs.
   void TellSampler();
   // Blocks the loop while the checks run (the metadata server's answers: up to three
   // host::kMetadataTimeout); doctor is asked rarely, by a person.
   api::AgentAnswer Doctor(const api::DoctorExpect& expect, int worker);
-  // Blocks the loop while useradd and visudo run. REQUIRES: the caller is root.
-  api::AgentAnswer ApplyAccounts(const std::vector<api::AccountSpec>& users);
+  // Blocks the loop while useradd, visudo, the removals' kills and nft (the metadata
+  // guard) run. REQUIRES: the caller is root.
+  api::AgentAnswer ApplyAccounts(const std::vector<api::AccountSpec>& users,
+                                 const std::vector<api::AccountRemoval>& remove);
   api::AgentAnswer MountDisks(const std::vector<api::MountSpec>& mounts);
   void StartJob(Conn& c, const api::AgentRequest& r);
   void CancelJob(Conn& c, const api::AgentRequest& r);
@@ -132,6 +151,7 @@ class Server {
   host::HostPaths host_;
   sampler::Sampler* sampler_;
   NoticeWatcher& notices_;
+  host::MetadataGuard* guard_;
   UniqueFd listener_;
   EventLoop::Id listen_watch_ = 0;
   uint64_t next_key_ = 1;

@@ -99,6 +99,9 @@ void VisitRequest(AgentRequest& r, F& f, bool only_op) {
   field(op == AgentOp::kJobLogs, "follow", r.follow);
   field(op == AgentOp::kDoctor, "expect", r.expect);
   field(op == AgentOp::kAccountsApply, "users", r.users);
+  if (!only_op || !r.remove.empty()) {
+    field(op == AgentOp::kAccountsApply, "remove", r.remove);
+  }
   field(op == AgentOp::kDisksMount, "mounts", r.mounts);
   field(op == AgentOp::kMetrics, "history_seconds", r.metrics.history_seconds);
   field(op == AgentOp::kMetrics, "step_seconds", r.metrics.step_seconds);
@@ -179,7 +182,7 @@ Status ReadBody(const json& j, AgentOp op, AgentBody& body) {
     case AgentOp::kDoctor:
       return read_as(DoctorReport{}, nullptr);
     case AgentOp::kAccountsApply:
-      return read_as(std::vector<AccountResult>{}, "results");
+      return read_as(AccountsReport{}, nullptr);
     case AgentOp::kDisksMount:
       return read_as(std::vector<MountResult>{}, "results");
     case AgentOp::kMetrics:
@@ -283,11 +286,10 @@ std::string AnswerLine(const AgentAnswer& answer) {
           j["job"] = ToJ(body);
         } else if constexpr (std::is_same_v<T, std::vector<JobOnWorker>>) {
           j["jobs"] = ToJ(body);
-        } else if constexpr (std::is_same_v<T, std::vector<AccountResult>> ||
-                             std::is_same_v<T, std::vector<MountResult>>) {
+        } else if constexpr (std::is_same_v<T, std::vector<MountResult>>) {
           j["results"] = ToJ(body);
         } else if constexpr (!std::is_same_v<T, std::monostate>) {
-          j.update(ToJ(body));  // hello, devices, doctor, metrics, notice: beside "ok"
+          j.update(ToJ(body));  // hello, devices, doctor, accounts, metrics, notice: beside "ok"
         }
       },
       answer.body);

@@ -179,6 +179,14 @@ struct AccountSpec {
   bool sudo = false;
 };
 
+/// An account accounts.apply takes away (`tpufleet users remove`): {"name", "purge"}.
+/// Its processes are stopped (its jobs cancelled), its tpufleet keys removed and its
+/// sudo rule made `!ALL`; with purge the account and its home go too.
+struct AccountRemoval {
+  std::string name;
+  bool purge = false;
+};
+
 /// A data disk of disks.mount: {"disk", "path", "read_only"}. The worker shows the disk
 /// as /dev/disk/by-id/google-DISK (its name in its zone).
 struct MountSpec {
@@ -190,7 +198,7 @@ struct MountSpec {
 /// A request: {"v", "op"} and the op's fields (docs/agent-protocol.md):
 /// job.start {"job", "dry_run"}, job.list {"ids"}, job.cancel {"id", "grace_seconds"},
 /// job.logs {"id", "tail", "follow"}, job.watch {"ids"}, doctor {"expect"},
-/// accounts.apply {"users"}, disks.mount {"mounts"}, metrics {"history_seconds", "step_seconds"}; any op may
+/// accounts.apply {"users", "remove"}, disks.mount {"mounts"}, metrics {"history_seconds", "step_seconds"}; any op may
 /// carry {"worker"} (`call --worker N` adds it).
 struct AgentRequest {
   AgentOp op = AgentOp::kHello;
@@ -204,6 +212,7 @@ struct AgentRequest {
   bool follow = false;         // job.logs: go on until the job ended and its logs drained
   DoctorExpect expect;         // doctor
   std::vector<AccountSpec> users;  // accounts.apply
+  std::vector<AccountRemoval> remove;  // accounts.apply: written only when not empty
   std::vector<MountSpec> mounts;   // disks.mount
   MetricsQuery metrics;        // metrics: its two fields sit at the request's top level
 };
@@ -284,10 +293,27 @@ struct DoctorReport {
 struct AccountResult {
   std::string name;
   /// "created", "updated" (keys changed), "unchanged", "sudo_only" (an account the agent
-  /// did not make: only its sudo rule set), "removed" (no longer listed), "refused".
+  /// did not make: only its sudo rule set), "removed" (no longer listed), "revoked" (in
+  /// "remove": processes stopped, keys gone), "purged" (in "remove" with purge: the
+  /// account and home gone too), "refused".
   std::string action;
   std::string error;   // what failed; "" when it all went through
   std::string detail;  // for sudo_only: why the keys were left alone
+};
+
+/// The metadata guard on a worker after accounts.apply (docs/security.md): {"active",
+/// "users", "error"} and, written only when set, {"detail"}.
+struct MetadataGuardReport {
+  bool active = false;             // the token is kept from `users` now
+  std::vector<std::string> users;  // the accounts without sudo it guards (or should)
+  std::string error;               // why it could not: the apply failed ("" when not)
+  std::string detail;              // what it does, in words
+};
+
+/// accounts.apply's body: {"results": [AccountResult…], "metadata_guard": {…}}.
+struct AccountsReport {
+  std::vector<AccountResult> results;
+  MetadataGuardReport metadata_guard;
 };
 
 /// What disks.mount did for one disk: {"disk", "path", "action", "error"}.
@@ -303,13 +329,13 @@ struct MountResult {
 /// A one-shot op's answer, and the status of a streaming op's end line. The body is
 /// written beside "ok" when the status is OK: hello's fields, {"job": JobOnWorker}
 /// (job.start, job.cancel), {"jobs": […]} (job.list), the fields of devices', doctor's
-/// and metrics' (MetricsReport) bodies, {"results": […]} (accounts.apply, disks.mount), notice's
-/// fields (AgentNotice). An error is
+/// and metrics' (MetricsReport) bodies, {"results": […]} (disks.mount), AccountsReport's
+/// fields (accounts.apply), notice's fields (AgentNotice). An error is
 /// {"code", "message"}, the code one of INVALID_ARGUMENT, NOT_FOUND, ALREADY_EXISTS,
 /// PERMISSION_DENIED, FAILED_PRECONDITION, UNAVAILABLE, INTERNAL (and TIMEOUT,
 /// RESOURCE_EXHAUSTED, which v1 agents never send).
 using AgentBody = std::variant<std::monostate, AgentHello, JobOnWorker, std::vector<JobOnWorker>,
-                               DevicesReport, DoctorReport, std::vector<AccountResult>,
+                               DevicesReport, DoctorReport, AccountsReport,
                                std::vector<MountResult>, MetricsReport, AgentNotice>;
 struct AgentAnswer {
   Status status;

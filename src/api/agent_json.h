@@ -106,6 +106,12 @@ void Visit(AccountSpec& a, F& f) {
 }
 
 template <typename F>
+void Visit(AccountRemoval& a, F& f) {
+  f("name", a.name, false);
+  f("purge", a.purge, false);
+}
+
+template <typename F>
 void Visit(MountSpec& m, F& f) {
   f("disk", m.disk, false);
   f("path", m.path, false);
@@ -173,6 +179,20 @@ void Visit(AccountResult& r, F& f) {
   f("action", r.action, false);
   f("error", r.error, false);
   f("detail", r.detail, true);
+}
+
+template <typename F>
+void Visit(MetadataGuardReport& r, F& f) {
+  f("active", r.active, false);
+  f("users", r.users, false);
+  f("error", r.error, false);
+  f("detail", r.detail, true);
+}
+
+template <typename F>
+void Visit(AccountsReport& r, F& f) {
+  f("results", r.results, false);
+  f("metadata_guard", r.metadata_guard, false);
 }
 
 template <typename F>

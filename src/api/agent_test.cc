@@ -139,9 +139,10 @@ TEST(AgentProtocol, HostAnswers) {
   doctor.checks = {{"devices", true, "4 of 4 v4 chips", ""},
                    {"disk /tmp", false, "120 MiB free", "free space on /tmp"}};
   doctor.time_unix_ms = 1764000000000;
-  std::vector<AccountResult> accounts = {
-      {"alice", "created", "", ""},
-      {"root", "sudo_only", "", "an account tpufleet did not make keeps its keys"}};
+  AccountsReport accounts;
+  accounts.results = {{"alice", "created", "", ""},
+                      {"root", "sudo_only", "", "an account tpufleet did not make keeps its keys"}};
+  accounts.metadata_guard = {true, {"alice"}, "", "the metadata server's token is kept from alice"};
   AgentRequest mount;
   mount.op = AgentOp::kDisksMount;
   mount.mounts = {{"imagenet", "/data", true}, {"scratch", "/mnt/scratch", false}};
@@ -163,10 +164,40 @@ TEST(AgentProtocol, HostAnswers) {
   ASSERT_TRUE(mounted_back.ok()) << mounted_back.status().ToString();
   EXPECT_EQ(std::get<std::vector<MountResult>>(mounted_back->answer.body).at(1).action, "refused");
 
+  Result<AgentLine> accounts_back =
+      ParseAgentLine(AnswerLine({Status::Ok(), accounts}), AgentOp::kAccountsApply);
+  ASSERT_TRUE(accounts_back.ok()) << accounts_back.status().ToString();
+  const auto& report = std::get<AccountsReport>(accounts_back->answer.body);
+  EXPECT_EQ(report.results.at(1).action, "sudo_only");
+  EXPECT_TRUE(report.metadata_guard.active);
+  EXPECT_EQ(report.metadata_guard.users, std::vector<std::string>{"alice"});
+
   Result<AgentLine> back = ParseAgentLine(AnswerLine({Status::Ok(), devices}), AgentOp::kDevices);
   ASSERT_TRUE(back.ok()) << back.status().ToString();
   EXPECT_EQ(std::get<DevicesReport>(back->answer.body).holders.at(0).user, "bob");
   EXPECT_EQ(std::get<DevicesReport>(back->answer.body).lockfile.locked_by_pid, 4242);
+}
+
+// accounts.apply's "remove" (users remove) round-trips, and a request without one is
+// written as before (what older agents read).
+TEST(AgentProtocol, AccountsApplyCarriesRemovalsOnlyWhenThereAreSome) {
+  AgentRequest apply;
+  apply.op = AgentOp::kAccountsApply;
+  apply.users = {{"ada", {"ssh-ed25519 AAAA ada"}, true}};
+  EXPECT_EQ(ToLine(apply).find("remove"), std::string::npos);
+  apply.remove = {{"milo", false}, {"old", true}};
+  EXPECT_NE(ToLine(apply).find(R"("remove":[{"name":"milo","purge":false},)"), std::string::npos)
+      << ToLine(apply);
+  Result<AgentRequest> back = ParseAgentRequest(ToLine(apply));
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  ASSERT_EQ(back->remove.size(), 2u);
+  EXPECT_EQ(back->remove[0].name, "milo");
+  EXPECT_FALSE(back->remove[0].purge);
+  EXPECT_TRUE(back->remove[1].purge);
+  EXPECT_EQ(back->users.at(0).name, "ada");
+  Result<AgentRequest> wrong =
+      ParseAgentRequest(R"({"v":1,"op":"accounts.apply","users":[],"remove":[{"name":"x","purge":"yes"}]})");
+  EXPECT_FALSE(wrong.ok());
 }
 
 TEST(AgentProtocol, Files) {

@@ -36,11 +36,16 @@ json WorkerJson(const WorkerStatus& w) {
           {"setup_done", w.setup_done}};
 }
 
+json DiskJson(const DiskStatus& d) {
+  return {{"disk", d.disk}, {"source", d.source}, {"mode", d.mode}};
+}
+
 json NodeStatusJson(const NodeStatus& n) {
   json j = {{"node", n.node},          {"fleet", n.fleet},        {"provider", n.provider},
             {"project", n.project},    {"zone", n.zone},          {"type", n.type},
             {"capacity", n.capacity},  {"state", n.state},        {"health", n.health},
-            {"workers", ArrayOf(n.workers, WorkerJson)}, {"age_seconds", n.age_seconds},
+            {"workers", ArrayOf(n.workers, WorkerJson)},
+            {"data_disks", ArrayOf(n.data_disks, DiskJson)}, {"age_seconds", n.age_seconds},
             {"labels", n.labels},      {"cost_usd", OrNull(n.cost_usd)},
             {"cost_is_upper_bound", n.cost_is_upper_bound}};
   if (!n.refresh_error.empty()) {

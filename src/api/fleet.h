@@ -123,9 +123,17 @@ struct WorkerStatus {
   bool setup_done = false;
 };
 
+/// A data disk of a node in `status`: {"disk", "source", "mode"}; mode is "read-only" or
+/// "read-write".
+struct DiskStatus {
+  std::string disk;    // its name, what workers show as /dev/disk/by-id/google-NAME
+  std::string source;  // "projects/p/zones/z/disks/NAME"
+  std::string mode;
+};
+
 /// A node in `status`: {"node", "fleet", "provider", "project", "zone", "type",
-/// "capacity", "state", "health", "workers", "age_seconds", "labels", "cost_usd",
-/// "cost_is_upper_bound", "refresh_error"?, "time_to_recover_seconds"?}.
+/// "capacity", "state", "health", "workers", "data_disks", "age_seconds", "labels",
+/// "cost_usd", "cost_is_upper_bound", "refresh_error"?, "time_to_recover_seconds"?}.
 struct NodeStatus {
   std::string node;
   std::string fleet;
@@ -138,6 +146,7 @@ struct NodeStatus {
                          // "PREEMPTED"/"RECOVERING" when the event log knows better
   std::string health;
   std::vector<WorkerStatus> workers;
+  std::vector<DiskStatus> data_disks;  // an array, [] when none
   int64_t age_seconds = 0;
   std::map<std::string, std::string> labels;  // an object: what selectors (team=a) match
   std::optional<double> cost_usd;             // null when unknown

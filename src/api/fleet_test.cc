@@ -88,6 +88,7 @@ TEST(ApiJson, StatusReport) {
   pod.workers = {{0, "198.18.0.2", "t1v-n-pod-w-0", true}, {1, "198.18.0.3", "", false}};
   pod.age_seconds = 5400;
   pod.labels = {{"team", "a"}, {"role", "train"}};
+  pod.data_disks = {{"data", "projects/p/zones/us-central2-b/disks/data", "read-only"}};
   pod.cost_usd = 4.83;
   pod.cost_is_upper_bound = true;
   NodeStatus lab;

@@ -119,4 +119,31 @@ std::string ToJson(const ForwardStarted& forward) {
               kOneLine);
 }
 
+Result<std::vector<JobPlace>> ParseJobPlaces(std::string_view jobs_json) {
+  json j = json::parse(jobs_json, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object() || !j.contains("jobs") || !j["jobs"].is_array()) {
+    return InvalidArgumentError("the server's jobs are not {\"jobs\": [{\"id\", \"node\", …}]}");
+  }
+  std::vector<JobPlace> out;
+  for (const json& job : j["jobs"]) {
+    auto text = [&job](const char* key) {
+      return job.is_object() && job.contains(key) && job[key].is_string()
+                 ? job[key].get<std::string>()
+                 : std::string();
+    };
+    bool ended = job.is_object() && job.contains("ended") && job["ended"].is_boolean() &&
+                 job["ended"].get<bool>();
+    int64_t created = job.is_object() && job.contains("created_unix_ms") &&
+                              job["created_unix_ms"].is_number_integer()
+                          ? job["created_unix_ms"].get<int64_t>()
+                          : 0;
+    JobPlace place{text("id"), text("name"), text("node"), ended, created};
+    if (place.id.empty() || place.node.empty()) {
+      return InvalidArgumentError("the server's jobs list a job without an id or node");
+    }
+    out.push_back(std::move(place));
+  }
+  return out;
+}
+
 }  // namespace tpufleet::api

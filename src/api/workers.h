@@ -13,7 +13,10 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
+
+#include "util/status.h"
 
 namespace tpufleet::api {
 
@@ -123,6 +126,18 @@ struct JobsList {
   std::vector<JobReport> jobs;
   std::vector<std::string> unreachable;
 };
+
+/// Where a job of a JobsList document runs: what `tpufleet --server URL attach JOB` reads
+/// from the server's `jobs --json` to find the worker to log in to.
+struct JobPlace {
+  std::string id;
+  std::string name;
+  std::string node;
+  bool ended = false;
+  int64_t created_unix_ms = 0;
+};
+/// The jobs of a JobsList document (ToJson's); InvalidArgument for anything else.
+Result<std::vector<JobPlace>> ParseJobPlaces(std::string_view jobs_json);
 
 /// The documents, indented by two spaces, without a final newline.
 /// By value: the workers' output (up to 64 MiB) moves into the document, not copied.

@@ -70,5 +70,29 @@ TEST(ApiJson, ForwardStartedIsOneLine) {
   ExpectGolden("src/api/testdata/forward_started.json", json + "\n");
 }
 
+TEST(ApiJson, JobPlacesAreReadBackFromAJobsList) {
+  JobsList list;
+  list.jobs.push_back({});
+  list.jobs[0].id = "j-1";
+  list.jobs[0].name = "train";
+  list.jobs[0].node = "pod";
+  list.jobs[0].created_unix_ms = 7;
+  list.jobs.push_back(list.jobs[0]);
+  list.jobs[1].id = "j-2";
+  list.jobs[1].ended = true;
+  Result<std::vector<JobPlace>> places = ParseJobPlaces(ToJson(list));
+  ASSERT_TRUE(places.ok()) << places.status().message();
+  ASSERT_EQ(places->size(), 2u);
+  EXPECT_EQ((*places)[0].id, "j-1");
+  EXPECT_EQ((*places)[0].name, "train");
+  EXPECT_EQ((*places)[0].node, "pod");
+  EXPECT_EQ((*places)[0].created_unix_ms, 7);
+  EXPECT_FALSE((*places)[0].ended);
+  EXPECT_TRUE((*places)[1].ended);
+  EXPECT_EQ(ParseJobPlaces("{\"jobs\": [{\"id\": \"j-1\"}]}").status().code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(ParseJobPlaces("not json").status().code(), StatusCode::kInvalidArgument);
+}
+
 }  // namespace
 }  // namespace tpufleet::api

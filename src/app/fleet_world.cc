@@ -11,6 +11,7 @@
 
 #include "app/holder_command.h"
 #include "app/state_lock.h"
+#include "app/state_store.h"
 #include "control/agent_install.h"
 #include "control/port_forward.h"
 #include "core/fleet_spec.h"
@@ -20,7 +21,7 @@
 #include "ssh/holder.h"
 #include "ssh/runner.h"
 #include "ssh/ssh_files.h"
-#include "store/sqlite_store.h"
+#include "ssh/ssh_include_mode.h"
 #include "util/clock.h"
 #include "util/file.h"
 #include "util/http_client.h"
@@ -158,8 +159,8 @@ struct FleetPaths {
 
 class AppWorld final : public cli::WorldHandle {
  public:
-  AppWorld(const std::map<std::string, std::string>& env, std::unique_ptr<SqliteStore> store,
-           UniqueFd lock, const std::string& state_dir, const FleetPaths& paths,
+  AppWorld(const std::map<std::string, std::string>& env, std::unique_ptr<Store> store,
+           StateHold lock, const std::string& state_dir, const FleetPaths& paths,
            Clock& clock, ProviderPool& pool)
       : clock_(clock),
         store_(std::move(store)),
@@ -186,8 +187,8 @@ class AppWorld final : public cli::WorldHandle {
 
  private:
   Clock& clock_;  // the App's
-  std::unique_ptr<SqliteStore> store_;
-  UniqueFd lock_;  // held while the world lives, for commands that change the fleet
+  std::unique_ptr<Store> store_;
+  StateHold lock_;  // held while the world lives, for commands that change the fleet
   AppProviders providers_;
   OpenSshRunner ssh_;
   std::unique_ptr<Fanout> fanout_;
@@ -228,14 +229,12 @@ Result<FleetPaths> PathsFor(const std::map<std::string, std::string>& env,
     const std::string& self = paths.control.proxy_program;
     paths.control.agent_binary = self.substr(0, self.rfind('/') + 1) + "tpufleet-agent";
   }
-  std::string mode = Env(env, std::string(kSshIncludeEnv));
-  if (mode == "off") {
+  TPUFLEET_ASSIGN_OR_RETURN(std::optional<SshConfigOwner> owner,
+                            ParseSshIncludeMode(Env(env, std::string(kSshIncludeEnv))));
+  if (!owner) {
     paths.user_ssh_config.clear();
-  } else if (mode == "force") {
-    paths.user_ssh_config_owner = SshConfigOwner::kAnyone;
-  } else if (!mode.empty() && mode != "auto") {
-    return InvalidArgumentError(std::string(kSshIncludeEnv) + " must be auto, force or off, not " +
-                                QuoteForMessage(mode));
+  } else {
+    paths.user_ssh_config_owner = *owner;
   }
   return paths;
 }
@@ -264,12 +263,13 @@ Result<std::unique_ptr<cli::WorldHandle>> FleetWorlds::Open(cli::Invocation& inv
   std::string dir = FleetStateDir(inv.env);
   TPUFLEET_TRY(MakeStateDir(dir));
   TPUFLEET_ASSIGN_OR_RETURN(FleetPaths paths, PathsFor(inv.env, dir));
-  UniqueFd lock;
+  // The state store: STATE/state.db unless --store or TPUFLEET_STORE names another.
+  TPUFLEET_ASSIGN_OR_RETURN(StoreLocation where, FindStore(inv.args.Get("store"), inv.env, dir));
+  StateHold lock;
   if (exclusive) {
-    TPUFLEET_ASSIGN_OR_RETURN(lock, LockStateDir(dir, inv.command));
+    TPUFLEET_ASSIGN_OR_RETURN(lock, LockState(dir, inv.command, where.postgres ? where.target : ""));
   }
-  TPUFLEET_ASSIGN_OR_RETURN(std::unique_ptr<SqliteStore> store,
-                            SqliteStore::Open(dir + "/state.db"));
+  TPUFLEET_ASSIGN_OR_RETURN(std::unique_ptr<Store> store, OpenStore(where));
   return std::unique_ptr<cli::WorldHandle>(
       std::make_unique<AppWorld>(inv.env, std::move(store), std::move(lock), dir, paths,
                                  clock_, pool_));

@@ -1,5 +1,6 @@
-// The real world behind the fleet commands: the SQLite state store and SSH files under
-// the user's state directory, the gcp-tpu provider (to Google, or to the running
+// The real world behind the fleet commands: the state store (STATE/state.db, or the one
+// --store or TPUFLEET_STORE names: app/state_store.h) and SSH files under the user's
+// state directory, the gcp-tpu provider (to Google, or to the running
 // emulator for `provider: emulator`), the ssh-hosts provider, and OpenSSH.
 #pragma once
 

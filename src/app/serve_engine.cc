@@ -1,5 +1,6 @@
 #include "app/serve_engine.h"
 
+#include <signal.h>
 #include <unistd.h>
 
 #include <mutex>
@@ -8,9 +9,12 @@
 #include <thread>
 
 #include "app/state_lock.h"
+#include "app/state_store.h"
+#include "cli/remote_command.h"
 #include "reconcile/reconciler.h"
 #include "server/http_server.h"
 #include "server/token.h"
+#include "store/postgres_leader.h"
 #include "util/event_loop.h"
 
 namespace tpufleet::app {
@@ -27,17 +31,21 @@ std::string HostName() {
 class AppServeEngine final : public cli::ServeEngine {
  public:
   AppServeEngine(std::unique_ptr<cli::WorldHandle> handle, UniqueFd serve_lock,
-                 const std::string& state_dir, const Catalog& catalog,
-                 cli::ServeSettings settings, const std::string& token)
+                 std::unique_ptr<PostgresLeader> leader, const std::string& state_dir,
+                 const std::string& postgres_url, const Catalog& catalog, cli::ServeSettings settings, const std::string& token,
+                 const std::optional<server::TlsIdentity>& tls,
+                 decltype(server::ServeApiContext::run_command) run_command)
       : handle_(std::move(handle)),
         serve_lock_(std::move(serve_lock)),
-        locker_(state_dir, "serve"),
+        leader_(std::move(leader)),
+        locker_(state_dir, "serve", postgres_url),
         settings_(std::move(settings)),
         loop_(handle_->world().clock),
         reconciler_(WithLocker(), catalog, loop_, Options(), Log()),
         api_(server::ServeApiContext{token, &reconciler_, &handle_->world().store,
-                                     &handle_->world().clock}),
-        http_(&api_, settings_.listen_address, settings_.listen_port) {}
+                                     &handle_->world().clock, std::move(run_command)}),
+        tls_(tls),
+        http_(&api_, settings_.listen_address, settings_.listen_port, tls_ ? &*tls_ : nullptr) {}
 
   ~AppServeEngine() override { Stop(); }
 
@@ -47,8 +55,18 @@ class AppServeEngine final : public cli::ServeEngine {
     std::string address = settings_.listen_address.find(':') != std::string::npos
                               ? "[" + settings_.listen_address + "]"
                               : settings_.listen_address;
-    settings_.log("serving the API on http://" + address + ":" + std::to_string(port) +
-                  " (token in " + server::ServeTokenPath(state_dir) + ")");
+    std::string url = (tls_ ? "https://" : "http://") + address + ":" + std::to_string(port);
+    settings_.log("serving the API on " + url + " (token in " +
+                  server::ServeTokenPath(state_dir) + ")");
+    if (tls_) {
+      // Listening on every address, clients name the machine: suggest its name.
+      bool every = settings_.listen_address == "0.0.0.0" || settings_.listen_address == "::";
+      std::string client_url =
+          every ? "https://" + HostName() + ":" + std::to_string(port) : url;
+      settings_.log("TLS certificate " + tls_->fingerprint + " (" + tls_->cert_path +
+                    "); clients pin it: tpufleet --server " + client_url +
+                    " --server-fingerprint " + tls_->fingerprint + " status");
+    }
     reconciler_.SetFleets(settings_.fleets);
     return Status::Ok();
   }
@@ -62,6 +80,11 @@ class AppServeEngine final : public cli::ServeEngine {
   }
 
   Status RunOnce() override {
+    TPUFLEET_ASSIGN_OR_RETURN(bool leading, TryLead());
+    if (!leading) {
+      return FailedPreconditionError(
+          "another serve leads this store and reconciles it; --once runs where none does");
+    }
     reconciler_.Pass();
     LogWarnings();
     return loop_.RunUntil([this] { return !reconciler_.busy(); });
@@ -79,7 +102,16 @@ class AppServeEngine final : public cli::ServeEngine {
       }
     });
     loop_.AtTurnEnd([this](Clock::MonoTime) { LogWarnings(); });
-    reconciler_.Start();
+    TPUFLEET_ASSIGN_OR_RETURN(bool leading, TryLead());
+    if (leading) {
+      Lead();
+    } else {
+      settings_.log("following: another serve leads this store (" + Leader() +
+                    "); serving the API from the store, and taking over if it goes");
+    }
+    if (leader_) {
+      loop_.Every(kLeaderPoll, [this](Clock::MonoTime) { CheckLeadership(); });
+    }
     thread_ = std::thread([this] { loop_.Run(); });
     return Status::Ok();
   }
@@ -94,12 +126,58 @@ class AppServeEngine final : public cli::ServeEngine {
       thread_.join();
     }
     http_.Stop();
+    if (!leading_ || leader_lost_) {
+      return;  // the serve record is the leader's
+    }
     if (Status s = handle_->world().store.ClearServe(::getpid()); !s.ok()) {
       settings_.log("could not clear the serve record: " + s.message());
     }
   }
 
  private:
+  // Whether this serve leads: always on SQLite (STATE/serve.lock makes it the only one),
+  // the leader lock's holder on PostgreSQL.
+  Result<bool> TryLead() { return leader_ ? leader_->TryLead() : Result<bool>(true); }
+
+  // Starts reconciling: the passes, the serve record.
+  void Lead() {
+    leading_ = true;
+    reconciler_.Start();
+  }
+
+  // The serve the store names as keeping it, for the log.
+  std::string Leader() {
+    Result<std::optional<ServeRecord>> r = handle_->world().store.Serve();
+    if (!r.ok() || !r->has_value()) {
+      return "not yet recorded";
+    }
+    return "pid " + std::to_string((*r)->pid) + " on " + (*r)->host;
+  }
+
+  // Every kLeaderPoll on the loop: a follower tries to take the lead; a leader that lost
+  // it (its session to the store ended: another may lead now) stops this serve, whose
+  // actions must not race the new leader's. A supervisor (systemd) starts it again, as a
+  // follower.
+  void CheckLeadership() {
+    if (leading_) {
+      if (!leader_->StillLeading()) {
+        settings_.log("lost the lead: the connection to the store ended; stopping");
+        leader_lost_ = true;
+        ::kill(::getpid(), SIGTERM);  // the command's loop stops the engine
+      }
+      return;
+    }
+    Result<bool> now = leader_->TryLead();
+    if (!now.ok()) {
+      settings_.log("cannot reach the store to take the lead: " + now.status().message());
+      return;
+    }
+    if (*now) {
+      settings_.log("leading now: the previous leader is gone; resuming from the store");
+      Lead();
+    }
+  }
+
   // The warnings of the passes (a revoked credential, a stockout everywhere, a CLI
   // command holding the state lock, a budget reached): what the operator must see on
   // serve's log as well as in /v1/status. Each is logged when it first appears and
@@ -147,12 +225,16 @@ class AppServeEngine final : public cli::ServeEngine {
   }
 
   std::unique_ptr<cli::WorldHandle> handle_;
-  UniqueFd serve_lock_;  // STATE/serve.lock, for the engine's life
+  UniqueFd serve_lock_;                     // STATE/serve.lock, for the engine's life
+  std::unique_ptr<PostgresLeader> leader_;  // the election on PostgreSQL; null on SQLite
+  bool leading_ = false;      // set once, on the loop's thread (Start: before it runs)
+  bool leader_lost_ = false;  // the loop's thread
   StateDirLocker locker_;
   cli::ServeSettings settings_;
   EventLoop loop_;
   Reconciler reconciler_;
   server::ServeApi api_;
+  const std::optional<server::TlsIdentity> tls_;  // none: plain HTTP (loopback)
   server::ServeHttpServer http_;
   std::thread thread_;
   bool stopped_ = false;
@@ -164,17 +246,45 @@ class AppServeEngine final : public cli::ServeEngine {
 
 }  // namespace
 
-Result<std::unique_ptr<cli::ServeEngine>> MakeServeEngine(FleetWorlds& worlds,
-                                                          cli::Invocation& inv,
+Result<std::unique_ptr<cli::ServeEngine>> MakeServeEngine(FleetWorlds& worlds, cli::Invocation& inv,
                                                           cli::ServeSettings settings) {
   TPUFLEET_ASSIGN_OR_RETURN(std::unique_ptr<cli::WorldHandle> handle,
                             worlds.Open(inv, /*exclusive=*/false));
   std::string dir = FleetStateDir(inv.env);
   TPUFLEET_ASSIGN_OR_RETURN(UniqueFd serve_lock, LockServe(dir));
   TPUFLEET_ASSIGN_OR_RETURN(std::string token, server::LoadOrMakeServeToken(dir));
+  // On PostgreSQL several serves (on several machines) may keep one store: one leads.
+  TPUFLEET_ASSIGN_OR_RETURN(StoreLocation where, FindStore(inv.args.Get("store"), inv.env, dir));
+  std::unique_ptr<PostgresLeader> leader;
+  if (where.postgres) {
+    TPUFLEET_ASSIGN_OR_RETURN(leader, PostgresLeader::Open(where.target));
+  }
   TPUFLEET_ASSIGN_OR_RETURN(const Catalog* catalog, inv.LoadCatalog());
-  auto engine = std::make_unique<AppServeEngine>(std::move(handle), std::move(serve_lock), dir,
-                                                 *catalog, std::move(settings), token);
+  std::optional<server::TlsIdentity> tls;
+  if (!settings.plain_http) {
+    TPUFLEET_ASSIGN_OR_RETURN(
+        tls, settings.tls_cert.empty()
+                 ? server::LoadOrMakeServeIdentity(
+                       dir, server::ServeCertificateNames(settings.listen_address, HostName()))
+                 : server::LoadTlsIdentity(settings.tls_cert, settings.tls_key));
+  }
+  // `tpufleet --server URL …`'s commands: this process's own CLI, over this state (the
+  // store --store named, too).
+  std::map<std::string, std::string> command_env = inv.env;
+  if (std::optional<std::string> store = inv.args.Get("store"); store && !store->empty()) {
+    command_env["TPUFLEET_STORE"] = *store;
+  }
+  auto run_command = [app = &inv.app, env = std::move(command_env)](
+                         const api::CommandRequest& request, const server::Caller& caller,
+                         std::ostream& out, std::ostream& err,
+                         const std::atomic<bool>& interrupt) {
+    return static_cast<int>(
+        cli::RunServedCommand(*app, request, env, caller.access, out, err, interrupt));
+  };
+  auto engine = std::make_unique<AppServeEngine>(
+      std::move(handle), std::move(serve_lock), std::move(leader), dir,
+      where.postgres ? where.target : "", *catalog,
+      std::move(settings), token, tls, std::move(run_command));
   TPUFLEET_TRY(engine->Listen(dir));
   return std::unique_ptr<cli::ServeEngine>(std::move(engine));
 }

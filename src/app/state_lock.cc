@@ -6,7 +6,10 @@
 
 #include <cerrno>
 #include <cstring>
+#include <memory>
+#include <utility>
 
+#include "store/postgres_lock.h"
 #include "util/file.h"
 #include "util/strings.h"
 
@@ -65,6 +68,22 @@ Result<UniqueFd> LockStateDir(const std::string& state_dir, const std::string& c
                            : "another tpufleet command";
   return FailedPreconditionError(who + " is changing the fleet (it holds " + path +
                                  "); wait for it to finish");
+}
+
+Result<StateHold> LockState(const std::string& state_dir, const std::string& command,
+                            const std::string& postgres_url) {
+  TPUFLEET_ASSIGN_OR_RETURN(UniqueFd file, LockStateDir(state_dir, command));
+  if (postgres_url.empty()) {
+    return StateHold(std::make_shared<UniqueFd>(std::move(file)));
+  }
+  char host[256] = {};
+  ::gethostname(host, sizeof host - 1);
+  TPUFLEET_ASSIGN_OR_RETURN(
+      std::unique_ptr<PostgresStateLock> store,
+      PostgresStateLock::Take(postgres_url, "tpufleet " + command + " (pid " +
+                                                std::to_string(::getpid()) + " on " + host + ")"));
+  return StateHold(std::make_shared<std::pair<UniqueFd, std::unique_ptr<PostgresStateLock>>>(
+      std::move(file), std::move(store)));
 }
 
 Result<UniqueFd> LockServe(const std::string& state_dir) {

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include "store/testing/postgres_server.h"
 #include "util/testing/temp_dir.h"
 #include "util/file.h"
 
@@ -21,8 +22,8 @@ TEST(StateLock, TheRefusalNamesTheHolder) {
   ASSERT_TRUE(up.ok()) << up.status().ToString();
   EXPECT_EQ(*ReadFile(dir.path() + "/lock"), pid + " up\n");
 
-  StateDirLocker serve(dir.path(), "serve");
-  Result<UniqueFd> refused = serve.TryLock();
+  StateDirLocker serve(dir.path(), "serve", "");
+  Result<StateHold> refused = serve.TryLock();
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.status().code(), StatusCode::kFailedPrecondition);
   EXPECT_EQ(refused.status().message(), "`tpufleet up` (pid " + pid +
@@ -30,14 +31,38 @@ TEST(StateLock, TheRefusalNamesTheHolder) {
                                             "/lock); wait for it to finish");
 
   up->Reset();
-  Result<UniqueFd> taken = serve.TryLock();
+  Result<StateHold> taken = serve.TryLock();
   ASSERT_TRUE(taken.ok()) << taken.status().ToString();
-  refused = LockStateDir(dir.path(), "up");
-  ASSERT_FALSE(refused.ok());
-  EXPECT_NE(refused.status().message().find("`tpufleet serve` (pid " + pid +
+  Result<UniqueFd> refused_up = LockStateDir(dir.path(), "up");
+  ASSERT_FALSE(refused_up.ok());
+  EXPECT_NE(refused_up.status().message().find("`tpufleet serve` (pid " + pid +
                                             ") is changing the fleet"),
             std::string::npos)
-      << refused.status().message();
+      << refused_up.status().message();
+}
+
+// Two machines sharing one PostgreSQL store have a state dir each: the store's lock keeps
+// them apart, and names the holder.
+TEST(StateLock, OnAPostgresStoreTwoStateDirsAreKeptApart) {
+  PostgresServer* server = nullptr;
+  std::string db;
+  TestDatabase(&server, &db);
+  if (server == nullptr) {
+    return;  // skipped (the reason counted by TestDatabase), or failed to make the database
+  }
+  TempDir here, there;
+  Result<StateHold> up = LockState(here.path(), "up", server->Url(db));
+  ASSERT_TRUE(up.ok()) << up.status().ToString();
+  Result<StateHold> down = LockState(there.path(), "down", server->Url(db));
+  ASSERT_FALSE(down.ok());
+  EXPECT_EQ(down.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(down.status().message().rfind("`tpufleet up (pid " + std::to_string(::getpid()) +
+                                              " on ",
+                                          0),
+            0u)
+      << down.status().message();
+  // Refused by the store, it holds nothing: the other dir's file lock is free again.
+  EXPECT_TRUE(LockStateDir(there.path(), "down").ok());
 }
 
 TEST(StateLock, OneServePerState) {

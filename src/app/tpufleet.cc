@@ -9,6 +9,7 @@
 #include "cli/app.h"
 #include "cli/emulator_row.h"
 #include "cli/exec_beside.h"
+#include "util/http_client.h"
 
 namespace {
 
@@ -29,5 +30,7 @@ int main(int argc, char** argv) {
   app.commands.push_back(tpufleet::cli::EmulatorCommandRow(ExecEmulator));
   app.commands.push_back(tpufleet::app::HolderCommandRow());
   app.commands.push_back(tpufleet::cli::ServeCommandRow(ExecServe));
+  tpufleet::CurlHttpClient server_http;  // --server's transport (libcurl loaded on use)
+  app.server_http = &server_http;
   return tpufleet::app::RunCli(app, std::vector<std::string>(argv + 1, argv + argc));
 }

@@ -16,6 +16,10 @@
 #include "cli/fleet_world.h"
 #include "cli/serve_command.h"
 
+namespace tpufleet {
+class HttpClient;  // util/http_client.h
+}  // namespace tpufleet
+
 namespace tpufleet::cli {
 
 struct App {
@@ -34,15 +38,24 @@ struct App {
   /// Builds what `serve` runs (cli/serve_command.h); null in a build without it, where
   /// `serve` says so.
   ServeEngineFactory serve = nullptr;
+  /// The transport to a team server (--server, cli/remote_command.h); null in a build
+  /// without one, where --server says so.
+  HttpClient* server_http = nullptr;
 };
 
 /// The CLI's own rows (catalog … forward), in help order; command_table.cc.
 std::vector<Command> CliCommands();
 
 /// Runs the CLI on argv[1..] (no program name) with `app`'s commands. `env` holds the
-/// variables it may read.
+/// variables it may read; `access`, what the command may show and do (a team server's
+/// caller; by default everything, as for whoever runs it here); `served`, that a team
+/// server runs it for a client (Invocation::served), with the `files` the client sent
+/// (Invocation::files) and `interrupt` the flag it sets once the client went away
+/// (Invocation::interrupt).
 ExitStatus Main(const App& app, const std::vector<std::string>& argv, std::ostream& out,
                 std::ostream& err, const std::map<std::string, std::string>& env,
-                Terminal terminal = {});
+                Terminal terminal = {}, Access access = Access::Everything("local"),
+                bool served = false, const std::atomic<bool>* interrupt = nullptr,
+                std::map<std::string, std::string> files = {});
 
 }  // namespace tpufleet::cli

@@ -1,5 +1,6 @@
 // The table of subcommands: what `tpufleet help` lists, in this order.
 #include "cli/app.h"
+#include "cli/invite_command.h"
 
 namespace tpufleet::cli {
 
@@ -71,7 +72,7 @@ std::vector<Command> CliCommands() {
        {{"dry-run", "", "show the plan and its price; change nothing"},
         {"timeout", "D", "longest wait for one node, e.g. 45m (default 30m)"},
         {"yes", "", "pin ssh-hosts host keys missing from known_hosts without asking"}},
-       true, RunUp},
+       true, RunUp, false, /*positional_input_bytes=*/kMaxSpecBytes},
       {"status", "Show nodes, their state, workers, age and cost so far", "[NODE...] [--refresh]",
        "From local state by default (the cloud is not asked). --refresh asks the cloud about\n"
        "every zone the nodes are in (concurrently), records what changed (state, addresses,\n"
@@ -91,14 +92,17 @@ std::vector<Command> CliCommands() {
        "Deletes the leftovers of failed creates (without asking), then the nodes in the\n"
        "cloud, waits until they are gone, and forgets them. Nodes of the ssh-hosts provider\n"
        "are only forgotten; the machines are untouched. Asks for confirmation on a\n"
-       "terminal; elsewhere --yes is required.",
+       "terminal; elsewhere (and through a team server) --yes is required. Through a team\n"
+       "server, an admin deletes the nodes of their fleets; --all: those of every fleet\n"
+       "they administer (docs/serve.md).",
        {{"all", "", "every node tpufleet tracks"}, {"yes", "", "do not ask for confirmation"}},
        true, RunDown},
       {"import", "Adopt nodes made elsewhere (gcloud, console) into tpufleet",
        "--project P --zones Z1[,Z2] [NODE...] [--fleet NAME] [--provider gcp-tpu|emulator]",
        "Finds the nodes in the zones (all of them, or the named ones), adds tpufleet's key to\n"
        "their ssh-keys (keeping the others), pins their host keys and writes SSH names, so\n"
-       "status, ssh and exec work on them. Nothing is created or deleted.",
+       "status, ssh and exec work on them. Nothing is created or deleted. Through a team\n"
+       "server, only its operator may: it uses the server's cloud credentials.",
        {{"project", "P", "GCP project id"},
         {"zones", "Z1,Z2", "zones to look in"},
         {"fleet", "NAME", "the fleet they join (default imported)"},
@@ -297,12 +301,79 @@ std::vector<Command> CliCommands() {
         {"idle-after", "DUR", "a node unused this long is idle (default 10m)"},
         {"refresh", "S", "seconds between rounds of the live view (default 2)"}},
        true, RunTop},
+      {"users", "Add, change, list or remove collaborators' accounts on the fleet's workers",
+       "add NAME --key FILE|- [--sudo] [--nodes SEL] [--role R] --spec FLEET.yaml | "
+       "set NAME [--sudo|--no-sudo] [--key FILE|-] [--nodes SEL] [--role R] --spec FLEET.yaml | "
+       "list [--spec FLEET.yaml] | remove NAME [--purge] --spec FLEET.yaml",
+       "A collaborator gets a Unix account with their own key on every worker of the nodes\n"
+       "--nodes selects (a node, a label selector such as team=a, or all; repeat it for\n"
+       "several; default every node), now and after every recreate: kept in tpufleet's\n"
+       "state beside the spec's own users, made by each worker's agent. --sudo gives\n"
+       "passwordless sudo; without it there is none. --role (member, viewer, admin; default\n"
+       "member) is kept for the team server. `add` and `set` apply at once on every READY\n"
+       "node they select (others get it when up or serve brings them back), with one line\n"
+       "per node. `remove` takes the account away on those nodes: its processes and jobs\n"
+       "are stopped, its key and sudo removed, the account locked; the home is kept unless\n"
+       "--purge (then the account and home are deleted; also for a name removed before).\n"
+       "Names the spec has, root, system accounts and tpufleet's own login are refused.\n"
+       "--spec is the fleet's spec: its users and nodes decide each node's accounts. Exit\n"
+       "status: 0 when every node applied it, 1 otherwise, 2 for bad usage.",
+       {{"key", "FILE", "the collaborator's OpenSSH public key file(s), - for stdin", 0, false,
+         kMaxKeyFileBytes},
+        {"sudo", "", "passwordless sudo"},
+        {"no-sudo", "", "(set) take sudo away"},
+        {"nodes", "SEL", "the nodes: NODE, key=value or all (repeatable; default all)"},
+        {"role", "R", "member (default), viewer or admin: for the team server"},
+        {"purge", "", "(remove) delete the account and its home too"},
+        {"spec", "FLEET.yaml", "the fleet's spec", 0, false, kMaxSpecBytes}},
+       true, RunUsers},
+      {"audit", "Show the team server's audit log: who did what through it, and how it ended",
+       "[--since DUR|TIME] [--limit N]",
+       "Prints the audit log `tpufleet serve` keeps in the state store, oldest first: each\n"
+       "request's time, person (\"operator\" for serve's own token, \"?\" for a bad one), action\n"
+       "(the command line, its --env values and anything after -- left out, or the API's\n"
+       "METHOD PATH) and outcome (ok, exit N, refused: why, unauthenticated). Through a team\n"
+       "server (--server) only an admin of every fleet may read it; here, whoever holds the\n"
+       "state. --since takes a duration back from now (30m, 2d) or a time\n"
+       "(2026-01-01T12:00:00Z). At most the newest --limit lines (default 100, at most 10000).",
+       {{"since", "DUR|TIME", "only lines since then: 30m, 2d, or 2026-01-01T12:00:00Z"},
+        {"limit", "N", "at most the newest N lines (default 100)"}},
+       true, RunAudit},
+      {"invite", "Write the file a collaborator joins the team server with",
+       "NAME --server-url https://HOST:PORT [--out FILE] [--replace]",
+       "Run where the team server's state is. NAME must be a collaborator of some fleet\n"
+       "(`users add` first). Makes them a token for the server and writes an invite file\n"
+       "(0600; default ./NAME.tpufleet-invite, never over an existing file): the server's\n"
+       "URL, the SHA-256 fingerprint of serve's certificate (STATE/serve/tls.crt, or\n"
+       "--server-fingerprint), their name and the token. The file is a credential: send it\n"
+       "privately; they run `tpufleet join FILE`. The token is never printed. --replace\n"
+       "forgets their older tokens (revoking earlier invites); `users remove` does too once\n"
+       "they are on no fleet. --json: {file, person, server, fingerprint}.",
+       {{"server-url", "URL", "serve's address as the collaborator's laptop reaches it"},
+        {"out", "FILE", "where to write the invite (default ./NAME.tpufleet-invite)"},
+        {"replace", "", "forget the person's older tokens"}},
+       true, RunInvite},
+      {"join", "Join a team server with an invite: its SSH names, and the default server",
+       "FILE|-",
+       "Run on the collaborator's own machine, with the file `tpufleet invite` made. Checks\n"
+       "it, pins the server's certificate it names (a server presenting another is refused\n"
+       "before anything is sent), keeps the token (0600) in ~/.config/tpufleet/servers/,\n"
+       "and makes this server the default: after a join, commands given neither --server\n"
+       "nor TPUFLEET_SERVER go to it (TPUFLEET_SERVER set empty runs them here). Then writes\n"
+       "SSH names for the workers you may use, ~/.ssh/tpufleet/HOST:PORT/config, included\n"
+       "by ~/.ssh/config: `ssh NODE` (worker 0) and `ssh NODE-wN`, as you, with your own\n"
+       "key, host keys pinned; each connection asks the server where the worker is now, so\n"
+       "they keep working after a recreate. Join again to pick up new nodes.",
+       {},
+       true, RunJoin},
       {"ssh-proxy", "Connect ssh to a worker wherever it is now (the ssh config's ProxyCommand)",
-       "--state-dir DIR -- NODE N",
+       "--state-dir DIR -- NODE N | --server URL -- NODE N",
        "Run by ssh, for the Host blocks tpufleet writes, not by people. Connects to worker N\n"
        "of NODE at the address in tpufleet's state; when that does not answer within 3 s,\n"
        "asks the cloud for the node (as `status --refresh NODE` does, recording what changed)\n"
-       "and connects to its address now. Then relays its stdin and stdout to the connection.\n"
+       "and connects to its address now. With --server (the names `join` writes): asks the\n"
+       "team server for the worker's address and host keys, rewriting those names' files\n"
+       "when they changed. Then relays its stdin and stdout to the connection.\n"
        "Errors go to stderr, where ssh shows them.",
        {{"state-dir", "DIR", "tpufleet's state directory (the one that wrote the config)"}},
        false, RunSshProxy, true},

@@ -1,9 +1,11 @@
 #include <algorithm>
 #include <cmath>
+#include <iostream>
 #include <ostream>
 
 #include "cli/app.h"
 #include "cli/command.h"
+#include "cli/remote_command.h"
 #include "cli/table.h"
 #include "util/file.h"
 #include "util/log.h"
@@ -17,6 +19,10 @@ const std::vector<FlagSpec>& GlobalFlags() {
   static const std::vector<FlagSpec> kFlags = {
       {"json", "", "print machine-readable JSON instead of text"},
       {"catalog", "FILE", "lay FILE over the built-in accelerator catalog"},
+      {"server", "URL",
+       "run the command on a team server (or TPUFLEET_SERVER; docs/serve.md): status, jobs, "
+       "events, run, logs, cancel, top --once, audit, up, down, users, import"},
+      {"server-fingerprint", "SHA256:…", "the team server's certificate, pinned ahead of use"},
       {"help", "", "show this help"},
   };
   return kFlags;
@@ -45,7 +51,8 @@ void PrintFlags(std::ostream& out, const std::vector<FlagSpec>& flags) {
 
 void PrintTopHelp(const App& app, std::ostream& out) {
   out << "tpufleet: bring up, reach and pay for fleets of Cloud TPU VMs.\n\n"
-         "Usage: tpufleet COMMAND [ARGS] [--json] [--catalog FILE]\n\nCommands:\n";
+         "Usage: tpufleet COMMAND [ARGS] [--json] [--catalog FILE] [--server URL]\n\n"
+         "Commands:\n";
   for (const Command& c : app.commands) {
     if (c.hidden) {
       continue;
@@ -54,7 +61,10 @@ void PrintTopHelp(const App& app, std::ostream& out) {
         << c.summary << "\n";
   }
   out << "  help        Show this list, or a command's help: tpufleet help COMMAND\n"
-         "\nRun 'tpufleet COMMAND --help' for a command's arguments and flags.\n";
+         "\nRun 'tpufleet COMMAND --help' for a command's arguments and flags.\n"
+         "With --server URL (or TPUFLEET_SERVER), status, jobs, events, run, logs, cancel,\n"
+         "top --once, audit, and (for a fleet's admins) up, down and users run on a team\n"
+         "server, as your role there allows (docs/serve.md).\n";
 }
 
 void PrintCommandHelp(std::ostream& out, const Command& c) {
@@ -194,9 +204,37 @@ std::optional<std::string> Args::Get(std::string_view flag) const {
   return it->second;
 }
 
+Result<std::string> Invocation::ReadInputFile(const std::string& path, size_t max_bytes) {
+  if (served) {
+    auto it = files.find(path);
+    if (it == files.end()) {
+      return FailedPreconditionError(
+          QuoteForMessage(path) + " was not sent with the command: a team server reads the "
+          "files a command names from its client only, never from its own disk");
+    }
+    if (it->second.size() > max_bytes) {
+      return InvalidArgumentError(path + ": the file is " + FormatBytes(it->second.size()) +
+                                  "; at most " + FormatBytes(max_bytes) + " is read");
+    }
+    return it->second;
+  }
+  if (path != "-") {
+    return ReadFile(path, max_bytes);
+  }
+  // One byte past the limit is enough to know it is over.
+  std::string text(max_bytes + 1, '\0');
+  std::cin.read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<size_t>(std::cin.gcount()));
+  if (text.size() > max_bytes) {
+    return InvalidArgumentError("-: stdin holds more than " + FormatBytes(max_bytes) +
+                                ", the most that is read");
+  }
+  return text;
+}
+
 Result<FleetSpec> Invocation::LoadFleetSpec(const std::string& path) {
   // Bounded: `validate /dev/zero` must stop at the limit, not read for ever.
-  Result<std::string> text = ReadFile(path, kMaxSpecBytes);
+  Result<std::string> text = ReadInputFile(path, kMaxSpecBytes);
   if (!text.ok()) {
     return text.status().WithContext("reading the fleet spec");
   }
@@ -247,6 +285,15 @@ ExitStatus UsageError(Invocation& inv, std::string_view message) {
   return ExitStatus::kUsage;
 }
 
+Status RequireAdminOf(const Invocation& inv, std::string_view fleet, std::string_view what) {
+  if (inv.access.IsAdminOf(fleet)) {
+    return Status::Ok();
+  }
+  return PermissionDeniedError(std::string(what) + " needs an admin of fleet " +
+                               std::string(fleet) + " (or the team server's operator); " +
+                               inv.access.who() + " is not one");
+}
+
 std::optional<std::chrono::seconds> DurationFlag(Invocation& inv, std::string_view flag,
                                                  std::chrono::seconds fallback) {
   std::optional<std::string> v = inv.args.Get(flag);
@@ -284,11 +331,14 @@ std::optional<double> NumberFlag(Invocation& inv, std::string_view flag, double 
 
 ExitStatus Main(const App& app, const std::vector<std::string>& argv, std::ostream& out,
                 std::ostream& err, const std::map<std::string, std::string>& env,
-                Terminal terminal) {
+                Terminal terminal, Access access, bool served,
+                const std::atomic<bool>* interrupt, std::map<std::string, std::string> files) {
   std::string name;
   Args args;
   Status parsed = ParseArgs(app, argv, &name, &args);
-  Invocation inv(app, out, err, std::move(args), env, terminal);
+  Invocation inv(app, out, err, std::move(args), env, terminal, std::move(access), served);
+  inv.interrupt = interrupt;
+  inv.files = std::move(files);
   if (!parsed.ok()) {
     return UsageError(inv, parsed.message() + "\nRun 'tpufleet " +
                                (name.empty() ? "help" : name + " --help") + "' for usage.");
@@ -320,6 +370,9 @@ ExitStatus Main(const App& app, const std::vector<std::string>& argv, std::ostre
   }
   inv.catalog_path = inv.args.Get("catalog");
   inv.command = cmd->name;
+  if (std::optional<ExitStatus> remote = RunOnServer(inv, *cmd, argv)) {
+    return *remote;
+  }
   return cmd->run(inv);
 }
 

@@ -11,6 +11,7 @@
 #include "cli/command.h"
 #include "cli/fleet_world.h"
 #include "cli/job_output.h"
+#include "control/visible.h"
 #include "util/strings.h"
 #include "util/text_table.h"
 #include "util/timestamp.h"
@@ -21,19 +22,6 @@ namespace {
 // The events that start a recovery's timeline, and the one that ends it.
 bool StartsRecovery(const EventRecord& e) {
   return e.kind == "preempted" || e.kind == "detected";
-}
-
-// --since as a time: a duration back from `now` ("30m") or an RFC 3339 time.
-Result<Clock::WallTime> SinceTime(const std::string& text, Clock::WallTime now) {
-  if (Result<std::chrono::seconds> d = ParseDuration(text); d.ok()) {
-    return now - *d;
-  }
-  if (Result<Clock::WallTime> t = ParseTimestamp(text); t.ok()) {
-    return *t;
-  }
-  return InvalidArgumentError("--since: \"" + text +
-                              "\" is neither a duration (30m, 2h, 1d) nor a time "
-                              "(2026-01-01T12:00:00Z)");
 }
 
 // Each event's STEP: how long after its node's preemption it came, while the node
@@ -60,25 +48,29 @@ std::vector<std::string> Steps(const std::vector<EventRecord>& events) {
   return steps;
 }
 
-// The events of `nodes` (none: every node), oldest first; NotFound for a name that is
-// neither a node nor in the log.
-Result<std::vector<EventRecord>> Read(World& world, EventQuery query,
+// The events of `nodes` (none: every node) that `access` may see (control/visible.h),
+// oldest first; NotFound for a name that is neither a node nor in the log, or one of a
+// node the caller may not see (said alike, so that it tells them nothing).
+Result<std::vector<EventRecord>> Read(World& world, const Access& access, EventQuery query,
                                       const std::vector<std::string>& nodes) {
   if (nodes.empty()) {
-    return world.store.Events(query);
+    return VisibleEvents(world.store, access, query);
   }
   TPUFLEET_ASSIGN_OR_RETURN(std::vector<NodeRecord> records, world.store.Nodes(""));
   std::vector<EventRecord> all;
   for (const std::string& node : std::set<std::string>(nodes.begin(), nodes.end())) {
     query.node = node;
-    TPUFLEET_ASSIGN_OR_RETURN(std::vector<EventRecord> some, world.store.Events(query));
-    bool known = std::any_of(records.begin(), records.end(),
-                             [&](const NodeRecord& r) { return r.name == node; });
+    TPUFLEET_ASSIGN_OR_RETURN(std::vector<EventRecord> some,
+                              VisibleEvents(world.store, access, query));
+    auto record = std::find_if(records.begin(), records.end(),
+                               [&](const NodeRecord& r) { return r.name == node; });
+    bool known = record != records.end() && access.MaySeeNode(*record);
     if (some.empty() && !known) {
       EventQuery any;
       any.node = node;
       any.limit = 1;
-      TPUFLEET_ASSIGN_OR_RETURN(std::vector<EventRecord> ever, world.store.Events(any));
+      TPUFLEET_ASSIGN_OR_RETURN(std::vector<EventRecord> ever,
+                                VisibleEvents(world.store, access, any));
       if (ever.empty()) {
         return NotFoundError("no node named " + node + " (see `tpufleet status`)");
       }
@@ -94,6 +86,18 @@ Result<std::vector<EventRecord>> Read(World& world, EventQuery query,
 }
 
 }  // namespace
+
+Result<Clock::WallTime> SinceTime(const std::string& text, Clock::WallTime now) {
+  if (Result<std::chrono::seconds> d = ParseDuration(text); d.ok()) {
+    return now - *d;
+  }
+  if (Result<Clock::WallTime> t = ParseTimestamp(text); t.ok()) {
+    return *t;
+  }
+  return InvalidArgumentError("--since: \"" + text +
+                              "\" is neither a duration (30m, 2h, 1d) nor a time "
+                              "(2026-01-01T12:00:00Z)");
+}
 
 ExitStatus RunEvents(Invocation& inv) {
   EventQuery query;
@@ -115,7 +119,7 @@ ExitStatus RunEvents(Invocation& inv) {
     }
     query.since = *t;
   }
-  Result<std::vector<EventRecord>> events = Read(world, query, inv.args.positional);
+  Result<std::vector<EventRecord>> events = Read(world, inv.access, query, inv.args.positional);
   if (!events.ok()) {
     return Fail(inv, events.status());
   }

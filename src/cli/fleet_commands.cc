@@ -17,6 +17,7 @@
 #include "control/fleet_status.h"
 #include "control/import.h"
 #include "control/up.h"
+#include "control/visible.h"
 #include "util/strings.h"
 
 namespace tpufleet::cli {
@@ -134,6 +135,10 @@ ExitStatus RunUp(Invocation& inv) {
   if (!spec.ok()) {
     return Fail(inv, spec.status());
   }
+  // A fleet nobody administers yet is the operator's to bring up.
+  if (Status s = RequireAdminOf(inv, spec->name, "up"); !s.ok()) {
+    return Fail(inv, s);
+  }
   Result<const Catalog*> catalog = inv.LoadCatalog();
   if (!catalog.ok()) {
     return Fail(inv, catalog.status());
@@ -204,7 +209,10 @@ ExitStatus RunUp(Invocation& inv) {
       inv.out << "note: leftover " << LeftoverWhat(x)
               << " is still to be deleted; the next up or down tries again.\n";
     }
-    if (ready > 0) {
+    if (ready > 0 && inv.served) {
+      inv.out << "SSH names for new nodes: `tpufleet join` again where you joined this team "
+                 "server (docs/users.md).\n";
+    } else if (ready > 0) {
       const std::string& first = report->nodes.front().node;
       inv.out << "Log in with `ssh " << first << "` (worker 0; " << first
               << "-wN is worker N); the names come from " << world.paths.ssh_dir
@@ -284,7 +292,7 @@ ExitStatus RunStatus(Invocation& inv) {
   if (!handle.ok()) {
     return Fail(inv, handle.status());
   }
-  StatusOptions options{inv.args.positional, inv.args.Has("refresh")};
+  StatusOptions options{inv.args.positional, inv.args.Has("refresh"), inv.access};
   Result<FleetStatusReport> views = FleetStatus((*handle)->world(), **catalog, options);
   if (!views.ok()) {
     return Fail(inv, views.status());
@@ -347,6 +355,17 @@ ExitStatus RunStatus(Invocation& inv) {
     }
     w.Print(inv.out);
   }
+  if (std::any_of(views->nodes.begin(), views->nodes.end(),
+                  [](const NodeView& v) { return !v.record.data_disks.empty(); })) {
+    inv.out << "\nData disks:\n";
+    TextTable d({"NODE", "DISK", "MODE", "SOURCE"});
+    for (const NodeView& v : views->nodes) {
+      for (const NodeDisk& disk : v.record.data_disks) {
+        d.AddRow({v.record.name, disk.Name(), disk.mode, disk.source});
+      }
+    }
+    d.Print(inv.out);
+  }
   if (!views->leftovers.empty()) {
     inv.out << "\nLeftovers: made by tpufleet, unwanted, still to delete (up and down retry):\n";
     TextTable l({"LEFTOVER", "FLEET", "ZONE", "TYPE", "CAPACITY", "AGE", "COST", "LAST ERROR"});
@@ -388,28 +407,58 @@ ExitStatus RunDown(Invocation& inv) {
   if (!records.ok()) {
     return Fail(inv, records.status());
   }
+  // A node the caller may not see does not exist for them (control/visible.h); one of a
+  // fleet they do not administer is refused, before anything is deleted.
+  std::vector<NodeRecord> visible = VisibleNodes(inv.access, *std::move(records));
   std::vector<NodeRecord> targets;
   for (const std::string& name : inv.args.positional) {
-    auto it = std::find_if(records->begin(), records->end(),
+    auto it = std::find_if(visible.begin(), visible.end(),
                            [&](const NodeRecord& r) { return r.name == name; });
-    if (it == records->end()) {
+    if (it == visible.end()) {
       std::vector<std::string> names;
-      for (const NodeRecord& r : *records) {
+      for (const NodeRecord& r : visible) {
         names.push_back(r.name);
       }
       return Fail(inv, NotFoundError("no node named " + QuoteForMessage(name) +
                                      DidYouMean(name, names)));
     }
+    if (Status s = RequireAdminOf(inv, it->fleet, "down of " + name); !s.ok()) {
+      return Fail(inv, s);
+    }
     targets.push_back(*it);
   }
+  // Through a team server, --all and the leftovers are those of the fleets the caller
+  // administers (docs/serve.md); here and for the operator, every fleet's.
+  std::optional<std::vector<std::string>> fleets;
+  if (!inv.access.everything()) {
+    fleets.emplace();
+    for (const std::string& f : inv.access.Fleets()) {
+      if (inv.access.IsAdminOf(f)) {
+        fleets->push_back(f);
+      }
+    }
+    if (all && fleets->empty()) {
+      return Fail(inv, PermissionDeniedError(
+                           "down --all deletes the nodes of the fleets you administer; " +
+                           inv.access.who() + " administers none"));
+    }
+  }
+  auto mine = [&fleets](const std::string& fleet) {
+    return !fleets || std::find(fleets->begin(), fleets->end(), fleet) != fleets->end();
+  };
   if (all) {
-    targets = *records;
+    for (const NodeRecord& r : visible) {
+      if (mine(r.fleet)) {
+        targets.push_back(r);
+      }
+    }
   }
   Result<std::vector<LeftoverRecord>> leftovers = world.store.Leftovers("");
   if (!leftovers.ok()) {
     return Fail(inv, leftovers.status());
   }
-  if (targets.empty() && leftovers->empty()) {
+  if (targets.empty() && std::none_of(leftovers->begin(), leftovers->end(),
+                                      [&](const LeftoverRecord& x) { return mine(x.fleet); })) {
     inv.out << (inv.json ? api::ToJson(api::DownReport{}) + "\n" : "No nodes to delete.\n");
     return ExitStatus::kOk;
   }
@@ -421,7 +470,9 @@ ExitStatus RunDown(Invocation& inv) {
     }
     if (inv.terminal.in == nullptr) {
       return UsageError(inv, "down deletes " + Join(names, ", ") +
-                                 "; not at a terminal, so pass --yes to confirm");
+                                 (inv.served ? "; a team server has no terminal to ask at"
+                                             : "; not at a terminal") +
+                                 ", so pass --yes to confirm");
     }
     inv.err << "Delete " << Join(names, ", ") << "? Their disks and data go with them. [y/N] "
             << std::flush;
@@ -433,7 +484,7 @@ ExitStatus RunDown(Invocation& inv) {
     }
   }
   ProgressView view(inv.out, ModeFor(inv));
-  DownReport report = Down(world, targets, DownOptions{}, view);
+  DownReport report = Down(world, targets, DownOptions{}, view, fleets);
   if (!report.leftovers_status.ok()) {
     return Fail(inv, report.leftovers_status);
   }
@@ -446,6 +497,13 @@ ExitStatus RunDown(Invocation& inv) {
 }
 
 ExitStatus RunImport(Invocation& inv) {
+  // It reads a GCP project with the cloud credentials of whoever runs it: through a team
+  // server, the server's, which are the operator's alone.
+  if (!inv.access.everything()) {
+    return Fail(inv, PermissionDeniedError("import is the team server's operator's: it uses "
+                                           "the server's cloud credentials; " +
+                                           inv.access.who() + " is not the operator"));
+  }
   std::optional<std::string> project = inv.args.Get("project");
   std::optional<std::string> zones = inv.args.Get("zones");
   if (!project || !zones) {

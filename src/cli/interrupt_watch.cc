@@ -13,7 +13,10 @@ bool StillOurs(int sig) {
 
 }  // namespace
 
-InterruptWatch::InterruptWatch() {
+InterruptWatch::InterruptWatch(const std::atomic<bool>* flag) : flag_(flag) {
+  if (flag_ != nullptr) {
+    return;
+  }
   struct sigaction sa {};
   sa.sa_handler = OnStopSignal;
   sa.sa_flags = SA_RESETHAND;  // and no SA_RESTART: a poll in progress wakes
@@ -23,11 +26,17 @@ InterruptWatch::InterruptWatch() {
 }
 
 InterruptWatch::~InterruptWatch() {
+  if (flag_ != nullptr) {
+    return;
+  }
   ::sigaction(SIGINT, &old_int_, nullptr);
   ::sigaction(SIGTERM, &old_term_, nullptr);
 }
 
 bool InterruptWatch::Interrupted() const {
+  if (flag_ != nullptr) {
+    return flag_->load();
+  }
   return !StillOurs(SIGINT) || !StillOurs(SIGTERM);
 }
 

@@ -10,18 +10,26 @@
 // actions to restore). The handler is installed without SA_RESTART, so a poll(2) in
 // progress returns EINTR and the fan-out engine asks its sink's Cancelled() at once.
 //
-// Thread-safety: signal actions are process-wide, so one InterruptWatch at a time per
-// process (exec makes one for its run); Interrupted() may be called from any thread.
+// A command a team server runs for a client (Invocation::interrupt) watches its flag
+// instead, which the server sets when the client went away: no signal is touched, so
+// serve's own SIGINT and SIGTERM stay serve's.
+//
+// Thread-safety: signal actions are process-wide, so one InterruptWatch on signals at a
+// time per process (exec makes one for its run); Interrupted() may be called from any
+// thread.
 #pragma once
 
 #include <signal.h>
+
+#include <atomic>
 
 namespace tpufleet::cli {
 
 class InterruptWatch {
  public:
-  /// Installs the handler for SIGINT and SIGTERM, remembering their actions.
-  InterruptWatch();
+  /// Installs the handler for SIGINT and SIGTERM, remembering their actions; with a
+  /// `flag`, none: Interrupted() is the flag. `flag` must outlive the watch.
+  explicit InterruptWatch(const std::atomic<bool>* flag = nullptr);
   /// Puts back the actions the constructor found.
   ~InterruptWatch();
   InterruptWatch(const InterruptWatch&) = delete;
@@ -31,6 +39,7 @@ class InterruptWatch {
   bool Interrupted() const;
 
  private:
+  const std::atomic<bool>* const flag_;
   struct sigaction old_int_ {};
   struct sigaction old_term_ {};
 };

@@ -1,12 +1,16 @@
 // `tpufleet jobs`, `logs`, `cancel` and `attach`: the fleet's jobs as the workers' node
-// agents know them (control/jobs.h). `run` is run_command.cc.
+// agents know them (control/jobs.h). `run` is run_command.cc. Through a team server,
+// `attach` runs here with the person's own ssh (cli/served_ssh.h); the others are served.
+#include <optional>
 #include <ostream>
 #include <set>
 
 #include "cli/command.h"
 #include "cli/fleet_world.h"
 #include "cli/job_output.h"
+#include "cli/served_ssh.h"
 #include "control/fleet_metrics.h"
+#include "control/job_access.h"
 #include "control/jobs.h"
 #include "control/ssh_login.h"
 #include "util/strings.h"
@@ -18,19 +22,26 @@ namespace tpufleet::cli {
 
 namespace {
 
-// The world and the job `arg` names; or no world, and the exit status of the error
-// already printed.
+// The world and the job `arg` names among those the caller may see; or no world, and the
+// exit status of the error already printed. `viewer_may_not`: what a caller who is only
+// a viewer may not do ("cancel jobs"), refused before any job is looked for.
 struct FoundJob {
   std::unique_ptr<WorldHandle> handle;
   JobView job;
   ExitStatus failed = ExitStatus::kOk;
 };
-FoundJob Find(Invocation& inv, const std::string& arg) {
+FoundJob Find(Invocation& inv, const std::string& arg, const std::string& viewer_may_not = "") {
   Result<std::unique_ptr<WorldHandle>> handle = OpenWorld(inv, false);
   if (!handle.ok()) {
     return {nullptr, {}, Fail(inv, handle.status())};
   }
-  Result<JobView> job = FindJob((*handle)->world(), arg);
+  if (!viewer_may_not.empty()) {
+    if (Status may = CheckNotOnlyViewer((*handle)->world(), inv.access, viewer_may_not);
+        !may.ok()) {
+      return {nullptr, {}, Fail(inv, may)};
+    }
+  }
+  Result<JobView> job = FindJob((*handle)->world(), arg, inv.access);
   if (!job.ok()) {
     return {nullptr, {}, JobError(inv, job.status())};
   }
@@ -105,7 +116,7 @@ ExitStatus RunJobs(Invocation& inv) {
     return Fail(inv, handle.status());
   }
   World& world = (*handle)->world();
-  Result<JobsReport> report = ListJobs(world, inv.args.positional);
+  Result<JobsReport> report = ListJobs(world, inv.args.positional, inv.access);
   if (!report.ok()) {
     return JobError(inv, report.status());
   }
@@ -163,7 +174,7 @@ ExitStatus RunLogs(Invocation& inv) {
     options.tail = static_cast<int64_t>(*tail);
   }
   options.follow = inv.args.Has("follow");
-  InterruptWatch interrupt;
+  InterruptWatch interrupt(inv.interrupt);
   Result<JobView> end = PrintLogs(inv, world, f.job, options, interrupt);
   if (interrupt.Interrupted()) {
     return ExitStatus::kInterrupted;
@@ -186,11 +197,14 @@ ExitStatus RunCancel(Invocation& inv) {
   if (!grace) {
     return ExitStatus::kUsage;
   }
-  FoundJob f = Find(inv, inv.args.positional[0]);
+  FoundJob f = Find(inv, inv.args.positional[0], "cancel jobs");
   if (!f.handle) {
     return f.failed;
   }
   World& world = f.handle->world();
+  if (Status may = CheckMayCancel(f.job, inv.access); !may.ok()) {
+    return Fail(inv, may);
+  }
   JobView job = f.job;
   if (!job.ended) {
     Result<JobView> after = CancelJob(world, job, *grace);
@@ -216,16 +230,38 @@ ExitStatus RunCancel(Invocation& inv) {
   return job.ended ? ExitStatus::kOk : ExitStatus::kFailure;
 }
 
-ExitStatus RunAttach(Invocation& inv) {
+namespace {
+
+// attach's JOB, or the error printed: one word, and a terminal to attach.
+std::optional<std::string> AttachArg(Invocation& inv, ExitStatus* failed) {
   if (inv.args.positional.size() != 1) {
-    return UsageError(inv, "attach takes one job: tpufleet attach JOB");
+    *failed = UsageError(inv, "attach takes one job: tpufleet attach JOB");
+    return std::nullopt;
   }
   const std::string& arg = inv.args.positional[0];
   if (inv.terminal.in == nullptr) {
-    return Fail(inv, FailedPreconditionError("attach needs a terminal; `tpufleet logs -f " + arg +
-                                             "` shows the job's output anywhere"));
+    *failed = Fail(inv, FailedPreconditionError("attach needs a terminal; `tpufleet logs -f " +
+                                                arg + "` shows the job's output anywhere"));
+    return std::nullopt;
   }
-  FoundJob f = Find(inv, arg);
+  return arg;
+}
+
+// ssh -t to `zero` running the agent's attach of job `id`.
+Result<std::vector<std::string>> AttachArgv(const std::string& config, const WorkerTarget& zero,
+                                            const std::string& id) {
+  return SshLoginArgv(config, zero, {std::string(api::kAgentBinaryPath), "attach", id}, true);
+}
+
+}  // namespace
+
+ExitStatus RunAttach(Invocation& inv) {
+  ExitStatus failed = ExitStatus::kUsage;
+  std::optional<std::string> arg = AttachArg(inv, &failed);
+  if (!arg) {
+    return failed;
+  }
+  FoundJob f = Find(inv, *arg);
   if (!f.handle) {
     return f.failed;
   }
@@ -245,8 +281,7 @@ ExitStatus RunAttach(Invocation& inv) {
   if (!config.ok()) {
     return Fail(inv, config.status());
   }
-  Result<std::vector<std::string>> argv = SshLoginArgv(
-      *config, zero->target, {std::string(api::kAgentBinaryPath), "attach", f.job.id}, true);
+  Result<std::vector<std::string>> argv = AttachArgv(*config, zero->target, f.job.id);
   if (!argv.ok()) {
     return Fail(inv, argv.status());
   }
@@ -254,6 +289,42 @@ ExitStatus RunAttach(Invocation& inv) {
   inv.out.flush();
   inv.err.flush();
   return Fail(inv, ExecProgram(*argv));  // returns only when ssh could not be run
+}
+
+ExitStatus RunAttachOverSsh(Invocation& inv, const ServerLogins& logins) {
+  ExitStatus failed = ExitStatus::kUsage;
+  std::optional<std::string> arg = AttachArg(inv, &failed);
+  if (!arg) {
+    return failed;
+  }
+  // The jobs the server shows this person: a member's own (control/job_access.h).
+  Result<std::vector<api::JobPlace>> jobs = JobsOnServer(inv, logins);
+  if (!jobs.ok()) {
+    return Fail(inv, jobs.status());
+  }
+  std::vector<JobRef> refs;
+  for (const api::JobPlace& j : *jobs) {
+    refs.push_back({j.id, j.name, JobState::kRunning, j.ended, j.created_unix_ms});
+  }
+  Result<size_t> found = ResolveJob(*arg, refs);
+  if (!found.ok()) {
+    return JobError(inv, found.status());
+  }
+  const api::JobPlace& job = (*jobs)[*found];
+  if (job.ended) {
+    return Fail(inv, FailedPreconditionError("job " + job.id + " has ended; its output: "
+                                             "tpufleet logs " + job.id));
+  }
+  // The agent lets only the job's own user (and root) attach: its socket is theirs, 0600.
+  Result<WorkerTarget> zero = ResolveOneTarget(logins.nodes, job.node + ":0");
+  if (!zero.ok()) {
+    return Fail(inv, zero.status());
+  }
+  Result<std::vector<std::string>> argv = AttachArgv(logins.config, *zero, job.id);
+  if (!argv.ok()) {
+    return Fail(inv, argv.status());
+  }
+  return RunSshHere(inv, *argv);
 }
 
 }  // namespace tpufleet::cli

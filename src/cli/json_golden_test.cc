@@ -1,8 +1,9 @@
-// The --json of `up`, `up --dry-run`, `status`, `down`, `import` and `exec`, run
-// in-process through the real command path (Main, the command's handler, control, the
-// store) over a fake world (control/testing/test_world.h: a fake cloud, fake SSH, a fake
-// clock, SQLite in a temp dir), compared byte for byte with golden files in
-// src/cli/testdata/. No root, no network, no ssh process.
+// The --json of `up`, `up --dry-run` (also of a STOPPED node), `status`, `down`,
+// `import` and `exec`, run in-process through the real command path (Main, the
+// command's handler, control, the store) over a fake world (control/testing/
+// test_world.h: a fake cloud, fake SSH, a fake clock, SQLite in a temp dir), compared
+// byte for byte with golden files in src/cli/testdata/. No root, no network, no ssh
+// process.
 //
 // What varies between runs is normalized before the comparison: the temp dir's path
 // becomes <dir>. Times come from the fake clock, so they do not vary.
@@ -136,6 +137,15 @@ TEST_F(JsonGolden, UpDryRun) {
                Json({"up", Path("fleet.yaml"), "--dry-run"}));
 }
 
+// Both made, then eval stopped (by serve's idle policy, or by hand): the plan keeps
+// trainer and starts eval, its boot disk kept.
+TEST_F(JsonGolden, UpDryRunStartsAStoppedNode) {
+  Json({"up", Path("fleet.yaml")});
+  t_.cloud.SetState(kZoneB, "eval", NodeState::kStopped);
+  ExpectGolden("src/cli/testdata/up_dry_run_start.json",
+               Json({"up", Path("fleet.yaml"), "--dry-run"}));
+}
+
 // From local state: a spot pod with two workers and labels, created 90 minutes ago; an
 // ssh-hosts machine (no price); a leftover; a recovery and a serve that stopped passing.
 TEST_F(JsonGolden, Status) {
@@ -146,6 +156,7 @@ TEST_F(JsonGolden, Status) {
   pod.capacity = "spot";
   pod.health = "HEALTHY";
   pod.labels = {{"team", "a"}};
+  pod.data_disks = {{"projects/lab-project/zones/us-central2-b/disks/data", "read-only"}};
   pod.created_at = t_.clock.Now() - std::chrono::minutes(90);
   pod.workers[0].hostname = "t1v-n-pod-w-0";
   pod.workers[1].hostname = "t1v-n-pod-w-1";

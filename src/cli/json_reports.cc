@@ -42,6 +42,9 @@ api::NodeStatus NodeStatusOf(const NodeView& v) {
   for (const WorkerRecord& w : r.workers) {
     n.workers.push_back({w.index, w.address, w.hostname, w.setup_done});
   }
+  for (const NodeDisk& d : r.data_disks) {
+    n.data_disks.push_back({d.Name(), d.source, d.mode});
+  }
   n.age_seconds = v.age.count();
   n.labels = r.labels;
   n.cost_usd = v.cost_usd;

@@ -2,7 +2,7 @@
 // workers answer as node agents (FakeAgents): `run --restart` (its flags and what it
 // keeps), `events` (filters, the recovery's steps, --json), `status` (the serve line, how
 // old the states are, a preempted node never READY, the time-to-recover) and `jobs`
-// (RESTARTS and TTR). The store's side: store/sqlite_serve_tables_test.cc; RestartJob:
+// (RESTARTS and TTR). The store's side: store/store_test.cc; RestartJob:
 // control/jobs_restart_test.cc.
 #include <gtest/gtest.h>
 #include <unistd.h>

@@ -9,6 +9,7 @@
 #include "cli/fleet_world.h"
 #include "cli/interrupt_watch.h"
 #include "cli/job_output.h"
+#include "control/job_access.h"
 #include "control/jobs.h"
 #include "util/file.h"
 #include "util/strings.h"
@@ -20,16 +21,21 @@ namespace {
 constexpr char kRunUsage[] =
     "run takes a node, then `--` and the command, e.g. tpufleet run pod -- python3 train.py";
 
-// "alice@laptop": who started the job, as `jobs` shows it.
+// "alice@laptop": who started the job, as `jobs` shows it; run by a team server for a
+// client, "milo via lab-server" (the caller's name, the server's machine).
 std::string StartedBy(const Invocation& inv) {
   auto user = inv.env.find("USER");
   char host[256] = {};
   if (::gethostname(host, sizeof host - 1) != 0) {
     host[0] = '\0';
   }
+  std::string machine = host[0] == '\0' ? "unknown" : host;
+  if (inv.served) {
+    return inv.access.who() + " via " + machine;
+  }
   // Without USER (cron, a bare `env -i`): the name of the user this runs as.
   return (user == inv.env.end() || user->second.empty() ? UserName(::geteuid()) : user->second) +
-         "@" + (host[0] == '\0' ? "unknown" : host);
+         "@" + machine;
 }
 
 // The gang watcher: `tpufleet jobs --watch ID`, detached, its notes in
@@ -74,6 +80,13 @@ ExitStatus RunJobRun(Invocation& inv) {
   request.accelerator = !inv.args.Has("no-accelerator");
   request.no_wait = inv.args.Has("no-wait");
   request.kill_stale = inv.args.Has("kill-stale");
+  if (request.kill_stale && !inv.access.everything()) {
+    return UsageError(inv, "--kill-stale kills a process that may be another's: only the team "
+                           "server's operator may use it");
+  }
+  // A collaborator's job runs as their own account (the one `users add` made), never as
+  // tpufleet's login.
+  request.user = inv.access.everything() ? "" : inv.access.who();
   request.keep_going = inv.args.Has("keep-going");
   request.started_by = StartedBy(inv);
   request.restart = inv.args.Get("restart").value_or("");
@@ -95,6 +108,9 @@ ExitStatus RunJobRun(Invocation& inv) {
     return Fail(inv, handle.status());
   }
   World& world = (*handle)->world();
+  if (Status may = CheckMayRun(world, request.targets, inv.access); !may.ok()) {
+    return JobError(inv, may);
+  }
   Result<const Catalog*> catalog = inv.LoadCatalog();
   if (!catalog.ok()) {
     return Fail(inv, catalog.status());
@@ -121,7 +137,7 @@ ExitStatus RunJobRun(Invocation& inv) {
   if (job->state == JobState::kWaiting) {
     inv.err << "tpufleet: " << DescribeJob(*job, NowUnixMs(world)) << std::endl;
   }
-  InterruptWatch interrupt;
+  InterruptWatch interrupt(inv.interrupt);
   FollowOptions follow;
   follow.follow = true;
   Result<JobView> end = PrintLogs(inv, world, *job, follow, interrupt);

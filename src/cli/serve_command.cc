@@ -16,6 +16,7 @@
 
 #include "cli/app.h"
 #include "util/log.h"
+#include "util/strings.h"
 #include "util/timestamp.h"
 
 namespace tpufleet::cli {
@@ -152,6 +153,10 @@ Status ParseListen(std::string_view text, std::string* address, int* port) {
   return Status::Ok();
 }
 
+bool IsLoopbackAddress(std::string_view address) {
+  return address == "localhost" || address == "::1" || StartsWith(address, "127.");
+}
+
 ExitStatus RunServe(Invocation& inv) {
   const std::vector<std::string>& paths = inv.args.positional;
   if (paths.empty()) {
@@ -166,6 +171,20 @@ ExitStatus RunServe(Invocation& inv) {
         !s.ok()) {
       return UsageError(inv, s.message());
     }
+  }
+  settings.tls_cert = inv.args.Get("tls-cert").value_or("");
+  settings.tls_key = inv.args.Get("tls-key").value_or("");
+  settings.plain_http = inv.args.Has("plain-http");
+  if (settings.tls_cert.empty() != settings.tls_key.empty()) {
+    return UsageError(inv, "--tls-cert and --tls-key go together (the certificate and its key)");
+  }
+  if (settings.plain_http && !settings.tls_cert.empty()) {
+    return UsageError(inv, "--plain-http serves no TLS; leave out --tls-cert and --tls-key");
+  }
+  if (settings.plain_http && !IsLoopbackAddress(settings.listen_address)) {
+    return UsageError(inv, "--plain-http is for a loopback address only (127.0.0.1, [::1]): "
+                           "on " + settings.listen_address +
+                           " the token would cross the network in the clear");
   }
   std::optional<double> pass =
       NumberFlag(inv, "pass", static_cast<double>(kDefaultServePass.count()), 1, 3600);
@@ -226,7 +245,8 @@ ExitStatus RunServe(Invocation& inv) {
 Command ServeCommandRow(ExitStatus (*run)(Invocation&)) {
   return {"serve",
           "Keep fleets at their spec: recover preemptions, restart jobs, enforce ttl, idle, budget",
-          "FLEET.yaml... [--listen ADDR:PORT] [--pass SECONDS] [--once] [--json-log]",
+          "FLEET.yaml... [--listen ADDR:PORT] [--tls-cert FILE --tls-key FILE | --plain-http] "
+          "[--pass SECONDS] [--store URL] [--once] [--json-log]",
           "Runs in the foreground until SIGTERM or Ctrl-C, keeping every fleet it is given at\n"
           "its spec (see docs/serve.md): a preempted or vanished node has its husk deleted and\n"
           "is made again, set up, and its `run --restart` jobs started again; a node past its\n"
@@ -235,12 +255,22 @@ Command ServeCommandRow(ExitStatus (*run)(Invocation&)) {
           "serve per state directory (STATE/serve.lock); commands that change the fleet (up,\n"
           "down) wait their turn through STATE/lock. SIGHUP, or an edited spec, reads the specs\n"
           "again; a spec that no longer loads is reported and the last good one stays in force.\n"
-          "An HTTP API (GET /v1/status, /v1/events, /v1/jobs, /metrics) listens on --listen\n"
-          "(default 127.0.0.1:8471), for the holders of the token in STATE/serve/token (0600).\n"
+          "An HTTP API over TLS (GET /v1/status, /v1/events, /v1/jobs, /metrics, and the\n"
+          "commands `tpufleet --server URL` sends) listens on --listen (default\n"
+          "127.0.0.1:8471), for the holders of the token in STATE/serve/token (0600). Its\n"
+          "certificate is made at first start (STATE/serve/tls.crt, key 0600) unless given;\n"
+          "its SHA-256 fingerprint is logged at start, for clients to pin (docs/serve.md).\n"
+          "The state is STATE/state.db unless --store (or TPUFLEET_STORE) names another:\n"
+          "sqlite:PATH, or postgresql://user@host:port/db for a store on a PostgreSQL server\n"
+          "(no password in argv: ~/.pgpass, PGPASSFILE, or the URL in TPUFLEET_STORE).\n"
           "Exit status: 0 when stopped by a signal (or --once passed), 1 on failure, 2 on a bad\n"
           "spec or flag.",
           {{"listen", "ADDR:PORT", "the HTTP API's address (default 127.0.0.1:8471; port 0: any)"},
+           {"tls-cert", "FILE", "the API's certificate, PEM (then its chain); with --tls-key"},
+           {"tls-key", "FILE", "its private key, PEM, unencrypted, 0600"},
+           {"plain-http", "", "no TLS (a loopback --listen only)"},
            {"pass", "SECONDS", "time between reconcile passes (default 5)"},
+           {"store", "URL", "the state store: sqlite:PATH, a path, or postgresql://…"},
            {"once", "", "run one pass and exit"},
            {"json-log", "", "log lines as JSON objects ({\"time\", \"msg\"})"}},
           false,

@@ -42,6 +42,12 @@ struct ServeSettings {
   std::string listen_address = "127.0.0.1";
   int listen_port = 8471;  // 0: any free port (the log names it)
   std::chrono::seconds pass = kDefaultServePass;
+  /// The API's TLS certificate and key (--tls-cert, --tls-key); both empty: the pair
+  /// serve makes for itself in STATE/serve (server/tls_identity.h).
+  std::string tls_cert;
+  std::string tls_key;
+  /// --plain-http: the API without TLS, which only a loopback address may serve.
+  bool plain_http = false;
   /// Writes one line of serve's log (a decision, an action, a warning); the command adds
   /// the time and writes it to stderr, as text or JSON (--json-log). Thread-safe.
   std::function<void(std::string_view line)> log;
@@ -78,6 +84,10 @@ Command ServeCommandRow(ExitStatus (*run)(Invocation&));
 
 /// `--listen ADDR:PORT` ("127.0.0.1:8471", "[::1]:8471"); InvalidArgument otherwise.
 Status ParseListen(std::string_view text, std::string* address, int* port);
+
+/// Whether `address` (as --listen gives it) reaches only this machine: 127.0.0.0/8,
+/// ::1, localhost.
+bool IsLoopbackAddress(std::string_view address);
 
 ExitStatus RunServe(Invocation& inv);
 

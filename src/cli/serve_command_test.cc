@@ -111,6 +111,24 @@ TEST(ServeCommand, ListenTakesAnAddressAndPort) {
   }
 }
 
+TEST(ServeCommand, TlsFlagsGoTogetherAndPlainHttpStaysOnLoopback) {
+  TempDir dir;
+  std::string spec = dir.Write("f.yaml", kSpec);
+  Calls calls;
+  Output o = Tpufleet(AppWith(&calls), {"serve", spec, "--tls-cert", "c.pem", "--once"});
+  EXPECT_EQ(o.code, 2);
+  EXPECT_EQ(o.err, "tpufleet: --tls-cert and --tls-key go together (the certificate and its key)\n");
+  o = Tpufleet(AppWith(&calls), {"serve", spec, "--listen", "10.0.0.5:8471", "--plain-http"});
+  EXPECT_EQ(o.code, 2);
+  EXPECT_EQ(o.err, "tpufleet: --plain-http is for a loopback address only (127.0.0.1, [::1]): on "
+                   "10.0.0.5 the token would cross the network in the clear\n");
+  EXPECT_EQ(calls.made, 0);
+  o = Tpufleet(AppWith(&calls), {"serve", spec, "--listen", "[::1]:0", "--plain-http", "--once"});
+  EXPECT_EQ(o.code, 0) << o.err;
+  EXPECT_TRUE(IsLoopbackAddress("127.0.0.1") && IsLoopbackAddress("::1") &&
+              !IsLoopbackAddress("0.0.0.0") && !IsLoopbackAddress("::"));
+}
+
 // Waits up to 10 s for `done`.
 bool WaitFor(const std::function<bool()>& done) {
   for (int i = 0; i < 1000 && !done(); ++i) {

@@ -1,5 +1,6 @@
 // `tpufleet ssh` and `tpufleet forward`: one worker, reached with the system's OpenSSH and
-// tpufleet's ssh config (control/ssh_login.h).
+// tpufleet's ssh config (control/ssh_login.h), or, through a team server, the person's
+// own login and the host keys the server gave (cli/served_ssh.h).
 #include <poll.h>
 #include <signal.h>
 #include <sys/signalfd.h>
@@ -14,6 +15,7 @@
 #include "api/workers.h"
 #include "cli/command.h"
 #include "cli/fleet_world.h"
+#include "cli/served_ssh.h"
 #include "control/port_forward.h"
 #include "control/ssh_login.h"
 #include "control/targets.h"
@@ -69,15 +71,16 @@ std::optional<int> ParsePort(std::string_view text) {
   return static_cast<int>(port);
 }
 
-// While it lives, SIGINT and SIGTERM are blocked and arrive on fd() instead, so a forward
-// can end ssh and reap it before the process exits. Signals that came are taken back
-// before the old mask returns, so none is delivered late.
+// While it lives, SIGINT, SIGTERM and SIGHUP are blocked and arrive on fd() instead, so
+// a forward can end ssh and reap it before the process exits. Signals that came are
+// taken back before the old mask returns, so none is delivered late.
 class StopSignals {
  public:
   StopSignals() {
     sigemptyset(&set_);
     sigaddset(&set_, SIGINT);
     sigaddset(&set_, SIGTERM);
+    sigaddset(&set_, SIGHUP);  // its terminal closed: stop as cleanly
     pthread_sigmask(SIG_BLOCK, &set_, &old_);
     fd_ = UniqueFd(::signalfd(-1, &set_, SFD_CLOEXEC));
   }
@@ -90,7 +93,7 @@ class StopSignals {
   StopSignals(const StopSignals&) = delete;
   StopSignals& operator=(const StopSignals&) = delete;
 
-  /// Readable once SIGINT or SIGTERM came; -1 when it could not be made.
+  /// Readable once SIGINT, SIGTERM or SIGHUP came; -1 when it could not be made.
   int fd() const { return fd_.get(); }
 
  private:
@@ -149,9 +152,8 @@ ExitStatus KeepForwarding(Invocation& inv, int stop_fd, Forwarder& forwarder,
   }
 }
 
-}  // namespace
-
-ExitStatus RunSsh(Invocation& inv) {
+// ssh's worker word and remote command, or the usage error printed.
+std::variant<std::vector<std::string>, ExitStatus> SshWords(Invocation& inv) {
   const std::vector<std::string>& pos = inv.args.positional;
   size_t split = std::min(inv.args.after_dashdash, pos.size());
   if (split != 1) {
@@ -160,26 +162,26 @@ ExitStatus RunSsh(Invocation& inv) {
                       "tpufleet ssh NODE[:N] [-- COMMAND...], e.g. tpufleet ssh trainer:1 "
                       "-- nvidia-smi");
   }
-  std::variant<Login, ExitStatus> login = FindLogin(inv, pos[0]);
-  if (const ExitStatus* failed = std::get_if<ExitStatus>(&login)) {
-    return *failed;
-  }
-  Login& l = std::get<Login>(login);
-  l.world.reset();  // ssh runs without the state store
-  std::vector<std::string> command(pos.begin() + 1, pos.end());
-  // -t only for a command at a terminal: a login shell gets one anyway, and a command
-  // whose input is a pipe or file must not get one.
-  Result<std::vector<std::string>> argv =
-      SshLoginArgv(l.config, l.target, command, !command.empty() && inv.terminal.in != nullptr);
-  if (!argv.ok()) {
-    return Fail(inv, argv.status());
-  }
-  inv.out.flush();
-  inv.err.flush();
-  return Fail(inv, ExecProgram(*argv));  // returns only when ssh could not be run
+  return pos;
 }
 
-ExitStatus RunForward(Invocation& inv) {
+// ssh's command line for `words` (SshWords) to `target` with `config`. -t only for a
+// command at a terminal: a login shell gets one anyway, and a command whose input is a
+// pipe or file must not get one.
+Result<std::vector<std::string>> SshArgv(Invocation& inv, const std::string& config,
+                                         const WorkerTarget& target,
+                                         const std::vector<std::string>& words) {
+  std::vector<std::string> command(words.begin() + 1, words.end());
+  return SshLoginArgv(config, target, command, !command.empty() && inv.terminal.in != nullptr);
+}
+
+// forward's PORT[:LOCAL]: the remote port and the local one asked for.
+struct ForwardPorts {
+  int remote = 0;
+  std::optional<int> wanted;
+};
+
+std::variant<ForwardPorts, ExitStatus> ForwardArgs(Invocation& inv) {
   const std::vector<std::string>& pos = inv.args.positional;
   if (pos.size() != 2) {
     return UsageError(inv, kForwardUsage);
@@ -194,16 +196,17 @@ ExitStatus RunForward(Invocation& inv) {
     return UsageError(inv, "forward: expected PORT or PORT:LOCAL, ports 1-65535, got '" + pos[1] +
                                "'; e.g. 8888 (the same port here) or 8888:18888");
   }
-  std::variant<Login, ExitStatus> login = FindLogin(inv, pos[0]);
-  if (const ExitStatus* failed = std::get_if<ExitStatus>(&login)) {
-    return *failed;
-  }
-  const Login& l = std::get<Login>(login);
-  Result<int> local = ChooseLocalPort(*remote, wanted);
+  return ForwardPorts{*remote, wanted};
+}
+
+// Forwards `ports` to `target` through `config` with `forwarder` until stopped.
+ExitStatus Forwarding(Invocation& inv, Forwarder& forwarder, const std::string& config,
+                      const WorkerTarget& target, const ForwardPorts& ports) {
+  Result<int> local = ChooseLocalPort(ports.remote, ports.wanted);
   if (!local.ok()) {
     return Fail(inv, local.status());
   }
-  Result<std::vector<std::string>> argv = ForwardArgv(l.config, l.target, *local, *remote);
+  Result<std::vector<std::string>> argv = ForwardArgv(config, target, *local, ports.remote);
   if (!argv.ok()) {
     return Fail(inv, argv.status());
   }
@@ -212,7 +215,6 @@ ExitStatus RunForward(Invocation& inv) {
   if (stop.fd() < 0) {
     return Fail(inv, ErrnoStatus("signalfd", errno));
   }
-  Forwarder& forwarder = l.world->world().forwarder;
   Result<std::unique_ptr<Forward>> forward = forwarder.Start(*argv, *local);
   if (!forward.ok()) {
     return Fail(inv, forward.status());
@@ -222,20 +224,94 @@ ExitStatus RunForward(Invocation& inv) {
     return ExitStatus::kInterrupted;
   }
   if (started == Forward::Event::kExited) {
-    return Fail(inv, UnavailableError("could not forward to " + l.target.name + ":" +
-                                      std::to_string(*remote) + ": " + (*forward)->ExitMessage()));
+    return Fail(inv,
+                UnavailableError("could not forward to " + target.name + ":" +
+                                 std::to_string(ports.remote) + ": " + (*forward)->ExitMessage()));
   }
   std::string url = "http://127.0.0.1:" + std::to_string(*local) + "/";
   if (inv.json) {
     // One line: a script reads it as soon as the forward works.
-    inv.out << api::ToJson(api::ForwardStarted{url, *local, *remote, l.target.name})
+    inv.out << api::ToJson(api::ForwardStarted{url, *local, ports.remote, target.name})
             << std::endl;
   } else {
-    inv.out << "Forwarding " << url << " -> " << l.target.name << ":" << *remote
+    inv.out << "Forwarding " << url << " -> " << target.name << ":" << ports.remote
             << " (Ctrl-C to stop)" << std::endl;
   }
-  return KeepForwarding(inv, stop.fd(), forwarder, std::move(*forward), *argv, *local,
-                        l.target.name);
+  return KeepForwarding(inv, stop.fd(), forwarder, std::move(*forward), *argv, *local, target.name);
+}
+
+}  // namespace
+
+ExitStatus RunSsh(Invocation& inv) {
+  std::variant<std::vector<std::string>, ExitStatus> words = SshWords(inv);
+  if (const ExitStatus* failed = std::get_if<ExitStatus>(&words)) {
+    return *failed;
+  }
+  const std::vector<std::string>& w = std::get<std::vector<std::string>>(words);
+  std::variant<Login, ExitStatus> login = FindLogin(inv, w[0]);
+  if (const ExitStatus* failed = std::get_if<ExitStatus>(&login)) {
+    return *failed;
+  }
+  Login& l = std::get<Login>(login);
+  l.world.reset();  // ssh runs without the state store
+  Result<std::vector<std::string>> argv = SshArgv(inv, l.config, l.target, w);
+  if (!argv.ok()) {
+    return Fail(inv, argv.status());
+  }
+  inv.out.flush();
+  inv.err.flush();
+  return Fail(inv, ExecProgram(*argv));  // returns only when ssh could not be run
+}
+
+ExitStatus RunSshOverSsh(Invocation& inv, const ServerLogins& logins) {
+  std::variant<std::vector<std::string>, ExitStatus> words = SshWords(inv);
+  if (const ExitStatus* failed = std::get_if<ExitStatus>(&words)) {
+    return *failed;
+  }
+  const std::vector<std::string>& w = std::get<std::vector<std::string>>(words);
+  if (Status s = RefuseLabelSelectors({w[0]}); !s.ok()) {
+    return UsageError(inv, s.message());
+  }
+  Result<WorkerTarget> target = ResolveOneTarget(logins.nodes, w[0]);
+  if (!target.ok()) {
+    return TargetError(inv, target.status());
+  }
+  Result<std::vector<std::string>> argv = SshArgv(inv, logins.config, *target, w);
+  if (!argv.ok()) {
+    return Fail(inv, argv.status());
+  }
+  return RunSshHere(inv, *argv);
+}
+
+ExitStatus RunForward(Invocation& inv) {
+  std::variant<ForwardPorts, ExitStatus> ports = ForwardArgs(inv);
+  if (const ExitStatus* failed = std::get_if<ExitStatus>(&ports)) {
+    return *failed;
+  }
+  std::variant<Login, ExitStatus> login = FindLogin(inv, inv.args.positional[0]);
+  if (const ExitStatus* failed = std::get_if<ExitStatus>(&login)) {
+    return *failed;
+  }
+  const Login& l = std::get<Login>(login);
+  return Forwarding(inv, l.world->world().forwarder, l.config, l.target,
+                    std::get<ForwardPorts>(ports));
+}
+
+ExitStatus RunForwardOverSsh(Invocation& inv, const ServerLogins& logins) {
+  std::variant<ForwardPorts, ExitStatus> ports = ForwardArgs(inv);
+  if (const ExitStatus* failed = std::get_if<ExitStatus>(&ports)) {
+    return *failed;
+  }
+  const std::string& word = inv.args.positional[0];
+  if (Status s = RefuseLabelSelectors({word}); !s.ok()) {
+    return UsageError(inv, s.message());
+  }
+  Result<WorkerTarget> target = ResolveOneTarget(logins.nodes, word);
+  if (!target.ok()) {
+    return TargetError(inv, target.status());
+  }
+  SshForwarder forwarder;  // the system's ssh, as the World's (app/fleet_world.cc)
+  return Forwarding(inv, forwarder, logins.config, *target, std::get<ForwardPorts>(ports));
 }
 
 }  // namespace tpufleet::cli

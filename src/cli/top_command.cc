@@ -12,6 +12,7 @@
 #include "cli/top_screen.h"
 #include "cli/top_view.h"
 #include "control/fleet_metrics.h"
+#include "control/job_access.h"
 #include "control/targets.h"
 #include "util/strings.h"
 
@@ -101,6 +102,11 @@ ExitStatus RunTop(Invocation& inv) {
     return ExitStatus::kUsage;
   }
   bool terminal = inv.terminal.out_is_terminal && inv.terminal.in != nullptr;
+  if (!flags->once && inv.served) {
+    return UsageError(inv, "top's live view does not go through a team server (it draws the "
+                           "whole screen): `top --once` prints one snapshot (--json for "
+                           "scripts)");
+  }
   if (!flags->once && !terminal) {
     return Fail(inv, FailedPreconditionError(
                          "top's live view needs a terminal; `tpufleet top --once` prints one "
@@ -112,8 +118,9 @@ ExitStatus RunTop(Invocation& inv) {
   }
   World& world = (*handle)->world();
   const std::vector<std::string>& words = inv.args.positional;
-  Result<std::vector<WorkerTarget>> workers =
-      ResolveTargets(world.store, words.empty() ? std::vector<std::string>{"all"} : words);
+  // A team server's caller sees the nodes they may see, and of their holders and jobs
+  // their own (an admin of the fleet: all).
+  Result<std::vector<WorkerTarget>> workers = VisibleTargets(world, words, inv.access);
   if (!workers.ok()) {
     return Fail(inv, workers.status());
   }
@@ -122,7 +129,8 @@ ExitStatus RunTop(Invocation& inv) {
     if (!fleet.ok()) {
       return Fail(inv, fleet.status());
     }
-    return PrintOnce(inv, *fleet, flags->view);
+    return PrintOnce(inv, VisibleMetrics(*std::move(fleet), inv.access, flags->metrics.idle_after),
+                     flags->view);
   }
   TopState state;
   state.view = flags->view;

@@ -1,5 +1,8 @@
 #include "control/agent_install.h"
 
+#include <algorithm>
+#include <functional>
+
 #include "api/agent.h"
 #include "util/encoding.h"
 #include "util/file.h"
@@ -129,24 +132,29 @@ std::string AgentInstallCommand(const std::string& sha256, int prometheus_port) 
 
 std::string AgentRootCallCommand() { return "sudo -n " + std::string(api::kAgentBinaryPath) + " call"; }
 
-std::string AccountsRequestLine(const std::vector<UserSpec>& users) {
+api::AgentRequest AccountsRequest(const std::vector<UserSpec>& users) {
   api::AgentRequest r;
   r.op = api::AgentOp::kAccountsApply;
   for (const UserSpec& u : users) {
     r.users.push_back({u.name, u.keys, u.sudo});
   }
-  return api::ToLine(r) + "\n";
+  return r;
+}
+
+std::string AccountsRequestLine(const std::vector<UserSpec>& users) {
+  return api::ToLine(AccountsRequest(users)) + "\n";
 }
 
 namespace {
 
-// The answer of a one-shot op whose body is {"results": [...]} in `output` (a login
-// banner or sudo's complaint around it is skipped): OK, or FailedPrecondition with
-// "the agent refused to DOING: why" or "the agent could not WHAT: " and each failed
-// result as `describe` gives it ("" for one that went through).
-template <typename Item>
+// The answer of a one-shot op whose body is a `Body` in `output` (a login banner or
+// sudo's complaint around it is skipped): OK, or FailedPrecondition with "the agent
+// refused to DOING: why" or "the agent could not WHAT: " and what `failures` finds in
+// the body ("" for nothing).
+template <typename Body>
 Status ParseResults(std::string_view output, api::AgentOp op, const std::string& doing,
-                    const std::string& what, std::string (*describe)(const Item&)) {
+                    const std::string& what,
+                    const std::function<std::string(const Body&)>& failures) {
   std::vector<std::string> lines = Lines(output);
   for (const std::string& line : lines) {
     Result<api::AgentLine> got = api::ParseAgentLine(line, op);
@@ -157,18 +165,12 @@ Status ParseResults(std::string_view output, api::AgentOp op, const std::string&
       return FailedPreconditionError("the agent refused to " + doing + ": " +
                                      got->answer.status.message());
     }
-    std::vector<std::string> failed;
-    if (const auto* results = std::get_if<std::vector<Item>>(&got->answer.body)) {
-      for (const Item& r : *results) {
-        if (std::string d = describe(r); !d.empty()) {
-          failed.push_back(std::move(d));
-        }
-      }
-    }
+    const auto* body = std::get_if<Body>(&got->answer.body);
+    std::string failed = body != nullptr ? failures(*body) : "";
     if (failed.empty()) {
       return Status::Ok();
     }
-    return FailedPreconditionError("the agent could not " + what + ": " + Join(failed, "; "));
+    return FailedPreconditionError("the agent could not " + what + ": " + failed);
   }
   return FailedPreconditionError("the agent did not answer " + std::string(api::AgentOpName(op)) +
                                  ": " + (lines.empty() ? std::string("no output") : lines.back()));
@@ -176,15 +178,43 @@ Status ParseResults(std::string_view output, api::AgentOp op, const std::string&
 
 }  // namespace
 
-Status ParseAccountsAnswer(std::string_view output) {
-  return ParseResults<api::AccountResult>(
+std::string AccountFailure(const api::AccountResult& r) {
+  if (r.error.empty() && r.action != "refused") {
+    return "";
+  }
+  return r.name + ": " + (r.error.empty() ? r.action : r.error);
+}
+
+std::string AccountsReportFailures(const api::AccountsReport& report,
+                                   const std::vector<api::AccountRemoval>& remove) {
+  std::vector<std::string> failed;
+  for (const api::AccountResult& r : report.results) {
+    if (std::string f = AccountFailure(r); !f.empty()) {
+      failed.push_back(std::move(f));
+    }
+  }
+  // A guard that could not be put in place leaves the token to those without sudo.
+  if (!report.metadata_guard.error.empty()) {
+    failed.push_back("metadata guard: " + report.metadata_guard.error);
+  }
+  for (const api::AccountRemoval& x : remove) {
+    if (std::none_of(report.results.begin(), report.results.end(),
+                     [&](const api::AccountResult& r) {
+                       return r.name == x.name && (r.action == "revoked" ||
+                                                   r.action == "purged" || r.action == "refused");
+                     })) {
+      failed.push_back(x.name + ": this agent does not take accounts away; run `tpufleet up` to "
+                       "update it, then remove again");
+    }
+  }
+  return Join(failed, "; ");
+}
+
+Status ParseAccountsAnswer(std::string_view output,
+                           const std::vector<api::AccountRemoval>& remove) {
+  return ParseResults<api::AccountsReport>(
       output, api::AgentOp::kAccountsApply, "make the accounts", "make every account",
-      [](const api::AccountResult& r) -> std::string {
-        if (r.error.empty() && r.action != "refused") {
-          return "";
-        }
-        return r.name + ": " + (r.error.empty() ? r.action : r.error);
-      });
+      [&](const api::AccountsReport& b) { return AccountsReportFailures(b, remove); });
 }
 
 std::vector<DataDiskSpec> MountsOf(const NodeSpec& node) {
@@ -207,13 +237,17 @@ std::string MountsRequestLine(const std::vector<DataDiskSpec>& disks) {
 }
 
 Status ParseMountsAnswer(std::string_view output) {
-  return ParseResults<api::MountResult>(
+  return ParseResults<std::vector<api::MountResult>>(
       output, api::AgentOp::kDisksMount, "mount the disks", "mount every disk",
-      [](const api::MountResult& r) -> std::string {
-        if (r.error.empty() && r.action != "refused") {
-          return "";
+      [](const std::vector<api::MountResult>& mounts) {
+        std::vector<std::string> failed;
+        for (const api::MountResult& r : mounts) {
+          if (!r.error.empty() || r.action == "refused") {
+            failed.push_back(r.disk + " at " + r.path + ": " +
+                             (r.error.empty() ? r.action : r.error));
+          }
         }
-        return r.disk + " at " + r.path + ": " + (r.error.empty() ? r.action : r.error);
+        return Join(failed, "; ");
       });
 }
 

@@ -26,6 +26,7 @@
 #include <string_view>
 #include <vector>
 
+#include "api/agent.h"
 #include "core/fleet_spec.h"
 #include "util/status.h"
 
@@ -89,11 +90,23 @@ std::string AgentInstallCommand(const std::string& sha256, int prometheus_port);
 
 /// Phase three's command: the agent's `call` as root, reading its request on stdin.
 std::string AgentRootCallCommand();
-/// The accounts.apply request line (with its newline) making `users`.
+/// The accounts.apply request making `users` (the node's whole list).
+api::AgentRequest AccountsRequest(const std::vector<UserSpec>& users);
+/// Its line (with its newline).
 std::string AccountsRequestLine(const std::vector<UserSpec>& users);
-/// OK when the answer says every account was made; else FailedPrecondition naming each
-/// user that failed and why (or what the agent answered instead).
-Status ParseAccountsAnswer(std::string_view output);
+/// "NAME: why" for a result that failed (an error, or refused); "" for one that went
+/// through.
+std::string AccountFailure(const api::AccountResult& r);
+/// What failed in one worker's accounts.apply answer, "; "-joined, "" when it applied
+/// everything: each result AccountFailure names, the metadata guard's error, and each of
+/// `remove` the answer does not take away (an agent too old to know removals).
+std::string AccountsReportFailures(const api::AccountsReport& report,
+                                   const std::vector<api::AccountRemoval>& remove);
+/// OK when the answer (the agent's output) says every account was made and every one of
+/// `remove` taken away; else FailedPrecondition with AccountsReportFailures (or what the
+/// agent answered instead).
+Status ParseAccountsAnswer(std::string_view output,
+                           const std::vector<api::AccountRemoval>& remove = {});
 
 /// The node's data disks that have a mount path, in the spec's order.
 std::vector<DataDiskSpec> MountsOf(const NodeSpec& node);

@@ -117,21 +117,49 @@ TEST(ParseAgentCheck, OutputOfSomethingElseIsAnError) {
 }
 
 TEST(ParseAccountsAnswer, OkOnlyWhenEveryAccountWasMade) {
-  std::vector<api::AccountResult> made = {{"alice", "created", "", ""},
-                                          {"bob", "unchanged", "", ""},
-                                          {"carol", "removed", "", ""}};
+  api::AccountsReport made;
+  made.results = {{"alice", "created", "", ""},
+                  {"bob", "unchanged", "", ""},
+                  {"carol", "removed", "", ""}};
   EXPECT_EQ(ParseAccountsAnswer(api::AnswerLine({Status::Ok(), made}) + "\n"), Status::Ok());
 
-  made[1] = {"bob", "refused", "useradd: group 'bob' exists", ""};
+  made.results[1] = {"bob", "refused", "useradd: group 'bob' exists", ""};
   Status s = ParseAccountsAnswer(api::AnswerLine({Status::Ok(), made}) + "\n");
   EXPECT_EQ(s.message(),
             "the agent could not make every account: bob: useradd: group 'bob' exists");
+
+  // The accounts are made, but the token is not kept from those without sudo.
+  made.results[1].action = "created";
+  made.results[1].error = "";
+  made.metadata_guard.error = "nft is not installed, so the metadata server's token cannot "
+                              "be kept from bob (install it: sudo apt-get install -y nftables)";
+  s = ParseAccountsAnswer(api::AnswerLine({Status::Ok(), made}) + "\n");
+  EXPECT_EQ(s.message(),
+            "the agent could not make every account: metadata guard: nft is not installed, so "
+            "the metadata server's token cannot be kept from bob (install it: sudo apt-get "
+            "install -y nftables)");
 
   s = ParseAccountsAnswer(api::AnswerLine({PermissionDeniedError("root only"), {}}) + "\n");
   EXPECT_EQ(s.message(), "the agent refused to make the accounts: root only");
 
   s = ParseAccountsAnswer("sudo: a password is required\n");
   EXPECT_EQ(s.message(), "the agent did not answer accounts.apply: sudo: a password is required");
+}
+
+// A removal up sends (pending from `users remove`) must be answered as taken away; an
+// agent too old to know removals leaves it out, and that is a failure saying what to do.
+TEST(ParseAccountsAnswer, ARemovalTheAnswerDoesNotTakeAwayFails) {
+  api::AccountsReport report;
+  report.results = {{"alice", "unchanged", "", ""}, {"milo", "revoked", "", ""}};
+  const std::string answer = api::AnswerLine({Status::Ok(), report}) + "\n";
+  EXPECT_EQ(ParseAccountsAnswer(answer, {{"milo", false}}), Status::Ok());
+  EXPECT_EQ(ParseAccountsAnswer(answer, {{"zoe", true}}).message(),
+            "the agent could not make every account: zoe: this agent does not take accounts "
+            "away; run `tpufleet up` to update it, then remove again");
+  report.metadata_guard.error = "nft could not apply";
+  EXPECT_EQ(AccountsReportFailures(report, {{"zoe", false}}),
+            "metadata guard: nft could not apply; zoe: this agent does not take accounts away; "
+            "run `tpufleet up` to update it, then remove again");
 }
 
 TEST(Mounts, OnlyTheDisksWithAMountGoInTheRequestAndEveryRefusalIsNamed) {

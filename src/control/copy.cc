@@ -56,30 +56,10 @@ std::string Script(const std::string& body, const std::vector<std::string>& args
   return ShellJoin(words);
 }
 
-PrivateDir::~PrivateDir() {
-  if (!path_.empty()) {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-}
-
-Status PrivateDir::Make(const std::string& parent, const std::string& prefix) {
-  if (!path_.empty()) {
-    return Status::Ok();
-  }
-  std::string name = parent + "/" + prefix + "XXXXXX";
-  if (::mkdtemp(name.data()) == nullptr) {
-    return ErrnoStatus("a private directory in " + parent, errno);
-  }
-  path_ = name;
-  return Status::Ok();
-}
-
 }  // namespace copy_internal
 
 namespace {
 
-using copy_internal::PrivateDir;
 using copy_internal::Script;
 
 // What each host of an upload printed and how it ended.

@@ -19,13 +19,17 @@ Status DeleteInCloud(World& world, const NodeRecord& r, const DownOptions& optio
 }  // namespace
 
 DownReport Down(World& world, const std::vector<NodeRecord>& nodes, const DownOptions& options,
-                ProgressObserver& progress) {
+                ProgressObserver& progress,
+                const std::optional<std::vector<std::string>>& leftover_fleets) {
   DownReport report;
-  Result<std::vector<LeftoverOutcome>> leftovers = FinishLeftovers(world, "", options, progress);
-  if (leftovers.ok()) {
-    report.leftovers = std::move(*leftovers);
-  } else {
-    report.leftovers_status = leftovers.status();
+  for (const std::string& fleet : leftover_fleets.value_or(std::vector<std::string>{""})) {
+    Result<std::vector<LeftoverOutcome>> leftovers =
+        FinishLeftovers(world, fleet, options, progress);
+    if (!leftovers.ok()) {
+      report.leftovers_status = leftovers.status();
+      break;
+    }
+    report.leftovers.insert(report.leftovers.end(), leftovers->begin(), leftovers->end());
   }
   std::vector<NodeOutcome>& out = report.nodes;
   out.resize(nodes.size());

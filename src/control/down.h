@@ -11,6 +11,8 @@
 #pragma once
 
 #include <chrono>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "control/leftovers.h"
@@ -28,8 +30,10 @@ struct DownReport {
   Status leftovers_status;                   // the store could not list them
 };
 
-/// Deletes the recorded leftovers, then `nodes`, concurrently.
+/// Deletes the recorded leftovers of `leftover_fleets` (nullopt: of every fleet; a team
+/// server's admin: of the fleets they administer), then `nodes`, concurrently.
 DownReport Down(World& world, const std::vector<NodeRecord>& nodes, const DownOptions& options,
-                ProgressObserver& progress);
+                ProgressObserver& progress,
+                const std::optional<std::vector<std::string>>& leftover_fleets = std::nullopt);
 
 }  // namespace tpufleet

@@ -106,6 +106,7 @@ Result<FleetMetrics> SampleFleet(World& world, const std::vector<WorkerTarget>& 
   AgentCall call;
   call.request.op = api::AgentOp::kMetrics;
   call.request.metrics = options.query;
+  call.admin = true;  // a non-root caller's sample shows only its own jobs (agent ops)
   call.timeout = options.timeout;
   call.connect_timeout = options.connect_timeout;
   TPUFLEET_ASSIGN_OR_RETURN(std::vector<AgentReply> replies,

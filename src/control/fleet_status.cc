@@ -6,6 +6,7 @@
 #include <set>
 
 #include "control/ssh_sync.h"
+#include "control/visible.h"
 #include "core/cost.h"
 
 namespace tpufleet {
@@ -44,6 +45,7 @@ std::string Apply(const CloudNode* cloud, NodeRecord& r) {
   }
   r.state = cloud->state;
   r.health = cloud->health;
+  r.data_disks = cloud->data_disks;
   if (!cloud->cloud_name.empty()) {
     r.cloud_name = cloud->cloud_name;
   }
@@ -51,11 +53,12 @@ std::string Apply(const CloudNode* cloud, NodeRecord& r) {
   return std::string(TransitionEvent(before, r.state));
 }
 
-// `current` with what a refresh owns taken from `refreshed`: state, health, the cloud's
-// name and the workers' addresses.
+// `current` with what a refresh owns taken from `refreshed`: state, health, data disks,
+// the cloud's name and the workers' addresses.
 NodeRecord MergeRefreshed(const NodeRecord& refreshed, NodeRecord current) {
   current.state = refreshed.state;
   current.health = refreshed.health;
+  current.data_disks = refreshed.data_disks;
   current.cloud_name = refreshed.cloud_name;
   current.updated_at = refreshed.updated_at;
   for (WorkerRecord& w : current.workers) {
@@ -145,6 +148,7 @@ std::string RefreshGroup(World& world, Group& g) {
       continue;
     }
     if (r->state == before.state && r->health == before.health &&
+        r->data_disks == before.data_disks &&
         std::equal(r->workers.begin(), r->workers.end(), before.workers.begin(),
                    before.workers.end(), [](const WorkerRecord& a, const WorkerRecord& b) {
                      return a.address == b.address;
@@ -257,8 +261,14 @@ Result<FleetStatusReport> FleetStatus(World& world, const Catalog& catalog,
     fleets.push_back(x.fleet);
   }
   std::vector<NodeRecord> records = all;  // every record, to tell tracked from untracked
+  const Access& access = options.access;
+  std::erase_if(fleets, [&](const std::string& f) { return !access.IsAdminOf(f); });
+  all = VisibleNodes(access, std::move(all));
   std::vector<const LeftoverRecord*> chosen_leftovers;
   for (const LeftoverRecord& x : leftovers) {
+    if (!access.IsAdminOf(x.fleet)) {
+      continue;
+    }
     if (options.nodes.empty() ||
         std::find(options.nodes.begin(), options.nodes.end(), x.name) != options.nodes.end()) {
       chosen_leftovers.push_back(&x);

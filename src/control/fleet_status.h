@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "control/access.h"
 #include "control/leftovers.h"
 #include "control/node_history.h"
 #include "control/world.h"
@@ -57,6 +58,10 @@ struct FleetStatusReport {
 struct StatusOptions {
   std::vector<std::string> nodes;  // empty: every node of every fleet
   bool refresh = false;
+  /// Who asks (visible.h): the nodes they may not see are not there for them (naming
+  /// one is NotFound as for an unknown name, and a refresh leaves it alone); leftovers
+  /// and untracked nodes show only to an admin of their fleet.
+  Access access = Access::Everything("local");
 };
 
 /// The nodes asked for, ordered by fleet then name, with the leftovers of the same

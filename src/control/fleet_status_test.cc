@@ -100,6 +100,22 @@ TEST(FleetStatus, RefreshSeesAPreemption) {
   EXPECT_EQ(t.Events("preempted", "trainer").size(), 1u);
 }
 
+// A disk attached or detached by someone else (gcloud's attach-disk): a refresh records
+// what the cloud says, so plain status shows it after (issue 15).
+TEST(FleetStatus, RefreshRecordsTheDataDisks) {
+  TestWorld t;
+  ASSERT_EQ(t.Up(t.Spec(OneNode("spot"))).nodes[0].status, Status::Ok());
+  std::vector<NodeDisk> disks = {{"projects/p/zones/us-central2-b/disks/data", "read-only"}};
+  t.cloud.SetDataDisks(kZoneB, "trainer", disks);
+  StatusOptions refresh;
+  refresh.refresh = true;
+  ASSERT_TRUE(FleetStatus(t.world, t.catalog, refresh).ok());
+  EXPECT_EQ(t.Record("trainer").data_disks, disks);
+  t.cloud.SetDataDisks(kZoneB, "trainer", {});
+  ASSERT_TRUE(FleetStatus(t.world, t.catalog, refresh).ok());
+  EXPECT_TRUE(t.Record("trainer").data_disks.empty());
+}
+
 TEST(FleetStatus, APreemptionSeenByStatusAndThenUpIsOneEvent) {
   TestWorld t;
   FleetSpec spec = t.Spec(OneNode("spot"));

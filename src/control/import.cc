@@ -55,6 +55,7 @@ Status Adopt(World& world, CloudProvider& provider, const ImportRequest& request
       r.labels[label] = value;
     }
   }
+  r.data_disks = node.data_disks;
   r.created_at = node.create_time.value_or(world.clock.Now());
   r.updated_at = world.clock.Now();
   for (size_t i = 0; i < node.workers.size(); ++i) {

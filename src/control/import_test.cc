@@ -26,6 +26,8 @@ CloudNode MadeByGcloud(TestWorld& t, const std::string& id, const std::string& z
   r.runtime_version = "tpu-ubuntu2204-base";
   r.labels = {{"owner", "bob"}};
   r.metadata = {{"ssh-keys", std::string("bob:") + kBobKey}, {"startup-script", "echo hi"}};
+  r.data_disks.resize(1);
+  r.data_disks[0].source = "projects/" + std::string(kProject) + "/zones/" + zone + "/disks/data";
   return t.cloud.AddNode(r);
 }
 
@@ -65,6 +67,10 @@ TEST(Import, AdoptsANodeMadeElsewhere) {
   EXPECT_EQ(rec.provider, "gcp-tpu");
   EXPECT_EQ(rec.login, "tester");
   EXPECT_EQ(rec.labels, (std::map<std::string, std::string>{{"owner", "bob"}}));
+  // Its disks come along (issue 15).
+  ASSERT_EQ(rec.data_disks.size(), 1u);
+  EXPECT_EQ(rec.data_disks[0].source, made.data_disks[0].source);
+  EXPECT_EQ(rec.data_disks[0].mode, "read-only");
   ASSERT_EQ(rec.workers.size(), 4u);
   for (const WorkerRecord& w : rec.workers) {
     EXPECT_EQ(w.address, made.workers[w.index].address);

@@ -9,7 +9,9 @@
 #include <map>
 #include <utility>
 
+#include "control/job_access.h"
 #include "control/jobs_internal.h"
+#include "control/visible.h"
 
 namespace tpufleet {
 namespace {
@@ -87,10 +89,16 @@ Result<std::vector<AgentReply>> CallOn(World& world, const JobView& job,
                                        const std::vector<size_t>& indices, const AgentCall& call,
                                        const AgentLineFn& on_line, const AgentCancelFn& cancelled) {
   std::vector<WorkerTarget> targets;
+  AgentCall as = call;
   for (size_t i : indices) {
-    targets.push_back(job.workers[i].target);
+    const WorkerTarget& t = job.workers[i].target;
+    targets.push_back(t);
+    // The agent shows and cancels a job to its own account and root alone: a job of
+    // another account (a collaborator's, run through a team server) is asked as root.
+    as.admin = as.admin || (!job.user.empty() && job.user != (t.login.empty() ? world.login
+                                                                              : t.login));
   }
-  return CallAgents(world, targets, call, on_line, cancelled);
+  return CallAgents(world, targets, as, on_line, cancelled);
 }
 
 void Update(JobWorker& w, const AgentReply& reply) {
@@ -188,6 +196,7 @@ Result<JobsReport> ListOn(World& world, const std::vector<WorkerTarget>& workers
   AgentCall call;
   call.request.op = api::AgentOp::kJobList;
   call.request.ids = ids;
+  call.admin = true;  // jobs.list shows a non-root caller only its own jobs
   TPUFLEET_ASSIGN_OR_RETURN(std::vector<AgentReply> replies, CallAgents(world, workers, call));
   return Collect(workers, replies);
 }
@@ -232,15 +241,27 @@ JobView MergeJob(const std::string& id, const std::vector<WorkerTarget>& workers
   return job;
 }
 
-Result<JobsReport> ListJobs(World& world, const std::vector<std::string>& targets) {
-  TPUFLEET_ASSIGN_OR_RETURN(std::vector<WorkerTarget> workers, TargetWorkers(world, targets));
+Result<JobsReport> ListJobs(World& world, const std::vector<std::string>& targets,
+                            const Access& access) {
+  TPUFLEET_ASSIGN_OR_RETURN(std::vector<NodeRecord> nodes, world.store.Nodes(""));
+  TPUFLEET_ASSIGN_OR_RETURN(
+      std::vector<WorkerTarget> workers,
+      ResolveTargets(VisibleNodes(access, std::move(nodes)),
+                     targets.empty() ? std::vector<std::string>{"all"} : targets));
   TPUFLEET_ASSIGN_OR_RETURN(JobsReport report, ListOn(world, workers, {}));
+  std::erase_if(report.jobs, [&](const JobView& j) {
+    return j.workers.empty() || !access.MaySeeJob(j.workers[0].target.fleet, j.user);
+  });
   TPUFLEET_TRY(AttachRestartable(world, report));
   return report;
 }
 
-Result<JobView> FindJob(World& world, const std::string& arg) {
+Result<JobView> FindJob(World& world, const std::string& arg, const Access& access) {
   TPUFLEET_ASSIGN_OR_RETURN(JobsReport all, ListJobs(world, {}));
+  if (!access.everything()) {
+    std::erase_if(all.jobs, [&](const JobView& j) { return !MaySeeJobView(access, j); });
+    all.missing.clear();  // they name workers of nodes the caller may not see
+  }
   std::vector<JobRef> refs;
   for (const JobView& j : all.jobs) {
     refs.push_back({j.id, j.name, j.state, j.ended, j.created_unix_ms});

@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "api/agent.h"
+#include "control/access.h"
 #include "control/agent_client.h"
 #include "control/targets.h"
 #include "control/world.h"
@@ -75,6 +76,10 @@ struct RunRequest {
   bool kill_stale = false;           // kill an orphan holding the TPU instead of refusing
   bool keep_going = false;           // opt out of the gang rule
   std::string started_by;            // "alice@laptop", shown by `jobs`
+  /// The Unix account it runs as on the workers: "" is tpufleet's login; another (a
+  /// team server's collaborator, whose account `users add` made) has the agents start
+  /// it as root for that account (AgentCall::admin).
+  std::string user;
   std::string id;                    // "" = a new random id (tests give their own)
   /// "" or "never": the job is not restarted. "on-preemption": serve starts it again
   /// when its node was preempted (and recreated); "on-failure": also when it failed.
@@ -128,11 +133,19 @@ JobView MergeJob(const std::string& id, const std::vector<WorkerTarget>& workers
 /// Every job on the workers `targets` name (none: every worker of the fleet), merged
 /// per job. Errors only when the targets are bad (ResolveTargets) or the call cannot
 /// start; an unanswering worker is in `missing`.
-Result<JobsReport> ListJobs(World& world, const std::vector<std::string>& targets);
+///
+/// For a caller allowed `access` (visible.h): only the nodes they may see are targets (a
+/// name of another is "no node", as an unknown one) and only the jobs they may see are
+/// listed. The agents are asked as root (`sudo -n`), as jobs.list shows a non-root
+/// caller its own jobs only (docs/agent-protocol.md).
+Result<JobsReport> ListJobs(World& world, const std::vector<std::string>& targets,
+                            const Access& access = Access::Everything("local"));
 
-/// The job `arg` means (an id, or a name: core/job.h ResolveJob) among every job of the
-/// fleet. NotFound with a "did you mean" when there is none.
-Result<JobView> FindJob(World& world, const std::string& arg);
+/// The job `arg` means (an id, or a name: core/job.h ResolveJob) among the jobs of the
+/// fleet that `access` may see (Access::MaySeeJob; the others are as if they did not
+/// exist). NotFound with a "did you mean" when there is none.
+Result<JobView> FindJob(World& world, const std::string& arg,
+                        const Access& access = Access::Everything("local"));
 
 /// The exit status that stands for the job's result: 0 when it succeeded, the first
 /// failure's exit code when it exited non-zero (127: command not found), 128 + the

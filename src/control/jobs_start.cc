@@ -8,6 +8,7 @@
 
 #include "control/jobs.h"
 #include "control/jobs_internal.h"
+#include "core/fleet_spec.h"
 #include "util/strings.h"
 
 namespace tpufleet {
@@ -155,6 +156,9 @@ Result<std::vector<AgentReply>> StartEverywhere(World& world,
 
 Result<JobView> jobs_internal::StartChecked(World& world, const std::vector<WorkerTarget>& workers,
                                             AgentCall call) {
+  // A job of another account than the login's is started by root: the agent lets root
+  // alone name the user (docs/agent-protocol.md).
+  call.admin = call.admin || !call.request.job.user.empty();
   // Nothing starts anywhere unless every worker accepts the job.
   call.request.dry_run = true;
   TPUFLEET_ASSIGN_OR_RETURN(std::vector<AgentReply> checked, CallAgents(world, workers, call));
@@ -205,12 +209,20 @@ Result<JobView> StartJob(World& world, const Catalog& catalog, const RunRequest&
   TPUFLEET_ASSIGN_OR_RETURN(std::vector<WorkerTarget> fleet, TargetWorkers(world, {}));
   TPUFLEET_ASSIGN_OR_RETURN(JobsReport existing, ListOn(world, fleet, {}));
   std::vector<JobRef> refs;
+  std::vector<JobRef> others;  // a collaborator's run: the jobs of other accounts
   std::set<std::string> ids;
   for (const JobView& j : existing.jobs) {
-    refs.push_back({j.id, j.name, j.state, j.ended, j.created_unix_ms});
+    bool another = !request.user.empty() && j.user != request.user;
+    (another ? others : refs).push_back({j.id, j.name, j.state, j.ended, j.created_unix_ms});
     ids.insert(j.id);
   }
   TPUFLEET_TRY(CheckNameFree(name, refs));
+  if (!CheckNameFree(name, others).ok()) {
+    // Another's job is not theirs to see: the name is taken, and nothing more is said.
+    return InvalidArgumentError("the name " + QuoteForMessage(name) +
+                                " is taken by a job of the fleet that has not ended; give "
+                                "this one another --name");
+  }
   std::string id = request.id;
   if (id.empty()) {
     TPUFLEET_ASSIGN_OR_RETURN(id, NewJobId(ids));
@@ -234,6 +246,7 @@ Result<JobView> StartJob(World& world, const Catalog& catalog, const RunRequest&
   spec.keep_going = request.keep_going;
   spec.topology = topology;
   spec.started_by = request.started_by;
+  spec.user = request.user;
   TPUFLEET_ASSIGN_OR_RETURN(JobView job, StartChecked(world, workers, call));
   if (Restarts(request.restart)) {
     // After the start: a job kept before it ran would be "restarted" by serve without

@@ -126,9 +126,11 @@ Status ResolveAll(const std::vector<NodeRecord>& nodes, TargetSet& out) {
   return AddNodesWithWorkers(all, "no node has workers yet", out);
 }
 
-Status ResolveSelector(const std::string& word, const std::vector<NodeRecord>& nodes,
-                       TargetSet& out) {
-  std::vector<std::pair<std::string, std::string>> wanted;
+using Labels = std::vector<std::pair<std::string, std::string>>;
+
+// "team=a,role=x" -> {team, a}, {role, x}; InvalidArgument when malformed.
+Result<Labels> ParseSelector(const std::string& word) {
+  Labels wanted;
   for (const std::string& part : Split(word, ',')) {
     size_t eq = part.find('=');
     if (eq == std::string::npos || eq == 0 || eq + 1 == part.size()) {
@@ -136,14 +138,25 @@ Status ResolveSelector(const std::string& word, const std::vector<NodeRecord>& n
     }
     wanted.emplace_back(part.substr(0, eq), part.substr(eq + 1));
   }
+  return wanted;
+}
+
+bool HasLabels(const std::map<std::string, std::string>& labels, const Labels& wanted) {
+  for (const auto& [key, value] : wanted) {
+    auto it = labels.find(key);
+    if (it == labels.end() || it->second != value) {
+      return false;
+    }
+  }
+  return true;
+}
+
+Status ResolveSelector(const std::string& word, const std::vector<NodeRecord>& nodes,
+                       TargetSet& out) {
+  TPUFLEET_ASSIGN_OR_RETURN(Labels wanted, ParseSelector(word));
   std::vector<const NodeRecord*> matched;
   for (const NodeRecord& r : nodes) {
-    bool all = true;
-    for (const auto& [key, value] : wanted) {
-      auto it = r.labels.find(key);
-      all = all && it != r.labels.end() && it->second == value;
-    }
-    if (all) {
+    if (HasLabels(r.labels, wanted)) {
       matched.push_back(&r);
     }
   }
@@ -234,12 +247,17 @@ Status ResolveNode(const std::string& word, const std::vector<NodeRecord>& nodes
 
 Result<std::vector<WorkerTarget>> ResolveTargets(Store& store,
                                                  const std::vector<std::string>& words) {
+  TPUFLEET_ASSIGN_OR_RETURN(std::vector<NodeRecord> nodes, store.Nodes(""));
+  return ResolveTargets(nodes, words);
+}
+
+Result<std::vector<WorkerTarget>> ResolveTargets(const std::vector<NodeRecord>& nodes,
+                                                 const std::vector<std::string>& words) {
   if (words.empty()) {
     return InvalidArgumentError(
         "no target: name a node (NODE, NODE:N, NODE:1-3,5), a label "
         "selector (key=value) or all");
   }
-  TPUFLEET_ASSIGN_OR_RETURN(std::vector<NodeRecord> nodes, store.Nodes(""));
   TargetSet out;
   for (const std::string& word : words) {
     if (word.empty()) {
@@ -262,10 +280,42 @@ Result<std::vector<WorkerTarget>> ResolveTargets(Store& store,
   return targets;
 }
 
+Status CheckNodeSelector(const std::string& word) {
+  if (word == kAllWord) {
+    return Status::Ok();
+  }
+  if (word.find('=') != std::string::npos) {
+    return ParseSelector(word).status();
+  }
+  if (word.find(':') != std::string::npos) {
+    return InvalidArgumentError(Quoted(word) + " names workers; a selection of nodes is a " +
+                                "node name, a label selector (key=value) or all");
+  }
+  return CheckNodeName(word).WithContext("node " + Quoted(word));
+}
+
+bool SelectsNode(const std::string& word, const std::string& node,
+                 const std::map<std::string, std::string>& labels) {
+  if (word == kAllWord) {
+    return true;
+  }
+  if (word.find('=') == std::string::npos) {
+    return word == node;
+  }
+  Result<Labels> wanted = ParseSelector(word);
+  return wanted.ok() && HasLabels(labels, *wanted);
+}
+
 Result<WorkerTarget> ResolveOneTarget(Store& store, const std::string& word) {
+  TPUFLEET_ASSIGN_OR_RETURN(std::vector<NodeRecord> nodes, store.Nodes(""));
+  return ResolveOneTarget(nodes, word);
+}
+
+Result<WorkerTarget> ResolveOneTarget(const std::vector<NodeRecord>& nodes,
+                                      const std::string& word) {
   bool bare_node = word != kAllWord && word.find_first_of(":=") == std::string::npos;
   TPUFLEET_ASSIGN_OR_RETURN(std::vector<WorkerTarget> targets,
-                            ResolveTargets(store, {bare_node ? word + ":0" : word}));
+                            ResolveTargets(nodes, {bare_node ? word + ":0" : word}));
   if (targets.size() > 1) {
     const WorkerTarget& first = targets.front();
     return InvalidArgumentError(Quoted(word) + " names " + std::to_string(targets.size()) +

@@ -20,6 +20,7 @@
 // Thread-safety: stateless; the Store locks itself.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -51,10 +52,28 @@ struct WorkerTarget {
 /// deduplicated, ordered by fleet, node, worker. Never empty when OK.
 Result<std::vector<WorkerTarget>> ResolveTargets(Store& store,
                                                  const std::vector<std::string>& words);
+/// As ResolveTargets, among `nodes` alone (a caller's visible ones, control/visible.h):
+/// a node not among them is "no node" as one not in the store.
+Result<std::vector<WorkerTarget>> ResolveTargets(const std::vector<NodeRecord>& nodes,
+                                                 const std::vector<std::string>& words);
 
 /// The one worker `word` names, for commands that reach a single worker (ssh, forward):
 /// as ResolveTargets, but a bare NODE means its worker 0. InvalidArgument when the word
 /// names several workers (a range, a selector, "all"), saying how to pick one (NODE:N).
 Result<WorkerTarget> ResolveOneTarget(Store& store, const std::string& word);
+/// As ResolveOneTarget, among `nodes` alone (a team server's answer, control/server_ssh.h).
+Result<WorkerTarget> ResolveOneTarget(const std::vector<NodeRecord>& nodes,
+                                      const std::string& word);
+
+/// A selection of whole nodes (`users add --nodes`): "all", "NODE" or a label selector
+/// "key=value[,key=value]", as ResolveTargets reads them; InvalidArgument for a malformed
+/// word and for NODE:N (a worker range: accounts go on every worker of a node or none).
+/// The node need not exist yet: a node made later is selected then.
+Status CheckNodeSelector(const std::string& word);
+
+/// Whether `word` (CheckNodeSelector's) selects the node `node` with `labels`, by
+/// ResolveTargets' rules; false for a malformed word.
+bool SelectsNode(const std::string& word, const std::string& node,
+                 const std::map<std::string, std::string>& labels);
 
 }  // namespace tpufleet

@@ -11,6 +11,8 @@
 
 #include "control/up_internal.h"
 #include "control/up_steps.h"
+#include "control/node_accounts.h"
+#include "control/users.h"
 
 namespace tpufleet::up_internal {
 namespace {
@@ -129,13 +131,20 @@ void NodeSteps::AfterAgentInstall(const std::vector<WorkerRun>& runs, Clock::Mon
 
 void NodeSteps::StartAccounts() {
   // Also with no users: the agent then removes the accounts it made for users the spec
-  // no longer lists.
-  size_t users = UsersOn(fleet_, spec_).size();
+  // (or `tpufleet users`) no longer lists.
   size_t workers = AgentWorkers().size();
   if (workers == 0) {
     StartSetup();
     return;
   }
+  Result<NodeAccounts> accounts = NodeAccountsToApply(world_.store, fleet_, spec_, plan_.node);
+  if (!accounts.ok()) {
+    End(accounts.status());
+    return;
+  }
+  accounts_ = std::move(accounts->users);
+  removals_ = std::move(accounts->remove);
+  size_t users = accounts_.size();
   if (users > 0) {
     Report(NodePhase::kAgent, zone_,
            "making " + std::to_string(users) + (users == 1 ? " account" : " accounts") + " on " +
@@ -145,11 +154,13 @@ void NodeSteps::StartAccounts() {
 }
 
 std::string NodeSteps::AccountsRequest() const {
-  return AccountsRequestLine(UsersOn(fleet_, spec_));
+  api::AgentRequest r = tpufleet::AccountsRequest(accounts_);
+  r.remove = removals_;
+  return api::ToLine(r) + "\n";
 }
 
 Status NodeSteps::TakeAgentAnswers(const std::vector<WorkerRun>& runs, const std::string& what,
-                                   Status (*parse)(std::string_view)) {
+                                   const std::function<Status(std::string_view)>& parse) {
   std::vector<size_t> workers = AgentWorkers();
   for (size_t i = 0; i < runs.size() && i < workers.size(); ++i) {
     const WorkerRun& r = runs[i];
@@ -167,7 +178,17 @@ Status NodeSteps::TakeAgentAnswers(const std::vector<WorkerRun>& runs, const std
 
 void NodeSteps::AfterAccounts(const std::vector<WorkerRun>& runs, Clock::MonoTime now) {
   now_ = now;
-  if (Status s = TakeAgentAnswers(runs, "making the spec's accounts", &ParseAccountsAnswer);
+  if (Status s = TakeAgentAnswers(runs, "making the accounts",
+                                  [&](std::string_view output) {
+                                    return ParseAccountsAnswer(output, removals_);
+                                  });
+      !s.ok()) {
+    End(s);
+    return;
+  }
+  // Every worker answered: an up that finds the same list again sends nothing.
+  if (Status s = RecordAccountsApplied(world_.store, world_.clock, fleet_.name, plan_.node,
+                                       accounts_);
       !s.ok()) {
     End(s);
     return;

@@ -4,6 +4,7 @@
 #include <map>
 
 #include "control/host_keys.h"
+#include "control/node_accounts.h"
 #include "control/ssh_sync.h"
 #include "control/up_internal.h"
 #include "control/up_steps.h"
@@ -100,8 +101,20 @@ void NodeSteps::AfterSshFiles(const Status& synced, Clock::MonoTime now) {
                                  return NeedsSetup(w, spec_.setup) || !AgentRecorded(w);
                                });
   if (all_done && !changed_) {
-    End(Status::Ok());
-    return;
+    // And the node's accounts as last applied, nothing pending (a changed list of the
+    // spec's users or of the stored collaborators is applied, nothing recreated).
+    Result<NodeAccounts> accounts =
+        AgentWorkers().empty() ? Result<NodeAccounts>(NodeAccounts{{}, {}, true})
+                               : NodeAccountsToApply(world_.store, fleet_, spec_, plan_.node);
+    if (!accounts.ok()) {
+      End(accounts.status());
+      return;
+    }
+    if (accounts->applied) {
+      End(Status::Ok());
+      return;
+    }
+    changed_ = true;
   }
   StartLogin();
 }

@@ -99,6 +99,10 @@ Status NodeSteps::Begin() {
       return FailedPreconditionError(plan_.detail);
     case PlanAction::kRecreate:
       return StartRemove();
+    case PlanAction::kStart:
+      zone_ = plan_.zones.front();
+      TPUFLEET_TRY(Adopt());
+      return StartStopped();
     case PlanAction::kCreate:
       return StartCreate();
     case PlanAction::kKeep:
@@ -195,6 +199,17 @@ Status NodeSteps::StartRemove() {
   return Removed();
 }
 
+// A stopped node (serve's idle action stops single-host nodes): started, its operation
+// waited for, then brought up as a booting node is (its addresses and host keys may be
+// new, as after a maintenance).
+Status NodeSteps::StartStopped() {
+  Report(NodePhase::kBooting, zone_, "starting (was STOPPED)");
+  TPUFLEET_ASSIGN_OR_RETURN(CloudOperation op, provider_.StartNode(zone_, plan_.node));
+  changed_ = true;
+  TPUFLEET_TRY(Event("started", "zone=" + zone_));
+  return WaitFor(op, OpFor::kStart);
+}
+
 Status NodeSteps::Removed() {
   changed_ = true;
   rec_.state = NodeState::kDeleted;  // nothing in flight here: a create elsewhere supersedes nothing
@@ -238,6 +253,10 @@ Status NodeSteps::OperationDone(const Status& result) {
     case OpFor::kSshKeys:
       TPUFLEET_TRY(result);
       Go(NodeStep::kSshFiles);
+      return Status::Ok();
+    case OpFor::kStart:
+      TPUFLEET_TRY(result);
+      StartBooting();
       return Status::Ok();
   }
   return InternalError("unknown operation");
@@ -377,6 +396,7 @@ Status NodeSteps::Ready(const std::vector<WorkerIdentity>& ids) {
   bool was_ready = rec_.state.IsUsable();
   rec_.state = node_.state;
   rec_.health = node_.health;
+  rec_.data_disks = node_.data_disks;
   rec_.cloud_name = node_.cloud_name;
   if (!node_.queued_resource.empty()) {
     rec_.queued_resource = node_.queued_resource;

@@ -130,7 +130,8 @@ class NodeSteps {
   std::vector<size_t> AgentInstallPending() const { return agent_install_; }
   void AfterAgentInstall(const std::vector<WorkerRun>& runs, Clock::MonoTime now);
   /// kAccounts: the workers with an agent (all but ssh-hosts ones without sudo), and
-  /// the accounts.apply request each gets.
+  /// the accounts.apply request each gets: the spec's users and the stored
+  /// collaborators of the node (control/users.h UsersOfNode).
   std::vector<size_t> AgentWorkers() const;
   std::string AccountsRequest() const;
   void AfterAccounts(const std::vector<WorkerRun>& runs, Clock::MonoTime now);
@@ -146,12 +147,13 @@ class NodeSteps {
   void AfterSetup(const std::vector<WorkerRun>& runs, Clock::MonoTime now);
 
  private:
-  enum class OpFor { kRemove, kCreate, kSshKeys };
+  enum class OpFor { kRemove, kCreate, kSshKeys, kStart };
 
   // Steps (up_steps.cc). A Status that is not OK ends this attempt (End).
   Status Begin();
   Status StartRemove();
   Status Removed();
+  Status StartStopped();
   Status StartCreate();
   Status CreateNext();
   Status CreateIn(const std::string& zone);
@@ -186,7 +188,7 @@ class NodeSteps {
   void StartMounts();
   // The agent's answers on AgentWorkers(): the first failure, "WHAT on worker N of NODE".
   Status TakeAgentAnswers(const std::vector<WorkerRun>& runs, const std::string& what,
-                          Status (*parse)(std::string_view));
+                          const std::function<Status(std::string_view)>& parse);
   bool AgentRecorded(const WorkerRecord& w) const;
 
   // Helpers (up_steps.cc).
@@ -251,6 +253,8 @@ class NodeSteps {
   std::vector<bool> login_ok_;          // kLogin: per worker, logged in
   std::vector<Status> login_last_;      // kLogin: per worker, the last refusal
   std::vector<size_t> agent_install_;   // kAgentInstall: the workers it runs on
+  std::vector<UserSpec> accounts_;      // kAccounts: the node's users (UsersOfNode)
+  std::vector<api::AccountRemoval> removals_;  // kAccounts: removals still pending
 };
 
 /// A worker of a node: an index into its record's workers.

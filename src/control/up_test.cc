@@ -400,9 +400,10 @@ TEST(Up, UsersGoIntoSshKeysAndAChangeRekeysOnce) {
   EXPECT_EQ(t.cloud.ssh_key_sets(), 1);
 }
 
-// A node stopped (by serve's idle policy, or by hand) is not started by `up`: it says so,
-// and neither deletes nor recreates it (docs/serve.md tells how to get it back).
-TEST(Up, AStoppedNodeIsNotStartedButNamedAsStopped) {
+// A node stopped (by serve's idle policy, or by hand) is started by `up`, as the spec
+// wants it: started (not deleted nor recreated), an event says so, and the record takes
+// the node READY again. The dry run names the start.
+TEST(Up, AStoppedNodeIsStarted) {
   TestWorld t;
   FleetSpec spec =
       t.Spec(std::string("fleet: lab\nproject: ") + kProject + "\nnodes:\n" + SmallNode("eval"));
@@ -410,9 +411,16 @@ TEST(Up, AStoppedNodeIsNotStartedButNamedAsStopped) {
   t.cloud.SetState(kZoneB, "eval", NodeState::kStopped);
   t.cloud.ClearCalls();
   UpReport r = t.Up(spec);
-  EXPECT_EQ(r.nodes[0].status, FailedPreconditionError("node eval is STOPPED"));
-  EXPECT_EQ(t.cloud.mutating_calls(), 0);
-  EXPECT_EQ(t.cloud.Node(kZoneB, "eval")->state, NodeState::kStopped);
+  EXPECT_EQ(r.nodes[0].status, Status::Ok());
+  EXPECT_TRUE(r.nodes[0].changed);
+  EXPECT_EQ(t.cloud.starts(), 1);
+  EXPECT_EQ(t.cloud.creates() + t.cloud.deletes(), 0);
+  EXPECT_EQ(t.cloud.Node(kZoneB, "eval")->state, NodeState::kReady);
+  EXPECT_EQ(t.Record("eval").state, NodeState::kReady);
+  EXPECT_EQ(t.Events("started", "eval").size(), 1u);
+  t.cloud.ClearCalls();
+  EXPECT_FALSE(t.Up(spec).nodes[0].changed);
+  EXPECT_EQ(t.cloud.starts(), 0);
 }
 
 TEST(Up, TheRecordCarriesTheSpecsLabelsAlsoForAKeptNode) {

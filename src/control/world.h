@@ -8,6 +8,7 @@
 // nodes concurrently; up and FinishLeftovers drive theirs from one loop in one thread).
 #pragma once
 
+#include <memory>
 #include <string>
 
 #include "control/port_forward.h"
@@ -56,6 +57,10 @@ struct ControlPaths {
 /// command and serve never make a node twice: both go through this lock and the same
 /// records. The real one (app/fleet_world.cc) writes "PID COMMAND" into the file after
 /// taking it, so that either side's refusal names the other.
+/// A lock while it is held (a lock file's descriptor, a database session's lock): let
+/// go when the last copy goes.
+using StateHold = std::shared_ptr<void>;
+
 class StateLocker {
  public:
   StateLocker() = default;
@@ -63,10 +68,10 @@ class StateLocker {
   StateLocker& operator=(const StateLocker&) = delete;
   virtual ~StateLocker() = default;
 
-  /// Takes the lock without waiting; closing the descriptor releases it.
+  /// Takes the lock without waiting; it is let go when the last copy of the hold goes.
   /// FailedPrecondition naming the holder ("`tpufleet up` (pid 123) is changing the
   /// fleet") when another process holds it.
-  virtual Result<UniqueFd> TryLock() = 0;
+  virtual Result<StateHold> TryLock() = 0;
 };
 
 struct World {

@@ -1,6 +1,6 @@
 // The records tpufleet keeps of its nodes and of the leftovers its creates left
-// behind, of the jobs serve keeps going, of what the nodes cost and of the serve process
-// itself: plain values, written and read by the store (store/store.h), planned over by
+// behind, of the jobs serve keeps going, of what the nodes cost, of the serve process
+// itself and of the collaborators `tpufleet users` added: plain values, written and read by the store (store/store.h), planned over by
 // core (core/up_plan.h, core/reconcile.h, core/ledger.h) and shown by status and jobs.
 //
 // Thread-safety: plain values.
@@ -38,6 +38,17 @@ struct WorkerRecord {
   std::string internal_address{};
 };
 
+/// A persistent disk attached to a node (the TPU API's AttachedDisk), as the cloud last
+/// said: what an imported node brought, or what the spec's data_disks attached.
+struct NodeDisk {
+  std::string source;  // "projects/p/zones/z/disks/d"
+  std::string mode;    // "read-only" or "read-write" (core's DiskModeName)
+
+  /// d: the disk's own name, the last part of `source`, what a worker shows as google-d.
+  std::string Name() const { return source.substr(source.rfind('/') + 1); }
+  friend bool operator==(const NodeDisk&, const NodeDisk&) = default;
+};
+
 /// One node of a fleet: what tpufleet asked for and what the cloud last said.
 struct NodeRecord {
   std::string fleet;            // the spec's `fleet`
@@ -58,6 +69,7 @@ struct NodeRecord {
   int port = 0;                 // SSH port of its workers; 0 = 22
   std::map<std::string, std::string> labels;  // the spec's labels (GCP labels) when last
                                               // created/adopted; what targets select by
+  std::vector<NodeDisk> data_disks;  // as last seen; a refresh takes the cloud's
   Clock::WallTime created_at{};  // when tpufleet first asked for it
   Clock::WallTime updated_at{};  // when this record last changed
   std::vector<WorkerRecord> workers;
@@ -117,6 +129,42 @@ struct ServeRecord {
   std::string host;                 // the machine's hostname (a pid means nothing elsewhere)
   std::vector<std::string> fleets;  // the fleets it keeps
   Clock::WallTime started_at{}, last_pass_at{};
+};
+
+/// A collaborator `tpufleet users add` gave an account (store: users table, one row per
+/// (fleet, name)): besides the spec's users, on every worker of the nodes `nodes`
+/// selects, now and after every recreate (control/users.h UsersOfNode). The spec's users
+/// are never stored here: a name the spec has is refused.
+struct UserRecord {
+  std::string fleet;
+  std::string name;               // Unix login, checked by core's CheckUserName
+  std::vector<std::string> keys;  // OpenSSH public key lines (CheckSshPublicKey), at least one
+  bool sudo = false;              // passwordless sudo; without it none at all
+  /// Node selector words (control/targets.h: "NODE", "key=value[,key=value]", "all"), a
+  /// node chosen when any word selects it; empty: every node of the fleet.
+  std::vector<std::string> nodes;
+  std::string role = "member";    // "admin" | "member" | "viewer", for the team server
+  Clock::WallTime created_at{}, updated_at{};
+};
+
+/// A team server's per-person token (store: tokens table): whoever presents the token
+/// is `person`, with the roles that person's UserRecords give (control/access.h). Only
+/// the token's SHA-256 is kept: a copy of the store gives no one a way in.
+struct TokenRecord {
+  std::string sha256;  // hex of the token's SHA-256, the key
+  std::string person;  // a collaborator's name (the users table's `name`)
+  std::string label;   // why it was made ("invite"), shown to admins
+  Clock::WallTime created_at{};
+};
+
+/// One line of the team server's audit log (store: audit table): who did what through
+/// it, and how that ended, kept however the request ended (refused ones too).
+struct AuditRecord {
+  int64_t id = 0;       // set by the store, increasing
+  Clock::WallTime time{};
+  std::string person;   // "operator" (serve's own token) or a collaborator's name
+  std::string action;   // what was asked: "status --json", "GET /v1/jobs"
+  std::string outcome;  // "ok", "exit 1", "refused: why"
 };
 
 }  // namespace tpufleet

@@ -216,7 +216,7 @@ NodeDecision There(const NodeSpec& spec, const NodeFacts& f, const BudgetState& 
     }
   }
   if (stopped) {
-    d.reason = Lower(state.Name()) + ": left alone until started (gcloud, then `tpufleet up`)";
+    d.reason = Lower(state.Name()) + ": left alone until started (`tpufleet up` starts it)";
     return d;
   }
   if (spec.idle && f.idle_since && !f.in_use && now - *f.idle_since >= spec.idle->after &&

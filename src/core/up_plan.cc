@@ -70,6 +70,7 @@ std::string_view PlanActionName(PlanAction action) {
     case PlanAction::kWait: return "wait";
     case PlanAction::kForeign: return "refuse";
     case PlanAction::kDiffers: return "differs";
+    case PlanAction::kStart: return "start";
   }
   return "?";
 }
@@ -179,6 +180,10 @@ std::vector<NodePlan> PlanNodes(const FleetSpec& fleet, const Catalog& catalog,
                      ", " + record->runtime_version + ") and the spec now differs; run "
                      "`tpufleet down " + id + "` and `up` again to remake it (its boot disk "
                      "goes with it)";
+        } else if (found->state == NodeState::kStopped) {
+          p.action = PlanAction::kStart;
+          p.detail = "is STOPPED; up starts it (its boot disk and data are kept)";
+          PlanSetupReruns(record, spec, p);
         } else {
           p.action = found->state.IsUsable() ? PlanAction::kKeep : PlanAction::kWait;
           PlanSetupReruns(record, spec, p);

@@ -41,9 +41,10 @@ enum class PlanAction {
   kWait,      // being created (or queued) already: wait for it
   kForeign,   // exists but was not made by this fleet: refuse
   kDiffers,   // ours, but made from a different type, capacity or runtime: refuse to remake
+  kStart,     // stopped (by serve's idle action, or by hand): start it, keeping its disk
 };
 
-/// "keep", "create", "recreate", "wait", "refuse", "differs".
+/// "keep", "create", "recreate", "wait", "refuse", "differs", "start".
 std::string_view PlanActionName(PlanAction action);
 
 /// What up would do to one node id (what --dry-run prints).

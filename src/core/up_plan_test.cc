@@ -83,6 +83,8 @@ TEST(PlanNodes, AnExistingNodeByItsState) {
       {NodeState::kRepairing, PlanAction::kWait, ""},
       {NodeState::kPreempted, PlanAction::kRecreate, "was PREEMPTED"},
       {NodeState::kTerminated, PlanAction::kRecreate, "was TERMINATED"},
+      {NodeState::kStopped, PlanAction::kStart,
+       "is STOPPED; up starts it (its boot disk and data are kept)"},
   };
   for (const Row& row : rows) {
     World w;

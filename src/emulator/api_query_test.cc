@@ -2,7 +2,12 @@
 // emulator's HttpServer, httplib's client): booleans as gcloud sends them (force=True),
 // repeated parameters, and the system parameters alt, fields (partial responses),
 // prettyPrint and the ones the emulator accepts and ignores.
+#include <arpa/inet.h>
 #include <httplib.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "emulator/http_server.h"
 #include "emulator/testing/api_fixture.h"
@@ -16,6 +21,7 @@ class QueryOverHttpTest : public ApiFixture {
     http_ = std::make_unique<HttpServer>(server_.get(), HttpServerOptions{});
     Result<int> port = http_->Start();
     ASSERT_TRUE(port.ok()) << port.status().ToString();
+    port_ = *port;
     client_ = std::make_unique<httplib::Client>("127.0.0.1", *port);
     client_->set_bearer_token_auth(kOwnerToken);
   }
@@ -58,8 +64,34 @@ class QueryOverHttpTest : public ApiFixture {
               "ACTIVE");
   }
 
+  // What the server answers to `request`, sent as these bytes on a fresh connection that
+  // stays open: up to the end of its head, or what came within 10 s.
+  std::string RawExchange(const std::string& request) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(port_));
+    inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
+    std::string answer;
+    if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
+        write(fd, request.data(), request.size()) == static_cast<ssize_t>(request.size())) {
+      pollfd p{fd, POLLIN, 0};
+      char buf[4096];
+      while (answer.find("\r\n\r\n") == std::string::npos && poll(&p, 1, 10000) > 0) {
+        ssize_t n = read(fd, buf, sizeof buf);
+        if (n <= 0) {
+          break;
+        }
+        answer.append(buf, static_cast<size_t>(n));
+      }
+    }
+    close(fd);
+    return answer;
+  }
+
   std::unique_ptr<HttpServer> http_;
   std::unique_ptr<httplib::Client> client_;
+  int port_ = 0;
 };
 
 TEST_F(QueryOverHttpTest, ForceIsABooleanAsGcloudSendsIt) {
@@ -169,6 +201,22 @@ TEST_F(QueryOverHttpTest, PrettyPrint) {
   EXPECT_EQ(error.status, 404);
   EXPECT_EQ(error.text.find('\n'), error.text.size() - 1) << error.text;
   EXPECT_EQ(Http("GET", NodePath("n1") + "?prettyPrint=maybe").status, 400);
+}
+
+// Google's front end wants a length on every request that may carry a body: a POST with
+// neither Content-Length nor chunked encoding is answered 411 at once, and does nothing,
+// however long the client keeps its side open (the emulator used to wait for a body
+// until its read timeout, then answer 400 "malformed HTTP").
+TEST_F(QueryOverHttpTest, APostWithoutALengthIs411) {
+  CreateNode("n1");
+  std::string head = ":stop HTTP/1.1\r\nHost: 127.0.0.1:" + std::to_string(port_) +
+                     "\r\nAuthorization: Bearer " + std::string(kOwnerToken) + "\r\n";
+  std::string answer = RawExchange("POST " + NodePath("n1") + head + "\r\n");
+  EXPECT_EQ(answer.substr(0, 13), "HTTP/1.1 411 ") << answer;
+  EXPECT_EQ(Http("GET", NodePath("n1")).json.value("state", ""), "READY");
+  // With a length of 0 it is an ordinary call.
+  answer = RawExchange("POST " + NodePath("n1") + head + "Content-Length: 0\r\n\r\n");
+  EXPECT_EQ(answer.substr(0, 13), "HTTP/1.1 200 ") << answer;
 }
 
 TEST_F(QueryOverHttpTest, OtherSystemParametersAreAcceptedAndIgnored) {

@@ -71,6 +71,21 @@ class HttpServer::Impl {
     // empty 400; the error handler gives them Google's envelope. Responses of the API
     // already carry a body and pass unchanged.
     server_.set_payload_max_length(kMaxRequestBodyBytes);
+    // A method that carries a body, sent with neither Content-Length nor chunked
+    // encoding: httplib would read its body until the client closes (an answer that
+    // depends on the client's timing). Google's front end answers 411 at once.
+    server_.set_pre_routing_handler([](const httplib::Request& req, httplib::Response& res) {
+      bool carries_body = req.method == "POST" || req.method == "PUT" || req.method == "PATCH";
+      if (!carries_body || req.has_header("Content-Length") ||
+          req.has_header("Transfer-Encoding")) {
+        return httplib::Server::HandlerResponse::Unhandled;
+      }
+      res.status = 411;
+      res.set_content("<!DOCTYPE html>\n<title>Error 411 (Length Required)</title>\n<p>" +
+                          req.method + " requests require a Content-length header.\n",
+                      "text/html; charset=UTF-8");
+      return httplib::Server::HandlerResponse::Handled;
+    });
     server_.set_error_handler(httplib::Server::HandlerWithResponse(
         [](const httplib::Request&, httplib::Response& res) {
           if ((res.status != 413 && res.status != 400) || !res.body.empty()) {

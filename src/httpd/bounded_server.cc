@@ -6,10 +6,16 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <openssl/err.h>
+#include <openssl/pem.h>
+#include <openssl/ssl.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cerrno>
+#include <climits>
 #include <cstring>
+#include <memory>
 #include <vector>
 
 #include "util/strings.h"
@@ -37,32 +43,40 @@ int Millis(time_t sec, time_t usec) {
 }
 
 // httplib's socket stream, with a budget of bytes per request (see the header).
+// `ssl`: the connection's TLS session, or null for plain HTTP.
 class BoundedStream final : public httplib::Stream {
  public:
-  BoundedStream(int fd, int read_timeout_ms, int write_timeout_ms)
-      : fd_(fd), read_timeout_ms_(read_timeout_ms), write_timeout_ms_(write_timeout_ms) {}
+  BoundedStream(int fd, SSL* ssl, int read_timeout_ms, int write_timeout_ms)
+      : fd_(fd), ssl_(ssl), read_timeout_ms_(read_timeout_ms),
+        write_timeout_ms_(write_timeout_ms) {}
 
   void StartRequest(size_t budget) { budget_ = budget; }
   bool Exhausted() const { return budget_ == 0; }
-  bool Buffered() const { return pos_ < end_; }
+  bool Buffered() const { return pos_ < end_ || (ssl_ != nullptr && SSL_pending(ssl_) > 0); }
 
   bool is_readable() const override {
     return Buffered() || PollFd(fd_, POLLIN, read_timeout_ms_) > 0;
   }
-  bool is_writable() const override { return PollFd(fd_, POLLOUT, write_timeout_ms_) > 0; }
+  // A peer that closed its side is gone (see the header), though its kernel still takes
+  // bytes: httplib asks before each piece of a streamed body, so a client's Ctrl-C
+  // ends the stream at the next piece, however quiet the stream.
+  bool is_writable() const override {
+    pollfd p{fd_, POLLRDHUP, 0};
+    if (::poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0) {
+      return false;
+    }
+    return PollFd(fd_, POLLOUT, write_timeout_ms_) > 0;
+  }
 
   ssize_t read(char* ptr, size_t size) override {
     if (budget_ == 0) {
       return -1;
     }
-    if (!Buffered()) {
-      if (PollFd(fd_, POLLIN, read_timeout_ms_) <= 0) {
+    if (pos_ == end_) {
+      if (!Buffered() && PollFd(fd_, POLLIN, read_timeout_ms_) <= 0) {
         return -1;
       }
-      ssize_t n;
-      do {
-        n = ::recv(fd_, buf_, sizeof buf_, 0);
-      } while (n < 0 && errno == EINTR);
+      ssize_t n = Receive();
       if (n <= 0) {
         return n;
       }
@@ -80,6 +94,11 @@ class BoundedStream final : public httplib::Stream {
     if (!is_writable()) {
       return -1;
     }
+    if (ssl_ != nullptr) {
+      // The socket's SO_SNDTIMEO bounds a write the peer does not read.
+      int n = SSL_write(ssl_, ptr, static_cast<int>(std::min<size_t>(size, INT_MAX)));
+      return n > 0 ? n : -1;
+    }
     ssize_t n;
     do {
       n = ::send(fd_, ptr, size, MSG_NOSIGNAL);
@@ -96,6 +115,20 @@ class BoundedStream final : public httplib::Stream {
   socket_t socket() const override { return fd_; }
 
  private:
+  // Bytes of the next read into buf_: over TLS a record's worth (SO_RCVTIMEO bounds a
+  // record that does not complete); 0 at the end, -1 on an error.
+  ssize_t Receive() {
+    if (ssl_ != nullptr) {
+      int n = SSL_read(ssl_, buf_, sizeof buf_);
+      return n > 0 ? n : (SSL_get_error(ssl_, n) == SSL_ERROR_ZERO_RETURN ? 0 : -1);
+    }
+    ssize_t n;
+    do {
+      n = ::recv(fd_, buf_, sizeof buf_, 0);
+    } while (n < 0 && errno == EINTR);
+    return n;
+  }
+
   void Address(int (*get)(int, sockaddr*, socklen_t*), std::string& ip, int& port) const {
     sockaddr_storage addr{};
     socklen_t len = sizeof addr;
@@ -110,6 +143,7 @@ class BoundedStream final : public httplib::Stream {
   }
 
   const int fd_;
+  SSL* const ssl_;
   const int read_timeout_ms_;
   const int write_timeout_ms_;
   size_t budget_ = 0;
@@ -136,10 +170,66 @@ bool WaitForRequest(const BoundedStream& strm, int sock, time_t keep_alive_sec,
   return false;
 }
 
+void SetTimeout(int sock, int option, time_t sec, time_t usec) {
+  timeval tv{sec, static_cast<suseconds_t>(usec)};
+  ::setsockopt(sock, SOL_SOCKET, option, &tv, sizeof tv);
+}
+
+struct SslFree {
+  void operator()(SSL* ssl) const { SSL_free(ssl); }
+};
+
 }  // namespace
 
+BoundedServer::~BoundedServer() {
+  SSL_CTX_free(tls_);
+}
+
+Status BoundedServer::UseTls(const std::string& cert_pem, const std::string& key_pem) {
+  SSL_CTX* ctx = SSL_CTX_new(TLS_server_method());
+  if (ctx == nullptr) {
+    return InternalError("cannot make a TLS context");
+  }
+  SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+  SSL_CTX_set_options(ctx, SSL_OP_NO_COMPRESSION | SSL_OP_NO_RENEGOTIATION);
+  BIO* certs = BIO_new_mem_buf(cert_pem.data(), static_cast<int>(cert_pem.size()));
+  BIO* key = BIO_new_mem_buf(key_pem.data(), static_cast<int>(key_pem.size()));
+  X509* leaf = PEM_read_bio_X509(certs, nullptr, nullptr, nullptr);
+  EVP_PKEY* pkey = PEM_read_bio_PrivateKey(key, nullptr, nullptr, nullptr);
+  bool ok = leaf != nullptr && pkey != nullptr && SSL_CTX_use_certificate(ctx, leaf) == 1 &&
+            SSL_CTX_use_PrivateKey(ctx, pkey) == 1 && SSL_CTX_check_private_key(ctx) == 1;
+  // The chain after the leaf, if any; the context owns what it is given.
+  while (X509* chain = ok ? PEM_read_bio_X509(certs, nullptr, nullptr, nullptr) : nullptr) {
+    ok = SSL_CTX_add_extra_chain_cert(ctx, chain) == 1;
+  }
+  ERR_clear_error();  // the end of the PEM is an "error" too
+  X509_free(leaf);
+  EVP_PKEY_free(pkey);
+  BIO_free(certs);
+  BIO_free(key);
+  if (!ok) {
+    SSL_CTX_free(ctx);
+    return InvalidArgumentError("the TLS certificate and key do not load, or do not match");
+  }
+  SSL_CTX_free(tls_);
+  tls_ = ctx;
+  return Status::Ok();
+}
+
 bool BoundedServer::process_and_close_socket(socket_t sock) {
-  BoundedStream strm(sock, Millis(read_timeout_sec_, read_timeout_usec_),
+  std::unique_ptr<SSL, SslFree> ssl;
+  if (tls_ != nullptr) {
+    // The handshake and every TLS record after it are bounded by the socket's timeouts.
+    SetTimeout(sock, SO_RCVTIMEO, read_timeout_sec_, read_timeout_usec_);
+    SetTimeout(sock, SO_SNDTIMEO, write_timeout_sec_, write_timeout_usec_);
+    ssl.reset(SSL_new(tls_));
+    if (!ssl || SSL_set_fd(ssl.get(), sock) != 1 || SSL_accept(ssl.get()) != 1) {
+      ERR_clear_error();
+      ::close(sock);
+      return false;
+    }
+  }
+  BoundedStream strm(sock, ssl.get(), Millis(read_timeout_sec_, read_timeout_usec_),
                      Millis(write_timeout_sec_, write_timeout_usec_));
   bool ret = false;
   for (size_t left = keep_alive_max_count_;
@@ -151,6 +241,9 @@ bool BoundedServer::process_and_close_socket(socket_t sock) {
     if (!ret || closed || strm.Exhausted()) {
       break;
     }
+  }
+  if (ssl) {
+    SSL_shutdown(ssl.get());  // our close_notify; the peer's is not waited for
   }
   ::shutdown(sock, SHUT_RDWR);
   ::close(sock);
@@ -193,12 +286,13 @@ RequestMaps MapsOf(const httplib::Request& request) {
 }
 
 std::optional<std::string> WebRequestRefusal(const std::map<std::string, std::string>& headers,
-                                             const std::string& listen_address, int port) {
+                                             const std::string& listen_address, int port,
+                                             bool check_host) {
   if (headers.count("origin") != 0) {
     return "Requests with an Origin header are refused.";
   }
   auto host = headers.find("host");
-  if (host == headers.end()) {
+  if (!check_host || host == headers.end()) {
     return std::nullopt;
   }
   std::string want_port = ":" + std::to_string(port);

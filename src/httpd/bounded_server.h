@@ -10,6 +10,14 @@
 // together; once spent, reads fail, httplib answers 400, and the connection is closed.
 // An idle keep-alive connection waits in short slices, so stop() is not held up by it.
 //
+// A client that closed its side of the connection (shutdown or close: a FIN came) is
+// taken as gone: nothing more is written to it. HTTP clients do not half-close; a
+// streamed answer (serve's POST /v1/command) learns so that its client left.
+//
+// TLS (UseTls): each connection's handshake first, bounded by the read and write
+// timeouts, then the same bounded reading over TLS. httplib's own SSLServer is not used:
+// it reads without the budget above.
+//
 // Web pages: a page open in a browser on this machine must not reach a local server,
 // neither by a cross-site request nor by DNS rebinding (a name of the page's site that
 // resolves to 127.0.0.1). WebRequestRefusal says why a request may come from one.
@@ -39,11 +47,20 @@ class BoundedServer final : public httplib::Server {
   /// `request_budget`: the bytes one request may take, head and body
   /// (kMaxRequestHeadBytes + the largest body served).
   explicit BoundedServer(size_t request_budget) : request_budget_(request_budget) {}
+  ~BoundedServer() override;
+  BoundedServer(const BoundedServer&) = delete;
+  BoundedServer& operator=(const BoundedServer&) = delete;
+
+  /// Serves TLS (1.2 or later) with the certificate (then its chain) of `cert_pem` and
+  /// the private key of `key_pem`. InvalidArgument when they do not load or do not
+  /// match. REQUIRES: before listening.
+  Status UseTls(const std::string& cert_pem, const std::string& key_pem);
 
  private:
   bool process_and_close_socket(socket_t sock) override;
 
   const size_t request_budget_;
+  SSL_CTX* tls_ = nullptr;  // owned; null: plain HTTP
 };
 
 /// Binds `server` to `address`:`port` (0: any free port), starts `server.listen_after_bind`
@@ -68,7 +85,10 @@ RequestMaps MapsOf(const httplib::Request& request);
 /// 127.0.0.1:`port`, localhost:`port`, [::1]:`port` or `listen_address`:`port` (the
 /// port left out only when it is 80). A request without Host (HTTP/1.0) is served:
 /// browsers always send one. `headers` has lower-case names.
+/// `check_host` false leaves the Host check out, for a server over TLS: a page's
+/// rebound name meets a certificate the browser refuses before any request is sent.
 std::optional<std::string> WebRequestRefusal(const std::map<std::string, std::string>& headers,
-                                             const std::string& listen_address, int port);
+                                             const std::string& listen_address, int port,
+                                             bool check_host = true);
 
 }  // namespace tpufleet::httpd

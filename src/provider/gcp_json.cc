@@ -137,6 +137,17 @@ Result<CloudNode> ParseNode(const Json& node) {
   out.queued_resource = Str(node, "queuedResource");
   out.labels = StringMap(Member(node, "labels"));
   out.metadata = StringMap(Member(node, "metadata"));
+  if (const Json& disks = Member(node, "dataDisks"); disks.is_array()) {
+    for (const Json& d : disks) {
+      // AttachedDisk.mode: READ_WRITE is also what an unspecified mode means.
+      std::string source = Str(d, "sourceDisk");
+      if (!source.empty()) {
+        out.data_disks.push_back(
+            {source, std::string(DiskModeName(Str(d, "mode") == "READ_ONLY" ? DiskMode::kReadOnly
+                                                                            : DiskMode::kReadWrite))});
+      }
+    }
+  }
   const Json& endpoints = Member(node, "networkEndpoints");
   TPUFLEET_TRY(CheckWorkerCount(endpoints, "networkEndpoints", out.cloud_name));
   if (endpoints.is_array()) {

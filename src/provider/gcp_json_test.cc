@@ -94,6 +94,12 @@ TEST(GcpJson, ParseNode) {
       {"labels", {{"fleet", "lab"}}},
       {"metadata", {{"ssh-keys", "k"}}},
       {"createTime", "2026-01-01T00:00:01.500Z"},
+      {"dataDisks",
+       Json::array({{{"sourceDisk", "projects/p/zones/us-central2-b/disks/data"},
+                     {"mode", "READ_ONLY"}},
+                    {{"sourceDisk", "projects/p/zones/us-central2-b/disks/ckpt"},
+                     {"mode", "READ_WRITE"}},
+                    {{"sourceDisk", "projects/p/zones/us-central2-b/disks/plain"}}})},
       {"networkEndpoints",
        Json::array({{{"ipAddress", "10.0.0.2"}, {"accessConfig", {{"externalIp", "35.1.2.3"}}}},
                     {{"ipAddress", "10.0.0.3"}}})},
@@ -116,6 +122,10 @@ TEST(GcpJson, ParseNode) {
   EXPECT_EQ(n.workers[1].index, 1);
   EXPECT_EQ(n.workers[1].external_address, "");
   EXPECT_EQ(n.create_time, ParseTimestamp("2026-01-01T00:00:01.500Z").value());
+  EXPECT_EQ(n.data_disks,
+            (std::vector<NodeDisk>{{"projects/p/zones/us-central2-b/disks/data", "read-only"},
+                                     {"projects/p/zones/us-central2-b/disks/ckpt", "read-write"},
+                                     {"projects/p/zones/us-central2-b/disks/plain", "read-write"}}));
 }
 
 TEST(GcpJson, ParseNodeCapacityAndMinimalNodes) {

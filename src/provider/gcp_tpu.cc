@@ -104,9 +104,19 @@ Result<CloudOperation> GcpTpuProvider::DeleteNode(std::string_view zone, std::st
 
 Result<CloudOperation> GcpTpuProvider::StopNode(std::string_view zone, std::string_view node_id) {
   TPUFLEET_TRY(RequireIds(zone, node_id, "StopNode"));
+  return NodeVerb(zone, node_id, "stop");
+}
+
+Result<CloudOperation> GcpTpuProvider::StartNode(std::string_view zone, std::string_view node_id) {
+  TPUFLEET_TRY(RequireIds(zone, node_id, "StartNode"));
+  return NodeVerb(zone, node_id, "start");
+}
+
+Result<CloudOperation> GcpTpuProvider::NodeVerb(std::string_view zone, std::string_view node_id,
+                                                std::string_view verb) {
   ApiRequest call;
   call.method = "POST";
-  call.path = ZonePath(zone) + "/nodes/" + UrlEscape(node_id) + ":stop";
+  call.path = ZonePath(zone) + "/nodes/" + UrlEscape(node_id) + ":" + std::string(verb);
   call.body = Json::object();
   return StartOperation(call);
 }

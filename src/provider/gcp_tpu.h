@@ -7,6 +7,7 @@
 //                         ?queuedResourceId=node_id&requestId when request.queued is set
 //   DeleteNode            nodes.delete
 //   StopNode              nodes.stop (POST …/nodes/N:stop, body {})
+//   StartNode             nodes.start (POST …/nodes/N:start, body {})
 //   DeleteQueuedResource  queuedResources.delete ?force&requestId
 //   SetSshKeys            nodes.get, then nodes.patch ?updateMask=metadata with the whole
 //                         metadata map and only ssh-keys replaced
@@ -81,6 +82,7 @@ class GcpTpuProvider final : public CloudProvider {
   Result<CloudOperation> CreateNode(const CreateNodeRequest& request) override;
   Result<CloudOperation> DeleteNode(std::string_view zone, std::string_view node_id) override;
   Result<CloudOperation> StopNode(std::string_view zone, std::string_view node_id) override;
+  Result<CloudOperation> StartNode(std::string_view zone, std::string_view node_id) override;
   Result<CloudOperation> DeleteQueuedResource(std::string_view zone, std::string_view id,
                                               bool force) override;
   Result<CloudOperation> SetSshKeys(std::string_view zone, std::string_view node_id,
@@ -108,6 +110,9 @@ class GcpTpuProvider final : public CloudProvider {
   Result<std::vector<nlohmann::json>> ListZones(const std::vector<std::string>& zones,
                                                 const char* collection);
   Result<CloudOperation> StartOperation(const ApiRequest& request);
+  /// POST …/nodes/NODE:VERB with {} (stop, start).
+  Result<CloudOperation> NodeVerb(std::string_view zone, std::string_view node_id,
+                                  std::string_view verb);
 
   const GcpTpuOptions options_;
   TpuApiClient api_;

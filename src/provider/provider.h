@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "core/fleet_spec.h"
+#include "core/node_record.h"
 #include "core/node_state.h"
 #include "util/clock.h"
 #include "util/status.h"
@@ -62,6 +63,7 @@ struct CloudNode {
   std::map<std::string, std::string> labels;
   std::map<std::string, std::string> metadata;  // "ssh-keys", …
   std::vector<CloudWorker> workers;
+  std::vector<NodeDisk> data_disks;  // dataDisks, in the API's order
   std::optional<Clock::WallTime> create_time;
 };
 
@@ -127,6 +129,10 @@ class CloudProvider {
   /// and no longer billed; its disks and id stay. NotFound when it does not exist;
   /// InvalidArgument, with the API's text, for a pod or a node not READY.
   virtual Result<CloudOperation> StopNode(std::string_view zone, std::string_view node_id) = 0;
+  /// Starts starting a stopped node (STOPPED → STARTING → READY, new addresses and host
+  /// keys possible). NotFound when it does not exist; FailedPrecondition or
+  /// InvalidArgument, with the API's text, when it is not STOPPED.
+  virtual Result<CloudOperation> StartNode(std::string_view zone, std::string_view node_id) = 0;
   /// Starts deleting a queued resource; `force` deletes its nodes first.
   virtual Result<CloudOperation> DeleteQueuedResource(std::string_view zone, std::string_view id,
                                                       bool force) = 0;

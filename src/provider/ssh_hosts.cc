@@ -36,6 +36,10 @@ Result<CloudOperation> SshHostsProvider::StopNode(std::string_view, std::string_
   return FailedPreconditionError("ssh-hosts nodes are not stopped by tpufleet");
 }
 
+Result<CloudOperation> SshHostsProvider::StartNode(std::string_view, std::string_view) {
+  return FailedPreconditionError("ssh-hosts nodes are not started by tpufleet");
+}
+
 Result<CloudOperation> SshHostsProvider::DeleteQueuedResource(std::string_view, std::string_view,
                                                               bool) {
   return Refused();

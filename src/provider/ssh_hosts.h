@@ -1,8 +1,8 @@
 // SshHostsProvider: the `ssh-hosts` provider, for machines that exist already and that a
 // fleet spec lists by address (NodeSpec::hosts, one host per worker).
 //
-// tpufleet never creates, deletes or stops these machines: CreateNode, DeleteNode,
-// StopNode, DeleteQueuedResource and SetSshKeys are FailedPrecondition. What it can tell is whether
+// tpufleet never creates, deletes, stops or starts these machines: CreateNode, DeleteNode,
+// StopNode, StartNode, DeleteQueuedResource and SetSshKeys are FailedPrecondition. What it can tell is whether
 // they answer: GetNode probes every host of the node at once (ProbeSsh, no login) and
 // reports "READY" when all greet, else "UNREACHABLE" with the silent workers named in
 // `health`. Host keys come from the user's own known_hosts (hashed entries and
@@ -45,6 +45,7 @@ class SshHostsProvider final : public CloudProvider {
   Result<CloudOperation> CreateNode(const CreateNodeRequest& request) override;
   Result<CloudOperation> DeleteNode(std::string_view zone, std::string_view node_id) override;
   Result<CloudOperation> StopNode(std::string_view zone, std::string_view node_id) override;
+  Result<CloudOperation> StartNode(std::string_view zone, std::string_view node_id) override;
   Result<CloudOperation> DeleteQueuedResource(std::string_view zone, std::string_view id,
                                               bool force) override;
   Result<CloudOperation> SetSshKeys(std::string_view zone, std::string_view node_id,

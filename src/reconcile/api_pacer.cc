@@ -60,6 +60,10 @@ class CountingProviders::Counting final : public CloudProvider {
     pacer_.Spend();
     return inner_.StopNode(zone, node_id);
   }
+  Result<CloudOperation> StartNode(std::string_view zone, std::string_view node_id) override {
+    pacer_.Spend();
+    return inner_.StartNode(zone, node_id);
+  }
   Result<CloudOperation> DeleteQueuedResource(std::string_view zone, std::string_view id,
                                               bool force) override {
     pacer_.Spend();

@@ -208,9 +208,10 @@ void Reconciler::Pass() {
           // follow a worker to its new address after a maintenance.
           NodeRecord r = *facts.record;
           bool moved = cloud->state.IsUsable() && TakeAddresses(*cloud, r);
-          if (moved || r.state != cloud->state) {
+          if (moved || r.state != cloud->state || r.data_disks != cloud->data_disks) {
             r.state = cloud->state;
             r.health = cloud->health;
+            r.data_disks = cloud->data_disks;
             r.updated_at = now;
             if (Status s = world_.store.PutNode(r); !s.ok()) {
               Warn(name + ": cannot update its record: " + s.message());

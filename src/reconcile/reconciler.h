@@ -197,7 +197,7 @@ class Reconciler final : public ServeView {
   std::optional<Clock::MonoTime> last_metrics_;
   /// When the jobs round may next ask a node's agents, by "fleet/node"; none: at once.
   std::map<std::string, Clock::MonoTime> jobs_due_;
-  std::weak_ptr<UniqueFd> lock_;                  // the hold the actions share
+  std::weak_ptr<void> lock_;                      // the hold the actions share
   std::vector<std::string> warnings_;            // this pass's
   std::set<const CloudProvider*> refused_;       // whose credentials a listing refused, this pass
   ServeSnapshot counters_;                       // the totals kept across passes

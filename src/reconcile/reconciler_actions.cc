@@ -13,10 +13,9 @@ Result<LockHold> Reconciler::Lock() {
     return held;
   }
   if (world_.state_lock == nullptr) {
-    return std::make_shared<UniqueFd>();  // the caller holds the lock for serve's life
+    return LockHold(std::make_shared<UniqueFd>());  // the caller holds the lock for serve's life
   }
-  TPUFLEET_ASSIGN_OR_RETURN(UniqueFd fd, world_.state_lock->TryLock());
-  LockHold held = std::make_shared<UniqueFd>(std::move(fd));
+  TPUFLEET_ASSIGN_OR_RETURN(LockHold held, world_.state_lock->TryLock());
   lock_ = held;
   return held;
 }

@@ -34,9 +34,9 @@ TEST_F(ReconcilerTest, ApiPreemptionDeletesTheHuskAndMakesTheNodeAgain) {
   EXPECT_EQ(node->state, NodeState::kReady);
   EXPECT_NE(w.Record("trainer").workers[0].host_key, husk_key);
   std::vector<std::string> kinds = Kinds("trainer");
-  std::vector<std::string> want = {"preempted", "detected", "delete-requested",
-                                   "create-requested", "ready", "agent-up", "setup-done",
-                                   "recovered"};
+  std::vector<std::string> want = {"preempted",        "detected", "delete-requested",
+                                   "create-requested", "ready",    "accounts-applied",
+                                   "agent-up",         "setup-done", "recovered"};
   auto at = std::search(kinds.begin(), kinds.end(), want.begin(), want.end());
   EXPECT_NE(at, kinds.end()) << Join(kinds, " ");
   EXPECT_EQ(w.Events("preempted", "trainer").back().detail, "signal=api workers=4");
@@ -47,6 +47,32 @@ TEST_F(ReconcilerTest, ApiPreemptionDeletesTheHuskAndMakesTheNodeAgain) {
   EXPECT_GT(s.api_calls, 0);
   EXPECT_GT(s.last_pass_cpu_seconds, 0);  // the recovery's end keeps the last pass's figure
   EXPECT_TRUE(Logged("trainer: preempted (api: PREEMPTED) → recovering")) << Join(log, "\n");
+}
+
+// Issue 16: a collaborator `tpufleet users add` stored gets an account on the recreated
+// node's workers too (UsersOfNode, as up's), so they still log in after a preemption.
+TEST_F(ReconcilerTest, TheRecreatedNodeGetsTheStoredCollaborators) {
+  FleetSpec spec = w.Spec(Trainer());
+  w.Up(spec);
+  UserRecord milo;
+  milo.fleet = "lab";
+  milo.name = "milo";
+  milo.keys = {kBobKey};
+  milo.sudo = true;
+  ASSERT_TRUE(w.store->PutUser(milo).ok());
+  auto r = Make(spec);
+  w.cloud.Preempt(kZoneB, "trainer");
+  r->Pass();
+  Settle(*r);
+  ASSERT_EQ(w.cloud.creates(), 2);
+  auto requests = w.workers.AccountRequests();
+  ASSERT_GE(requests.size(), 4u);
+  for (size_t i = requests.size() - 4; i < requests.size(); ++i) {
+    ASSERT_EQ(requests[i].second.users.size(), 1u) << requests[i].first;
+    EXPECT_EQ(requests[i].second.users[0].name, "milo");
+    EXPECT_TRUE(requests[i].second.users[0].sudo);
+    EXPECT_EQ(requests[i].second.users[0].keys, std::vector<std::string>{kBobKey});
+  }
 }
 
 TEST_F(ReconcilerTest, EveryAgentsNoticeRecoversANodeTheApiStillCallsReady) {

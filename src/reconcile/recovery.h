@@ -45,7 +45,7 @@ class UpSteps;
 /// serve's hold of the state lock, shared by every action in flight: the first takes
 /// it, the last to end lets it go (flock is per open file, so two of serve's own
 /// actions could not each take it).
-using LockHold = std::shared_ptr<UniqueFd>;
+using LockHold = StateHold;
 
 /// How one recovery went.
 struct RecoveryOutcome {

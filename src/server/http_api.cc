@@ -6,11 +6,15 @@
 #include <set>
 
 #include "api/fleet.h"
+#include "api/invite.h"
+#include "api/remote_command.h"
 #include "api/serve.h"
+#include "control/visible.h"
 #include "core/fleet_spec.h"
+#include "server/audit.h"
+#include "server/command_stream.h"
 #include "server/metrics.h"
 #include "util/prometheus_text.h"
-#include "util/secret.h"
 #include "util/strings.h"
 #include "util/timestamp.h"
 
@@ -50,44 +54,66 @@ std::optional<double> RecoverSeconds(const std::string& detail) {
   return std::nullopt;
 }
 
-// The Bearer token of `headers`, or "" when there is none.
-std::string BearerToken(const std::map<std::string, std::string>& headers) {
-  auto it = headers.find("authorization");
-  if (it == headers.end()) {
-    return "";
-  }
-  std::string_view v = Trim(it->second);
-  constexpr std::string_view kScheme = "bearer ";
-  if (v.size() <= kScheme.size() || AsciiLower(v.substr(0, kScheme.size())) != kScheme) {
-    return "";
-  }
-  return std::string(Trim(v.substr(kScheme.size())));
-}
-
 }  // namespace
 
 ApiResponse ErrorResponse(int status, const std::string& code, const std::string& message) {
   ApiResponse r = Json(api::ToJson(api::Error{code, message}));
   r.status = status;
+  r.error_code = code;
   return r;
 }
 
 ApiResponse ServeApi::Handle(const ApiRequest& request) const {
-  std::string presented = BearerToken(request.headers);
-  if (presented.empty() || !ConstantTimeEquals(presented, context_.token)) {
-    ApiResponse r = ErrorResponse(
-        401, "unauthenticated",
-        presented.empty() ? "this API needs `Authorization: Bearer TOKEN`, the token in "
-                            "STATE/serve/token"
-                          : "the token is not serve's (STATE/serve/token)");
+  Result<Caller> caller = Authenticate(request.headers, context_.token, context_.store);
+  if (!caller.ok() && caller.status().code() != StatusCode::kPermissionDenied) {
+    return Failed(caller.status());
+  }
+  std::string action = request.method + " " + request.path;
+  if (!caller.ok()) {
+    ApiResponse r = ErrorResponse(401, "unauthenticated", caller.status().message());
     r.headers["WWW-Authenticate"] = "Bearer";
+    Audit("?", action, "unauthenticated");
     return r;
   }
+  ApiResponse r = Route(request, *caller, action);
+  if (r.stream) {
+    return r;  // a command: its stream writes the audit line once the command ended
+  }
+  // Prometheus scrapes /metrics with serve's own token every few seconds: logging each
+  // would bury the people's requests under the operator's machine, who may do
+  // everything anyway. Any other request is logged, the operator's too.
+  if (request.path != "/metrics" || !caller->access.everything()) {
+    Audit(caller->name, action,
+          r.status < 300 ? "ok"
+                         : (r.status < 500 ? "refused: " : "error: ") +
+                               std::to_string(r.status) + " " + r.error_code);
+  }
+  return r;
+}
+
+void ServeApi::Audit(const std::string& person, const std::string& action,
+                     const std::string& outcome) const {
+  // A context without a store or clock (a test of the transport alone, with serve's own
+  // token) keeps no log, or stamps the system's time.
+  if (context_.store != nullptr) {
+    WriteAudit(*context_.store,
+               context_.clock != nullptr ? context_.clock->Now() : std::chrono::system_clock::now(),
+               person, action, outcome);
+  }
+}
+
+ApiResponse ServeApi::Route(const ApiRequest& request, const Caller& caller,
+                            std::string& action) const {
+  if (request.path == "/v1/command") {
+    return Command(request, caller, action);
+  }
   bool known = request.path == "/v1/status" || request.path == "/v1/events" ||
-               request.path == "/v1/jobs" || request.path == "/metrics";
+               request.path == "/v1/jobs" || request.path == "/v1/hosts" ||
+               request.path == "/metrics";
   if (!known) {
     return ErrorResponse(404, "not_found",
-                         "no such route; there are /v1/status, /v1/events, /v1/jobs, /metrics");
+                         "no such route; there are /v1/status, /v1/events, /v1/jobs, /v1/hosts, "
+                         "/metrics and /v1/command");
   }
   if (request.method != "GET" && request.method != "HEAD") {
     ApiResponse r = ErrorResponse(405, "method_not_allowed", request.path + " is read with GET");
@@ -95,13 +121,25 @@ ApiResponse ServeApi::Handle(const ApiRequest& request) const {
     return r;
   }
   if (request.path == "/v1/status") {
-    return Status();
+    return Status(caller.access);
   }
   if (request.path == "/v1/events") {
-    return Events(request);
+    return Events(request, caller.access);
   }
   if (request.path == "/v1/jobs") {
-    return Jobs();
+    return Jobs(caller.access);
+  }
+  if (request.path == "/v1/hosts") {
+    return Hosts(caller);
+  }
+  Result<bool> all = MaySeeAllFleets(*context_.store, caller.access);
+  if (!all.ok()) {
+    return Failed(all.status());
+  }
+  if (!*all) {
+    return ErrorResponse(403, "permission_denied",
+                         "/metrics spans every fleet: it is for serve's operator and the "
+                         "admins of every fleet; " + caller.name + " is not one");
   }
   ApiResponse r;
   r.body = MetricsText(context_.view->Snapshot());
@@ -109,7 +147,7 @@ ApiResponse ServeApi::Handle(const ApiRequest& request) const {
   return r;
 }
 
-ApiResponse ServeApi::Status() const {
+ApiResponse ServeApi::Status(const Access& access) const {
   Clock::WallTime now = context_.clock->Now();
   ServeSnapshot snap = context_.view->Snapshot();
   api::ServeStatusReport out;
@@ -121,7 +159,8 @@ ApiResponse ServeApi::Status() const {
     const ServeRecord& r = **record;
     out.serve.pid = r.pid;
     out.serve.host = r.host;
-    out.serve.fleets = r.fleets;
+    std::copy_if(r.fleets.begin(), r.fleets.end(), std::back_inserter(out.serve.fleets),
+                 [&](const std::string& f) { return access.RoleIn(f).has_value(); });
     out.serve.started = Rfc3339(r.started_at);
   }
   out.serve.last_pass = Rfc3339(snap.last_pass);
@@ -132,7 +171,14 @@ ApiResponse ServeApi::Status() const {
   out.serve.api_calls = snap.api_calls;
   out.serve.preemptions = snap.preemptions;
   out.serve.recoveries = snap.recoveries;
-  out.warnings = snap.warnings;
+  // A pass's warnings name any node of any fleet: for those who may see them all.
+  Result<bool> all = MaySeeAllFleets(*context_.store, access);
+  if (!all.ok()) {
+    return Failed(all.status());
+  }
+  if (*all) {
+    out.warnings = snap.warnings;
+  }
 
   // The last time-to-recover of each node: the newest `recovered` event per node.
   EventQuery recovered;
@@ -152,7 +198,7 @@ ApiResponse ServeApi::Status() const {
   if (!nodes.ok()) {
     return Failed(nodes.status());
   }
-  for (const NodeRecord& n : *nodes) {
+  for (const NodeRecord& n : VisibleNodes(access, *std::move(nodes))) {
     if (fleets.count(n.fleet) == 0) {
       continue;
     }
@@ -169,7 +215,7 @@ ApiResponse ServeApi::Status() const {
   return Json(api::ToJson(out));
 }
 
-ApiResponse ServeApi::Events(const ApiRequest& request) const {
+ApiResponse ServeApi::Events(const ApiRequest& request, const Access& access) const {
   EventQuery q;
   auto param = [&](const char* name) {
     auto it = request.query.find(name);
@@ -201,7 +247,7 @@ ApiResponse ServeApi::Events(const ApiRequest& request) const {
                            "not " + QuoteForMessage(since.substr(0, 64)));
     }
   }
-  Result<std::vector<EventRecord>> events = context_.store->Events(q);
+  Result<std::vector<EventRecord>> events = VisibleEvents(*context_.store, access, q);
   if (!events.ok()) {
     return Failed(events.status());
   }
@@ -212,13 +258,68 @@ ApiResponse ServeApi::Events(const ApiRequest& request) const {
   return Json(api::ToJson(out));
 }
 
-ApiResponse ServeApi::Jobs() const {
+ApiResponse ServeApi::Command(const ApiRequest& request, const Caller& caller,
+                              std::string& action) const {
+  if (request.method != "POST") {
+    ApiResponse r = ErrorResponse(405, "method_not_allowed", "/v1/command is sent with POST");
+    r.headers["Allow"] = "POST";
+    return r;
+  }
+  if (!context_.run_command) {
+    return ErrorResponse(404, "not_found", "this serve runs no commands");
+  }
+  Result<api::CommandRequest> command = api::ParseCommandRequest(request.body);
+  if (!command.ok()) {
+    return ErrorResponse(400, "invalid_argument", command.status().message());
+  }
+  action = AuditAction(command->argv);
+  if (running_->fetch_add(1) >= kMaxRunningCommands) {
+    running_->fetch_sub(1);
+    return ErrorResponse(503, "unavailable",
+                         "this server runs " + std::to_string(kMaxRunningCommands) +
+                             " commands at once, the most it runs; try again once one ended");
+  }
+  auto run = [this, request = *std::move(command), caller](
+                 std::ostream& out, std::ostream& err, const std::atomic<bool>& interrupt) {
+    return context_.run_command(request, caller, out, err, interrupt);
+  };
+  auto ended = [this, person = caller.name, action, running = running_](int exit_code) {
+    running->fetch_sub(1);
+    Audit(person, action, exit_code == 0 ? "ok" : "exit " + std::to_string(exit_code));
+  };
+  ApiResponse r;
+  r.content_type = "application/x-ndjson";
+  r.stream = std::make_shared<CommandStream>(std::move(run), std::move(ended));
+  return r;
+}
+
+ApiResponse ServeApi::Hosts(const Caller& caller) const {
+  Result<std::vector<NodeRecord>> nodes = context_.store->Nodes("");
+  if (!nodes.ok()) {
+    return Failed(nodes.status());
+  }
+  std::vector<api::WorkerHost> out;
+  for (const NodeRecord& n : *nodes) {
+    if (!caller.access.MayUseNode(n)) {
+      continue;
+    }
+    for (const WorkerRecord& w : n.workers) {
+      if (!w.address.empty()) {
+        out.push_back({n.fleet, n.name, w.index, w.address, n.port == 0 ? 22 : n.port,
+                       w.host_key});
+      }
+    }
+  }
+  return Json(api::ToJson(out));
+}
+
+ApiResponse ServeApi::Jobs(const Access& access) const {
   Result<std::vector<JobRecord>> jobs = context_.store->Jobs("");
   if (!jobs.ok()) {
     return Failed(jobs.status());
   }
   std::vector<api::RestartableJob> out;
-  for (const JobRecord& j : *jobs) {
+  for (const JobRecord& j : VisibleJobs(access, *std::move(jobs))) {
     out.push_back({j.id, j.name, j.fleet, j.node, j.restart, j.max_restarts, j.restarts,
                    j.state, j.last_reason, Rfc3339(j.created_at), Rfc3339(j.updated_at)});
   }

@@ -3,6 +3,7 @@
 #include <httplib.h>
 
 #include <atomic>
+#include <optional>
 #include <thread>
 
 #include "httpd/bounded_server.h"
@@ -15,19 +16,45 @@ void Send(const ApiResponse& out, httplib::Response& res) {
   for (const auto& [k, v] : out.headers) {
     res.set_header(k, v);
   }
-  res.set_content(out.body, out.content_type);
+  if (!out.stream) {
+    res.set_content(out.body, out.content_type);
+    return;
+  }
+  // httplib calls the provider again and again while it returns true and the server
+  // runs; the releaser runs once whatever ended it. A client gone (is_writable: it
+  // closed the connection) ends it at the next call, however quiet the command.
+  std::shared_ptr<ApiStream> stream = out.stream;
+  res.set_chunked_content_provider(
+      out.content_type,
+      [stream](size_t, httplib::DataSink& sink) {
+        if (!sink.is_writable()) {
+          return false;
+        }
+        std::optional<std::string> piece = stream->Next();
+        if (!piece) {
+          sink.done();
+          return true;
+        }
+        return piece->empty() || sink.write(piece->data(), piece->size());
+      },
+      [stream](bool) { stream->End(); });
 }
 
 }  // namespace
 
 class ServeHttpServer::Impl {
  public:
-  Impl(const ServeApi* api, std::string address, int port)
-      : api_(api), address_(std::move(address)), wanted_port_(port) {}
+  Impl(const ServeApi* api, std::string address, int port, const TlsIdentity* tls)
+      : api_(api), address_(std::move(address)), wanted_port_(port),
+        tls_(tls != nullptr ? std::optional<TlsIdentity>(*tls) : std::nullopt) {}
 
   Result<int> Start() {
     if (started_) {
       return FailedPreconditionError("serve's HTTP server is already started");
+    }
+    if (tls_) {
+      TPUFLEET_TRY(server_.UseTls(tls_->cert_pem, tls_->key_pem)
+                       .WithContext("serving TLS with " + tls_->cert_path));
     }
     server_.new_task_queue = [] {
       return new httplib::ThreadPool(static_cast<size_t>(kRequestThreads));
@@ -57,7 +84,7 @@ class ServeHttpServer::Impl {
                              res.status == 413
                                  ? "a request body over " +
                                        std::to_string(kMaxRequestBodyBytes) +
-                                       " bytes (the API takes none)"
+                                       " bytes (the API takes a command line and its files at most)"
                                  : "the request could not be read: a line over 8 KiB, "
                                    "headers over " +
                                        std::to_string(httpd::kMaxRequestHeadBytes) +
@@ -94,11 +121,13 @@ class ServeHttpServer::Impl {
     ApiRequest r;
     r.method = req.method;
     r.path = req.path;
+    r.body = req.body;
     httpd::RequestMaps maps = httpd::MapsOf(req);
     r.query = std::move(maps.query);
     r.headers = std::move(maps.headers);
     if (std::optional<std::string> why =
-            httpd::WebRequestRefusal(r.headers, address_, port_.load())) {
+            httpd::WebRequestRefusal(r.headers, address_, port_.load(),
+                                     /*check_host=*/!tls_.has_value())) {
       Send(ErrorResponse(403, "permission_denied",
                          *why + " serve's API answers programs, never web pages."),
            res);
@@ -108,7 +137,7 @@ class ServeHttpServer::Impl {
     if (req.body.size() > kMaxRequestBodyBytes) {
       Send(ErrorResponse(413, "invalid_argument", "a request body over " +
                                                       std::to_string(kMaxRequestBodyBytes) +
-                                                      " bytes (the API takes none)"),
+                                                      " bytes (the API takes a command line and its files at most)"),
            res);
       return;
     }
@@ -118,6 +147,7 @@ class ServeHttpServer::Impl {
   const ServeApi* const api_;
   const std::string address_;
   const int wanted_port_;
+  const std::optional<TlsIdentity> tls_;
   httpd::BoundedServer server_{kMaxRequestBodyBytes + httpd::kMaxRequestHeadBytes};
   std::thread listener_;
   std::atomic<int> port_{0};
@@ -125,8 +155,9 @@ class ServeHttpServer::Impl {
   bool stopped_ = false;
 };
 
-ServeHttpServer::ServeHttpServer(const ServeApi* api, std::string address, int port)
-    : impl_(std::make_unique<Impl>(api, std::move(address), port)) {}
+ServeHttpServer::ServeHttpServer(const ServeApi* api, std::string address, int port,
+                                 const TlsIdentity* tls)
+    : impl_(std::make_unique<Impl>(api, std::move(address), port, tls)) {}
 
 ServeHttpServer::~ServeHttpServer() {
   impl_->Stop();

@@ -1,17 +1,24 @@
 // ServeHttpServer: serves a ServeApi (http_api.h) over HTTP/1.1 with cpp-httplib, on
-// loopback unless told otherwise (`tpufleet serve --listen ADDR:PORT`).
+// loopback unless told otherwise (`tpufleet serve --listen ADDR:PORT`), over TLS with a
+// TlsIdentity (tls_identity.h), or plain HTTP without one (loopback only: the command
+// refuses another address, cli/serve_command.h).
 //
 // Before a request reaches the ServeApi (which checks the token):
 //   - web pages are kept out (httpd::WebRequestRefusal): a request with an Origin header,
-//     or whose Host is not the address served, gets 403, so neither a cross-site request
-//     nor DNS rebinding from a page open in a browser here reaches the API;
-//   - sizes are bounded: the API is read with GET, so a body over kMaxRequestBodyBytes
-//     gets 413 unread; head and body together at most httpd::kMaxRequestHeadBytes +
+//     or (plain HTTP) whose Host is not the address served, gets 403, so neither a
+//     cross-site request nor DNS rebinding from a page open in a browser here reaches the
+//     API (over TLS a rebound name meets a certificate the browser refuses; clients name
+//     the server as they like);
+//   - sizes are bounded: a body over kMaxRequestBodyBytes (a command line and its
+//     files) gets 413
+//     unread; head and body together at most httpd::kMaxRequestHeadBytes +
 //     kMaxRequestBodyBytes per request (httpd::BoundedServer), else 400 and the
 //     connection closed;
 //   - connections are bounded in time and count: kRequestThreads answer at once, a
 //     connection serves at most kKeepAliveRequests requests, and one idle or slow for
-//     kIoTimeout is closed.
+//     kIoTimeout is closed (a command's answer, streamed, lasts as long as the command;
+//     a client that reads nothing of it for kIoTimeout is gone, and its command
+//     interrupted).
 //
 // Ownership: the ServeApi must outlive the server. Thread-safety: Start and Stop are for
 // one controlling thread; port() may be read from any thread after Start.
@@ -21,7 +28,9 @@
 #include <memory>
 #include <string>
 
+#include "api/remote_command.h"
 #include "server/http_api.h"
+#include "server/tls_identity.h"
 #include "util/status.h"
 
 namespace tpufleet::server {
@@ -30,11 +39,13 @@ namespace tpufleet::server {
 inline constexpr const char* kDefaultListenAddress = "127.0.0.1";
 /// The default port (0 picks a free one, which the log line names).
 inline constexpr int kDefaultListenPort = 8471;
-/// Largest request body read: the API takes none; a few KiB of slack for clients that
-/// send an empty JSON object.
-inline constexpr size_t kMaxRequestBodyBytes = 4 << 10;
-/// Requests answered at once: a CLI, a dashboard and a Prometheus need no more.
-inline constexpr int kRequestThreads = 4;
+/// Largest request body read: POST /v1/command's, one command line and the files it
+/// reads (the other routes take none).
+inline constexpr size_t kMaxRequestBodyBytes = api::kMaxCommandRequestBytes;
+/// Requests answered at once: a command holds its thread while it runs (up to
+/// kMaxRunningCommands of them), and four more answer the rest (a CLI's status, a
+/// dashboard, a Prometheus) however many commands run.
+inline constexpr int kRequestThreads = kMaxRunningCommands + 4;
 /// Requests on one keep-alive connection before it is closed.
 inline constexpr int kKeepAliveRequests = 100;
 /// A connection silent this long (between requests, or within one) is closed.
@@ -42,14 +53,17 @@ inline constexpr std::chrono::seconds kIoTimeout{5};
 
 class ServeHttpServer {
  public:
-  /// Serves `api` on `address`:`port` once started.
-  ServeHttpServer(const ServeApi* api, std::string address, int port);
+  /// Serves `api` on `address`:`port` once started: over TLS as `tls` when given (copied),
+  /// plain HTTP when null.
+  ServeHttpServer(const ServeApi* api, std::string address, int port,
+                  const TlsIdentity* tls = nullptr);
   ~ServeHttpServer();  // Stop()
   ServeHttpServer(const ServeHttpServer&) = delete;
   ServeHttpServer& operator=(const ServeHttpServer&) = delete;
 
   /// Binds and starts serving on a thread of its own; returns the bound port.
-  /// Unavailable when the address and port cannot be bound. REQUIRES: not started.
+  /// Unavailable when the address and port cannot be bound; InvalidArgument when the
+  /// TLS identity does not load. REQUIRES: not started.
   Result<int> Start();
   /// Stops accepting, finishes the requests under way, joins. Idempotent.
   void Stop();

@@ -9,16 +9,11 @@
 
 #include "util/file.h"
 #include "util/testing/as_nobody.h"
+#include "util/testing/file_mode.h"
 #include "util/testing/temp_dir.h"
 
 namespace tpufleet::server {
 namespace {
-
-mode_t ModeOf(const std::string& path) {
-  struct stat st {};
-  EXPECT_EQ(::lstat(path.c_str(), &st), 0) << path;
-  return st.st_mode & 07777;
-}
 
 TEST(ServeToken, MadeAtFirstStartPrivateAndKept) {
   TempDir dir;
@@ -26,8 +21,8 @@ TEST(ServeToken, MadeAtFirstStartPrivateAndKept) {
   ASSERT_TRUE(first.ok()) << first.status().ToString();
   EXPECT_EQ(first->rfind(kServeTokenPrefix, 0), 0u);
   EXPECT_EQ(first->size(), kServeTokenPrefix.size() + 43);  // 32 bytes in base64url
-  EXPECT_EQ(ModeOf(ServeTokenPath(dir.path())), 0600u);
-  EXPECT_EQ(ModeOf(dir.Path("serve")), 0700u);
+  EXPECT_EQ(PermissionsOf(ServeTokenPath(dir.path())), 0600u);
+  EXPECT_EQ(PermissionsOf(dir.Path("serve")), 0700u);
   Result<std::string> again = LoadOrMakeServeToken(dir.path());
   ASSERT_TRUE(again.ok()) << again.status().ToString();
   EXPECT_EQ(*again, *first);

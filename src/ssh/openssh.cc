@@ -1,5 +1,7 @@
 #include "ssh/openssh.h"
 
+#include "util/strings.h"
+
 namespace tpufleet {
 
 Status WithOpenSshHint(const Status& s) {
@@ -16,6 +18,17 @@ Result<ProgramResult> RunOpenSsh(const std::vector<std::string>& argv, std::stri
     return WithOpenSshHint(r.status());
   }
   return r;
+}
+
+std::string LastSshLine(std::string_view output, std::string_view fallback) {
+  std::vector<std::string> lines = Split(output, '\n');
+  for (auto it = lines.rbegin(); it != lines.rend(); ++it) {
+    std::string_view l = Trim(*it);
+    if (!l.empty()) {
+      return std::string(l.substr(0, 1024));
+    }
+  }
+  return std::string(fallback);
 }
 
 }  // namespace tpufleet

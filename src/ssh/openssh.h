@@ -25,6 +25,10 @@ namespace tpufleet {
 /// installed; any other status as it is (for callers that spawn ssh themselves).
 Status WithOpenSshHint(const Status& s);
 
+/// The last non-empty line of what ssh printed (where it says why it failed), at most
+/// 1 KiB of it; `fallback` when there is none.
+std::string LastSshLine(std::string_view output, std::string_view fallback);
+
 Result<ProgramResult> RunOpenSsh(const std::vector<std::string>& argv, std::string_view input,
                                  std::chrono::milliseconds timeout);
 

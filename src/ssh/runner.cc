@@ -46,18 +46,6 @@ std::string HostPort(const std::string& address, int port) {
   return address + ":" + std::to_string(port);
 }
 
-// The last non-empty line of ssh's output: where it says why it failed.
-std::string LastLine(std::string_view output) {
-  std::vector<std::string> lines = Split(output, '\n');
-  for (auto it = lines.rbegin(); it != lines.rend(); ++it) {
-    std::string_view l = Trim(*it);
-    if (!l.empty()) {
-      return std::string(l.substr(0, 1024));
-    }
-  }
-  return "no message";
-}
-
 int RemainingMs(Mono::time_point deadline) {
   auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Mono::now()).count();
   return static_cast<int>(std::max<decltype(left)>(left, 0));
@@ -221,7 +209,8 @@ Result<ProgramResult> SshOutcome(std::string_view alias, std::chrono::millisecon
           "ssh " + std::string(alias) + ": " + kHostKeyFailed +
           (offered.empty() ? "" : " (the server offered " + offered + ")"));
     }
-    return UnavailableError("ssh " + std::string(alias) + ": " + LastLine(r->output));
+    return UnavailableError("ssh " + std::string(alias) + ": " +
+                            LastSshLine(r->output, "no message"));
   }
   return r;
 }
@@ -426,7 +415,8 @@ Result<std::vector<std::string>> KnownHostKeys(const std::string& host, int port
                                                         kKeygenLookupTimeout));
   if (r.exit_code != 0 && r.exit_code != 1) {
     return InternalError("ssh-keygen -F " + name + " -f " + path + " failed (exit " +
-                         std::to_string(r.exit_code) + "): " + LastLine(r.output));
+                         std::to_string(r.exit_code) +
+                         "): " + LastSshLine(r.output, "no message"));
   }
   std::vector<std::string> keys = HostKeysOf(r.output);  // HOSTS hashed or not
   if (keys.empty()) {
@@ -445,7 +435,7 @@ Result<std::vector<std::string>> ScanHostKeys(const std::string& host, int port)
   std::vector<std::string> keys = HostKeysOf(r.output);
   if (keys.empty()) {
     return UnavailableError("ssh on " + name + " offered no host key (ssh-keyscan: " +
-                            LastLine(r.output) + ")");
+                            LastSshLine(r.output, "no message") + ")");
   }
   return keys;
 }

@@ -1,4 +1,5 @@
 #include "ssh/ssh_files.h"
+#include "ssh/ssh_include_mode.h"
 
 #include <fcntl.h>
 #include <sys/file.h>
@@ -13,6 +14,7 @@
 
 #include "core/fleet_spec.h"
 #include "util/encoding.h"
+#include "util/fingerprint.h"
 #include "util/file.h"
 #include "util/strings.h"
 #include "util/unique_fd.h"
@@ -244,6 +246,8 @@ Result<std::string> RenderSshConfig(const std::vector<SshHostEntry>& entries,
     if (!e.proxy_command.empty()) {
       TPUFLEET_ASSIGN_OR_RETURN(std::string proxy, ProxyCommandLine(e.proxy_command));
       out += "  ProxyCommand " + proxy + "\n";
+    }
+    if (!e.proxy_command.empty() || e.key_by_alias) {
       out += "  HostKeyAlias " + e.alias + "\n";
     }
     out += "  UserKnownHostsFile " + known_hosts + "\n";
@@ -262,7 +266,7 @@ std::string RenderKnownHosts(const std::vector<SshHostEntry>& entries) {
       continue;
     }
     std::vector<std::string> names = {KnownHostsName(e)};
-    if (!e.proxy_command.empty()) {
+    if (!e.proxy_command.empty() || e.key_by_alias) {
       names.push_back(e.alias);  // HostKeyAlias: ssh looks the key up under the name alone
     }
     for (const std::string& name : names) {
@@ -276,11 +280,7 @@ std::string RenderKnownHosts(const std::vector<SshHostEntry>& entries) {
 }
 
 std::string SshFingerprint(std::string_view blob) {
-  std::string b64 = Base64Encode(Sha256(blob));
-  while (!b64.empty() && b64.back() == '=') {
-    b64.pop_back();
-  }
-  return "SHA256:" + b64;
+  return Sha256Fingerprint(blob);
 }
 
 std::string SshKeyLineFingerprint(std::string_view key_line) {
@@ -296,6 +296,20 @@ Status WriteSshFiles(const std::string& dir, const std::vector<SshHostEntry>& en
   // known_hosts first, so the config never names a worker whose key is not pinned yet.
   TPUFLEET_TRY(WriteFileAtomic(known_hosts, RenderKnownHosts(entries), 0600));
   return WriteFileAtomic(dir + "/config", config, 0600);
+}
+
+Result<std::optional<SshConfigOwner>> ParseSshIncludeMode(std::string_view mode) {
+  if (mode == "off") {
+    return std::optional<SshConfigOwner>();
+  }
+  if (mode == "force") {
+    return std::optional<SshConfigOwner>(SshConfigOwner::kAnyone);
+  }
+  if (!mode.empty() && mode != "auto") {
+    return InvalidArgumentError(std::string(kSshIncludeEnv) + " must be auto, force or off, not " +
+                                QuoteForMessage(mode));
+  }
+  return std::optional<SshConfigOwner>(SshConfigOwner::kMine);
 }
 
 Status EnsureSshInclude(const std::string& user_config, const std::string& include_path,

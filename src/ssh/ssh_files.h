@@ -57,6 +57,9 @@ struct SshHostEntry {
   /// looks its key up under `alias` (HostKeyAlias): the pinned key stays the name's when
   /// the worker's address changes.
   std::vector<std::string> proxy_command;
+  /// HostKeyAlias without a proxy: the key is looked up under `alias`, not the address
+  /// (a team server's answer pins each worker's key to its name, whatever its address).
+  bool key_by_alias = false;
 };
 
 /// `words` as the value of a ProxyCommand line. ssh expands %-tokens in it ('%' is

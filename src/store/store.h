@@ -19,9 +19,10 @@
 //
 // Every write is atomic; Transaction() makes several writes one atomic step, so a
 // process killed at any point leaves the state before or after a step, never between.
-// The records are core's plain values (core/node_record.h). SqliteStore (sqlite_store.h)
-// is the real implementation; the SQL never leaves it, and a state is stored as its wire
-// name (NodeState::Name) and parsed when read.
+// The records are core's plain values (core/node_record.h). SqlStore (sql_store.h) is the
+// real implementation, on SQLite (sqlite_store.h, one person's file) or PostgreSQL
+// (postgres_store.h, a lab's shared server); the SQL never leaves it, and a state is
+// stored as its wire name (NodeState::Name) and parsed when read.
 //
 // Thread-safety: implementations are safe to call from several threads; a Transaction
 // body runs with the store locked to its thread.
@@ -65,6 +66,7 @@ struct EventQuery {
   std::string kind;             // "" = every kind
   std::optional<Clock::WallTime> since;  // only events at or after
   size_t limit = 1000;          // the newest `limit` matches, oldest first
+  bool fleet_only = false;      // only the fleets' own events (those of no node)
 };
 
 class Store {
@@ -108,8 +110,28 @@ class Store {
   /// Forgets the serve record when its pid is `pid` (a serve ending cleanly); OK and
   /// nothing changed otherwise (another serve has taken over since).
   virtual Status ClearServe(int pid) = 0;
-  /// Runs `body` as one atomic step: its writes all happen, or none if it returns an
-  /// error (or the process dies). Bodies may call the other methods, not Transaction.
+  /// Every collaborator of `fleet` ("" = all fleets), ordered by fleet then name.
+  virtual Result<std::vector<UserRecord>> Users(std::string_view fleet) = 0;
+  /// Inserts or replaces the user (fleet, name).
+  virtual Status PutUser(const UserRecord& user) = 0;
+  /// Forgets the user (fleet, name). OK when it does not exist.
+  virtual Status DeleteUser(std::string_view fleet, std::string_view name) = 0;
+  /// Keeps a person's token (its SHA-256), replacing one with the same hash.
+  virtual Status PutToken(const TokenRecord& token) = 0;
+  /// The token whose SHA-256 is `sha256`; nullopt when none is kept.
+  virtual Result<std::optional<TokenRecord>> FindToken(std::string_view sha256) = 0;
+  /// Forgets every token of `person` (a collaborator removed, or re-invited).
+  virtual Status DeleteTokens(std::string_view person) = 0;
+  /// Appends a line to the audit log; `record.id` is ignored.
+  virtual Status AddAudit(const AuditRecord& record) = 0;
+  /// The newest `limit` audit lines at or after `since` (all when nullopt), oldest first.
+  virtual Result<std::vector<AuditRecord>> Audit(std::optional<Clock::WallTime> since,
+                                                 int64_t limit) = 0;
+  /// Runs `body` as one atomic, serializable step: its writes all happen, or none if it
+  /// returns an error (or the process dies). Bodies may call the other methods, not
+  /// Transaction. A body may run more than once (PostgreSQL runs a step that lost a
+  /// conflict with another process's again), so it must do nothing but its store calls
+  /// and what it computes from them.
   virtual Status Transaction(const std::function<Status()>& body) = 0;
 };
 

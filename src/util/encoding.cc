@@ -1,4 +1,6 @@
 #include "util/encoding.h"
+#include "util/fingerprint.h"
+#include "util/pem_fingerprint.h"
 
 #include <openssl/sha.h>
 
@@ -106,6 +108,46 @@ std::string Sha256(std::string_view bytes) {
   SHA256(reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size(),
          reinterpret_cast<unsigned char*>(digest.data()));
   return digest;
+}
+
+std::string Sha256Fingerprint(std::string_view bytes) {
+  std::string b64 = Base64Encode(Sha256(bytes));
+  while (!b64.empty() && b64.back() == '=') {
+    b64.pop_back();
+  }
+  return "SHA256:" + b64;
+}
+
+Result<std::string> PemCertificateFingerprint(std::string_view pem) {
+  constexpr std::string_view kBegin = "-----BEGIN CERTIFICATE-----";
+  constexpr std::string_view kEnd = "-----END CERTIFICATE-----";
+  size_t begin = pem.find(kBegin);
+  size_t end = begin == std::string_view::npos ? begin : pem.find(kEnd, begin);
+  if (end == std::string_view::npos) {
+    return InvalidArgumentError("no PEM certificate in it");
+  }
+  std::string base64;
+  for (char c : pem.substr(begin + kBegin.size(), end - begin - kBegin.size())) {
+    if (c != '\n' && c != '\r') {
+      base64.push_back(c);
+    }
+  }
+  Result<std::string> der = Base64Decode(base64);
+  if (!der.ok()) {
+    return InvalidArgumentError("its PEM certificate's base64 is broken");
+  }
+  return Sha256Fingerprint(*der);
+}
+
+bool IsSha256Fingerprint(std::string_view text) {
+  // 32 bytes are 43 base64 characters and one '=' of padding, left out.
+  constexpr std::string_view kPrefix = "SHA256:";
+  constexpr size_t kDigits = 43;
+  if (text.size() != kPrefix.size() + kDigits || text.substr(0, kPrefix.size()) != kPrefix) {
+    return false;
+  }
+  Result<std::string> digest = Base64Decode(std::string(text.substr(kPrefix.size())) + "=");
+  return digest.ok() && digest->size() == 32;
 }
 
 std::string HexEncode(std::string_view bytes) {

@@ -1,4 +1,5 @@
 #include "util/encoding.h"
+#include "util/fingerprint.h"
 
 #include <gtest/gtest.h>
 
@@ -23,6 +24,18 @@ TEST(Sha256, MatchesTheStandardVectors) {
   // FIPS 180-2's "abc", and the empty input.
   EXPECT_EQ(Base64Encode(Sha256("abc")), "ungWv48Bz+pBQUDeXa4iI7ADYaOWF3qctBD/YfIAFa0=");
   EXPECT_EQ(Base64Encode(Sha256("")), "47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=");
+}
+
+TEST(Sha256Fingerprint, IsOpenSshsFormatAndReadBack) {
+  // ssh-keygen -lf writes the same digest this way: "SHA256:" and unpadded base64.
+  std::string f = Sha256Fingerprint("abc");
+  EXPECT_EQ(f, "SHA256:ungWv48Bz+pBQUDeXa4iI7ADYaOWF3qctBD/YfIAFa0");
+  EXPECT_TRUE(IsSha256Fingerprint(f));
+  EXPECT_FALSE(IsSha256Fingerprint(f + "A"));
+  EXPECT_FALSE(IsSha256Fingerprint(f.substr(0, f.size() - 1)));
+  EXPECT_FALSE(IsSha256Fingerprint("sha256:" + f.substr(7)));
+  EXPECT_FALSE(IsSha256Fingerprint("SHA256:" + std::string(43, '!')));
+  EXPECT_FALSE(IsSha256Fingerprint(""));
 }
 
 TEST(Base64, EncodesWithPadding) {

@@ -1,4 +1,5 @@
 #include "util/file.h"
+#include "util/private_file.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -10,8 +11,11 @@
 #include <cerrno>
 #include <climits>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <memory>
+#include <system_error>
 
 #include "util/secret.h"
 #include "util/strings.h"
@@ -77,15 +81,11 @@ std::string ReadToEof(int fd) {
   }
 }
 
-Result<std::string> ReadFile(const std::string& path, size_t max_bytes) {
-  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (fd.get() < 0) {
-    return ErrnoStatus(path, errno);
-  }
-  struct stat st {};
-  if (::fstat(fd.get(), &st) != 0) {
-    return ErrnoStatus(path, errno);
-  }
+namespace {
+
+// The rest of `fd` (open on `path`, whose fstat is `st`), as ReadFile says.
+Result<std::string> ReadOpened(const UniqueFd& fd, const struct stat& st, const std::string& path,
+                               size_t max_bytes) {
   if (S_ISDIR(st.st_mode)) {
     return ErrnoStatus(path, EISDIR);
   }
@@ -126,6 +126,41 @@ Result<std::string> ReadFile(const std::string& path, size_t max_bytes) {
     }
   }
   return data;
+}
+
+}  // namespace
+
+Result<std::string> ReadFile(const std::string& path, size_t max_bytes) {
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (fd.get() < 0) {
+    return ErrnoStatus(path, errno);
+  }
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) {
+    return ErrnoStatus(path, errno);
+  }
+  return ReadOpened(fd, st, path, max_bytes);
+}
+
+Result<std::string> ReadPrivateFile(const std::string& path, size_t max_bytes) {
+  // O_NONBLOCK: a FIFO planted under the name must not hang the open.
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK));
+  if (fd.get() < 0) {
+    if (errno == ELOOP) {
+      return FailedPreconditionError(path + " is a symbolic link; a file holding a secret "
+                                            "must be a file of its own");
+    }
+    return ErrnoStatus(path, errno);
+  }
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) {
+    return ErrnoStatus(path, errno);
+  }
+  if (!S_ISREG(st.st_mode)) {
+    return FailedPreconditionError(path + " is not a regular file");
+  }
+  TPUFLEET_TRY(CheckOwnedByMe(path, st, 077));
+  return ReadOpened(fd, st, path, max_bytes);
 }
 
 Status WriteFileAtomic(const std::string& path, const std::string& data, int mode) {
@@ -279,6 +314,25 @@ std::vector<std::string> ListDirectory(const std::string& dir) {
     }
   }
   return names;
+}
+
+PrivateDir::~PrivateDir() {
+  if (!path_.empty()) {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+}
+
+Status PrivateDir::Make(const std::string& parent, const std::string& prefix) {
+  if (!path_.empty()) {
+    return Status::Ok();
+  }
+  std::string name = parent + "/" + prefix + "XXXXXX";
+  if (::mkdtemp(name.data()) == nullptr) {
+    return ErrnoStatus("a private directory in " + parent, errno);
+  }
+  path_ = name;
+  return Status::Ok();
 }
 
 }  // namespace tpufleet

@@ -54,6 +54,23 @@ Status MakeDirs(const std::string& dir, mode_t mode);
 /// the mode otherwise (CheckOwnedByMe). Parents that already exist are left as they are.
 Status MakePrivateDirs(const std::string& dir);
 
+/// A new directory that only this user can enter (mkdtemp makes it 0700), removed with
+/// what is in it when this goes: for what is written here that nobody else may read or
+/// plant (cp's tars and staging, the ssh config of `--server URL ssh`).
+class PrivateDir {
+ public:
+  PrivateDir() = default;
+  PrivateDir(const PrivateDir&) = delete;
+  PrivateDir& operator=(const PrivateDir&) = delete;
+  ~PrivateDir();
+  /// Makes PARENT/PREFIXxxxxxx (once; later calls keep the first).
+  Status Make(const std::string& parent, const std::string& prefix);
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
 /// OK when `st` (lstat or stat of `path`) belongs to the effective user and has none of
 /// the permission bits in `forbidden` (022: no group or other write; 077: private).
 /// FailedPrecondition otherwise: "PATH belongs to nobody (uid 65534), not to root (uid

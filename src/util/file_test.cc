@@ -1,4 +1,5 @@
 #include "util/file.h"
+#include "util/private_file.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -269,6 +270,30 @@ TEST(WriteFileAtomic, LeavesNothingWhenTheRenameFails) {
   }
   ::closedir(d);
   EXPECT_EQ(names, std::vector<std::string>{"target"});
+}
+
+TEST(ReadPrivateFile, ReadsOnlyAPrivateRegularFileOfMine) {
+  TempDir tmp;
+  std::string path = tmp.path() + "/secret";
+  EXPECT_EQ(ReadPrivateFile(path, 64).status().code(), StatusCode::kNotFound);
+  ASSERT_EQ(WriteFileAtomic(path, "s3cret\n", 0600), Status::Ok());
+  Result<std::string> read = ReadPrivateFile(path, 64);
+  ASSERT_TRUE(read.ok()) << read.status().ToString();
+  EXPECT_EQ(*read, "s3cret\n");
+  EXPECT_EQ(ReadPrivateFile(path, 3).status().code(), StatusCode::kInvalidArgument);
+  ASSERT_EQ(::chmod(path.c_str(), 0640), 0);
+  Result<std::string> shared = ReadPrivateFile(path, 64);
+  EXPECT_EQ(shared.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(shared.status().message(), path + " has mode 0640: others may read or write it");
+  ASSERT_EQ(::chmod(path.c_str(), 0600), 0);
+  std::string link = tmp.path() + "/link";
+  ASSERT_EQ(::symlink(path.c_str(), link.c_str()), 0);
+  Result<std::string> linked = ReadPrivateFile(link, 64);
+  EXPECT_EQ(linked.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(linked.status().message().find("symbolic link"), std::string::npos);
+  std::string fifo = tmp.path() + "/fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  EXPECT_EQ(ReadPrivateFile(fifo, 64).status().message(), fifo + " is not a regular file");
 }
 
 TEST(MakePrivateDirs, MakesParentsWithMode0700) {

@@ -32,10 +32,12 @@ TEST(CurlHttpClient, UnreachableAddressIsUnavailableAndRedacted) {
 
 // One HTTP server on 127.0.0.1 for one request, on a thread: it answers with `head`
 // and then `body_bytes` of 'x' (bounded, so a client without a cap still ends), and
-// counts what it managed to send before the client hung up.
+// counts what it managed to send before the client hung up. `hold`: then it waits,
+// silent, until the client hangs up.
 class EndlessServer {
  public:
-  EndlessServer(std::string head, size_t body_bytes) : head_(std::move(head)), body_(body_bytes) {
+  EndlessServer(std::string head, size_t body_bytes, bool hold = false)
+      : head_(std::move(head)), body_(body_bytes), hold_(hold) {
     listener_ = UniqueFd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
     sockaddr_in addr{};
     addr.sin_family = AF_INET;
@@ -89,10 +91,13 @@ class EndlessServer {
       }
       sent_ += static_cast<size_t>(n);
     }
+    while (hold_ && ::read(fd.get(), buf, sizeof buf) > 0) {
+    }
   }
 
   std::string head_;
   size_t body_;
+  bool hold_;
   UniqueFd listener_;
   int port_ = 0;
   std::thread thread_;
@@ -155,6 +160,75 @@ TEST(Issue10, EndlessHeadersStopAtTheirCap) {
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("headers pass 256 KiB"), std::string::npos)
       << r.status().message();
+}
+
+// ---- Issue 16: a body received as it arrives (a served command's stream) ----
+
+constexpr char kStreamHead[] = "HTTP/1.1 200 OK\r\nContent-Type: application/x-ndjson\r\n"
+                               "Connection: close\r\n\r\n";
+
+TEST(Issue16, ABodyIsGivenAsItArrivesPastTheCapUntilTheCallerStops) {
+  EndlessServer server(kStreamHead, 256u << 20);
+  CurlHttpClient client;
+  HttpRequest req;
+  req.url = server.url();
+  req.max_response_bytes = 1024;  // nothing is held: no cap
+  size_t given = 0;
+  req.on_body = [&given](std::string_view piece) {
+    given += piece.size();
+    return given < (1u << 20);
+  };
+  Result<HttpResponse> r = client.Send(req);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().ToString(), "failed_precondition: GET " + server.url() + ": stopped");
+  EXPECT_GE(given, 1u << 20);
+}
+
+TEST(Issue16, AnErrorStatusBodyIsCollectedNotGiven) {
+  EndlessServer server("HTTP/1.1 403 Forbidden\r\nContent-Length: 4\r\n\r\n", 4);
+  CurlHttpClient client;
+  HttpRequest req;
+  req.url = server.url();
+  bool given = false;
+  req.on_body = [&given](std::string_view) { return given = true; };
+  Result<HttpResponse> r = client.Send(req);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->status, 403);
+  EXPECT_EQ(r->body, "xxxx");
+  EXPECT_FALSE(given);
+}
+
+TEST(Issue16, AServerSilentPastTheIdleTimeoutEndsTheTransfer) {
+  EndlessServer server(kStreamHead, 3, /*hold=*/true);
+  CurlHttpClient client;
+  HttpRequest req;
+  req.url = server.url();
+  req.timeout = std::chrono::milliseconds(0);  // none: only silence ends it
+  req.idle_timeout = std::chrono::seconds(1);
+  std::string body;
+  req.on_body = [&body](std::string_view piece) {
+    body.append(piece);
+    return true;
+  };
+  Result<HttpResponse> r = client.Send(req);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().ToString(),
+            "timeout: GET " + server.url() + ": the server sent nothing for 1 s");
+  EXPECT_EQ(body, "xxx");
+}
+
+TEST(Issue16, StopEndsAQuietTransfer) {
+  EndlessServer server(kStreamHead, 0, /*hold=*/true);
+  CurlHttpClient client;
+  HttpRequest req;
+  req.url = server.url();
+  req.timeout = std::chrono::milliseconds(0);
+  std::atomic<int> asked{0};
+  req.stop = [&asked] { return ++asked > 1; };  // as a Ctrl-C after the first look
+  req.on_body = [](std::string_view) { return true; };
+  Result<HttpResponse> r = client.Send(req);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().ToString(), "failed_precondition: GET " + server.url() + ": stopped");
 }
 
 }  // namespace

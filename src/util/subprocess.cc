@@ -156,6 +156,9 @@ Result<pid_t> SpawnSubprocess(const std::vector<std::string>& argv, const SpawnO
     posix_spawn_file_actions_adddup2(&actions, stdio.output, 1);
     posix_spawn_file_actions_adddup2(&actions, stdio.output, 2);
   }
+  if (stdio.error >= 0) {
+    posix_spawn_file_actions_adddup2(&actions, stdio.error, 2);
+  }
   if (options.close_other_fds) {
     posix_spawn_file_actions_addclosefrom_np(&actions, 3);
   }

@@ -66,6 +66,7 @@ Result<Pipe> MakePipe();
 struct SpawnStdio {
   int input = -1;   // its stdin; -1: /dev/null
   int output = -1;  // its stdout and stderr; -1: this process's own
+  int error = -1;   // its stderr when not `output`'s; -1: as `output` says
 };
 
 /// Starts argv as `options` say and returns its pid at once; the caller reaps it.

@@ -3,12 +3,12 @@
 // of prometheus_text.h) as text/plain; version=0.0.4. It is how `tpufleet-agent serve
 // --prometheus [ADDR:]PORT` exposes the worker's latest sample; off unless given.
 //
-// HTTP/1.0, one request per connection: the server reads the request head (up to the
-// blank line; a body is never read), writes one answer with Content-Length and
-// `Connection: close`, and closes. Answers: 200 for GET /metrics (a query string is
-// ignored), 404 for any other path, 405 (Allow: GET) for another method on /metrics, 400
-// for what is not an HTTP request line, 431 for a head over kMaxRequestHead. Everything
-// it holds is bounded, for a port that anyone on the network may reach:
+// HTTP/1.0, one request per connection (util/http_head_server.h): the server reads the
+// request head (up to the blank line; a body is never read), writes one answer with
+// Content-Length and `Connection: close`, and closes. Answers: 200 for GET /metrics (a
+// query string is ignored), 404 for any other path, 405 (Allow: GET) for another method
+// on /metrics, 400 for what is not an HTTP request line, 431 for a head over
+// kMaxRequestHead. Everything it holds is bounded, for a port that anyone on the network may reach:
 //   - at most kMaxConnections open at once; past that it stops accepting (the kernel's
 //     backlog holds the rest) until one ends;
 //   - a connection that has not got its whole answer within kClientTimeout of being
@@ -28,12 +28,11 @@
 #include <chrono>
 #include <cstddef>
 #include <functional>
-#include <map>
 #include <string>
 
 #include "util/event_loop.h"
+#include "util/http_head_server.h"
 #include "util/status.h"
-#include "util/unique_fd.h"
 
 namespace tpufleet::agent::exporter {
 
@@ -56,44 +55,20 @@ class MetricsHttpServer {
   MetricsHttpServer(const MetricsHttpServer&) = delete;
   MetricsHttpServer& operator=(const MetricsHttpServer&) = delete;
   /// Closes the listening socket and every connection, and leaves the loop.
-  ~MetricsHttpServer();
+  ~MetricsHttpServer() = default;
 
   /// Listens on `address` (see above). InvalidArgument for a bad address; Unavailable
   /// when it cannot be bound ("0.0.0.0:9100: Address already in use").
   /// REQUIRES: called once.
   Status Listen(const std::string& address);
   /// The port listened on (the one the kernel chose for port 0); 0 before Listen.
-  int port() const { return port_; }
+  int port() const { return server_.port(); }
   /// Connections open now.
-  size_t connections() const { return connections_.size(); }
+  size_t connections() const { return server_.connections(); }
 
  private:
-  struct Connection {
-    UniqueFd fd;
-    EventLoop::Id watch = 0;
-    EventLoop::Id timeout = 0;
-    std::string head;     // what came in, while the head is incomplete
-    std::string answer;   // what is still to be written
-    bool answering = false;  // the head is complete and answered
-  };
-
-  void Accept();
-  // A turn's events of connection `id`: its request head comes in (and, once the
-  // answer is out, whatever else the client sends is dropped until it closes).
-  void OnReadable(uint64_t id);
-  // Writes what is left of the answer; when all is out, shuts the writing side.
-  void OnWritable(uint64_t id);
-  void Close(uint64_t id);
-  // Accepts while there is room for another connection, stops while there is not.
-  void UpdateAccepting();
-
-  EventLoop& loop_;
   std::function<std::string()> render_;
-  UniqueFd listen_fd_;
-  EventLoop::Id listen_watch_ = 0;
-  int port_ = 0;
-  uint64_t next_id_ = 1;
-  std::map<uint64_t, Connection> connections_;
+  HttpHeadServer server_;
 };
 
 }  // namespace tpufleet::agent::exporter

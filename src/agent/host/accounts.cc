@@ -21,7 +21,8 @@ namespace {
 
 // Where the agent puts the homes it makes, as /etc/passwd says it.
 constexpr const char* kHomeParent = "/home";
-// useradd takes well under a second; a minute means something holds its lock.
+// useradd, usermod and userdel take well under a second; a minute means something holds
+// their lock.
 constexpr std::chrono::seconds kUseraddTimeout{60};
 
 using MadeAccounts = std::map<std::string, uid_t>;
@@ -74,25 +75,46 @@ Status Validate(const AccountSpec& u, const std::set<std::string>& seen) {
   return Status::Ok();
 }
 
-Status CreateAccount(const HostPaths& paths, const std::string& useradd, const std::string& name) {
-  if (useradd.empty()) {
-    return FailedPreconditionError("useradd is not installed; cannot create " + name);
+// Runs one of the account programs (`program`, "" when it is not installed) on `name`
+// with `args` before the name, as root of `paths` (--prefix below a test's root).
+Status RunAccountProgram(const HostPaths& paths, const std::string& program, const char* what,
+                         std::vector<std::string> args, const std::string& name) {
+  if (program.empty()) {
+    return FailedPreconditionError(std::string(what) + " is not installed; cannot change " + name);
   }
-  std::vector<std::string> argv = {useradd};
+  std::vector<std::string> argv = {program};
   if (paths.root != "/") {
     argv.insert(argv.end(), {"--prefix", paths.root});
   }
-  argv.insert(argv.end(), {"-m", "-d", std::string(kHomeParent) + "/" + name, "-s", "/bin/bash",
-                           "-p", "*", "-l", "--", name});
-  TPUFLEET_ASSIGN_OR_RETURN(
-      ProgramResult r,
-      RunSubprocess(argv, "", kUseraddTimeout,
-                    SystemProgramOptions()));
+  argv.insert(argv.end(), args.begin(), args.end());
+  argv.insert(argv.end(), {"--", name});
+  TPUFLEET_ASSIGN_OR_RETURN(ProgramResult r,
+                            RunSubprocess(argv, "", kUseraddTimeout, SystemProgramOptions()));
   if (r.exit_code != 0) {
-    return InternalError("useradd " + name + " failed (exit " + std::to_string(r.exit_code) +
-                         "): " + std::string(Trim(r.output)));
+    return InternalError(std::string(what) + " " + name + " failed (exit " +
+                         std::to_string(r.exit_code) + "): " + std::string(Trim(r.output)));
   }
   return Status::Ok();
+}
+
+Status CreateAccount(const HostPaths& paths, const std::string& useradd, const std::string& name) {
+  return RunAccountProgram(paths, useradd, "useradd",
+                           {"-m", "-d", std::string(kHomeParent) + "/" + name, "-s", "/bin/bash",
+                            "-p", "*", "-l"},
+                           name);
+}
+
+// Whether /etc/shadow says `name` is locked ("!" before its password) or has an expiry
+// date: what a removal did (usermod -L -e 1), undone when the account is listed again.
+bool LockedOrExpiring(const HostPaths& paths, const std::string& name) {
+  Result<std::string> text = ReadFile(paths.etc + "/shadow", kMaxAccountFileBytes);
+  for (const std::string& line : text.ok() ? Split(*text, '\n') : std::vector<std::string>()) {
+    std::vector<std::string> f = Split(line, ':');
+    if (f.size() >= 8 && f[0] == name) {
+      return (!f[1].empty() && f[1][0] == '!') || !f[7].empty();
+    }
+  }
+  return false;
 }
 
 // The owner whose keys are set: the home as this process sees it, made again (as
@@ -108,17 +130,56 @@ Result<KeyOwner> KeyOwnerOf(const HostPaths& paths, const PasswdEntry& e) {
   return o;
 }
 
+// The tools, each found where the caller left it empty.
+AccountTools Found(const AccountTools& given) {
+  AccountTools t = given;
+  for (auto [path, name] : {std::pair{&t.useradd, "useradd"}, {&t.visudo, "visudo"},
+                            {&t.usermod, "usermod"}, {&t.userdel, "userdel"}}) {
+    if (path->empty()) {
+      *path = FindSystemProgram(name);
+    }
+  }
+  return t;
+}
+
+// What a removal does before the sudo rules are installed: the checks, then the keys
+// taken away and the account locked. Its `!ALL` rule is the caller's to add. OK with
+// `*e` null when there is no account; set to the entry to go on with.
+Status RevokeAccess(const HostPaths& paths, const AccountTools& tools, const AccountRemoval& x,
+                    const std::set<std::string>& listed, const MadeAccounts& made,
+                    const std::vector<PasswdEntry>& passwd, const PasswdEntry** e) {
+  TPUFLEET_TRY(CheckUserName(x.name));
+  if (listed.count(x.name) != 0) {
+    return InvalidArgumentError(x.name + " is both listed and removed");
+  }
+  *e = Find(passwd, x.name);
+  if (*e == nullptr) {
+    return Status::Ok();
+  }
+  if ((*e)->uid == 0 || !Ours(**e, made)) {
+    return PermissionDeniedError("the account " + x.name + " (uid " + std::to_string((*e)->uid) +
+                                 ") was not made by tpufleet-agent: it is left as it is");
+  }
+  TPUFLEET_ASSIGN_OR_RETURN(KeyOwner owner, KeyOwnerOf(paths, **e));
+  TPUFLEET_TRY(SetAuthorizedKeys(owner, {}).status());
+  return RunAccountProgram(paths, tools.usermod, "usermod", {"-L", "-e", "1"}, x.name);
+}
+
 }  // namespace
 
 std::vector<AccountResult> ApplyAccounts(const HostPaths& paths,
                                          const std::vector<AccountSpec>& users,
-                                         const AccountTools& tools) {
-  const std::string useradd = tools.useradd.empty() ? FindSystemProgram("useradd") : tools.useradd;
-  const std::string visudo = tools.visudo.empty() ? FindSystemProgram("visudo") : tools.visudo;
+                                         const std::vector<AccountRemoval>& remove,
+                                         const AccountTools& given) {
+  const AccountTools tools = Found(given);
   std::vector<AccountResult> results;
   std::vector<SudoRule> rules;
   std::set<std::string> listed;
+  std::set<std::string> removed;
   MadeAccounts made = ReadMade(paths);
+  for (const AccountRemoval& x : remove) {
+    removed.insert(x.name);
+  }
 
   for (const AccountSpec& u : users) {
     AccountResult& r = results.emplace_back(AccountResult{u.name, "refused", "", ""});
@@ -132,7 +193,7 @@ std::vector<AccountResult> ApplyAccounts(const HostPaths& paths,
     const PasswdEntry* e = Find(passwd, u.name);
     bool created = false;
     if (e == nullptr) {
-      Status s = CreateAccount(paths, useradd, u.name);
+      Status s = CreateAccount(paths, tools.useradd, u.name);
       passwd = ReadPasswd(paths.etc);
       e = Find(passwd, u.name);
       if (s.ok() && e == nullptr) {
@@ -155,22 +216,29 @@ std::vector<AccountResult> ApplyAccounts(const HostPaths& paths,
                  "only its sudo rule is set";
       continue;
     }
+    // Removed once, listed again: it may log in again.
+    Status unlocked = LockedOrExpiring(paths, u.name)
+                          ? RunAccountProgram(paths, tools.usermod, "usermod",
+                                              {"-U", "-e", ""}, u.name)
+                          : Status::Ok();
     Result<KeyOwner> owner = KeyOwnerOf(paths, *e);
-    Result<bool> changed = owner.ok() ? SetAuthorizedKeys(*owner, u.keys) : owner.status();
+    Result<bool> changed = !unlocked.ok() ? unlocked
+                           : owner.ok()   ? SetAuthorizedKeys(*owner, u.keys)
+                                          : owner.status();
     r.action = created ? "created" : changed.ok() && *changed ? "updated" : "unchanged";
     if (!changed.ok()) {
       r.error = changed.status().message();
     }
   }
 
-  const std::vector<PasswdEntry> passwd = ReadPasswd(paths.etc);
+  std::vector<PasswdEntry> passwd = ReadPasswd(paths.etc);
   for (auto it = made.begin(); it != made.end();) {
     const PasswdEntry* e = Find(passwd, it->first);
     if (e == nullptr) {
       it = made.erase(it);  // removed by hand: forgotten
       continue;
     }
-    if (listed.count(it->first) == 0 && Ours(*e, made)) {
+    if (listed.count(it->first) == 0 && removed.count(it->first) == 0 && Ours(*e, made)) {
       rules.push_back({e->name, false});
       Result<KeyOwner> owner = KeyOwnerOf(paths, *e);
       Result<bool> changed = owner.ok() ? SetAuthorizedKeys(*owner, {}) : owner.status();
@@ -180,13 +248,61 @@ std::vector<AccountResult> ApplyAccounts(const HostPaths& paths,
     }
     ++it;
   }
+
+  // Removals, first part: no way in (keys, lock) and `!ALL`, before any process is
+  // stopped, so that nothing it starts meanwhile can log in or sudo.
+  const size_t first_removal = results.size();
+  std::vector<const PasswdEntry*> revoked;
+  for (const AccountRemoval& x : remove) {
+    const PasswdEntry* e = nullptr;
+    Status s = RevokeAccess(paths, tools, x, listed, made, passwd, &e);
+    AccountResult& r = results.emplace_back(AccountResult{x.name, "refused", s.message(), ""});
+    if (s.ok()) {
+      r.action = x.purge ? "purged" : "revoked";
+      r.detail = e == nullptr ? "no such account here" : "";
+    }
+    revoked.push_back(s.ok() ? e : nullptr);
+    if (s.ok() && e != nullptr) {
+      rules.push_back({x.name, false});
+    } else if (!s.ok() && e != nullptr && Ours(*e, made)) {
+      rules.push_back({x.name, false});  // half-revoked still gets no sudo
+    }
+  }
   Status saved = WriteMade(paths, made);
-  Status sudo = InstallSudoers(paths.etc + "/sudoers.d", SudoersText(rules), visudo, paths.state);
+  Status sudo = InstallSudoers(paths.etc + "/sudoers.d", SudoersText(rules), tools.visudo, paths.state);
   for (AccountResult& r : results) {
     for (const Status& s : {saved, sudo}) {
       if (!s.ok() && r.action != "refused") {
         r.error += (r.error.empty() ? "" : "; ") + s.message();
       }
+    }
+  }
+
+  // Second part: its jobs and processes stopped, then (purge) the account and home
+  // removed.
+  for (size_t i = 0; i < remove.size(); ++i) {
+    AccountResult& r = results[first_removal + i];
+    const PasswdEntry* e = revoked[i];
+    if (e == nullptr) {
+      continue;
+    }
+    if (std::string failed = tools.stop_jobs ? tools.stop_jobs(e->name) : ""; !failed.empty()) {
+      r.error += (r.error.empty() ? "" : "; ") + failed;
+    }
+    Result<int> stopped = StopProcessesOf(paths, e->uid, tools.stop_grace);
+    Status s = stopped.status();
+    if (s.ok() && *stopped > 0) {
+      r.detail = std::to_string(*stopped) + (*stopped == 1 ? " process" : " processes") + " stopped";
+    }
+    if (s.ok() && remove[i].purge) {
+      s = RunAccountProgram(paths, tools.userdel, "userdel", {"-r"}, e->name);
+      if (s.ok()) {
+        made.erase(e->name);
+        s = WriteMade(paths, made);
+      }
+    }
+    if (!s.ok()) {
+      r.error += (r.error.empty() ? "" : "; ") + s.message();
     }
   }
   return results;

@@ -17,6 +17,19 @@
 //     group the guest agent put it in.
 // An account the agent made that the list no longer names keeps its account and files,
 // loses its tpufleet keys (action "removed", when it had some) and gets `!ALL`.
+//
+// A removal {name, purge} (`tpufleet users remove`) goes further, for an account the
+// agent made and only for one: its tpufleet keys go, it gets `!ALL`, it is locked and
+// expired (`usermod -L -e 1`: sshd refuses it then, with or without PAM, whatever keys
+// its own lines of authorized_keys hold), and then every process of its uid is stopped
+// (user_processes.h: SIGTERM, SIGKILL after the grace); action "revoked". With purge the
+// account and its home go too (`userdel -r`), action "purged". Just before its processes
+// are stopped, AccountTools::stop_jobs lets the caller cancel the account's jobs through
+// its job table, so that they are recorded as cancelled. An
+// account the agent did not make (root, a system account, tpufleet's own login, one the
+// guest agent made), uid 0, or a name also listed in `users` is refused and untouched;
+// a name with no account here is "revoked" or "purged" with nothing to do. An account
+// listed again later is unlocked (`usermod -U -e ''`) and gets its keys back.
 // Names must pass core's CheckUserName and keys CheckSshPublicKey; a user that does not
 // is refused alone, and nothing is done for it.
 //
@@ -24,10 +37,13 @@
 // authorized_keys.h). REQUIRES: root.
 #pragma once
 
+#include <chrono>
+#include <functional>
 #include <string>
 #include <vector>
 
 #include "agent/host/host_paths.h"
+#include "agent/host/user_processes.h"
 
 namespace tpufleet::agent::host {
 
@@ -40,10 +56,17 @@ struct AccountSpec {
   bool sudo = false;
 };
 
+/// An account taken away (above).
+struct AccountRemoval {
+  std::string name;
+  bool purge = false;  // the account and its home go too
+};
+
 struct AccountResult {
   std::string name;
   /// "created", "updated" (keys changed), "unchanged", "sudo_only" (not made by the
-  /// agent: see above), "removed" (no longer listed: keys taken away), "refused".
+  /// agent: see above), "removed" (no longer listed: keys taken away), "revoked" and
+  /// "purged" (a removal: see above), "refused".
   std::string action;
   std::string error;   // what failed; "" when it all went through
   std::string detail;  // for sudo_only: why the keys were left alone
@@ -53,11 +76,20 @@ struct AccountResult {
 struct AccountTools {
   std::string useradd;
   std::string visudo;  // none found: the sudoers file is written unchecked (no sudo)
+  std::string usermod;
+  std::string userdel;
+  std::chrono::milliseconds stop_grace = kStopGrace;  // SIGTERM to SIGKILL, on a removal
+  /// Called for each account a removal takes away, once it can no longer log in or sudo
+  /// and before its processes are stopped: the agent cancels its jobs there. Returns
+  /// what failed, "" when nothing did. Empty: nothing to do.
+  std::function<std::string(const std::string& name)> stop_jobs;
 };
 
-/// Applies `users` (see above); a result per listed user, then one per removed one.
+/// Applies `users` and `remove` (see above); a result per listed user, then one per
+/// account no longer listed, then one per removal.
 std::vector<AccountResult> ApplyAccounts(const HostPaths& paths,
                                          const std::vector<AccountSpec>& users,
+                                         const std::vector<AccountRemoval>& remove = {},
                                          const AccountTools& tools = {});
 
 }  // namespace tpufleet::agent::host

@@ -1,95 +1,17 @@
 #include "agent/host/accounts.h"
 
-#include <sched.h>
-#include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <cerrno>
-#include <cstring>
-
 #include <gtest/gtest.h>
 
-#include "agent/host/authorized_keys.h"
+#include "agent/host/testing/accounts_fixture.h"
 #include "agent/host/user_db.h"
 #include "util/file.h"
-#include "util/subprocess.h"
 #include "util/testing/temp_dir.h"
 
 namespace tpufleet::agent::host {
 namespace {
-
-const std::string kKey1 =
-    "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIP89UbnLalkUqqvK/CcbsevZ0heDIgpouFslMneT3Am2 user1@laptop";
-const std::string kKey2 =
-    "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHZXnDdd49jLfgX5pIRFn6hHAIyPLszzl/iVYyDw+CdF user2@laptop";
-const std::string kKey3 =
-    "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIE9GHMhXyVUCT9ZgJj8TJ1lZtebJMa2JgpBDOTjb8Oe9 user3@laptop";
-
-std::string Block(const std::vector<std::string>& keys) { return MergeAuthorizedKeys("", keys); }
-
-// The exit code of a command, as typed at a root shell.
-int Command(const std::vector<std::string>& argv) {
-  Result<ProgramResult> r = RunUserCommand(argv, "", std::chrono::seconds(60));
-  return r.ok() ? r->exit_code : -1;
-}
-
-// This test process in a mount namespace of its own, with a copy of /etc and an empty
-// /home bound over the real ones: useradd, sudo and runuser work as on a worker, and
-// the machine's accounts are never touched. The namespace ends with the process.
-class Accounts : public ::testing::Test {
- protected:
-  void SetUp() override {
-    if (::geteuid() != 0) {
-      GTEST_SKIP() << "needs root, to create accounts in a mount namespace of its own";
-    }
-    if (::access("/usr/sbin/useradd", X_OK) != 0 || ::access("/usr/bin/sudo", X_OK) != 0 ||
-        ::access("/usr/sbin/runuser", X_OK) != 0) {
-      GTEST_SKIP() << "needs useradd, sudo and runuser installed";
-    }
-    if (::unshare(CLONE_NEWNS) != 0) {
-      GTEST_SKIP() << "cannot make a mount namespace here: " << std::strerror(errno);
-    }
-    ASSERT_EQ(::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr), 0);
-    ASSERT_EQ(Command({"cp", "-a", "/etc", dir_.Path("etc")}), 0);
-    ASSERT_EQ(::mkdir(dir_.Path("home").c_str(), 0755), 0);
-    ASSERT_EQ(::mount(dir_.Path("etc").c_str(), "/etc", nullptr, MS_BIND, nullptr), 0);
-    etc_bound_ = true;
-    ASSERT_EQ(::mount(dir_.Path("home").c_str(), "/home", nullptr, MS_BIND, nullptr), 0);
-    home_bound_ = true;
-    paths_.state = dir_.Path("state");
-    // What Google's guest agent sets up on every TPU VM.
-    ASSERT_EQ(Command({"groupadd", "google-sudoers"}), 0);
-    ASSERT_TRUE(WriteFileAtomic("/etc/sudoers.d/google_sudoers",
-                                "%google-sudoers ALL=(ALL:ALL) NOPASSWD:ALL\n", 0440).ok());
-  }
-  void TearDown() override {
-    if (home_bound_) {
-      ::umount2("/home", MNT_DETACH);
-    }
-    if (etc_bound_) {
-      ::umount2("/etc", MNT_DETACH);
-    }
-  }
-
-  std::vector<AccountResult> Apply(const std::vector<AccountSpec>& users) {
-    return ApplyAccounts(paths_, users);
-  }
-  static std::string KeysOf(const std::string& user) {
-    Result<std::string> text = ReadFile("/home/" + user + "/.ssh/authorized_keys");
-    return text.ok() ? *text : "(none)";
-  }
-  // `sudo -n true` as `user`, as they would run it after logging in.
-  static int SudoAs(const std::string& user) {
-    return Command({"runuser", "-u", user, "--", "sudo", "-n", "true"});
-  }
-  static std::string Sudoers() { return ReadFile("/etc/sudoers.d/zz_tpufleet").value(); }
-
-  TempDir dir_;
-  HostPaths paths_;
-  bool etc_bound_ = false;
-  bool home_bound_ = false;
-};
 
 TEST_F(Accounts, SudoFalseMeansNoSudoEvenInGoogleSudoers) {
   std::vector<AccountResult> r = Apply({{"alice", {kKey1}, true}, {"bob", {kKey2}, false}});

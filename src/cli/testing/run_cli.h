@@ -2,6 +2,7 @@
 // look at what it printed. Include in tests only.
 #pragma once
 
+#include <atomic>
 #include <map>
 #include <sstream>
 #include <string>
@@ -10,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/app.h"
+#include "cli/remote_command.h"
 #include "util/strings.h"
 
 namespace tpufleet::cli::cli_testing {
@@ -32,6 +34,22 @@ inline Output Tpufleet(const App& app, const std::vector<std::string>& argv,
   std::ostringstream err;
   Output o;
   o.code = static_cast<int>(Main(app, argv, out, err, env));
+  o.out = out.str();
+  o.err = err.str();
+  return o;
+}
+
+// Runs `argv` as a team server runs it for a client allowed `access` that sent `files`
+// (RunServedCommand), the client never going away.
+inline Output Served(const App& app, const std::vector<std::string>& argv,
+                     std::map<std::string, std::string> env, Access access,
+                     std::map<std::string, std::string> files = {}) {
+  std::ostringstream out;
+  std::ostringstream err;
+  std::atomic<bool> never{false};
+  Output o;
+  o.code = static_cast<int>(RunServedCommand(app, {argv, std::move(files)}, std::move(env),
+                                             std::move(access), out, err, never));
   o.out = out.str();
   o.err = err.str();
   return o;

@@ -206,7 +206,7 @@ class FakeAgents {
         api::JobOnWorker j;
         j.id = q.job.id;
         j.name = q.job.name;
-        j.user = "tester";
+        j.user = q.job.user.empty() ? "tester" : q.job.user;  // as the agent names it
         j.command = q.job.command;
         j.worker = q.worker.value_or(0);
         j.state = q.dry_run ? JobState::kStarting : start_state;

@@ -31,6 +31,7 @@ class FakeSshHosts final : public CloudProvider, public ProviderSource {
   Result<CloudOperation> CreateNode(const CreateNodeRequest&) override { return No(); }
   Result<CloudOperation> DeleteNode(std::string_view, std::string_view) override { return No(); }
   Result<CloudOperation> StopNode(std::string_view, std::string_view) override { return No(); }
+  Result<CloudOperation> StartNode(std::string_view, std::string_view) override { return No(); }
   Result<CloudOperation> DeleteQueuedResource(std::string_view, std::string_view,
                                               bool) override {
     return No();

@@ -19,7 +19,7 @@ namespace tpufleet::testing {
 
 class FakeStateLock final : public StateLocker {
  public:
-  Result<UniqueFd> TryLock() override {
+  Result<StateHold> TryLock() override {
     ++tries_;
     if (holder.has_value()) {
       return FailedPreconditionError(*holder + " is changing the fleet");
@@ -33,7 +33,7 @@ class FakeStateLock final : public StateLocker {
     }
     read_end_ = UniqueFd(fds[0]);
     ++takes_;
-    return UniqueFd(fds[1]);
+    return StateHold(std::make_shared<UniqueFd>(fds[1]));
   }
 
   /// Set: another process holds the lock ("`tpufleet up` (pid 123)"): TryLock refuses.

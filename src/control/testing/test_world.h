@@ -156,6 +156,16 @@ class FakeWorkers {
   /// How many installs ran (on any worker), and which workers had accounts.apply.
   int installs() const { return installs_; }
   std::vector<std::string> AccountsOn() const { return RootCallsOn(api::AgentOp::kAccountsApply); }
+  /// Each accounts.apply request, with the worker it went to, in order.
+  std::vector<std::pair<std::string, api::AgentRequest>> AccountRequests() const {
+    std::vector<std::pair<std::string, api::AgentRequest>> out;
+    for (const Call& c : calls_) {
+      if (Result<api::AgentRequest> r = RootCall(c); r.ok() && r->op == api::AgentOp::kAccountsApply) {
+        out.emplace_back(c.alias, *r);
+      }
+    }
+    return out;
+  }
   /// The workers that had disks.mount, and each request's mounts as "disk:path:ro|rw".
   std::vector<std::string> MountsOn() const { return RootCallsOn(api::AgentOp::kDisksMount); }
   std::vector<std::string> MountRequests() const {
@@ -193,7 +203,8 @@ class FakeWorkers {
  private:
   HostResult Answer(const FanoutHost& host, size_t index, FanoutSink& sink) {
     const FanoutJob& job = fanout_.jobs[fanout_.answering];
-    calls_.push_back({host.name, job.stdin_header, job.command});
+    const std::string command = host.command.empty() ? job.command : host.command;
+    calls_.push_back({host.name, job.stdin_header, command});
     HostResult r;
     if (refusals_[host.name]++ < refuse_first_) {
       r.outcome = HostOutcome::kUnreachable;
@@ -218,7 +229,7 @@ class FakeWorkers {
                                    : job.command.substr(flag + std::strlen(" install --prometheus "));
       return r;
     }
-    if (job.command == AgentRootCallCommand()) {  // accounts.apply, disks.mount
+    if (IsRootCall(command)) {  // accounts.apply, disks.mount
       api::AgentRequest request = api::ParseAgentRequest(Trim(job.stdin_header)).value();
       if (request.op == api::AgentOp::kDisksMount) {
         std::vector<api::MountResult> mounted;
@@ -232,9 +243,12 @@ class FakeWorkers {
                       api::AnswerLine({Status::Ok(), mounted}) + "\n");
         return r;
       }
-      std::vector<api::AccountResult> made;
+      api::AccountsReport made;
       for (const api::AccountSpec& u : request.users) {
-        made.push_back({u.name, "created", "", ""});
+        made.results.push_back({u.name, "created", "", ""});
+      }
+      for (const api::AccountRemoval& x : request.remove) {
+        made.results.push_back({x.name, x.purge ? "purged" : "revoked", "", ""});
       }
       sink.OnOutput(index, OutputStream::kStdout,
                     api::AnswerLine({Status::Ok(), made}) + "\n");
@@ -247,8 +261,12 @@ class FakeWorkers {
     return r;
   }
 
+  // up's `sudo -n … call`, or CallAgents' `sudo -n … call --worker N`.
+  static bool IsRootCall(const std::string& command) {
+    return command == AgentRootCallCommand() || command.rfind(AgentRootCallCommand() + " ", 0) == 0;
+  }
   static Result<api::AgentRequest> RootCall(const Call& c) {
-    if (c.command != AgentRootCallCommand()) {
+    if (!IsRootCall(c.command)) {
       return NotFoundError("not a root call");
     }
     return api::ParseAgentRequest(Trim(c.script));

@@ -81,16 +81,18 @@ inline constexpr const char* kStandinPath = "/usr/local/bin/tpu-standin";
 inline constexpr const char* kBucketMount = "/gcs";
 
 /// The capabilities a worker's processes may have, Docker's default set without
-/// CAP_MKNOD: enough for sshd (setuid, setgid, chown, chroot, audit), sudo, useradd,
-/// package installs and ping. Gone are, among others, CAP_SYS_ADMIN (mounts: the
-/// worker's root could uncover the machine's /etc under its overlay), CAP_NET_ADMIN
-/// (its addresses and routes), CAP_SYS_MODULE, CAP_SYS_RAWIO, CAP_SYS_BOOT,
-/// CAP_SYS_TIME, CAP_DAC_READ_SEARCH (open_by_handle_at reaches any file of the
-/// machine) and CAP_SYS_PTRACE.
+/// CAP_MKNOD, with CAP_NET_ADMIN: enough for sshd (setuid, setgid, chown, chroot,
+/// audit), sudo, useradd, package installs, ping, and the nftables rules of the node
+/// agent's metadata guard (issue 16), which a VM's root sets in its own network; the
+/// worker's is a network namespace of its own, so they change nothing else. Gone are,
+/// among others, CAP_SYS_ADMIN (mounts: the worker's root could uncover the machine's
+/// /etc under its overlay), CAP_SYS_MODULE, CAP_SYS_RAWIO, CAP_SYS_BOOT, CAP_SYS_TIME,
+/// CAP_DAC_READ_SEARCH (open_by_handle_at reaches any file of the machine) and
+/// CAP_SYS_PTRACE.
 inline constexpr int kWorkerCapabilities[] = {
     CAP_CHOWN,  CAP_DAC_OVERRIDE,     CAP_FOWNER,  CAP_FSETID,     CAP_KILL,
     CAP_SETGID, CAP_SETUID,           CAP_SETPCAP, CAP_NET_BIND_SERVICE,
-    CAP_NET_RAW, CAP_SYS_CHROOT,      CAP_AUDIT_WRITE, CAP_SETFCAP};
+    CAP_NET_RAW, CAP_NET_ADMIN,       CAP_SYS_CHROOT, CAP_AUDIT_WRITE, CAP_SETFCAP};
 
 /// Drops every other capability from the bounding set (so nothing started from now on,
 /// root or setuid, can have it) and from this process, but for CAP_MKNOD and

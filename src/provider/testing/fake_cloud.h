@@ -28,6 +28,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -126,6 +127,13 @@ class FakeCloud final : public CloudProvider {
       it->second.node.state = state;
     }
   }
+  /// Someone attached or detached disks (gcloud's attach-disk).
+  void SetDataDisks(const std::string& zone, const std::string& id, std::vector<NodeDisk> disks) {
+    std::lock_guard<std::mutex> l(mu_);
+    if (auto it = nodes_.find({zone, id}); it != nodes_.end()) {
+      it->second.node.data_disks = std::move(disks);
+    }
+  }
   /// Just before the next call of `method`, node (zone, id) turns `state`: a
   /// preemption while control waits on the node.
   void SetStateOnNext(const std::string& method, const std::string& zone, const std::string& id,
@@ -193,236 +201,49 @@ class FakeCloud final : public CloudProvider {
   int deletes() const { return CallCount("DeleteNode") + CallCount("DeleteQueuedResource"); }
   int ssh_key_sets() const { return CallCount("SetSshKeys"); }
   int stops() const { return CallCount("StopNode"); }
-  int mutating_calls() const { return creates() + deletes() + ssh_key_sets() + stops(); }
+  int starts() const { return CallCount("StartNode"); }
+  int mutating_calls() const {
+    return creates() + deletes() + ssh_key_sets() + stops() + starts();
+  }
   void ClearCalls() {
     std::lock_guard<std::mutex> l(mu_);
     calls_.clear();
   }
 
-  // ---- CloudProvider
+  // ---- CloudProvider (fake_cloud_calls.h)
 
-  Result<CloudOperation> CreateNode(const CreateNodeRequest& r) override {
-    return Call("CreateNode", r.zone, r.node_id, [&]() -> Result<CloudOperation> {
-      std::string request_key = r.zone + "|" + r.request_id;
-      if (auto seen = requests_.find(request_key);
-          !r.request_id.empty() && seen != requests_.end()) {
-        Op& first = ops_.at(seen->second);
-        return CloudOperation{first.name, first.done, first.done ? first.outcome : Status::Ok()};
-      }
-      if (auto it = create_errors_.find(r.zone); it != create_errors_.end() && !it->second.ok()) {
-        return it->second;
-      }
-      if (!catalog_.Lookup(r.type).ok()) {
-        return InvalidArgumentError("unknown accelerator type " + r.type);
-      }
-      auto qr = queued_.find({r.zone, r.node_id});
-      if (r.queued && qr != queued_.end() && qr->second.request.request_id == r.request_id &&
-          !r.request_id.empty()) {
-        return NewOperation(OpKind::kNone, r.zone, r.node_id, Status::Ok());  // same request
-      }
-      if (nodes_.count({r.zone, r.node_id}) != 0 || qr != queued_.end()) {
-        std::string what = r.queued ? "queuedResources/" : "nodes/";
-        return AlreadyExistsError("Resource '" + ZonePath(r.zone) + "/" + what + r.node_id +
-                                  "' already exists");
-      }
-      if (r.queued) {
-        QueuedEntry& q = queued_[{r.zone, r.node_id}];
-        q.request = r;
-        q.qr = {r.node_id, r.zone, ZonePath(r.zone) + "/queuedResources/" + r.node_id,
-                NodeState::kWaitingForResources, Status::Ok(), {r.node_id}};
-        CloudOperation op = NewOperation(OpKind::kNone, r.zone, r.node_id, Status::Ok());
-        requests_[request_key] = op.name;
-        return op;
-      }
-      Status outcome = Status::Ok();
-      if (auto it = stockouts_.find(r.zone); it != stockouts_.end() && it->second) {
-        outcome = ResourceExhaustedError("There is no more capacity in the zone \"" + r.zone +
-                                         "\"; you can try in another zone where Cloud TPU "
-                                         "Nodes are offered");
-      }
-      NodeEntry& e = MakeNode(r, NodeState::kCreating, "");
-      e.hidden_lists = list_lag_;
-      CloudOperation op = NewOperation(OpKind::kCreate, r.zone, r.node_id, outcome);
-      if (!op.done) {
-        nodes_.at({r.zone, r.node_id}).op = op.name;
-      }
-      requests_[request_key] = op.name;
-      return op;
-    }, r.request_id);
-  }
+  Result<CloudOperation> CreateNode(const CreateNodeRequest& r) override;
 
-  Result<CloudOperation> DeleteNode(std::string_view zone, std::string_view node_id) override {
-    std::string z(zone), id(node_id);
-    return Call("DeleteNode", z, id, [&]() -> Result<CloudOperation> {
-      auto it = nodes_.find({z, id});
-      if (it == nodes_.end()) {
-        return NotFound("nodes/" + id, z);
-      }
-      it->second.node.state = NodeState::kDeleting;
-      CloudOperation op = NewOperation(OpKind::kDelete, z, id, Status::Ok());
-      if (!op.done) {
-        it->second.op = op.name;
-      }
-      return op;
-    });
-  }
+  Result<CloudOperation> DeleteNode(std::string_view zone, std::string_view node_id) override;
 
   // READY → STOPPING, STOPPED when its operation ends; a pod or another state refuses.
-  Result<CloudOperation> StopNode(std::string_view zone, std::string_view node_id) override {
-    std::string z(zone), id(node_id);
-    return Call("StopNode", z, id, [&]() -> Result<CloudOperation> {
-      auto it = nodes_.find({z, id});
-      if (it == nodes_.end()) {
-        return NotFound("nodes/" + id, z);
-      }
-      NodeEntry& e = it->second;
-      if (e.node.workers.size() != 1 || e.node.state != NodeState::kReady) {
-        return InvalidArgumentError("stop is only available for single TPU nodes that are READY");
-      }
-      e.node.state = NodeState::kStopping;
-      CloudOperation op = NewOperation(OpKind::kStop, z, id, Status::Ok());
-      e.op = op.done ? "" : op.name;
-      return op;
-    });
-  }
+  Result<CloudOperation> StopNode(std::string_view zone, std::string_view node_id) override;
+  // STOPPED → STARTING, READY when its operation ends; another state refuses.
+  Result<CloudOperation> StartNode(std::string_view zone, std::string_view node_id) override;
 
   Result<CloudOperation> DeleteQueuedResource(std::string_view zone, std::string_view qr_id,
-                                              bool force) override {
-    std::string z(zone), id(qr_id);
-    return Call("DeleteQueuedResource", z, id, [&]() -> Result<CloudOperation> {
-      auto it = queued_.find({z, id});
-      if (it == queued_.end()) {
-        return NotFound("queuedResources/" + id, z);
-      }
-      for (const std::string& n : it->second.qr.node_ids) {
-        if (auto node = nodes_.find({z, n}); node != nodes_.end()) {
-          if (!force) {
-            return FailedPreconditionError("queued resource " + id + " still has node " + n +
-                                           "; delete it first or use force");
-          }
-          node->second.node.state = NodeState::kDeleting;
-        }
-      }
-      it->second.qr.state = NodeState::kDeleting;
-      return NewOperation(OpKind::kDeleteQueued, z, id, Status::Ok());
-    });
-  }
+                                              bool force) override;
 
   Result<CloudOperation> SetSshKeys(std::string_view zone, std::string_view node_id,
-                                    std::string_view ssh_keys) override {
-    std::string z(zone), id(node_id);
-    return Call("SetSshKeys", z, id, [&]() -> Result<CloudOperation> {
-      auto it = nodes_.find({z, id});
-      if (it == nodes_.end()) {
-        return NotFound("nodes/" + id, z);
-      }
-      it->second.node.metadata["ssh-keys"] = std::string(ssh_keys);
-      return NewOperation(OpKind::kNone, z, id, Status::Ok());
-    });
-  }
+                                    std::string_view ssh_keys) override;
 
-  Result<CloudOperation> GetOperation(std::string_view name) override {
-    std::string n(name);
-    return Call("GetOperation", "", n, [&]() -> Result<CloudOperation> {
-      auto it = ops_.find(n);
-      if (it == ops_.end()) {
-        return NotFoundError("Operation '" + n + "' was not found");
-      }
-      return Poll(it->second);
-    });
-  }
+  Result<CloudOperation> GetOperation(std::string_view name) override;
 
-  Result<CloudNode> GetNode(std::string_view zone, std::string_view node_id) override {
-    std::string z(zone), id(node_id);
-    return Call("GetNode", z, id, [&]() -> Result<CloudNode> {
-      if (auto it = nodes_.find({z, id}); it != nodes_.end() && !it->second.op.empty()) {
-        if (auto op = ops_.find(it->second.op); op != ops_.end()) {
-          (void)Poll(op->second);  // may finish the operation, and so erase the node
-        }
-      }
-      auto it = nodes_.find({z, id});
-      if (it == nodes_.end()) {
-        return NotFound("nodes/" + id, z);
-      }
-      return it->second.node;
-    });
-  }
+  Result<CloudNode> GetNode(std::string_view zone, std::string_view node_id) override;
 
   Result<CloudQueuedResource> GetQueuedResource(std::string_view zone,
-                                                std::string_view qr_id) override {
-    std::string z(zone), id(qr_id);
-    return Call("GetQueuedResource", z, id, [&]() -> Result<CloudQueuedResource> {
-      auto it = queued_.find({z, id});
-      if (it == queued_.end()) {
-        return NotFound("queuedResources/" + id, z);
-      }
-      QueuedEntry& q = it->second;
-      if (q.qr.state == NodeState::kWaitingForResources && ++q.polls > queued_wait_polls_) {
-        if (!queued_failure_.ok()) {
-          q.qr.state = NodeState::kFailed;
-          q.qr.failure = queued_failure_;
-        } else {
-          q.qr.state = NodeState::kActive;
-          MakeNode(q.request, NodeState::kReady, q.qr.cloud_name);
-        }
-      }
-      return q.qr;
-    });
-  }
+                                                std::string_view qr_id) override;
 
-  Result<std::vector<CloudNode>> ListNodes(const std::vector<std::string>& zones) override {
-    return Call("ListNodes", "", Join(zones, ","), [&]() -> Result<std::vector<CloudNode>> {
-      std::vector<CloudNode> out;
-      for (const std::string& z : zones) {
-        for (auto& [key, e] : nodes_) {
-          if (key.first == z && e.hidden_lists > 0) {
-            --e.hidden_lists;
-          } else if (key.first == z) {
-            out.push_back(e.node);
-          }
-        }
-      }
-      return out;
-    });
-  }
+  Result<std::vector<CloudNode>> ListNodes(const std::vector<std::string>& zones) override;
 
   Result<std::vector<CloudQueuedResource>> ListQueuedResources(
-      const std::vector<std::string>& zones) override {
-    return Call("ListQueuedResources", "", Join(zones, ","),
-                [&]() -> Result<std::vector<CloudQueuedResource>> {
-                  std::vector<CloudQueuedResource> out;
-                  for (const std::string& z : zones) {
-                    for (const auto& [key, q] : queued_) {
-                      if (key.first == z) {
-                        out.push_back(q.qr);
-                      }
-                    }
-                  }
-                  return out;
-                });
-  }
+      const std::vector<std::string>& zones) override;
 
   Result<std::vector<WorkerIdentity>> GetWorkerIdentities(std::string_view zone,
-                                                          std::string_view node_id) override {
-    std::string z(zone), id(node_id);
-    return Call("GetWorkerIdentities", z, id, [&]() -> Result<std::vector<WorkerIdentity>> {
-      auto it = nodes_.find({z, id});
-      if (it == nodes_.end()) {
-        return NotFound("nodes/" + id, z);
-      }
-      NodeEntry& e = it->second;
-      bool published = ++e.identity_calls > host_key_delay_;
-      std::vector<WorkerIdentity> out;
-      for (size_t i = 0; i < e.node.workers.size(); ++i) {
-        out.push_back({static_cast<int>(i), published ? e.host_keys[i] : "",
-                       e.hostname_prefix + std::to_string(i), ""});
-      }
-      return out;
-    });
-  }
+                                                          std::string_view node_id) override;
 
  private:
-  enum class OpKind { kNone, kCreate, kDelete, kStop, kDeleteQueued };
+  enum class OpKind { kNone, kCreate, kDelete, kStop, kStart, kDeleteQueued };
 
   struct Op {
     std::string name;
@@ -499,6 +320,9 @@ class FakeCloud final : public CloudProvider {
     e.node.queued_resource = queued_resource;
     e.node.labels = r.labels;
     e.node.metadata = r.metadata;
+    for (const DataDiskSpec& d : r.data_disks) {
+      e.node.data_disks.push_back({d.source, std::string(DiskModeName(d.mode))});
+    }
     char hex[9];
     snprintf(hex, sizeof hex, "%08x", static_cast<unsigned>(Fnv1a64(e.node.cloud_name) ^ generation));
     e.hostname_prefix = "t1v-n-" + std::string(hex) + "-w-";
@@ -509,6 +333,26 @@ class FakeCloud final : public CloudProvider {
       e.host_keys.push_back(FakeHostKey(generation * 1000 + static_cast<uint64_t>(i)));
     }
     return e;
+  }
+
+  // A stop or start of node `node_id`: refused by `check`, else the node goes to its
+  // passing state (STOPPING, STARTING) until the operation of `kind` ends.
+  Result<CloudOperation> Transition(const char* method, std::string_view zone,
+                                    std::string_view node_id, OpKind kind,
+                                    const std::function<Status(const NodeEntry&)>& check) {
+    std::string z(zone), id(node_id);
+    return Call(method, z, id, [&]() -> Result<CloudOperation> {
+      auto it = nodes_.find({z, id});
+      if (it == nodes_.end()) {
+        return NotFound("nodes/" + id, z);
+      }
+      NodeEntry& e = it->second;
+      TPUFLEET_TRY(check(e));
+      e.node.state = kind == OpKind::kStop ? NodeState::kStopping : NodeState::kStarting;
+      CloudOperation op = NewOperation(kind, z, id, Status::Ok());
+      e.op = op.done ? "" : op.name;
+      return op;
+    });
   }
 
   // REQUIRES: mu_ held.
@@ -558,6 +402,12 @@ class FakeCloud final : public CloudProvider {
           node->second.op.clear();
         }
         break;
+      case OpKind::kStart:
+        if (node != nodes_.end() && node->second.node.state == NodeState::kStarting) {
+          node->second.node.state = NodeState::kReady;
+          node->second.op.clear();
+        }
+        break;
       case OpKind::kDeleteQueued:
         if (auto q = queued_.find(key); q != queued_.end()) {
           for (const std::string& n : q->second.qr.node_ids) {
@@ -598,3 +448,6 @@ class FakeCloud final : public CloudProvider {
 };
 
 }  // namespace tpufleet
+
+// The CloudProvider calls, defined out of the class.
+#include "provider/testing/fake_cloud_calls.h"  // IWYU pragma: export

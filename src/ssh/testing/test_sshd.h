@@ -174,6 +174,10 @@ class TestSshd {
     text += "KbdInteractiveAuthentication no\n";
     text += "PubkeyAuthentication yes\n";
     text += "MaxStartups 100\n";
+    // Debian's bash reads ~/.bashrc for a command sshd starts, unless it is a nested shell
+    // (SHLVL); this machine's user's rc file is not the test's (pyenv's shims there wait
+    // on a lock another session may hold, and hung CI's sessions).
+    text += "SetEnv SHLVL=1\n";
     text += "LogLevel VERBOSE\n";
     TPUFLEET_TRY(WriteFileAtomic(config, text, 0600));
     int log =

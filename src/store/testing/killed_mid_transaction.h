@@ -11,21 +11,22 @@
 #include <unistd.h>
 
 #include <functional>
+#include <memory>
 #include <string>
 
-#include "store/sqlite_store.h"
+#include "store/store.h"
 
 namespace tpufleet {
 
-/// Opens the store at `path` in a child, runs `writes` on it inside a Transaction and
-/// kills the child with SIGKILL before the transaction ends. Fails the test unless the
-/// child died that way.
-inline void KillMidTransaction(const std::string& path,
-                               const std::function<void(SqliteStore&)>& writes) {
+/// Opens a store with `open` (a Result<unique_ptr<S>>() for a Store S) in a child, runs
+/// `writes` on it inside a Transaction and kills the child with SIGKILL before the
+/// transaction ends. Fails the test unless the child died that way.
+template <typename Open>
+void KillMidTransaction(const Open& open, const std::function<void(Store&)>& writes) {
   pid_t child = ::fork();
   ASSERT_GE(child, 0);
   if (child == 0) {
-    Result<std::unique_ptr<SqliteStore>> s = SqliteStore::Open(path);
+    auto s = open();
     if (!s.ok()) {
       ::_exit(3);
     }

@@ -1,0 +1,180 @@
+#include "cli/served_ssh.h"
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <filesystem>
+#include <optional>
+#include <ostream>
+
+#include "cli/app.h"
+#include "control/server_ssh.h"
+#include "remote/joined_servers.h"
+#include "remote/server_client.h"
+#include "util/log.h"
+#include "util/strings.h"
+#include "util/subprocess.h"
+
+namespace tpufleet::cli {
+namespace {
+
+constexpr std::array<std::string_view, 5> kOverSsh = {"exec", "ssh", "forward", "cp", "attach"};
+
+// The person's workers on the server `url` and a private ssh config for them, in
+// `logins`; the error to print otherwise.
+Status PrepareLogins(Invocation& inv, const std::string& url, ServerLogins& logins) {
+  if (inv.app.server_http == nullptr) {
+    return InternalError("this build of tpufleet has no HTTP client for --server");
+  }
+  TPUFLEET_ASSIGN_OR_RETURN(
+      remote::ServerOptions options,
+      remote::ResolveServer(url, inv.args.Get("server-fingerprint").value_or(""), inv.env));
+  TPUFLEET_ASSIGN_OR_RETURN(std::optional<remote::JoinedServer> joined,
+                            remote::FindJoinedServer(inv.env, options.server));
+  logins.url = options.url;
+  logins.person = joined ? joined->person : "";
+  remote::ServerClient client(inv.app.server_http, options);
+  std::string notice;
+  TPUFLEET_ASSIGN_OR_RETURN(std::vector<api::WorkerHost> hosts, client.Hosts(&notice));
+  if (!notice.empty()) {
+    inv.err << "tpufleet: " << notice << std::endl;
+  }
+  logins.nodes = ServerNodeRecords(logins.person, hosts);
+  std::error_code ec;
+  std::filesystem::path tmp = std::filesystem::temp_directory_path(ec);
+  if (ec) {
+    return FailedPreconditionError("no temporary directory for the ssh config: " + ec.message() +
+                                   " (check TMPDIR)");
+  }
+  TPUFLEET_TRY(logins.dir.Make(tmp.string(), "tpufleet-ssh-"));
+  TPUFLEET_ASSIGN_OR_RETURN(logins.config,
+                            WriteDirectServerSshFiles(logins.dir.path(), logins.person, hosts));
+  return Status::Ok();
+}
+
+}  // namespace
+
+bool ServedOverSsh(std::string_view command) {
+  return std::find(kOverSsh.begin(), kOverSsh.end(), command) != kOverSsh.end();
+}
+
+Status RefuseLabelSelectors(const std::vector<std::string>& targets) {
+  for (const std::string& word : targets) {
+    if (word.find('=') != std::string::npos) {
+      return InvalidArgumentError("label selectors such as '" + word.substr(0, 64) +
+                                  "' do not work through a team server (its answer has no "
+                                  "labels); name the nodes: NODE, NODE:N, NODE:1-3 or all");
+    }
+  }
+  return Status::Ok();
+}
+
+ExitStatus RunOverSsh(Invocation& inv, const std::string& url) {
+  ServerLogins logins;
+  if (Status s = PrepareLogins(inv, url, logins); !s.ok()) {
+    return s.code() == StatusCode::kInvalidArgument ? UsageError(inv, s.message()) : Fail(inv, s);
+  }
+  const std::string& name = inv.command;
+  if (name == "exec") {
+    return RunExecOverSsh(inv, logins);
+  }
+  if (name == "cp") {
+    return RunCopyOverSsh(inv, logins);
+  }
+  if (name == "ssh") {
+    return RunSshOverSsh(inv, logins);
+  }
+  if (name == "forward") {
+    return RunForwardOverSsh(inv, logins);
+  }
+  if (name == "attach") {
+    return RunAttachOverSsh(inv, logins);
+  }
+  return Fail(inv, InternalError("`" + name + "` does not run over SSH"));
+}
+
+Result<std::vector<api::JobPlace>> JobsOnServer(Invocation& inv, const ServerLogins& logins) {
+  TPUFLEET_ASSIGN_OR_RETURN(
+      remote::ServerOptions options,
+      remote::ResolveServer(logins.url, inv.args.Get("server-fingerprint").value_or(""), inv.env));
+  remote::ServerClient client(inv.app.server_http, std::move(options));
+  std::string out;
+  std::string err;
+  TPUFLEET_ASSIGN_OR_RETURN(
+      remote::RemoteRun run,
+      client.Run({{"jobs", "--json"}}, [&](api::OutputStream stream, std::string_view text) {
+        (stream == api::OutputStream::kStdout ? out : err).append(text);
+      }));
+  if (run.exit_code != 0) {
+    return UnavailableError("the team server " + logins.url +
+                            " could not list the jobs: " + std::string(Trim(TerminalText(err))));
+  }
+  return api::ParseJobPlaces(out);
+}
+
+namespace {
+
+// The ssh RunSshHere waits for, and the stop signal that came meanwhile (0: none).
+volatile sig_atomic_t ssh_child = 0;
+volatile sig_atomic_t stop_signal = 0;
+
+// SIGTERM or SIGHUP (a terminal closed) while ssh runs: passed on to ssh, so that this
+// process ends after it, and removes its config, rather than at once.
+void PassOnToSsh(int sig) {
+  stop_signal = sig;
+  if (ssh_child > 0) {
+    ::kill(static_cast<pid_t>(ssh_child), sig);
+  }
+}
+
+}  // namespace
+
+ExitStatus RunSshHere(Invocation& inv, const std::vector<std::string>& argv) {
+  inv.out.flush();
+  inv.err.flush();
+  // As system(3): the terminal's Ctrl-C and Ctrl-\ are ssh's to act on (the spawn
+  // gives it the default actions); this process waits for it, then removes the config.
+  struct sigaction ignore {};
+  ignore.sa_handler = SIG_IGN;
+  struct sigaction pass_on {};
+  pass_on.sa_handler = PassOnToSsh;
+  sigemptyset(&pass_on.sa_mask);
+  struct sigaction old_int {
+  }, old_quit{}, old_term{}, old_hup{};
+  stop_signal = 0;
+  ssh_child = 0;
+  ::sigaction(SIGINT, &ignore, &old_int);
+  ::sigaction(SIGQUIT, &ignore, &old_quit);
+  ::sigaction(SIGTERM, &pass_on, &old_term);
+  ::sigaction(SIGHUP, &pass_on, &old_hup);
+  auto restore = [&] {
+    ::sigaction(SIGINT, &old_int, nullptr);
+    ::sigaction(SIGQUIT, &old_quit, nullptr);
+    ::sigaction(SIGTERM, &old_term, nullptr);
+    ::sigaction(SIGHUP, &old_hup, nullptr);
+    ssh_child = 0;
+  };
+  SpawnOptions options;
+  options.search_path = options.inherit_env = true;  // in the terminal's process group
+  Result<pid_t> pid = SpawnSubprocess(argv, options, {STDIN_FILENO, STDOUT_FILENO, STDERR_FILENO});
+  if (!pid.ok()) {
+    restore();
+    return Fail(inv, pid.status());
+  }
+  ssh_child = *pid;
+  if (stop_signal != 0) {  // it came before ssh was known: pass it on now
+    ::kill(*pid, stop_signal);
+  }
+  int status = 0;
+  while (::waitpid(*pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  restore();
+  int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return static_cast<ExitStatus>(code);
+}
+
+}  // namespace tpufleet::cli

@@ -1,0 +1,114 @@
+// SqlStore's tables for what serve keeps: restartable jobs, the spend ledger and the
+// serve record (schema step 7 in sql_store.cc).
+#include <nlohmann/json.hpp>
+
+#include "store/sql_driver.h"
+#include "store/sql_store.h"
+
+namespace tpufleet {
+namespace {
+
+using sql::MapRows;
+using sql::Row;
+using sql::ToMicros;
+using sql::TxKind;
+
+}  // namespace
+
+Result<std::vector<JobRecord>> SqlStore::Jobs(std::string_view fleet) {
+  return Select<JobRecord>(
+      "SELECT fleet, node, id, name, spec_json, restart, max_restarts, restarts, state, "
+      "last_reason, created_at, updated_at FROM jobs WHERE ?1 = '' OR fleet = ?1 "
+      "ORDER BY fleet, node, id",
+      [](const Row& q) -> Result<JobRecord> {
+        JobRecord j;
+        j.fleet = q.Text(0);
+        j.node = q.Text(1);
+        j.id = q.Text(2);
+        j.name = q.Text(3);
+        j.spec_json = q.Text(4);
+        j.restart = q.Text(5);
+        j.max_restarts = static_cast<int>(q.Int(6));
+        j.restarts = static_cast<int>(q.Int(7));
+        j.state = q.Text(8);
+        j.last_reason = q.Text(9);
+        j.created_at = q.Time(10);
+        j.updated_at = q.Time(11);
+        return j;
+      },
+      fleet);
+}
+
+Status SqlStore::PutJob(const JobRecord& j) {
+  static const std::string kUpsert =
+      sql::UpsertSql("jobs",
+                     {"fleet", "node", "id", "name", "spec_json", "restart", "max_restarts",
+                      "restarts", "state", "last_reason", "created_at", "updated_at"},
+                     3);
+  return Write(kUpsert, j.fleet, j.node, j.id, j.name, j.spec_json, j.restart, j.max_restarts,
+               j.restarts, j.state, j.last_reason, j.created_at, j.updated_at);
+}
+
+Result<std::vector<SpendRecord>> SqlStore::Spend(std::string_view fleet,
+                                                 std::optional<Clock::WallTime> since) {
+  return Select<SpendRecord>(
+      "SELECT id, fleet, node, cloud_name, zone, type, capacity, state, usd_per_hour, "
+      "start, end_time FROM spend WHERE (?1 = '' OR fleet = ?1) "
+      "AND (end_time IS NULL OR end_time >= ?2) ORDER BY start, id",
+      [](const Row& q) -> Result<SpendRecord> {
+        return SpendRecord{q.Int(0),    q.Text(1), q.Text(2),         q.Text(3),
+                           q.Text(4),   q.Text(5), q.Text(6),         q.Text(7),
+                           q.Double(8), q.Time(9), q.OptionalTime(10)};
+      },
+      fleet, since ? ToMicros(*since) : INT64_MIN);
+}
+
+Result<int64_t> SqlStore::PutSpend(const SpendRecord& s) {
+  // A write that returns the row's id (RETURNING): a new stretch's (?1, the id 0, unused),
+  // or the updated one's.
+  const char* sql = s.id == 0 ? "INSERT INTO spend (fleet, node, cloud_name, zone, type, capacity, "
+                                "state, usd_per_hour, start, end_time) "
+                                "VALUES (?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) RETURNING id"
+                              : "UPDATE spend SET fleet = ?2, node = ?3, cloud_name = ?4, "
+                                "zone = ?5, type = ?6, capacity = ?7, state = ?8, "
+                                "usd_per_hour = ?9, start = ?10, end_time = ?11 WHERE id = ?1 "
+                                "RETURNING id";
+  Result<std::vector<Row>> ids =
+      WriteReturning(sql, s.id, s.fleet, s.node, s.cloud_name, s.zone, s.type, s.capacity, s.state,
+                     s.usd_per_hour, s.start, s.end);
+  TPUFLEET_TRY(ids.status());
+  if (ids->empty()) {
+    return NotFoundError("state store: no spend stretch " + std::to_string(s.id));
+  }
+  return (*ids)[0].Int(0);
+}
+
+Result<std::optional<ServeRecord>> SqlStore::Serve() {
+  TPUFLEET_ASSIGN_OR_RETURN(std::vector<Row> rows,
+                            Read("SELECT pid, host, fleets, started_at, last_pass_at FROM serve"));
+  if (rows.empty()) {
+    return std::optional<ServeRecord>();
+  }
+  const Row& q = rows[0];
+  ServeRecord r;
+  r.pid = static_cast<int>(q.Int(0));
+  r.host = q.Text(1);
+  TPUFLEET_ASSIGN_OR_RETURN(r.fleets, sql::StringsFromJson(q.Text(2), "the serve record's fleets"));
+  r.started_at = q.Time(3);
+  r.last_pass_at = q.Time(4);
+  return std::optional<ServeRecord>(std::move(r));
+}
+
+Status SqlStore::PutServe(const ServeRecord& s) {
+  // One row at most: the CHECK pins its key to 1.
+  static const std::string kUpsert =
+      sql::UpsertSql("serve", {"one", "pid", "host", "fleets", "started_at", "last_pass_at"}, 1);
+  return Write(kUpsert, 1, s.pid, s.host, nlohmann::json(s.fleets).dump(), s.started_at,
+               s.last_pass_at);
+}
+
+Status SqlStore::ClearServe(int pid) {
+  return Write("DELETE FROM serve WHERE pid = ?1", pid);
+}
+
+}  // namespace tpufleet
