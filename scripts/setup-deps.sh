@@ -2,8 +2,9 @@
 # Installs every build and test dependency of tpufleet from Debian's packages.
 # Idempotent: when everything is already installed it changes nothing and asks no
 # package server; otherwise it runs `apt-get update` first, then installs what is missing.
-# Then the emulator's fidelity tests get Google's Node.js clients from the npm registry
-# (`npm ci --prefix test/fidelity`), again only when they are missing or the lock changed.
+# Then the emulator's fidelity tests get Google's Node.js clients and the browser test
+# puppeteer-core from the npm registry (`npm ci --prefix test/fidelity` and
+# test/browser), again only when they are missing or the lock changed.
 #
 # Usage: scripts/setup-deps.sh [--bench]
 #   --bench  also the peers bench/fanout.sh measures tpufleet against: pdsh (and pdcp),
@@ -58,6 +59,8 @@ packages=(
   python3
   # the emulator's fidelity tests: Node.js (this machine's nodejs package ships npm)
   nodejs
+  # the dashboard's browser test (test/dashboard_e2e.sh) drives it headless
+  chromium
 )
 if ((bench)); then
   # bench/fanout.sh's peers (Debian's builds; pdcp needs pdsh on the workers too, which
@@ -65,22 +68,29 @@ if ((bench)); then
   packages+=(pdsh pssh clustershell ansible-core)
 fi
 
-# npm ci for test/fidelity when node_modules is missing or package-lock.json changed
-# (its hash is kept in node_modules/.tpufleet-lock-sha256).
-install_fidelity_clients() {
-  local dir=$root/test/fidelity stamp=$root/test/fidelity/node_modules/.tpufleet-lock-sha256 want
+# npm ci for test/DIR when node_modules is missing or package-lock.json changed (its
+# hash is kept in node_modules/.tpufleet-lock-sha256): Google's clients for the
+# emulator's fidelity tests (test/fidelity), puppeteer-core for the dashboard's browser
+# test (test/browser; it drives Debian's chromium, downloading no browser).
+install_node_modules() {
+  local dir=$root/test/$1 want
+  local stamp=$dir/node_modules/.tpufleet-lock-sha256
   [[ -f $dir/package-lock.json ]] || return 0
   if ! command -v npm >/dev/null; then
-    echo "setup-deps: npm not found; the fidelity tests will be skipped" >&2
+    echo "setup-deps: npm not found; the tests of test/$1 will be skipped" >&2
     return 0
   fi
   want=$(sha256sum "$dir/package-lock.json" | cut -d' ' -f1)
   if [[ -d $dir/node_modules && -f $stamp && $(cat "$stamp") == "$want" ]]; then
     return 0
   fi
-  echo "setup-deps: npm ci --prefix test/fidelity" >&2
+  echo "setup-deps: npm ci --prefix test/$1" >&2
   npm ci --prefix "$dir" --no-audit --no-fund --ignore-scripts --loglevel=error >/dev/null
   echo "$want" >"$stamp"
+}
+install_node_packages() {
+  install_node_modules fidelity
+  install_node_modules browser
 }
 
 missing=()
@@ -90,7 +100,7 @@ for p in "${packages[@]}"; do
   fi
 done
 if ((${#missing[@]} == 0)); then
-  install_fidelity_clients
+  install_node_packages
   exit 0
 fi
 
@@ -125,4 +135,4 @@ if [[ " ${missing[*]} " == *" openssh-server "* ]]; then
     "${sudo[@]}" systemctl disable --now ssh.service ssh.socket >/dev/null 2>&1 || true
   fi
 fi
-install_fidelity_clients
+install_node_packages

@@ -69,7 +69,7 @@ serve_tls() {
   local spec=$1 log=$2
   shift 2
   [[ -n ${serve_port:-} ]] ||
-    serve_port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+    serve_port=$(free_port)
   : >"$tmp/$log"  # now, not in the background: the last serve's lines must not count
   "$bin" serve "$spec" --listen "127.0.0.1:$serve_port" "$@" >/dev/null 2>"$tmp/$log" &
   serve_pid=$!
@@ -184,6 +184,41 @@ wait_for() {
 
 # near A B TOLERANCE: |A - B| <= TOLERANCE, decimals (a measured number against the told).
 near() { awk -v a="$1" -v b="$2" -v t="$3" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= t) }'; }
+
+# free_port: a free TCP port on 127.0.0.1.
+free_port() {
+  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# prometheus_start CONFIG: Debian's Prometheus ($prometheus, default `prometheus`) with
+# CONFIG, its data in $tmp/tsdb and its log in $tmp/prometheus.log, in the background
+# ($prom_pid), its API at $prom on a free loopback port; fails unless it is ready within
+# 60 s. prometheus_end ends it (its pid checked: its command line names $tmp), and
+# prom_query NAME PROMQL keeps its answer in $tmp/NAME.json, failing unless a success.
+prom_pid=""
+prometheus_start() {
+  local port
+  port=$(free_port)
+  prom="http://127.0.0.1:$port"
+  "${prometheus:-prometheus}" --config.file="$1" --storage.tsdb.path="$tmp/tsdb" \
+    --web.listen-address="127.0.0.1:$port" >"$tmp/prometheus.log" 2>&1 &
+  prom_pid=$!
+  wait_for 60 eval 'curl -sf --max-time 2 "$prom/-/ready" >/dev/null' ||
+    { tail -30 "$tmp/prometheus.log"; return 1; }
+}
+prometheus_end() {
+  [[ -n $prom_pid ]] || return 0
+  if tr '\0' ' ' 2>/dev/null <"/proc/$prom_pid/cmdline" | grep -qF "$tmp/"; then
+    kill -TERM "$prom_pid" 2>/dev/null
+    wait_for 20 eval '! kill -0 "$prom_pid" 2>/dev/null' || kill -KILL "$prom_pid" 2>/dev/null
+  fi
+  wait "$prom_pid" 2>/dev/null
+  prom_pid=""
+}
+prom_query() {
+  curl -s --max-time 10 -G --data-urlencode "query=$2" "$prom/api/v1/query" >"$tmp/$1.json" &&
+    [[ $(jq -r .status "$tmp/$1.json") == success ]] || { cat "$tmp/$1.json"; return 1; }
+}
 
 # curl with the owner's token of the emulator in $TPUFLEET_EMULATOR_DIR: it answers
 # nothing without it (issue 10). Read at each call, since each start makes a new one;

@@ -20,20 +20,8 @@ prometheus=${2:-prometheus}
 e2e_require jq curl ssh ssh-keygen nsenter timeout ip pgrep python3 "$prometheus"
 e2e_require_agent "$bin"
 e2e_home prom
-prom_pid=""
-# Ends the Prometheus this script started (its pid, checked: its command line names
-# this run's directory).
-end_prometheus() {
-  [[ -n $prom_pid ]] || return 0
-  if tr '\0' ' ' 2>/dev/null <"/proc/$prom_pid/cmdline" | grep -qF "$tmp/"; then
-    kill -TERM "$prom_pid" 2>/dev/null
-    wait_for 20 eval '! kill -0 "$prom_pid" 2>/dev/null' || kill -KILL "$prom_pid" 2>/dev/null
-  fi
-  wait "$prom_pid" 2>/dev/null
-  prom_pid=""
-}
 cleanup() {
-  end_prometheus
+  prometheus_end
   e2e_end
 }
 trap cleanup EXIT
@@ -43,11 +31,6 @@ trap 'exit 143' TERM INT HUP  # so that a ctest timeout still cleans up
 readonly metrics_port=19431
 # How long Prometheus may take to find every target up (it scrapes every second).
 readonly targets_wait=60
-
-# A free port on 127.0.0.1 for Prometheus' web API.
-free_port() {
-  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
 
 track_hosts_begin
 
@@ -111,8 +94,6 @@ check "each agent answers GET /metrics in the text format, duty cycle a gauge" w
 
 # ---------------------------------------------------------------------------------
 note "Prometheus scrapes them"
-prom_port=$(free_port)
-prom="http://127.0.0.1:$prom_port"
 {
   echo "global: {scrape_interval: 1s, scrape_timeout: 1s, evaluation_interval: 1s}"
   echo "scrape_configs:"
@@ -120,13 +101,7 @@ prom="http://127.0.0.1:$prom_port"
   echo "    static_configs:"
   echo "      - targets: [$(printf "'%s'," "${targets[@]}" | sed 's/,$//')]"
 } >"$tmp/prometheus.yml"
-starts_prometheus() {
-  "$prometheus" --config.file="$tmp/prometheus.yml" --storage.tsdb.path="$tmp/tsdb" \
-    --web.listen-address="127.0.0.1:$prom_port" >"$tmp/prometheus.log" 2>&1 &
-  prom_pid=$!
-  wait_for 60 eval 'curl -sf --max-time 2 "$prom/-/ready" >/dev/null' ||
-    { tail -30 "$tmp/prometheus.log"; return 1; }
-}
+starts_prometheus() { prometheus_start "$tmp/prometheus.yml"; }
 check "Prometheus starts with the workers as its targets" starts_prometheus
 targets_up() {
   curl -s --max-time 10 "$prom/api/v1/targets" >"$tmp/targets.json" || return 1
@@ -138,14 +113,9 @@ all_up() {
 }
 check "within ${targets_wait}s Prometheus finds both targets up" all_up
 
-# query NAME PROMQL: Prometheus' answer in $tmp/NAME.json; fails unless it is a success.
-query() {
-  curl -s --max-time 10 -G --data-urlencode "query=$2" "$prom/api/v1/query" >"$tmp/$1.json" &&
-    [[ $(jq -r .status "$tmp/$1.json") == success ]] || { cat "$tmp/$1.json"; return 1; }
-}
 # Scrapes hold a sample from the moment the job's metrics are read: wait for every chip.
 all_chips() {
-  query all tpufleet_chip_duty_cycle_percent &&
+  prom_query all tpufleet_chip_duty_cycle_percent &&
     [[ $(jq '.data.result | length' "$tmp/all.json") == 8 ]]
 }
 check "Prometheus holds a duty cycle series for each of the 8 chips" wait_for 30 all_chips
@@ -153,7 +123,7 @@ one_chip() {
   local w t got
   for w in 0 1; do
     t=${targets[$w]}
-    query chip "tpufleet_chip_duty_cycle_percent{instance=\"$t\",chip=\"1\"}" || return 1
+    prom_query chip "tpufleet_chip_duty_cycle_percent{instance=\"$t\",chip=\"1\"}" || return 1
     [[ $(jq '.data.result | length' "$tmp/chip.json") == 1 ]] || { cat "$tmp/chip.json"; return 1; }
     got=$(jq -r '.data.result[0].value[1]' "$tmp/chip.json")
     near "$got" "$(told_duty $w)" 0.5 || { echo "worker $w chip 1: $got, told $(told_duty $w)"; return 1; }
@@ -175,10 +145,10 @@ every_chip() {
 }
 check "every chip of each worker has its worker's duty cycle" every_chip
 hbm() {
-  query hbm 'tpufleet_chip_hbm_used_bytes' || return 1
+  prom_query hbm 'tpufleet_chip_hbm_used_bytes' || return 1
   jq -e '.data.result | length == 8 and all(.value[1] | tonumber == 16 * 1073741824)' \
     "$tmp/hbm.json" >/dev/null || { cat "$tmp/hbm.json"; return 1; }
-  query total 'sum(tpufleet_chip_hbm_total_bytes)' || return 1
+  prom_query total 'sum(tpufleet_chip_hbm_total_bytes)' || return 1
   jq -e '.data.result[0].value[1] | tonumber == 8 * 32 * 1073741824' "$tmp/total.json" >/dev/null ||
     { cat "$tmp/total.json"; return 1; }
 }
@@ -187,7 +157,7 @@ check "HBM: 16 GiB used of 32 on each chip, through Prometheus" hbm
 # ---------------------------------------------------------------------------------
 tf cancel "$job" >/dev/null 2>&1
 prometheus_ends() {
-  end_prometheus
+  prometheus_end
   ! pgrep -f "$tmp/prometheus.yml" >/dev/null
 }
 check "Prometheus ends" prometheus_ends

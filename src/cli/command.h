@@ -179,5 +179,6 @@ ExitStatus RunDoctor(Invocation& inv);
 ExitStatus RunUsers(Invocation& inv);
 ExitStatus RunTop(Invocation& inv);
 ExitStatus RunAudit(Invocation& inv);
+ExitStatus RunCost(Invocation& inv);
 
 }  // namespace tpufleet::cli

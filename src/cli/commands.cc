@@ -21,7 +21,7 @@ const std::vector<FlagSpec>& GlobalFlags() {
       {"catalog", "FILE", "lay FILE over the built-in accelerator catalog"},
       {"server", "URL",
        "run the command on a team server (or TPUFLEET_SERVER; docs/serve.md): status, jobs, "
-       "events, run, logs, cancel, top --once, audit, up, down, users, import"},
+       "events, run, logs, cancel, top --once, audit, cost, up, down, users, import"},
       {"server-fingerprint", "SHA256:…", "the team server's certificate, pinned ahead of use"},
       {"help", "", "show this help"},
   };
@@ -63,7 +63,7 @@ void PrintTopHelp(const App& app, std::ostream& out) {
   out << "  help        Show this list, or a command's help: tpufleet help COMMAND\n"
          "\nRun 'tpufleet COMMAND --help' for a command's arguments and flags.\n"
          "With --server URL (or TPUFLEET_SERVER), status, jobs, events, run, logs, cancel,\n"
-         "top --once, audit, and (for a fleet's admins) up, down and users run on a team\n"
+         "top --once, audit, cost, and (for a fleet's admins) up, down and users run on a team\n"
          "server, as your role there allows (docs/serve.md).\n";
 }
 

@@ -159,6 +159,11 @@ ExitStatus RunUp(Invocation& inv) {
 
   UpOptions options;
   options.timeout = *timeout;
+  // A team server's caller applies the spec as themselves; its operator and a local
+  // user as the local login.
+  if (!inv.access.everything()) {
+    options.person = inv.access.who();
+  }
   // An ssh-hosts host key not in the user's known_hosts: pinned with --yes, asked about
   // at a terminal, refused otherwise (the node's failure says how to pin it).
   std::mutex ask_mu;

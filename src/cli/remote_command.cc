@@ -15,12 +15,13 @@
 namespace tpufleet::cli {
 namespace {
 
-constexpr std::array<std::string_view, 12> kServed = {
+constexpr std::array<std::string_view, 13> kServed = {
     "status", "jobs", "events", "run", "logs", "cancel", "top", "audit",
-    "up",     "down", "users",  "import"};
+    "cost",   "up",   "down",   "users", "import"};
 // What a client is told the server runs, as kServed.
 constexpr char kServedList[] =
-    "status, jobs, events, run, logs, cancel, top --once, audit, up, down, users and import";
+    "status, jobs, events, run, logs, cancel, top --once, audit, cost, up, down, users and "
+    "import";
 constexpr std::array<std::string_view, 8> kLocal = {"catalog", "estimate", "plan",     "validate",
                                                     "doctor",  "serve",    "emulator", "join"};
 // Flags a client may not send: they reach beyond the command (a file of the server's,

@@ -7,7 +7,7 @@
 // A server is named by --server URL, else TPUFLEET_SERVER (set empty: none), else the
 // one `tpufleet join` made the default (remote/joined_servers.h), which only join writes.
 // Which commands go where, with a server named:
-//   - served: status, jobs, events, run, logs, cancel, top, audit, and the admin commands
+//   - served: status, jobs, events, run, logs, cancel, top, audit, cost, and the admin commands
 //     up, down, users and import (ServedRemotely), each subject to the caller's role
 //     (control/access.h, control/job_access.h, control/visible.h; up, down and users need
 //     an admin of the fleet, import the operator). The files a command reads (its table

@@ -66,8 +66,8 @@ TEST_F(RemoteCommandTest, OtherCommandsSaySoOrStayHere) {
   EXPECT_EQ(invite.code, 2);
   EXPECT_EQ(invite.err, "tpufleet: `invite` is not served remotely yet (the team server "
                         "https://lab:8471 runs status, jobs, events, run, logs, cancel, top "
-                        "--once, audit, up, down, users and import); run it without --server "
-                        "and TPUFLEET_SERVER, on the server's machine\n");
+                        "--once, audit, cost, up, down, users and import); run it without "
+                        "--server and TPUFLEET_SERVER, on the server's machine\n");
   EXPECT_TRUE(server_.argv.empty());
   Output catalog = Tpufleet(app_, {"--server", "https://lab:8471", "catalog"}, Env());
   EXPECT_EQ(catalog.code, 0) << catalog.err;
@@ -108,8 +108,8 @@ TEST(RunServedCommand, RefusesWhatItDoesNotRun) {
   Output invite = served({"invite", "milo"});
   EXPECT_EQ(invite.code, 2);
   EXPECT_EQ(invite.err, "tpufleet: `invite` is not served remotely yet; this server runs status, "
-                        "jobs, events, run, logs, cancel, top --once, audit, up, down, users and "
-                        "import\n");
+                        "jobs, events, run, logs, cancel, top --once, audit, cost, up, down, users "
+                        "and import\n");
   EXPECT_EQ(served({"status", "--catalog", "/etc/shadow"}).err,
             "tpufleet: --catalog is not sent to a team server\n");
   EXPECT_EQ(served({"jobs", "--watch=j-1"}).code, 2);

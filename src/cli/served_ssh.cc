@@ -1,5 +1,6 @@
 #include "cli/served_ssh.h"
 
+#include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -12,6 +13,7 @@
 #include <ostream>
 
 #include "cli/app.h"
+#include "cli/stop_signals.h"
 #include "control/server_ssh.h"
 #include "remote/joined_servers.h"
 #include "remote/server_client.h"
@@ -118,18 +120,8 @@ Result<std::vector<api::JobPlace>> JobsOnServer(Invocation& inv, const ServerLog
 
 namespace {
 
-// The ssh RunSshHere waits for, and the stop signal that came meanwhile (0: none).
-volatile sig_atomic_t ssh_child = 0;
-volatile sig_atomic_t stop_signal = 0;
-
-// SIGTERM or SIGHUP (a terminal closed) while ssh runs: passed on to ssh, so that this
-// process ends after it, and removes its config, rather than at once.
-void PassOnToSsh(int sig) {
-  stop_signal = sig;
-  if (ssh_child > 0) {
-    ::kill(static_cast<pid_t>(ssh_child), sig);
-  }
-}
+// How often RunSshHere looks whether ssh ended while no signal comes.
+constexpr int kSshPollMs = 100;
 
 }  // namespace
 
@@ -140,39 +132,42 @@ ExitStatus RunSshHere(Invocation& inv, const std::vector<std::string>& argv) {
   // gives it the default actions); this process waits for it, then removes the config.
   struct sigaction ignore {};
   ignore.sa_handler = SIG_IGN;
-  struct sigaction pass_on {};
-  pass_on.sa_handler = PassOnToSsh;
-  sigemptyset(&pass_on.sa_mask);
   struct sigaction old_int {
-  }, old_quit{}, old_term{}, old_hup{};
-  stop_signal = 0;
-  ssh_child = 0;
+  }, old_quit{};
   ::sigaction(SIGINT, &ignore, &old_int);
   ::sigaction(SIGQUIT, &ignore, &old_quit);
-  ::sigaction(SIGTERM, &pass_on, &old_term);
-  ::sigaction(SIGHUP, &pass_on, &old_hup);
-  auto restore = [&] {
-    ::sigaction(SIGINT, &old_int, nullptr);
-    ::sigaction(SIGQUIT, &old_quit, nullptr);
-    ::sigaction(SIGTERM, &old_term, nullptr);
-    ::sigaction(SIGHUP, &old_hup, nullptr);
-    ssh_child = 0;
-  };
-  SpawnOptions options;
-  options.search_path = options.inherit_env = true;  // in the terminal's process group
-  Result<pid_t> pid = SpawnSubprocess(argv, options, {STDIN_FILENO, STDOUT_FILENO, STDERR_FILENO});
-  if (!pid.ok()) {
-    restore();
-    return Fail(inv, pid.status());
-  }
-  ssh_child = *pid;
-  if (stop_signal != 0) {  // it came before ssh was known: pass it on now
-    ::kill(*pid, stop_signal);
-  }
   int status = 0;
-  while (::waitpid(*pid, &status, 0) < 0 && errno == EINTR) {
+  {
+    // SIGTERM or SIGHUP (a terminal closed) while ssh runs: passed on to ssh, so that
+    // this process ends after it, and removes its config, rather than at once.
+    StopSignals stop;
+    SpawnOptions options;
+    options.search_path = options.inherit_env = true;  // in the terminal's process group
+    Result<pid_t> pid =
+        SpawnSubprocess(argv, options, {STDIN_FILENO, STDOUT_FILENO, STDERR_FILENO});
+    if (!pid.ok()) {
+      ::sigaction(SIGINT, &old_int, nullptr);
+      ::sigaction(SIGQUIT, &old_quit, nullptr);
+      return Fail(inv, pid.status());
+    }
+    while (true) {
+      pid_t done = 0;
+      do {
+        done = ::waitpid(*pid, &status, WNOHANG);
+      } while (done < 0 && errno == EINTR);
+      if (done != 0) {
+        break;
+      }
+      pollfd p{stop.fd(), POLLIN, 0};
+      if (::poll(&p, stop.fd() >= 0 ? 1 : 0, kSshPollMs) > 0) {
+        if (int sig = stop.Take(); sig == SIGTERM || sig == SIGHUP) {
+          ::kill(*pid, sig);
+        }
+      }
+    }
   }
-  restore();
+  ::sigaction(SIGINT, &old_int, nullptr);
+  ::sigaction(SIGQUIT, &old_quit, nullptr);
   int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   return static_cast<ExitStatus>(code);
 }

@@ -2,8 +2,6 @@
 // tpufleet's ssh config (control/ssh_login.h), or, through a team server, the person's
 // own login and the host keys the server gave (cli/served_ssh.h).
 #include <poll.h>
-#include <signal.h>
-#include <sys/signalfd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -16,6 +14,7 @@
 #include "cli/command.h"
 #include "cli/fleet_world.h"
 #include "cli/served_ssh.h"
+#include "cli/stop_signals.h"
 #include "control/port_forward.h"
 #include "control/ssh_login.h"
 #include "control/targets.h"
@@ -70,37 +69,6 @@ std::optional<int> ParsePort(std::string_view text) {
   }
   return static_cast<int>(port);
 }
-
-// While it lives, SIGINT, SIGTERM and SIGHUP are blocked and arrive on fd() instead, so
-// a forward can end ssh and reap it before the process exits. Signals that came are
-// taken back before the old mask returns, so none is delivered late.
-class StopSignals {
- public:
-  StopSignals() {
-    sigemptyset(&set_);
-    sigaddset(&set_, SIGINT);
-    sigaddset(&set_, SIGTERM);
-    sigaddset(&set_, SIGHUP);  // its terminal closed: stop as cleanly
-    pthread_sigmask(SIG_BLOCK, &set_, &old_);
-    fd_ = UniqueFd(::signalfd(-1, &set_, SFD_CLOEXEC));
-  }
-  ~StopSignals() {
-    timespec zero{};
-    while (sigtimedwait(&set_, nullptr, &zero) > 0) {
-    }
-    pthread_sigmask(SIG_SETMASK, &old_, nullptr);
-  }
-  StopSignals(const StopSignals&) = delete;
-  StopSignals& operator=(const StopSignals&) = delete;
-
-  /// Readable once SIGINT, SIGTERM or SIGHUP came; -1 when it could not be made.
-  int fd() const { return fd_.get(); }
-
- private:
-  sigset_t set_;
-  sigset_t old_;
-  UniqueFd fd_;
-};
 
 // Pauses for `delay`, or until `stop_fd` turns readable: true then.
 bool StoppedWhileWaiting(int stop_fd, std::chrono::seconds delay) {

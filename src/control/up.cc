@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "control/fleet_owner.h"
 #include "control/up_steps.h"
 #include "ssh/fleet_key.h"
 #include "util/event_loop.h"
@@ -28,6 +29,9 @@ Result<UpReport> Up(const FleetSpec& fleet, const Catalog& catalog, World& world
   TPUFLEET_ASSIGN_OR_RETURN(CloudProvider * provider, world.providers.ForFleet(fleet));
   // ssh-hosts nodes too: up adds it to their logins' authorized_keys (LoginScript).
   TPUFLEET_ASSIGN_OR_RETURN(FleetKey key, world.keys.Ensure());
+  TPUFLEET_TRY(RecordFleet(world.store, fleet,
+                           options.person.empty() ? world.login : options.person,
+                           world.clock.Now()));
   UpReport report;
   DeleteOptions deleting;
   deleting.poll_min = options.poll_min;

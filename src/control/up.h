@@ -88,6 +88,9 @@ struct UpOptions {
   /// Unset, or false: that node fails, saying how to pin the key. Called on up's
   /// thread, one question at a time.
   std::function<bool(const HostKeyQuestion&)> confirm_host_key;
+  /// Who applies the spec: its owner when it names none (control/fleet_owner.h), whom
+  /// its node-hours are billed to. "": the local login (World::login).
+  std::string person;
 };
 
 struct UpPlan {

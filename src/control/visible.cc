@@ -99,6 +99,19 @@ std::vector<JobRecord> VisibleJobs(const Access& access, std::vector<JobRecord> 
   return jobs;
 }
 
+std::vector<SpendRecord> VisibleSpend(const Access& access, std::vector<SpendRecord> stretches) {
+  std::erase_if(stretches, [&](const SpendRecord& s) {
+    return !access.IsAdminOf(s.fleet) &&
+           !(access.RoleIn(s.fleet).has_value() && s.owner == access.who());
+  });
+  return stretches;
+}
+
+std::vector<FleetRecord> VisibleFleets(const Access& access, std::vector<FleetRecord> fleets) {
+  std::erase_if(fleets, [&](const FleetRecord& f) { return !access.IsAdminOf(f.name); });
+  return fleets;
+}
+
 Result<bool> MaySeeAllFleets(Store& store, const Access& access) {
   if (access.everything()) {
     return true;

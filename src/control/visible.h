@@ -43,6 +43,14 @@ std::string RestartableJobUser(const JobRecord& job);
 /// `jobs` without those `access` may not see (Access::MaySeeJob of RestartableJobUser).
 std::vector<JobRecord> VisibleJobs(const Access& access, std::vector<JobRecord> jobs);
 
+/// `stretches` of the spend ledger without those `access` may not see: an admin of a
+/// fleet sees its whole ledger, anyone else on it the stretches billed to them.
+std::vector<SpendRecord> VisibleSpend(const Access& access, std::vector<SpendRecord> stretches);
+
+/// `fleets` (their owners and budgets) without those `access` does not administer: a
+/// budget left says what the whole fleet spent.
+std::vector<FleetRecord> VisibleFleets(const Access& access, std::vector<FleetRecord> fleets);
+
 /// Whether `access` may see what spans fleets (serve's /metrics, the audit log): the
 /// operator and the local user, or a person who is an admin of every fleet the store
 /// knows (those of its nodes and of its users table), and of at least one.

@@ -99,6 +99,38 @@ TEST_F(VisibleTest, ARestartableJobIsItsSpecsUsers) {
   EXPECT_EQ(VisibleJobs(Of("boss"), {mine, logins}).size(), 2u);
 }
 
+TEST_F(VisibleTest, Issue17AnAdminSeesTheFleetsLedgerAndAMemberWhatIsBilledToThem) {
+  auto stretch = [](std::string fleet, std::string node, std::string owner) {
+    SpendRecord s;
+    s.fleet = std::move(fleet);
+    s.node = std::move(node);
+    s.owner = std::move(owner);
+    return s;
+  };
+  std::vector<SpendRecord> ledger = {stretch("lab", "a", "milo"), stretch("lab", "b", "boss"),
+                                     stretch("ops", "c", "milo")};
+  auto nodes = [](const std::vector<SpendRecord>& v) {
+    std::vector<std::string> out;
+    for (const SpendRecord& s : v) {
+      out.push_back(s.fleet + "/" + s.node);
+    }
+    return out;
+  };
+  using Names = std::vector<std::string>;
+  EXPECT_EQ(nodes(VisibleSpend(Of("boss"), ledger)), (Names{"lab/a", "lab/b"}));
+  // Billed to milo in ops too, but milo is not on ops: it does not exist for them.
+  EXPECT_EQ(nodes(VisibleSpend(Of("milo"), ledger)), (Names{"lab/a"}));
+  EXPECT_TRUE(VisibleSpend(Of("stranger"), ledger).empty());
+  EXPECT_EQ(VisibleSpend(Access::Everything("local"), ledger).size(), 3u);
+
+  std::vector<FleetRecord> fleets = {{"lab", "boss", 10, std::nullopt, {}},
+                                     {"ops", "zed", std::nullopt, 99, {}}};
+  ASSERT_EQ(VisibleFleets(Of("boss"), fleets).size(), 1u);
+  EXPECT_EQ(VisibleFleets(Of("boss"), fleets)[0].name, "lab");
+  EXPECT_TRUE(VisibleFleets(Of("milo"), fleets).empty());  // a budget left is the fleet's
+  EXPECT_EQ(VisibleFleets(Access::Everything("local"), fleets).size(), 2u);
+}
+
 TEST_F(VisibleTest, WhatSpansFleetsIsForAnAdminOfEveryOne) {
   EXPECT_TRUE(*MaySeeAllFleets(*store_, Access::Everything("local")));
   EXPECT_TRUE(*MaySeeAllFleets(*store_, Of("boss")));

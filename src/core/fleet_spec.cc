@@ -218,7 +218,8 @@ Result<FleetSpec> ParseFleetSpec(std::string_view yaml_text, std::string_view or
   // Before any walking: the walk below visits an aliased node once per alias.
   TPUFLEET_TRY(CheckDocumentShape(yaml_text, origin));
   TPUFLEET_TRY(
-      root.CheckKeys({"fleet", "provider", "project", "budget", "users", "nodes", "monitoring"}));
+      root.CheckKeys({"fleet", "provider", "project", "owner", "budget", "users", "nodes",
+                      "monitoring"}));
 
   FleetSpec spec;
   TPUFLEET_ASSIGN_OR_RETURN(Field name, root.Require("fleet"));
@@ -230,6 +231,10 @@ Result<FleetSpec> ParseFleetSpec(std::string_view yaml_text, std::string_view or
                               Choice<Provider>(*provider, kProviderSpellings));
   }
   TPUFLEET_TRY(ParseProject(root, &spec));
+  if (auto owner = root.Get("owner")) {
+    TPUFLEET_ASSIGN_OR_RETURN(spec.owner, owner->String());
+    TPUFLEET_TRY(At(*owner, CheckLoginName(spec.owner)));
+  }
 
   if (auto budget = root.Get("budget")) {
     if (spec.provider == Provider::kSshHosts) {

@@ -190,6 +190,8 @@ struct FleetSpec {
   std::string name;                       // the fleet's name: [a-z][a-z0-9-]*, at most 63
   Provider provider = Provider::kGcpTpu;  // who runs the machines
   std::string project;                    // GCP project id; "" for ssh-hosts
+  /// The person its node-hours are billed to (`cost`); "": whoever applies the spec.
+  std::string owner;
   std::optional<BudgetSpec> budget;       // nullopt: no budget (gcp-tpu and emulator only)
   std::vector<UserSpec> users;            // fleet-wide users, added on every node
   std::vector<NodeSpec> nodes;            // in spec order, at least one

@@ -45,6 +45,20 @@ TEST_F(FleetSpecTest, BadBudgetAction) {
   });
 }
 
+TEST_F(FleetSpecTest, Issue17OwnerIsWhoTheNodeHoursAreBilledTo) {
+  std::string spec = "fleet: demo\nproject: demo-project\nowner: ada\n"
+                     "nodes: [{name: n, type: v4-8}]\n";
+  Result<FleetSpec> r = Parse(spec);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->owner, "ada");
+  // Without it, whoever applies the spec is the owner: the spec says nothing.
+  EXPECT_EQ(Parse(Budget("{usd_per_day: 10}"))->owner, "");
+  ExpectErrors({
+      {"fleet: demo\nproject: demo-project\nowner: \"Ada L\"\nnodes: [{name: n, type: v4-8}]\n",
+       "fleet.yaml:3:8: owner:"},
+  });
+}
+
 TEST_F(FleetSpecTest, SpotFallback) {
   Result<FleetSpec> r =
       Parse(V4Node("    capacity: spot\n    spot_fallback: {after: 3, within: 6h}\n"));

@@ -120,6 +120,22 @@ struct SpendRecord {
   double usd_per_hour = 0;    // priced when opened (core/ledger.h PriceFor)
   Clock::WallTime start{};
   std::optional<Clock::WallTime> end;  // nullopt: still open
+  /// The person the stretch is billed to: the fleet's owner when it opened
+  /// (FleetRecord::owner); "" for stretches opened before owners were kept.
+  std::string owner{};
+};
+
+/// A fleet as its spec was last applied (store: fleets table, one row per name), written
+/// by `up` and by serve: who the fleet's node-hours are billed to and its budget, so
+/// that `cost` can answer from the store alone, whoever asks and wherever.
+struct FleetRecord {
+  std::string name;
+  /// The spec's `owner`, else the person who applied it (the local login, or a team
+  /// server's caller).
+  std::string owner;
+  std::optional<double> usd_per_day;  // the spec's budget, if any
+  std::optional<double> usd_total;
+  Clock::WallTime updated_at{};
 };
 
 /// The serve process keeping this state (store: at most one row), written at its start

@@ -287,11 +287,16 @@ RequestMaps MapsOf(const httplib::Request& request) {
 
 std::optional<std::string> WebRequestRefusal(const std::map<std::string, std::string>& headers,
                                              const std::string& listen_address, int port,
-                                             bool check_host) {
-  if (headers.count("origin") != 0) {
-    return "Requests with an Origin header are refused.";
-  }
+                                             bool check_host, bool own_pages) {
   auto host = headers.find("host");
+  if (auto origin = headers.find("origin"); origin != headers.end()) {
+    std::string own = std::string(check_host ? "http://" : "https://") +
+                      (host != headers.end() ? AsciiLower(host->second) : std::string());
+    if (!own_pages || host == headers.end() || AsciiLower(origin->second) != own) {
+      return own_pages ? "Requests with an Origin header other than this server's are refused."
+                       : "Requests with an Origin header are refused.";
+    }
+  }
   if (!check_host || host == headers.end()) {
     return std::nullopt;
   }

@@ -87,8 +87,11 @@ RequestMaps MapsOf(const httplib::Request& request);
 /// browsers always send one. `headers` has lower-case names.
 /// `check_host` false leaves the Host check out, for a server over TLS: a page's
 /// rebound name meets a certificate the browser refuses before any request is sent.
+/// `own_pages` serves a server's own pages (serve's dashboard): an Origin that is this
+/// very server, its scheme (https when `check_host` is false) and the request's Host,
+/// is no other site's page, and passes on to the Host check.
 std::optional<std::string> WebRequestRefusal(const std::map<std::string, std::string>& headers,
                                              const std::string& listen_address, int port,
-                                             bool check_host = true);
+                                             bool check_host = true, bool own_pages = false);
 
 }  // namespace tpufleet::httpd

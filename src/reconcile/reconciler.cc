@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "control/fleet_metrics.h"
+#include "control/fleet_owner.h"
 #include "control/fleet_status.h"
 #include "control/targets.h"
 #include "core/up_plan.h"
@@ -80,6 +81,7 @@ Reconciler::~Reconciler() {
 
 void Reconciler::SetFleets(std::vector<FleetSpec> fleets) {
   fleets_.clear();
+  recorded_fleets_.clear();
   for (FleetSpec& f : fleets) {
     fleets_.push_back(std::make_shared<const FleetSpec>(std::move(f)));
   }
@@ -147,6 +149,13 @@ void Reconciler::Pass() {
   ServeSnapshot counts;
   for (FleetPass& fp : fps) {
     const FleetSpec& fleet = *fp.spec;
+    if (!recorded_fleets_.count(fleet.name)) {
+      if (Status s = RecordFleet(world_.store, fleet, world_.login, now); s.ok()) {
+        recorded_fleets_.insert(fleet.name);
+      } else {
+        Warn(fleet.name + ": cannot record the fleet's owner and budget: " + s.message());
+      }
+    }
     std::optional<Clock::WallTime> since;
     if (!fleet.budget || !fleet.budget->usd_total) {
       since = UtcDayStart(now);  // only today's spend matters (and is shown)
@@ -446,6 +455,7 @@ void Reconciler::Ledger(FleetPass& fp, const std::string& node, const NodeFacts&
   s.state = cloud->state.Name();
   s.usd_per_hour = PriceFor(catalog_, cloud->type, cloud->zone, cloud->capacity);
   s.start = now;
+  s.owner = FleetOwner(*fp.spec, world_.login);
   if (Result<int64_t> id = world_.store.PutSpend(s); id.ok()) {
     s.id = *id;
     fp.open.push_back(s);

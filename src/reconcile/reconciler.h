@@ -191,6 +191,8 @@ class Reconciler final : public ServeView {
   std::map<std::string, std::string> last_reason_;          // by "fleet/node": logged once
   std::set<std::string> maintenance_;  // "fleet/node" under maintenance: the event recorded
   std::set<std::string> budget_reached_;  // fleets whose budget-reached event is recorded
+  /// Fleets whose spec is recorded in the store since SetFleets (control/fleet_owner.h).
+  std::set<std::string> recorded_fleets_;
   /// The last metrics round's idle verdicts, by "fleet/node".
   std::map<std::string, std::optional<Clock::WallTime>> idle_since_;
   std::map<std::string, bool> in_use_;

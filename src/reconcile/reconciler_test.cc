@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "reconcile/testing/reconciler_fixture.h"
 
 namespace tpufleet::testing {
@@ -223,6 +225,40 @@ TEST_F(ReconcilerTest, AListingThatFailsOtherwiseNamesItsZone) {
   std::vector<std::string> warnings = r->Snapshot().warnings;
   EXPECT_EQ(warnings, (std::vector<std::string>{"listing " + std::string(kZoneA) + ": HTTP 503",
                                                 "listing " + std::string(kZoneB) + ": HTTP 503"}));
+}
+
+TEST_F(ReconcilerTest, Issue17TheLedgerBillsTheFleetsOwnerAndTheStoreKnowsTheFleet) {
+  // Without an owner, whoever applies the spec: the login serve runs as ("tester").
+  FleetSpec spec = w.Spec(std::string("budget: {usd_per_day: 50}\n") + Trainer());
+  w.Up(spec);
+  auto r = Make(spec);
+  r->Pass();
+  Settle(*r);
+  Result<std::vector<SpendRecord>> spend = w.store->Spend("lab", std::nullopt);
+  ASSERT_TRUE(spend.ok() && spend->size() == 1u);
+  EXPECT_EQ((*spend)[0].owner, "tester");
+  Result<std::vector<FleetRecord>> fleets = w.store->Fleets();
+  ASSERT_TRUE(fleets.ok() && fleets->size() == 1u);
+  EXPECT_EQ((*fleets)[0].owner, "tester");
+  EXPECT_EQ((*fleets)[0].usd_per_day, 50);
+
+  // The spec names an owner: the stretch opened after the preemption is billed to them.
+  FleetSpec owned = w.Spec(std::string("owner: ada\n") + Trainer());
+  r->SetFleets({owned});
+  w.cloud.Preempt(kZoneB, "trainer");
+  r->Pass();
+  Settle(*r);
+  spend = w.store->Spend("lab", std::nullopt);
+  ASSERT_TRUE(spend.ok());
+  ASSERT_GE(spend->size(), 2u);
+  EXPECT_EQ(spend->front().owner, "tester");
+  auto husk = std::find_if(spend->begin(), spend->end(),
+                           [](const SpendRecord& x) { return x.state == "PREEMPTED"; });
+  ASSERT_NE(husk, spend->end());
+  EXPECT_EQ(husk->owner, "ada");
+  fleets = w.store->Fleets();
+  EXPECT_EQ((*fleets)[0].owner, "ada");
+  EXPECT_FALSE((*fleets)[0].usd_per_day.has_value());
 }
 
 TEST_F(ReconcilerTest, AtTheBudgetAHuskIsDeletedAndNotMadeAgain) {

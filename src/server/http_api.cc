@@ -13,6 +13,7 @@
 #include "core/fleet_spec.h"
 #include "server/audit.h"
 #include "server/command_stream.h"
+#include "server/dashboard.h"
 #include "server/metrics.h"
 #include "util/prometheus_text.h"
 #include "util/strings.h"
@@ -64,6 +65,11 @@ ApiResponse ErrorResponse(int status, const std::string& code, const std::string
 }
 
 ApiResponse ServeApi::Handle(const ApiRequest& request) const {
+  // The dashboard's own files hold no data: anyone may load the page, which then asks
+  // for a token like any client.
+  if (std::optional<ApiResponse> file = DashboardFile(request)) {
+    return *file;
+  }
   Result<Caller> caller = Authenticate(request.headers, context_.token, context_.store);
   if (!caller.ok() && caller.status().code() != StatusCode::kPermissionDenied) {
     return Failed(caller.status());
@@ -113,7 +119,7 @@ ApiResponse ServeApi::Route(const ApiRequest& request, const Caller& caller,
   if (!known) {
     return ErrorResponse(404, "not_found",
                          "no such route; there are /v1/status, /v1/events, /v1/jobs, /v1/hosts, "
-                         "/metrics and /v1/command");
+                         "/metrics, /v1/command and the dashboard at /");
   }
   if (request.method != "GET" && request.method != "HEAD") {
     ApiResponse r = ErrorResponse(405, "method_not_allowed", request.path + " is read with GET");

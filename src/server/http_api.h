@@ -20,7 +20,9 @@
 //                      interrupts the command (command_stream.h). At most
 //                      kMaxRunningCommands run at once: 503 unavailable past that.
 //
-// Every route needs `Authorization: Bearer TOKEN` (token.h), /metrics too: 401 without
+//   GET /, /ui/…       the dashboard's files (dashboard.h), to anyone: they hold no data
+//
+// Every other route needs `Authorization: Bearer TOKEN` (token.h), /metrics too: 401 without
 // it or with another token; who is calling is auth.h's one answer. What a route shows
 // is what the caller may see (control/visible.h): a member's /v1/status lists the nodes
 // they may see (and no pass warnings), /v1/events those nodes' events and their fleets'

@@ -127,7 +127,7 @@ class ServeHttpServer::Impl {
     r.headers = std::move(maps.headers);
     if (std::optional<std::string> why =
             httpd::WebRequestRefusal(r.headers, address_, port_.load(),
-                                     /*check_host=*/!tls_.has_value())) {
+                                     /*check_host=*/!tls_.has_value(), /*own_pages=*/true)) {
       Send(ErrorResponse(403, "permission_denied",
                          *why + " serve's API answers programs, never web pages."),
            res);

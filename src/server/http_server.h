@@ -4,8 +4,9 @@
 // refuses another address, cli/serve_command.h).
 //
 // Before a request reaches the ServeApi (which checks the token):
-//   - web pages are kept out (httpd::WebRequestRefusal): a request with an Origin header,
-//     or (plain HTTP) whose Host is not the address served, gets 403, so neither a
+//   - other sites' pages are kept out (httpd::WebRequestRefusal): a request with an
+//     Origin header other than this server's own (its dashboard's, dashboard.h), or
+//     (plain HTTP) whose Host is not the address served, gets 403, so neither a
 //     cross-site request nor DNS rebinding from a page open in a browser here reaches the
 //     API (over TLS a rebound name meets a certificate the browser refuses; clients name
 //     the server as they like);

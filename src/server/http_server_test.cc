@@ -167,6 +167,45 @@ TEST_F(ServeHttpTest, AMissingOrWrongTokenIsRefusedOnEveryRoute) {
   EXPECT_EQ(r->status, 405);
 }
 
+// The dashboard's files are served to anyone (they hold no data) with a policy that
+// keeps the page to them; its own requests (Origin: this server) reach the API, which
+// still wants the token.
+TEST_F(ServeHttpTest, Issue17TheDashboardIsServedAndItsOwnRequestsPass) {
+  httplib::Client c("127.0.0.1", port_);
+  httplib::Result page = c.Get("/");
+  ASSERT_TRUE(page);
+  EXPECT_EQ(page->status, 200);
+  EXPECT_EQ(page->get_header_value("Content-Type"), "text/html; charset=utf-8");
+  EXPECT_NE(page->body.find("<script src=\"/ui/dashboard.js\" defer></script>"),
+            std::string::npos);
+  EXPECT_NE(page->get_header_value("Content-Security-Policy").find("script-src 'self'"),
+            std::string::npos);
+  EXPECT_EQ(page->get_header_value("X-Frame-Options"), "DENY");
+  httplib::Result js = c.Get("/ui/dashboard.js");
+  ASSERT_TRUE(js);
+  EXPECT_EQ(js->status, 200);
+  EXPECT_EQ(js->get_header_value("Content-Type"), "text/javascript; charset=utf-8");
+  EXPECT_NE(js->body.find("/v1/command"), std::string::npos);
+  httplib::Result css = c.Get("/ui/dashboard.css");
+  ASSERT_TRUE(css);
+  EXPECT_EQ(css->get_header_value("Content-Type"), "text/css; charset=utf-8");
+  EXPECT_EQ(c.Get("/ui/other.js")->status, 401);  // no such file: the API's, with no token
+
+  std::string self = "http://127.0.0.1:" + std::to_string(port_);
+  httplib::Headers own = {{"Origin", self}};
+  EXPECT_EQ(c.Get("/v1/status", own)->status, 401);  // its own page, still no token
+  own = Auth();
+  own.emplace("Origin", self);
+  EXPECT_EQ(c.Get("/v1/status", own)->status, 200);
+  // The same page served by another name or scheme is another site.
+  for (const std::string& other : {"http://localhost:" + std::to_string(port_),
+                                   "https://127.0.0.1:" + std::to_string(port_)}) {
+    httplib::Headers h = Auth();
+    h.emplace("Origin", other);
+    EXPECT_EQ(c.Get("/v1/status", h)->status, 403) << other;
+  }
+}
+
 // A page open in a browser here must not reach the API, not even with the token (which
 // it should never hold): a cross-site request carries Origin, DNS rebinding a foreign Host.
 TEST_F(ServeHttpTest, ABrowserLikeCrossSiteRequestIsRefused) {

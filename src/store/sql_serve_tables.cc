@@ -1,5 +1,5 @@
-// SqlStore's tables for what serve keeps: restartable jobs, the spend ledger and the
-// serve record (schema step 7 in sql_store.cc).
+// SqlStore's tables for what serve keeps: restartable jobs, the spend ledger, the
+// serve record (schema step 7 in sql_store.cc) and the fleets as last applied (step 11).
 #include <nlohmann/json.hpp>
 
 #include "store/sql_driver.h"
@@ -53,12 +53,12 @@ Result<std::vector<SpendRecord>> SqlStore::Spend(std::string_view fleet,
                                                  std::optional<Clock::WallTime> since) {
   return Select<SpendRecord>(
       "SELECT id, fleet, node, cloud_name, zone, type, capacity, state, usd_per_hour, "
-      "start, end_time FROM spend WHERE (?1 = '' OR fleet = ?1) "
+      "start, end_time, owner FROM spend WHERE (?1 = '' OR fleet = ?1) "
       "AND (end_time IS NULL OR end_time >= ?2) ORDER BY start, id",
       [](const Row& q) -> Result<SpendRecord> {
-        return SpendRecord{q.Int(0),    q.Text(1), q.Text(2),         q.Text(3),
-                           q.Text(4),   q.Text(5), q.Text(6),         q.Text(7),
-                           q.Double(8), q.Time(9), q.OptionalTime(10)};
+        return SpendRecord{q.Int(0),    q.Text(1), q.Text(2),          q.Text(3),
+                           q.Text(4),   q.Text(5), q.Text(6),          q.Text(7),
+                           q.Double(8), q.Time(9), q.OptionalTime(10), q.Text(11)};
       },
       fleet, since ? ToMicros(*since) : INT64_MIN);
 }
@@ -67,20 +67,62 @@ Result<int64_t> SqlStore::PutSpend(const SpendRecord& s) {
   // A write that returns the row's id (RETURNING): a new stretch's (?1, the id 0, unused),
   // or the updated one's.
   const char* sql = s.id == 0 ? "INSERT INTO spend (fleet, node, cloud_name, zone, type, capacity, "
-                                "state, usd_per_hour, start, end_time) "
-                                "VALUES (?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) RETURNING id"
+                                "state, usd_per_hour, start, end_time, owner) "
+                                "VALUES (?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12) "
+                                "RETURNING id"
                               : "UPDATE spend SET fleet = ?2, node = ?3, cloud_name = ?4, "
                                 "zone = ?5, type = ?6, capacity = ?7, state = ?8, "
-                                "usd_per_hour = ?9, start = ?10, end_time = ?11 WHERE id = ?1 "
-                                "RETURNING id";
+                                "usd_per_hour = ?9, start = ?10, end_time = ?11, owner = ?12 "
+                                "WHERE id = ?1 RETURNING id";
   Result<std::vector<Row>> ids =
       WriteReturning(sql, s.id, s.fleet, s.node, s.cloud_name, s.zone, s.type, s.capacity, s.state,
-                     s.usd_per_hour, s.start, s.end);
+                     s.usd_per_hour, s.start, s.end, s.owner);
   TPUFLEET_TRY(ids.status());
   if (ids->empty()) {
     return NotFoundError("state store: no spend stretch " + std::to_string(s.id));
   }
   return (*ids)[0].Int(0);
+}
+
+Result<std::vector<FleetRecord>> SqlStore::Fleets() {
+  return Select<FleetRecord>(
+      "SELECT name, owner, budget, updated_at FROM fleets ORDER BY name",
+      [](const Row& q) -> Result<FleetRecord> {
+        FleetRecord f;
+        f.name = q.Text(0);
+        f.owner = q.Text(1);
+        // {"usd_per_day": D, "usd_total": T}, each only when the spec set it.
+        nlohmann::json budget = nlohmann::json::parse(q.Text(2), nullptr, false);
+        if (!budget.is_object()) {
+          return InternalError("state store: fleet " + f.name + "'s budget is not a JSON object");
+        }
+        for (auto [key, limit] : {std::pair{"usd_per_day", &f.usd_per_day},
+                                  std::pair{"usd_total", &f.usd_total}}) {
+          if (!budget.contains(key)) {
+            continue;
+          }
+          if (!budget[key].is_number()) {
+            return InternalError("state store: fleet " + f.name + "'s budget." + key +
+                                 " is not a number");
+          }
+          *limit = budget[key].get<double>();
+        }
+        f.updated_at = q.Time(3);
+        return f;
+      });
+}
+
+Status SqlStore::PutFleet(const FleetRecord& f) {
+  static const std::string kUpsert =
+      sql::UpsertSql("fleets", {"name", "owner", "budget", "updated_at"}, 1);
+  nlohmann::json budget = nlohmann::json::object();
+  if (f.usd_per_day) {
+    budget["usd_per_day"] = *f.usd_per_day;
+  }
+  if (f.usd_total) {
+    budget["usd_total"] = *f.usd_total;
+  }
+  return Write(kUpsert, f.name, f.owner, budget.dump(), f.updated_at);
 }
 
 Result<std::optional<ServeRecord>> SqlStore::Serve() {

@@ -108,6 +108,15 @@ CREATE TABLE audit (
   action TEXT NOT NULL, outcome TEXT NOT NULL);
 CREATE INDEX audit_by_time ON audit (time);
 )sql",
+    // 11: who each ledger stretch is billed to, and each fleet's owner and budget as last
+    // applied (issue 17); older stretches are billed to no one ("") and older files
+    // know no fleet until the next `up` or serve pass.
+    R"sql(
+ALTER TABLE spend ADD COLUMN owner TEXT NOT NULL DEFAULT '';
+CREATE TABLE fleets (
+  name TEXT PRIMARY KEY, owner TEXT NOT NULL, budget TEXT NOT NULL,
+  updated_at INTEGER NOT NULL);
+)sql",
 };
 // The schema this build writes.
 constexpr int kSchemaVersion = static_cast<int>(std::size(kSchemaSteps));

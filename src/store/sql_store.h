@@ -40,6 +40,8 @@ class SqlStore : public Store {
   Result<std::vector<SpendRecord>> Spend(std::string_view fleet,
                                          std::optional<Clock::WallTime> since) override;
   Result<int64_t> PutSpend(const SpendRecord& s) override;
+  Result<std::vector<FleetRecord>> Fleets() override;
+  Status PutFleet(const FleetRecord& fleet) override;
   Result<std::optional<ServeRecord>> Serve() override;
   Status PutServe(const ServeRecord& s) override;
   Status ClearServe(int pid) override;

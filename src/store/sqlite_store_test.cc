@@ -43,12 +43,16 @@ CREATE TABLE events (
 CREATE INDEX events_by_node ON events (fleet, node, kind, time);
 )sql";
 
-// Takes today's schema back to version 8 (before data disks and the team tables) and 6
-// (before serve's and users' tables), for the tests that make an older file from today's.
-constexpr const char* kDropSinceV8 =
+// Takes today's schema back to version 10 (before the fleets table and the ledger's
+// owners), 8 (before data disks and the team tables) and 6 (before serve's and users'
+// tables), for the tests that make an older file from today's.
+constexpr const char* kDropSinceV10 = "DROP TABLE fleets; ALTER TABLE spend DROP COLUMN owner; ";
+const std::string kToV10 = std::string(kDropSinceV10) + "PRAGMA user_version = 10;";
+const std::string kDropSinceV8 =
+    std::string(kDropSinceV10) +
     "DROP TABLE tokens; DROP TABLE audit; ALTER TABLE nodes DROP COLUMN data_disks; ";
-const std::string kToV8 = std::string(kDropSinceV8) + "PRAGMA user_version = 8;";
-const std::string kToV6 = std::string(kDropSinceV8) +
+const std::string kToV8 = kDropSinceV8 + "PRAGMA user_version = 8;";
+const std::string kToV6 = kDropSinceV8 +
                           "DROP TABLE users; DROP TABLE serve; DROP TABLE spend; DROP TABLE jobs; "
                           "PRAGMA user_version = 6;";
 
@@ -128,14 +132,14 @@ PRAGMA user_version = 1;
   labelled.labels = {{"team", "a"}};
   ASSERT_TRUE(store->PutNode(labelled).ok());
   store.reset();
-  auto reopened = Open();  // migrated once: opening again finds schema 10 and changes nothing
+  auto reopened = Open();  // migrated once: opening again finds schema 11 and changes nothing
   EXPECT_EQ((*reopened->Nodes("lab"))[0].labels, labelled.labels);
   sqlite3* db = nullptr;
   ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
   sqlite3_stmt* version = nullptr;
   ASSERT_EQ(sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &version, nullptr), SQLITE_OK);
   ASSERT_EQ(sqlite3_step(version), SQLITE_ROW);
-  EXPECT_EQ(sqlite3_column_int(version, 0), 10);
+  EXPECT_EQ(sqlite3_column_int(version, 0), 11);
   sqlite3_finalize(version);
   sqlite3_close(db);
 }
@@ -232,6 +236,24 @@ TEST_F(SqliteStoreTest, Issue15AVersion8FileIsMigratedWithoutDataDisks) {
   n.data_disks = {{"projects/p/zones/z/disks/data", "read-only"}};
   ASSERT_TRUE(store->PutNode(n).ok());
   EXPECT_EQ((*store->Nodes("lab"))[0].data_disks, n.data_disks);
+}
+
+TEST_F(SqliteStoreTest, Issue17AVersion10FileIsMigratedWithStretchesBilledToNoOne) {
+  {
+    auto store = Open();
+    ASSERT_TRUE(store->PutNode(Node("old", 1)).ok());
+    ASSERT_TRUE(store->PutSpend(Stretch("lab", "old", clock_.Now(), std::nullopt)).ok());
+  }
+  std::unique_ptr<SqlStore> store;
+  std::vector<NodeRecord> nodes;
+  ASSERT_NO_FATAL_FAILURE(OpenMigrated(kToV10, &store, &nodes));
+  Result<std::vector<SpendRecord>> spend = store->Spend("lab", std::nullopt);
+  ASSERT_TRUE(spend.ok()) << spend.status().ToString();
+  ASSERT_EQ(spend->size(), 1u);
+  EXPECT_EQ((*spend)[0].owner, "");
+  EXPECT_TRUE(store->Fleets()->empty());
+  ASSERT_TRUE(store->PutFleet({"lab", "ada", std::nullopt, 5, clock_.Now()}).ok());
+  EXPECT_EQ((*store->Fleets())[0].owner, "ada");
 }
 
 TEST_F(SqliteStoreTest, Issue12AVersion5FileIsMigratedWithoutInternalAddresses) {

@@ -7,7 +7,8 @@
 // leftovers, resources a failed or superseded create left in some zone that are still
 // to be deleted; an append-only event log (create requested, created, ready,
 // stockout, preempted, deleted…) with times; the jobs `run --restart` asked serve to keep
-// going; the spend ledger (each node's billable stretches with their price); and the
+// going; the spend ledger (each node's billable stretches with their price and the person they
+// are billed to); each fleet's owner and budget as last applied; and the
 // serve process keeping the state, if any. Recent stockouts, the age of a node and
 // time-to-recover are derived from the events; nothing is stored twice.
 //
@@ -103,6 +104,10 @@ class Store {
   /// Inserts the stretch when `s.id` is 0, else updates the stretch with that id
   /// (NotFound when there is none); returns its id.
   virtual Result<int64_t> PutSpend(const SpendRecord& s) = 0;
+  /// Every fleet as last applied (`up`, serve), ordered by name.
+  virtual Result<std::vector<FleetRecord>> Fleets() = 0;
+  /// Inserts or replaces the fleet `fleet.name`.
+  virtual Status PutFleet(const FleetRecord& fleet) = 0;
   /// The serve process recorded for this state, nullopt when none is.
   virtual Result<std::optional<ServeRecord>> Serve() = 0;
   /// Records `s` as the serve process, replacing any other.

@@ -316,6 +316,51 @@ TEST_P(StoreTest, SpendInsertsUpdatesAndSelectsByEnd) {
   EXPECT_EQ(store->PutSpend(b).status().code(), StatusCode::kNotFound);
 }
 
+TEST_P(StoreTest, Issue17AStretchKeepsWhoItIsBilledTo) {
+  auto store = Open();
+  Clock::WallTime t0 = clock_.Now();
+  SpendRecord s = Stretch("lab", "a", t0, std::nullopt);
+  s.owner = "ada";
+  Result<int64_t> id = store->PutSpend(s);
+  ASSERT_TRUE(id.ok()) << id.status().ToString();
+  EXPECT_EQ((*store->Spend("lab", std::nullopt))[0].owner, "ada");
+  // Closing it (an update) keeps the owner it was opened with unless told otherwise.
+  s.id = *id;
+  s.end = t0 + hours(1);
+  ASSERT_TRUE(store->PutSpend(s).ok());
+  EXPECT_EQ((*store->Spend("lab", std::nullopt))[0].owner, "ada");
+}
+
+TEST_P(StoreTest, Issue17FleetsKeepTheirOwnerAndBudgetAsLastApplied) {
+  auto store = Open();
+  EXPECT_TRUE(store->Fleets()->empty());
+  FleetRecord lab{"lab", "ada", 25.5, std::nullopt, clock_.Now()};
+  FleetRecord free_one{"free", "bo", std::nullopt, std::nullopt, clock_.Now()};
+  ASSERT_TRUE(store->PutFleet(lab).ok());
+  ASSERT_TRUE(store->PutFleet(free_one).ok());
+  Result<std::vector<FleetRecord>> fleets = store->Fleets();
+  ASSERT_TRUE(fleets.ok()) << fleets.status().ToString();
+  ASSERT_EQ(fleets->size(), 2u);  // by name
+  EXPECT_EQ((*fleets)[0].name, "free");
+  EXPECT_FALSE((*fleets)[0].usd_per_day.has_value());
+  EXPECT_FALSE((*fleets)[0].usd_total.has_value());
+  EXPECT_EQ((*fleets)[1].owner, "ada");
+  EXPECT_EQ((*fleets)[1].usd_per_day, 25.5);
+  EXPECT_FALSE((*fleets)[1].usd_total.has_value());
+  EXPECT_EQ((*fleets)[1].updated_at, lab.updated_at);
+
+  // Applying the spec again replaces the row: another owner, the day's limit gone.
+  lab.owner = "cy";
+  lab.usd_per_day.reset();
+  lab.usd_total = 1000;
+  ASSERT_TRUE(store->PutFleet(lab).ok());
+  fleets = store->Fleets();
+  ASSERT_EQ(fleets->size(), 2u);
+  EXPECT_EQ((*fleets)[1].owner, "cy");
+  EXPECT_FALSE((*fleets)[1].usd_per_day.has_value());
+  EXPECT_EQ((*fleets)[1].usd_total, 1000);
+}
+
 TEST_P(StoreTest, ServeIsOneRowClearedOnlyByItsOwnPid) {
   auto store = Open();
   EXPECT_FALSE(store->Serve()->has_value());

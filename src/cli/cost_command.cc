@@ -1,0 +1,229 @@
+// `tpufleet cost [--by person|node|fleet] [--since DUR|TIME] [--csv]`: the spend ledger
+// (core/spend_report.h over the store's stretches) as a table, CSV or --json, with the
+// day's and the month's forecast at the current rate and each fleet's budget left.
+// Through a team server a caller sees what control/visible.h allows: an admin their
+// fleets' whole ledger and budgets, anyone else what is billed to them.
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <ostream>
+
+#include "cli/command.h"
+#include "cli/fleet_world.h"
+#include "control/visible.h"
+#include "core/ledger.h"
+#include "core/spend_report.h"
+#include "util/log.h"
+#include "util/strings.h"
+#include "util/text_table.h"
+#include "util/timestamp.h"
+
+namespace tpufleet::cli {
+namespace {
+
+// How far back `cost` looks when --since is not given.
+constexpr char kDefaultSince[] = "30d";
+
+// What a line's key is shown as: a person's name, or who stretches opened before the
+// ledger kept owners are billed to.
+std::string Shown(const std::string& key) { return key.empty() ? "(no one)" : key; }
+
+// One CSV field: quoted when it holds a comma, a quote or a line break.
+std::string CsvField(const std::string& text) {
+  if (text.find_first_of(",\"\r\n") == std::string::npos) {
+    return text;
+  }
+  std::string out = "\"";
+  for (char c : text) {
+    out += c == '"' ? std::string("\"\"") : std::string(1, c);
+  }
+  return out + "\"";
+}
+
+std::string Hours(double h) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f", h);
+  return buf;
+}
+
+std::string Rate(double usd_per_hour) {
+  return usd_per_hour > 0 ? FormatUsd(usd_per_hour) + "/h" : "-";
+}
+
+// A fleet's budget and what is left of it now.
+struct BudgetLeft {
+  FleetRecord fleet;
+  BudgetState state;
+};
+
+std::vector<BudgetLeft> BudgetsLeft(const std::vector<FleetRecord>& fleets,
+                                    const std::vector<SpendRecord>& ledger, Clock::WallTime now) {
+  std::vector<BudgetLeft> out;
+  for (const FleetRecord& f : fleets) {
+    if (!f.usd_per_day && !f.usd_total) {
+      continue;
+    }
+    std::vector<SpendRecord> own;
+    for (const SpendRecord& s : ledger) {
+      if (s.fleet == f.name) {
+        own.push_back(s);
+      }
+    }
+    BudgetSpec spec;
+    spec.usd_per_day = f.usd_per_day;
+    spec.usd_total = f.usd_total;
+    out.push_back({f, CheckBudget(spec, own, now)});
+  }
+  return out;
+}
+
+nlohmann::json OrNull(const std::optional<double>& v) {
+  return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+}
+
+void PrintJson(Invocation& inv, const SpendReport& r, SpendGrouping by,
+               const std::vector<BudgetLeft>& budgets) {
+  std::string key(SpendGroupingName(by));
+  nlohmann::json lines = nlohmann::json::array();
+  for (const SpendLine& l : r.lines) {
+    lines.push_back({{key, l.key},
+                     {"usd", l.usd},
+                     {"node_hours", l.node_hours},
+                     {"usd_per_hour", l.usd_per_hour}});
+  }
+  nlohmann::json out_budgets = nlohmann::json::array();
+  for (const BudgetLeft& b : budgets) {
+    std::optional<double> left_day, left_total;
+    if (b.fleet.usd_per_day) {
+      left_day = *b.fleet.usd_per_day - b.state.spent_day;
+    }
+    if (b.fleet.usd_total) {
+      left_total = *b.fleet.usd_total - b.state.spent_total;
+    }
+    out_budgets.push_back({{"fleet", b.fleet.name},
+                           {"usd_per_day", OrNull(b.fleet.usd_per_day)},
+                           {"left_today_usd", OrNull(left_day)},
+                           {"usd_total", OrNull(b.fleet.usd_total)},
+                           {"left_total_usd", OrNull(left_total)},
+                           {"reached", b.state.reached}});
+  }
+  nlohmann::json out = {{"by", key},
+                        {"since", FormatTimestamp(r.from)},
+                        {"now", FormatTimestamp(r.now)},
+                        {"lines", lines},
+                        {"usd", r.usd},
+                        {"usd_per_hour", r.usd_per_hour},
+                        {"today_usd", r.today_usd},
+                        {"forecast_day_usd", r.forecast_day_usd},
+                        {"month_usd", r.month_usd},
+                        {"forecast_month_usd", r.forecast_month_usd},
+                        {"budgets", out_budgets}};
+  inv.out << out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+}
+
+void PrintCsv(Invocation& inv, const SpendReport& r, SpendGrouping by) {
+  inv.out << SpendGroupingName(by) << ",usd,node_hours,usd_per_hour\n";
+  for (const SpendLine& l : r.lines) {
+    char numbers[96];
+    std::snprintf(numbers, sizeof numbers, ",%.2f,%.3f,%.2f\n", l.usd, l.node_hours,
+                  l.usd_per_hour);
+    inv.out << CsvField(l.key) << numbers;
+  }
+}
+
+void PrintTable(Invocation& inv, const SpendReport& r, SpendGrouping by,
+                const std::string& since_text, const std::vector<BudgetLeft>& budgets) {
+  inv.out << "Spend since " << FormatTimestamp(r.from) << " (" << since_text << "), by "
+          << SpendGroupingName(by) << ", at list prices (spot at the most it can cost):\n";
+  if (r.lines.empty()) {
+    inv.out << "Nothing billed. The ledger is written while `tpufleet serve` keeps the fleet\n"
+               "(docs/cost.md).\n";
+  } else {
+    std::string head(SpendGroupingName(by));
+    std::transform(head.begin(), head.end(), head.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
+    TextTable t({head, "SPENT", "NODE-HOURS", "NOW"});
+    double hours = 0;
+    for (const SpendLine& l : r.lines) {
+      // Names come from specs and people: shown as text, never as terminal controls.
+      t.AddRow({TerminalText(Shown(l.key)), FormatUsd(l.usd), Hours(l.node_hours),
+                Rate(l.usd_per_hour)});
+      hours += l.node_hours;
+    }
+    t.AddRow({"TOTAL", FormatUsd(r.usd), Hours(hours), Rate(r.usd_per_hour)});
+    t.Print(inv.out);
+  }
+  inv.out << "\nToday (UTC): " << FormatUsd(r.today_usd) << " spent; "
+          << FormatUsd(r.forecast_day_usd) << " by midnight UTC at " << Rate(r.usd_per_hour)
+          << ".\nThis month (UTC): " << FormatUsd(r.month_usd) << " spent; "
+          << FormatUsd(r.forecast_month_usd) << " by "
+          << FormatTimestamp(UtcNextMonthStart(r.now)).substr(0, 10) << " at "
+          << Rate(r.usd_per_hour) << ".\n";
+  for (const BudgetLeft& b : budgets) {
+    std::vector<std::string> parts;
+    if (b.fleet.usd_per_day) {
+      parts.push_back("usd_per_day " + FormatUsd(*b.fleet.usd_per_day) + ", " +
+                      FormatUsd(*b.fleet.usd_per_day - b.state.spent_day) + " left today");
+    }
+    if (b.fleet.usd_total) {
+      parts.push_back("usd_total " + FormatUsd(*b.fleet.usd_total) + ", " +
+                      FormatUsd(*b.fleet.usd_total - b.state.spent_total) + " left");
+    }
+    inv.out << "Budget of " << b.fleet.name << ": " << Join(parts, "; ")
+            << (b.state.reached ? " (reached)" : "") << ".\n";
+  }
+}
+
+}  // namespace
+
+ExitStatus RunCost(Invocation& inv) {
+  if (!inv.args.positional.empty()) {
+    return UsageError(inv, "cost takes no arguments: tpufleet cost [--by person|node|fleet] "
+                           "[--since D] [--csv]");
+  }
+  Result<SpendGrouping> by = ParseSpendGrouping(inv.args.Get("by").value_or("person"));
+  if (!by.ok()) {
+    return UsageError(inv, "--by: " + by.status().message());
+  }
+  if (inv.json && inv.args.Has("csv")) {
+    return UsageError(inv, "--csv and --json: give one");
+  }
+  Result<std::unique_ptr<WorldHandle>> handle = OpenWorld(inv, false);
+  if (!handle.ok()) {
+    return Fail(inv, handle.status());
+  }
+  World& world = (*handle)->world();
+  Clock::WallTime now = world.clock.Now();
+  std::string since_text = inv.args.Get("since").value_or(kDefaultSince);
+  Result<Clock::WallTime> since = SinceTime(since_text, now);
+  if (!since.ok()) {
+    return UsageError(inv, since.status().message());
+  }
+  if (*since > now) {
+    return UsageError(inv, "--since " + since_text + " is in the future");
+  }
+  // Every stretch: a fleet's budget counts its whole life, the report its span.
+  Result<std::vector<SpendRecord>> ledger = world.store.Spend("", std::nullopt);
+  if (!ledger.ok()) {
+    return Fail(inv, ledger.status());
+  }
+  Result<std::vector<FleetRecord>> fleets = world.store.Fleets();
+  if (!fleets.ok()) {
+    return Fail(inv, fleets.status());
+  }
+  std::vector<SpendRecord> seen = VisibleSpend(inv.access, std::move(*ledger));
+  std::vector<BudgetLeft> budgets =
+      BudgetsLeft(VisibleFleets(inv.access, std::move(*fleets)), seen, now);
+  SpendReport report = ReportSpend(seen, *by, *since, now);
+  if (inv.json) {
+    PrintJson(inv, report, *by, budgets);
+  } else if (inv.args.Has("csv")) {
+    PrintCsv(inv, report, *by);
+  } else {
+    PrintTable(inv, report, *by, since_text, budgets);
+  }
+  return ExitStatus::kOk;
+}
+
+}  // namespace tpufleet::cli

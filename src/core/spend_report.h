@@ -1,0 +1,61 @@
+// What `tpufleet cost` shows: the ledger's stretches (core/node_record.h SpendRecord)
+// added up per fleet, node or person over a span, what they cost per hour now, and
+// where the day and the month end at that rate. Priced by core/ledger.h's rules: only
+// billable states count, each stretch at the price it opened with, an open stretch up
+// to `now`. Days and months are UTC, as the budgets' are.
+//
+// Thread-safety: pure functions over values.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/node_record.h"
+#include "util/clock.h"
+#include "util/status.h"
+
+namespace tpufleet {
+
+/// What a report's lines are.
+enum class SpendGrouping { kFleet, kNode, kPerson };
+
+/// "fleet" | "node" | "person".
+std::string_view SpendGroupingName(SpendGrouping by);
+/// The grouping a word names; InvalidArgument listing the words for anything else.
+Result<SpendGrouping> ParseSpendGrouping(std::string_view word);
+
+/// One line of a report: a fleet, a node ("fleet/node") or a person.
+struct SpendLine {
+  /// The fleet, "fleet/node", or the person a stretch is billed to: "" for stretches
+  /// opened before the ledger kept owners.
+  std::string key;
+  double usd = 0;           // spent within the span
+  double node_hours = 0;    // billable node-hours within the span
+  double usd_per_hour = 0;  // what its open billable stretches cost per hour at `now`
+};
+
+struct SpendReport {
+  Clock::WallTime from{}, now{};
+  std::vector<SpendLine> lines;  // most spent first, then by key
+  double usd = 0;                // the lines' sum
+  double usd_per_hour = 0;       // the current rate, every line's
+  double today_usd = 0;          // since 00:00 UTC of `now`'s day (whatever `from` is)
+  double month_usd = 0;          // since the 1st of `now`'s month, 00:00 UTC
+  /// Where today and this month end if the current rate holds until then.
+  double forecast_day_usd = 0;
+  double forecast_month_usd = 0;
+};
+
+/// The report of `stretches` within [from, now), one line per key of `by` that spent
+/// something or bills now. Stretches of every fleet given count: the caller picks them.
+/// REQUIRES: from <= now.
+SpendReport ReportSpend(const std::vector<SpendRecord>& stretches, SpendGrouping by,
+                        Clock::WallTime from, Clock::WallTime now);
+
+/// 00:00 UTC of the 1st of the month `t` falls in, and of the next month.
+Clock::WallTime UtcMonthStart(Clock::WallTime t);
+Clock::WallTime UtcNextMonthStart(Clock::WallTime t);
+
+}  // namespace tpufleet

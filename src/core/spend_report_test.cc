@@ -1,0 +1,105 @@
+#include "core/spend_report.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+namespace tpufleet {
+namespace {
+
+using std::chrono::hours;
+using std::chrono::minutes;
+
+// 18:00 UTC on 30 November 2026: 6 hours left in the day and in the month.
+const Clock::WallTime kNow =
+    std::chrono::sys_days{std::chrono::year{2026} / 11 / 30} + std::chrono::hours(18);
+
+SpendRecord Stretch(std::string node, std::string owner, std::string state, double usd_per_hour,
+                    Clock::WallTime start, std::optional<Clock::WallTime> end) {
+  SpendRecord s;
+  s.fleet = node == "other" ? "ops" : "lab";
+  s.node = std::move(node);
+  s.owner = std::move(owner);
+  s.state = std::move(state);
+  s.usd_per_hour = usd_per_hour;
+  s.start = start;
+  s.end = end;
+  return s;
+}
+
+// ada's trainer ran 2 h at $10/h, was preempted (the husk bills 1 h more) and runs
+// again since an hour ago; bo's eval runs at $4/h since 3 h ago; a queued resource of
+// bo's waited 5 h (not billed); ops's node of no one's ran 1 h at $2/h yesterday.
+std::vector<SpendRecord> Ledger() {
+  return {
+      Stretch("trainer", "ada", "READY", 10, kNow - hours(4), kNow - hours(2)),
+      Stretch("trainer", "ada", "PREEMPTED", 10, kNow - hours(2), kNow - hours(1)),
+      Stretch("trainer", "ada", "READY", 10, kNow - hours(1), std::nullopt),
+      Stretch("eval", "bo", "READY", 4, kNow - hours(3), std::nullopt),
+      Stretch("queued", "bo", "WAITING_FOR_RESOURCES", 4, kNow - hours(5), std::nullopt),
+      Stretch("other", "", "READY", 2, kNow - hours(25), kNow - hours(24)),
+  };
+}
+
+TEST(SpendReportTest, ByPersonAddsUpToTheLedgerAndForecastsAtTheCurrentRate) {
+  SpendReport r = ReportSpend(Ledger(), SpendGrouping::kPerson, kNow - hours(48), kNow);
+  ASSERT_EQ(r.lines.size(), 3u);  // the waiting queued resource is no line of its own
+  EXPECT_EQ(r.lines[0].key, "ada");
+  EXPECT_DOUBLE_EQ(r.lines[0].usd, 40);  // 4 node-hours at $10
+  EXPECT_DOUBLE_EQ(r.lines[0].node_hours, 4);
+  EXPECT_DOUBLE_EQ(r.lines[0].usd_per_hour, 10);
+  EXPECT_EQ(r.lines[1].key, "bo");
+  EXPECT_DOUBLE_EQ(r.lines[1].usd, 12);
+  EXPECT_DOUBLE_EQ(r.lines[1].usd_per_hour, 4);
+  EXPECT_EQ(r.lines[2].key, "");  // before owners were kept
+  EXPECT_DOUBLE_EQ(r.lines[2].usd, 2);
+  EXPECT_DOUBLE_EQ(r.lines[2].usd_per_hour, 0);
+  EXPECT_DOUBLE_EQ(r.usd, 54);
+  EXPECT_DOUBLE_EQ(r.usd_per_hour, 14);
+  // Today (UTC) holds everything but ops's hour of yesterday: 52; 6 h left at $14/h.
+  EXPECT_DOUBLE_EQ(r.today_usd, 52);
+  EXPECT_DOUBLE_EQ(r.forecast_day_usd, 52 + 6 * 14);
+  // The month, which ends with the day here, holds all 54.
+  EXPECT_DOUBLE_EQ(r.month_usd, 54);
+  EXPECT_DOUBLE_EQ(r.forecast_month_usd, 54 + 6 * 14);
+}
+
+TEST(SpendReportTest, TheSpanCutsStretchesAndOnlyOpenOnesSetTheRate) {
+  // The last 90 minutes: half an hour of the husk and the trainer's hour since; 90
+  // minutes of eval.
+  SpendReport r = ReportSpend(Ledger(), SpendGrouping::kNode, kNow - minutes(90), kNow);
+  ASSERT_EQ(r.lines.size(), 2u);
+  EXPECT_EQ(r.lines[0].key, "lab/trainer");
+  EXPECT_DOUBLE_EQ(r.lines[0].usd, 15);
+  EXPECT_DOUBLE_EQ(r.lines[0].node_hours, 1.5);
+  EXPECT_EQ(r.lines[1].key, "lab/eval");
+  EXPECT_DOUBLE_EQ(r.lines[1].usd, 6);
+  EXPECT_DOUBLE_EQ(r.usd, 21);
+  // Whatever the span, today's and the month's figures are the whole day's and month's.
+  EXPECT_DOUBLE_EQ(r.today_usd, 52);
+}
+
+TEST(SpendReportTest, ByFleetAndAFleetWithNothingSpentIsNoLine) {
+  SpendReport r = ReportSpend(Ledger(), SpendGrouping::kFleet, kNow - hours(12), kNow);
+  ASSERT_EQ(r.lines.size(), 1u);  // ops spent yesterday only
+  EXPECT_EQ(r.lines[0].key, "lab");
+  EXPECT_DOUBLE_EQ(r.lines[0].usd, 52);
+  EXPECT_TRUE(ReportSpend({}, SpendGrouping::kFleet, kNow - hours(1), kNow).lines.empty());
+}
+
+TEST(SpendReportTest, MonthsAndGroupingWords) {
+  Clock::WallTime jan31 = std::chrono::sys_days{std::chrono::year{2027} / 1 / 31} + hours(7);
+  EXPECT_EQ(UtcMonthStart(jan31), std::chrono::sys_days{std::chrono::year{2027} / 1 / 1});
+  EXPECT_EQ(UtcNextMonthStart(jan31), std::chrono::sys_days{std::chrono::year{2027} / 2 / 1});
+  EXPECT_EQ(UtcNextMonthStart(kNow), std::chrono::sys_days{std::chrono::year{2026} / 12 / 1});
+  EXPECT_EQ(*ParseSpendGrouping("person"), SpendGrouping::kPerson);
+  EXPECT_EQ(SpendGroupingName(SpendGrouping::kNode), "node");
+  Result<SpendGrouping> bad = ParseSpendGrouping("persons");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().message(),
+            "\"persons\" is not one of fleet, node, person (did you mean person?)");
+}
+
+}  // namespace
+}  // namespace tpufleet
