@@ -19,6 +19,8 @@
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/e2e_lib.sh"
+# shellcheck source=scripts/job_watchers.sh
+source "$here/../scripts/job_watchers.sh"
 bin=$(realpath "$1")
 outdir=$(realpath -m "${2:-$(dirname "$bin")/../../test-output}")
 e2e_require jq curl ssh ssh-keygen timeout ip pgrep python3 node chromium prometheus
@@ -37,7 +39,7 @@ end_browsers() {
   done
 }
 serve_pid=""
-trap 'end_browsers; prometheus_end; stop_serve; tf down --all --yes >/dev/null 2>&1; e2e_end' EXIT
+trap 'end_browsers; prometheus_end; stop_serve; for w in $(job_watchers "$state"); do kill "$w" 2>/dev/null; done; tf down --all --yes >/dev/null 2>&1; e2e_end' EXIT
 trap 'exit 143' TERM INT HUP
 
 track_hosts_begin
@@ -138,9 +140,14 @@ preemption_scraped() {
 check "Prometheus sees the preemption in tpufleet_preemptions_total" wait_for 60 preemption_scraped
 check "Prometheus ends" prometheus_end
 
-check "serve stops and the fleet is deleted" serve_and_fleet_end
+check "serve stops" stop_serve
 no_browser_left() { ! pgrep -f "chromium.*$tmp/" >/dev/null; }
 check "no chromium of this run is left" no_browser_left
+# The holder while the workers still answer (its connections close at once); the job's
+# watcher before it, as it would start it again.
+for w in $(job_watchers "$state"); do kill "$w" 2>/dev/null; done
+check "holder stop ends the connection holder (run and the served commands used it)" holder_stops
+check "down --all" down_all
 check "the emulator stops and leaves no namespace, sshd or link behind" stop_clean
 
 echo "1..$n"

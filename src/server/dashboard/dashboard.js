@@ -303,7 +303,7 @@ async function refreshEvents() {
     const kindClass = e.kind === 'preempted' || e.kind === 'budget-reached' ? 'bad'
         : e.kind === 'recovered' || e.kind === 'ready' ? 'good' : '';
     tr.dataset.kind = e.kind;
-    tr.append(cell(e.time.replace('T', ' ').replace('Z', '')),
+    tr.append(cell(e.time.slice(0, 19).replace('T', ' ')),
               cell(e.node ? e.fleet + '/' + e.node : e.fleet), cell(e.kind, kindClass), cell(detail));
     return tr;
   });
