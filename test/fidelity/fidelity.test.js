@@ -16,7 +16,7 @@ const assert = require('node:assert/strict');
 const crypto = require('node:crypto');
 const fs = require('node:fs');
 const jws = require('jws');
-const {spawnSync} = require('node:child_process');
+const {spawn} = require('node:child_process');
 const os = require('node:os');
 const path = require('node:path');
 const {OAuth2Client, UserRefreshClient} = require('google-auth-library');
@@ -81,6 +81,22 @@ function discoveryClient(version = 'v2') {
   return google.tpu({version, auth, rootUrl: `${base}/`});
 }
 
+
+// Runs a program and resolves to {status, stdout, stderr, error} without blocking the
+// event loop: a loop blocked for seconds (spawnSync) keeps in the clients' pool a
+// keep-alive socket the emulator closed meanwhile, and the next request meets "socket
+// hang up" (seen on a loaded machine, gcloud taking over 5 s).
+function run(program, args, options = {}) {
+  return new Promise((resolve) => {
+    const child = spawn(program, args, options);
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d) => { stdout += d; });
+    child.stderr.on('data', (d) => { stderr += d; });
+    child.on('error', (error) => resolve({status: null, stdout, stderr, error}));
+    child.on('close', (status) => resolve({status, stdout, stderr}));
+  });
+}
 test('token endpoint', async (t) => {
   await t.test('authorized_user refresh grant (google-auth-library)', async () => {
     const client = new UserRefreshClient({...CLIENT, endpoints: {oauth2TokenUrl: tokenUrl}});
@@ -165,16 +181,15 @@ test('the emulator token', async (t) => {
   });
 
   await t.test('gcloud with the exports `emulator start` prints', async (t2) => {
-    const which = spawnSync('gcloud', ['--version'], {encoding: 'utf8'});
+    const which = await run('gcloud', ['--version']);
     if (which.error || which.status !== 0) {
       t2.skip('gcloud is not installed');
       return;
     }
     const config = fs.mkdtempSync(path.join(os.tmpdir(), 'fidelity-gcloud-'));
     try {
-      const res = spawnSync('gcloud', ['compute', 'tpus', 'tpu-vm', 'accelerator-types', 'describe', 'v4-8',
+      const res = await run('gcloud', ['compute', 'tpus', 'tpu-vm', 'accelerator-types', 'describe', 'v4-8',
                                        `--zone=${ZONE}`, `--project=${PROJECT}`, '--format=json'], {
-        encoding: 'utf8',
         timeout: 60000,
         env: {
           PATH: process.env.PATH,
