@@ -118,7 +118,7 @@ remember_hosts
 
 # ---------------------------------------------------------------------------------
 note "serve, the sampler of the emulator's states, and a restartable job per node"
-port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+port=$(free_port)
 now() { date +%s.%N; }
 start_serve() {
   "$bin" serve "$tmp/fleet.yaml" --pass "$kPass" --listen "127.0.0.1:$port" >>"$tmp/serve.log" 2>&1 &

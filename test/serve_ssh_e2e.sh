@@ -140,7 +140,7 @@ check "cp to pod:/tmp/ reaches both workers; cp back lands in DIR/pod-wN/" copie
 # ---- 4. forward
 forwards() {
   local port=18089 local_port
-  local_port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  local_port=$(free_port)
   # A server of milo's on worker 0, in a session of its own so that exec's end leaves it.
   on_laptop www exec pod:0 -- sh -c "mkdir -p /tmp/milo-www && echo hello-from-pod >/tmp/milo-www/index.html &&
     setsid sh -c 'echo \$\$ >/tmp/milo-www.pid; exec python3 -m http.server $port --bind 127.0.0.1 -d /tmp/milo-www' </dev/null >/dev/null 2>&1 &"
