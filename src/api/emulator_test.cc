@@ -13,8 +13,11 @@ namespace {
 using api_testing::ExpectGolden;
 
 EmulatorDaemon Running() {
-  return {.running = true, .state_dir = "/run/tpufleet-emulator", .pid = 4242,
-          .endpoint = "http://127.0.0.1:8470/", .token_file = "/run/tpufleet-emulator/token"};
+  return {.running = true,
+          .state_dir = "/run/tpufleet-emulator",
+          .pid = 4242,
+          .endpoint = "http://127.0.0.1:8470/",
+          .token_file = "/run/tpufleet-emulator/token"};
 }
 
 constexpr const char* kZone = "projects/p/locations/us-central2-b";
@@ -22,19 +25,36 @@ constexpr const char* kZone = "projects/p/locations/us-central2-b";
 // A status with one of everything: a spot node of a queued resource with a worker cut
 // off, a chip taken away and a preemption pending, a storm, a cut-off and a device
 // fault, capacity and quota use.
-EmulatorStatus Busy() {
+EmulatorStatus BusyStatus() {
   const std::string node = std::string(kZone) + "/nodes/train-0";
   const std::string qr = std::string(kZone) + "/queuedResources/train";
   EmulatorStatus s;
   s.now = "2026-11-23T12:00:00Z";
   // name, state, type, chips, spot, workers, health, queued resource, operation,
   // preemption pending, maintenance.
-  s.nodes = {{node, "READY", "v4-16", 8, true,
+  s.nodes = {{node,
+              "READY",
+              "v4-16",
+              8,
+              true,
               {{0, "198.18.0.2", "t1v-n-0-w-0", "ssh-ed25519 AAAA0", false, 3},
                {1, "198.18.0.3", "t1v-n-0-w-1", "ssh-ed25519 AAAA1", true, 4}},
-              "HEALTHY", qr, "", true, ""},
-             {std::string(kZone) + "/nodes/eval", "CREATING", "v4-8", 4, false, {}, "", "",
-              std::string(kZone) + "/operations/op-1", false, "PENDING"}};
+              "HEALTHY",
+              qr,
+              "",
+              true,
+              ""},
+             {std::string(kZone) + "/nodes/eval",
+              "CREATING",
+              "v4-8",
+              4,
+              false,
+              {},
+              "",
+              "",
+              std::string(kZone) + "/operations/op-1",
+              false,
+              "PENDING"}};
   s.queued_resources = {{qr, "ACTIVE", {node}}};
   EmulatorFault storm;
   storm.id = "f1";
@@ -78,22 +98,22 @@ TEST(ApiJson, EmulatorStopped) {
 }
 
 TEST(ApiJson, EmulatorStatus) {
-  EmulatorStatus s = Busy();
+  EmulatorStatus s = BusyStatus();
   ExpectGolden("src/api/testdata/emulator_admin_status.json", ToJson(s) + "\n");
   s.daemon = Running();
   ExpectGolden("src/api/testdata/emulator_status.json", ToJson(s) + "\n");
 }
 
 TEST(ApiJson, EmulatorFaults) {
-  ExpectGolden("src/api/testdata/emulator_faults.json", ToJson(Busy().faults) + "\n");
-  EXPECT_EQ(ToJsonLine(Busy().faults[1]),
+  ExpectGolden("src/api/testdata/emulator_faults.json", ToJson(BusyStatus().faults) + "\n");
+  EXPECT_EQ(ToJsonLine(BusyStatus().faults[1]),
             R"({"createTime":"2026-11-23T11:59:10Z","id":"f2","kind":"cutoff",)"
             R"("node":"projects/p/locations/us-central2-b/nodes/train-0","worker":1})");
 }
 
 // What the CLI reads back from the admin API is what the daemon wrote.
 TEST(ApiJson, EmulatorStatusReadsBack) {
-  std::string text = ToJson(Busy());
+  std::string text = ToJson(BusyStatus());
   Result<EmulatorStatus> read = ParseEmulatorStatus(text);
   ASSERT_TRUE(read.ok()) << read.status().message();
   EXPECT_EQ(ToJson(*read), text);
@@ -108,8 +128,7 @@ TEST(ApiJson, EmulatorStatusRefusesWhatIsNotOne) {
   EXPECT_FALSE(ParseEmulatorStatus("[]").ok());
   Result<EmulatorStatus> bad = ParseEmulatorStatus(R"({"nodes": [{"chips": "many"}]})");
   ASSERT_FALSE(bad.ok());
-  EXPECT_NE(bad.status().message().find("\"chips\""), std::string::npos)
-      << bad.status().message();
+  EXPECT_NE(bad.status().message().find("\"chips\""), std::string::npos) << bad.status().message();
   EXPECT_FALSE(ParseEmulatorStatus(R"({"nodes": 3})").ok());
 }
 

@@ -3,17 +3,16 @@
 // server presenting another certificate than the invite's is refused before the token is
 // sent; a good invite keeps the token, pins the certificate, writes the SSH names and
 // makes the server the default for the served commands (and only for them).
-#include <sys/stat.h>
-
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include "api/invite.h"
 #include "api/remote_command.h"
 #include "cli/testing/run_cli.h"
 #include "util/file.h"
 #include "util/fingerprint.h"
-#include "util/testing/fake_http.h"
 #include "util/http_client.h"
+#include "util/testing/fake_http.h"
 #include "util/testing/temp_dir.h"
 
 namespace tpufleet::cli {
@@ -28,7 +27,7 @@ constexpr const char* kToken = "tpufleet-person-abcDEF_123-xyz";
 
 // A team server presenting the certificate `cert`: GET /v1/hosts gives pod's two workers,
 // POST /v1/command answers "ran".
-class FakeServer final : public HttpClient {
+class FakeTeamServer final : public HttpClient {
  public:
   std::string cert = Sha256Fingerprint("cert");
   std::vector<std::string> paths;  // every path that reached it, with a token
@@ -45,10 +44,12 @@ class FakeServer final : public HttpClient {
     paths.push_back(req.url.substr(req.url.find("/v1/")));
     authorization = token->second;
     if (paths.back() == "/v1/hosts") {
-      return HttpResponse{200, {}, api::ToJson(std::vector<api::WorkerHost>{
-                                       {"lab", "pod", 0, "198.18.0.7", 22, kHostKey},
-                                       {"lab", "pod", 1, "198.18.0.8", 22, kHostKey}}),
-                          cert};
+      return HttpResponse{
+          200,
+          {},
+          api::ToJson(std::vector<api::WorkerHost>{{"lab", "pod", 0, "198.18.0.7", 22, kHostKey},
+                                                   {"lab", "pod", 1, "198.18.0.8", 22, kHostKey}}),
+          cert};
     }
     return tpufleet::testing::AnswerAsCurlDoes(
         req, HttpResponse{200, {}, api::ToJson(api::CommandResult{0, "ran\n", ""}), cert});
@@ -78,7 +79,7 @@ class JoinTest : public ::testing::Test {
   }
 
   TempDir home_;
-  FakeServer server_;
+  FakeTeamServer server_;
   App app_{CliCommands(), nullptr};
 };
 
@@ -86,10 +87,11 @@ TEST_F(JoinTest, AMalformedInviteIsOneLineAndLeavesNothing) {
   std::string bad = Write("bad", "{\"tpufleet_invite\": 1, \"server\": \"https://lab:8471\"}");
   Output o = Tpufleet(app_, {"join", bad}, Env());
   EXPECT_EQ(o.code, 1);
-  EXPECT_EQ(o.err, "tpufleet: error: " + bad +
-                       ": its \"fingerprint\" is not a certificate's SHA256:…\n");
-  std::string serves = Write("serve-token", api::ToJson(api::Invite{
-      "https://lab:8471", Sha256Fingerprint("cert"), "milo", "tpufleet-serve-abc"}));
+  EXPECT_EQ(o.err,
+            "tpufleet: error: " + bad + ": its \"fingerprint\" is not a certificate's SHA256:…\n");
+  std::string serves =
+      Write("serve-token", api::ToJson(api::Invite{"https://lab:8471", Sha256Fingerprint("cert"),
+                                                   "milo", "tpufleet-serve-abc"}));
   o = Tpufleet(app_, {"join", serves}, Env());
   EXPECT_EQ(o.err, "tpufleet: error: " + serves + ": its \"token\" is not a person's token\n");
   o = Tpufleet(app_, {"join"}, Env());
@@ -125,13 +127,13 @@ TEST_F(JoinTest, KeepsTheTokenWritesTheNamesAndMakesTheServerTheDefault) {
   EXPECT_EQ(st.st_mode & 0777, 0600u);
   EXPECT_EQ(Read(".config/tpufleet/known_servers"), "lab:8471 " + Sha256Fingerprint("cert") + "\n");
   std::string dir = home_.path() + "/.ssh/tpufleet/lab:8471";
-  EXPECT_EQ(Read(".ssh/config").rfind("Include " + dir + "/config\n", 0), 0u) << Read(".ssh/config");
+  EXPECT_EQ(Read(".ssh/config").rfind("Include " + dir + "/config\n", 0), 0u)
+      << Read(".ssh/config");
   std::string config = Read(".ssh/tpufleet/lab:8471/config");
-  for (const std::string& line :
-       {std::string("Host pod-w1\n"), std::string("  User milo\n"),
-        std::string("  StrictHostKeyChecking yes\n"),
-        std::string(" ssh-proxy --server https://lab:8471 -- pod 1\n"),
-        "  UserKnownHostsFile " + dir + "/known_hosts\n"}) {
+  for (const std::string& line : {std::string("Host pod-w1\n"), std::string("  User milo\n"),
+                                  std::string("  StrictHostKeyChecking yes\n"),
+                                  std::string(" ssh-proxy --server https://lab:8471 -- pod 1\n"),
+                                  "  UserKnownHostsFile " + dir + "/known_hosts\n"}) {
     EXPECT_NE(config.find(line), std::string::npos) << line << " in\n" << config;
   }
   EXPECT_EQ(config.find("IdentityFile"), std::string::npos) << "their own keys";

@@ -4,13 +4,13 @@
 // "no node", as locally (control.ServerSshFiles tests the config made from it); a
 // label selector is refused in one line; exec prints and exits as the local exec does;
 // and the config is gone once the command ends.
-#include <stdlib.h>
+#include "cli/served_ssh.h"
 
 #include <gtest/gtest.h>
+#include <stdlib.h>
 
 #include "api/invite.h"
 #include "api/remote_command.h"
-#include "cli/served_ssh.h"
 #include "cli/testing/run_cli.h"
 #include "control/server_ssh.h"
 #include "control/targets.h"
@@ -25,20 +25,20 @@ namespace {
 using cli_testing::Output;
 using cli_testing::Tpufleet;
 
-constexpr const char* kHostKey =
+constexpr const char* kWorkerHostKey =
     "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIB69SJ1+y4FfrZCv79wrUAU/rEiOSE8nvmwomH7/5h77";
 
 // pod's two workers, as the server answers milo.
 std::vector<api::WorkerHost> PodHosts() {
   std::vector<api::WorkerHost> hosts;
   for (int w : {0, 1}) {
-    hosts.push_back({"lab", "pod", w, "198.18.0." + std::to_string(7 + w), 22, kHostKey});
+    hosts.push_back({"lab", "pod", w, "198.18.0." + std::to_string(7 + w), 22, kWorkerHostKey});
   }
   return hosts;
 }
 
 // A team server over plain http on loopback: GET /v1/hosts gives PodHosts.
-class FakeServer final : public HttpClient {
+class FakeSshServer final : public HttpClient {
  public:
   std::vector<std::string> paths;
   Result<HttpResponse> Send(const HttpRequest& req) override {
@@ -78,7 +78,9 @@ class ServedSshTest : public ::testing::Test {
         "host=$1; shift\n"
         "user=$(sed -n \"/^Host $host\\$/,/^$/p\" \"$cfg\" | grep -o 'User .*')\n"
         "echo \"$host $user\"\n"
-        "echo \"$cfg\" >>" + dir_.path() + "/configs\n"
+        "echo \"$cfg\" >>" +
+        dir_.path() +
+        "/configs\n"
         "echo on-stderr >&2\n"
         "[ \"$host\" = pod-w1 ] && exit 3\n"
         "exit 0\n";
@@ -91,12 +93,13 @@ class ServedSshTest : public ::testing::Test {
   ~ServedSshTest() override { ::setenv("PATH", old_path_.c_str(), 1); }
 
   std::map<std::string, std::string> Env() const {
-    return {{"HOME", dir_.path()}, {"TPUFLEET_SERVER", "http://127.0.0.1:8471"},
+    return {{"HOME", dir_.path()},
+            {"TPUFLEET_SERVER", "http://127.0.0.1:8471"},
             {"TPUFLEET_TOKEN", "tpufleet-person-abc"}};
   }
 
   TempDir dir_;
-  FakeServer server_;
+  FakeSshServer server_;
   App app_{CliCommands(), nullptr};
   std::string old_path_;
 };

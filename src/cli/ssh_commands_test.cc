@@ -51,8 +51,7 @@ class SshCommandsTest : public ::testing::Test {
   }
 
   NodeRecord& Put(const std::string& name, int workers) {
-    NodeRecord r =
-        cli_testing::ReadyLabNode(name, workers, static_cast<int>(records_.size()));
+    NodeRecord r = cli_testing::ReadyLabNode(name, workers, static_cast<int>(records_.size()));
     r.labels = {{"team", "a"}};
     records_.push_back(std::move(r));
     return records_.back();
@@ -157,11 +156,11 @@ TEST_F(SshCommandsTest, BothAreInTheHelp) {
 TEST_F(SshCommandsTest, Issue11SshProxyIsHiddenAndChecksItsWords) {
   EXPECT_FALSE(Contains(Tpufleet({"help"}).out, "ssh-proxy"));
   EXPECT_EQ(Tpufleet({"ssh-proxy", "--help"}).code, 0);
-  for (std::vector<std::string> bad : std::vector<std::vector<std::string>>{
-           {"ssh-proxy", "--", "-oProxyCommand=touch x", "0"},
-           {"ssh-proxy", "--", "pod", "0;id"},
-           {"ssh-proxy", "--", "pod"},
-           {"ssh-proxy", "--", "pod", "0", "extra"}}) {
+  for (std::vector<std::string> bad :
+       std::vector<std::vector<std::string>>{{"ssh-proxy", "--", "-oProxyCommand=touch x", "0"},
+                                             {"ssh-proxy", "--", "pod", "0;id"},
+                                             {"ssh-proxy", "--", "pod"},
+                                             {"ssh-proxy", "--", "pod", "0", "extra"}}) {
     Output o = Tpufleet(bad);
     EXPECT_EQ(o.code, 2) << bad[2];
     EXPECT_TRUE(o.out.empty()) << "stdout is the connection's: " << o.out;
@@ -169,7 +168,6 @@ TEST_F(SshCommandsTest, Issue11SshProxyIsHiddenAndChecksItsWords) {
   EXPECT_EQ(opened_, 0);
 }
 
-}  // namespace
 // The forward through the World's forwarder (here one that plays a script, no ssh): when
 // its connection drops it is started again, with the same command line, and says so.
 TEST_F(SshCommandsTest, Issue11ADroppedForwardIsStartedAgainThroughTheWorld) {
@@ -190,4 +188,5 @@ TEST_F(SshCommandsTest, Issue11ADroppedForwardIsStartedAgainThroughTheWorld) {
   EXPECT_TRUE(Contains(o.out, "Forwarding http://127.0.0.1:")) << o.out;
 }
 
+}  // namespace
 }  // namespace tpufleet::cli

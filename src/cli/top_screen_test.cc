@@ -15,7 +15,7 @@
 namespace tpufleet::cli {
 namespace {
 
-constexpr int64_t kNow = 1'767'225'600'000;
+constexpr int64_t kScreenNow = 1'767'225'600'000;
 
 std::vector<TopKey> Keys(const std::vector<TopKeyPress>& presses) {
   std::vector<TopKey> out;
@@ -67,7 +67,9 @@ TEST(TopKeys, SortFoldFilterScrollAndQuit) {
   EXPECT_EQ(s.view.fold, TopFold::kAll);
   Press(s, "f");
   EXPECT_EQ(s.view.fold, TopFold::kNone);
-  Press(s, "/w2q\x7f" "3");  // q while typing a filter is part of it
+  Press(s,
+        "/w2q\x7f"
+        "3");  // q while typing a filter is part of it
   EXPECT_TRUE(s.editing);
   EXPECT_FALSE(s.quit);
   EXPECT_EQ(s.draft, "w23");
@@ -115,7 +117,7 @@ FleetMetrics Round(int n) {
     ws.push_back(w);
   }
   FleetMetrics f;
-  f.now_unix_ms = kNow;
+  f.now_unix_ms = kScreenNow;
   f.workers = ws;
   GroupMetrics node{"pod", "pod", "", {}, {}};
   for (int i = 0; i < n; ++i) {
@@ -155,7 +157,7 @@ TEST(TopScreenLines, ScrollingShowsAPageAndStopsAtTheLast) {
 }
 
 // A pty whose slave side is the view's terminal; its mode before the view.
-class TopPtyTest : public testing::Test {
+class TopPtyTest : public ::testing::Test {
  protected:
   void SetUp() override {
     struct winsize ws {};

@@ -13,7 +13,7 @@ namespace tpufleet::cli {
 namespace {
 
 constexpr int64_t kGib = int64_t{1} << 30;
-constexpr int64_t kNow = 1'767'225'600'000;
+constexpr int64_t kViewNow = 1'767'225'600'000;
 
 // A worker of `node` that answered: `chips` chips at `duty` %, 8 of 32 GiB HBM each,
 // held by pid 100+worker of job j1 run by alice; host CPU `cpu` %.
@@ -24,7 +24,7 @@ WorkerMetrics Answered(const std::string& node, int worker, double duty, double 
   w.target.worker = worker;
   w.target.name = node + "/w" + std::to_string(worker);
   MetricsReport r;
-  r.sample.time_unix_ms = kNow;
+  r.sample.time_unix_ms = kViewNow;
   for (int c = 0; c < chips; ++c) {
     ChipSample chip;
     chip.index = c;
@@ -43,7 +43,7 @@ WorkerMetrics Answered(const std::string& node, int worker, double duty, double 
   r.sample.jobs.push_back({"j1", "alice", cpu, 24000, 50, kGib});
   for (int i = 0; i < 40; ++i) {
     HistoryPoint p;
-    p.time_unix_ms = kNow - (40 - i) * 1000;
+    p.time_unix_ms = kViewNow - (40 - i) * 1000;
     p.duty_cycle_percent = i < 20 ? 0 : duty;
     p.cpu_percent = cpu;
     r.history.push_back(p);
@@ -68,7 +68,7 @@ WorkerMetrics Unanswered(const std::string& node, int worker) {
 // job j1 on pod; the node's and job's verdicts given.
 FleetMetrics Fleet(std::vector<WorkerMetrics> workers, Verdict pod = Verdict::kBusy) {
   FleetMetrics f;
-  f.now_unix_ms = kNow;
+  f.now_unix_ms = kViewNow;
   f.workers = std::move(workers);
   for (size_t i = 0; i < f.workers.size(); ++i) {
     const std::string& node = f.workers[i].target.node;
@@ -134,7 +134,7 @@ TEST(TopRows, OneRowPerWorkerWithBarsHolderAndHost) {
   EXPECT_EQ(lines[0].substr(0, 4), "NODE");
   EXPECT_NE(lines[1].find("pod   w0"), std::string::npos) << lines[1];
   EXPECT_NE(lines[1].find("busy"), std::string::npos);
-  EXPECT_NE(lines[1].find("▅▅▅▅ 60%"), std::string::npos) << lines[1];  // 4 chips at 60 %
+  EXPECT_NE(lines[1].find("▅▅▅▅ 60%"), std::string::npos) << lines[1];      // 4 chips at 60 %
   EXPECT_NE(lines[1].find("▂▂▂▂ 32/128G"), std::string::npos) << lines[1];  // HBM 25 %
   EXPECT_NE(lines[1].find("12%"), std::string::npos);
   EXPECT_NE(lines[1].find("100/400G"), std::string::npos);
@@ -164,9 +164,8 @@ TEST(TopRows, AWorkerThatDidNotAnswerKeepsItsRowSayingWhy) {
 }
 
 TEST(TopRows, SortsByEachKeyHighestOrWorstFirst) {
-  FleetMetrics f = Fleet({Answered("a", 0, 10, 90, Verdict::kInputBound),
-                          Answered("b", 0, 90, 10), Unanswered("c", 0),
-                          Answered("d", 0, 50, 50, Verdict::kIdle)});
+  FleetMetrics f = Fleet({Answered("a", 0, 10, 90, Verdict::kInputBound), Answered("b", 0, 90, 10),
+                          Unanswered("c", 0), Answered("d", 0, 50, 50, Verdict::kIdle)});
   f.workers[3].report->sample.chips[0].hbm_used_bytes = 30 * kGib;
   TopViewOptions o;
   EXPECT_EQ(Names(TopRows(f, o)), (std::vector<std::string>{"a/w0", "b/w0", "c/w0", "d/w0"}));
@@ -181,8 +180,8 @@ TEST(TopRows, SortsByEachKeyHighestOrWorstFirst) {
 }
 
 TEST(TopRows, SortNamesRoundTripAndCycle) {
-  for (TopSort s : {TopSort::kName, TopSort::kDuty, TopSort::kHbm, TopSort::kCpu,
-                    TopSort::kVerdict}) {
+  for (TopSort s :
+       {TopSort::kName, TopSort::kDuty, TopSort::kHbm, TopSort::kCpu, TopSort::kVerdict}) {
     EXPECT_EQ(TopSortFromName(TopSortName(s)), s);
   }
   EXPECT_EQ(TopSortFromName("memory"), std::nullopt);
@@ -190,8 +189,8 @@ TEST(TopRows, SortNamesRoundTripAndCycle) {
 }
 
 TEST(TopRows, FilterKeepsRowsWhoseTextHasItInAnyCase) {
-  FleetMetrics f = Fleet({Answered("pod", 0, 60, 12), Answered("lab", 0, 5, 99,
-                                                                Verdict::kInputBound)});
+  FleetMetrics f =
+      Fleet({Answered("pod", 0, 60, 12), Answered("lab", 0, 5, 99, Verdict::kInputBound)});
   TopViewOptions o;
   o.filter = "INPUT";
   EXPECT_EQ(Names(TopRows(f, o)), std::vector<std::string>{"lab/w0"});
@@ -286,7 +285,7 @@ TEST(TopVerdicts, SaysWhatNeedsAttentionInWords) {
 TEST(TopJson, NodesWorkersReportsVerdictsJobsAndErrors) {
   FleetMetrics f = Fleet({Answered("pod", 0, 60, 12), Unanswered("pod", 1)}, Verdict::kStraggler);
   nlohmann::json doc = nlohmann::json::parse(TopJson(f));
-  EXPECT_EQ(doc["time_unix_ms"], kNow);
+  EXPECT_EQ(doc["time_unix_ms"], kViewNow);
   ASSERT_EQ(doc["nodes"].size(), 1u);
   const nlohmann::json& node = doc["nodes"][0];
   EXPECT_EQ(node["name"], "pod");
@@ -298,8 +297,7 @@ TEST(TopJson, NodesWorkersReportsVerdictsJobsAndErrors) {
   EXPECT_FALSE(node["workers"][0].contains("error"));
   EXPECT_EQ(node["workers"][1]["verdict"], "unknown");
   EXPECT_FALSE(node["workers"][1].contains("report"));
-  EXPECT_EQ(node["workers"][1]["error"],
-            "pod/w1: connect to 198.18.0.5 port 22: No route to host");
+  EXPECT_EQ(node["workers"][1]["error"], "pod/w1: connect to 198.18.0.5 port 22: No route to host");
   ASSERT_EQ(doc["jobs"].size(), 1u);
   EXPECT_EQ(doc["jobs"][0]["id"], "j1");
   EXPECT_EQ(doc["jobs"][0]["verdict"], "straggler");

@@ -15,7 +15,7 @@ namespace {
 
 using testing::FakeAgents;
 
-constexpr char kId[] = "jabcdefg";
+constexpr char kRestartedId[] = "jabcdefg";
 
 class RestartTest : public testing::JobLab {
  protected:
@@ -24,7 +24,7 @@ class RestartTest : public testing::JobLab {
     r.targets = {"pod"};
     r.command = "python3 train.py --resume";
     r.started_by = "alice@laptop";
-    r.id = kId;
+    r.id = kRestartedId;
     r.env = {{"DATA", "/gcs/data"}};
     r.restart = std::move(restart);
     r.max_restarts = max_restarts;
@@ -84,7 +84,7 @@ TEST_F(RestartTest, RunWithRestartKeepsTheSpecForTheStoreWithoutItsWorkers) {
   const JobRecord& r = kept[0];
   EXPECT_EQ(r.fleet, "lab");
   EXPECT_EQ(r.node, "pod");
-  EXPECT_EQ(r.id, kId);
+  EXPECT_EQ(r.id, kRestartedId);
   EXPECT_EQ(r.name, "python3");
   EXPECT_EQ(r.restart, "on-preemption");
   EXPECT_EQ(r.max_restarts, 3);
@@ -138,7 +138,7 @@ TEST_F(RestartTest, ARestartStartsTheStoredSpecOnTheRecreatedNodesWorkers) {
   for (size_t i = 0; i < calls.size(); ++i) {
     const api::JobSpec& spec = calls[i].request.job;
     EXPECT_EQ(calls[i].request.dry_run, i < 4);
-    EXPECT_EQ(spec.id, kId);
+    EXPECT_EQ(spec.id, kRestartedId);
     EXPECT_EQ(spec.restarts, 1);
     EXPECT_EQ(spec.command, "python3 train.py --resume");
     ASSERT_EQ(spec.topology.worker_addresses.size(), 4u);
@@ -154,7 +154,7 @@ TEST_F(RestartTest, ARestartStartsTheStoredSpecOnTheRecreatedNodesWorkers) {
   std::vector<EventRecord> resumed = Events("job-resumed");
   ASSERT_EQ(resumed.size(), 1u);
   EXPECT_EQ(resumed[0].node, "pod");
-  EXPECT_EQ(resumed[0].detail, std::string("job=") + kId + " restarts=1");
+  EXPECT_EQ(resumed[0].detail, std::string("job=") + kRestartedId + " restarts=1");
 
   // `jobs` shows the restarts the workers report.
   Result<JobsReport> listed = ListJobs(t_.world, {});
@@ -172,7 +172,7 @@ TEST_F(RestartTest, AtItsLimitAJobGivesUpAndNothingStarts) {
   Result<JobView> again = RestartJob(t_.world, t_.catalog, job, "failed (exit 1)");
   EXPECT_EQ(again.status().code(), StatusCode::kFailedPrecondition);
   EXPECT_EQ(again.status().message(),
-            std::string("job ") + kId +
+            std::string("job ") + kRestartedId +
                 " (python3) gave up: failed (exit 1) after 1 restarts, its limit (--max-restarts)");
   EXPECT_EQ(RealStarts(), starts);
   EXPECT_EQ(Kept()[0].state, "gave-up");
@@ -197,7 +197,7 @@ TEST_F(RestartTest, ARestartThatCannotStartStoresNothing) {
 
 TEST_F(RestartTest, CancelEndsTheRecordSoServeDoesNotRestartIt) {
   ASSERT_TRUE(Start(Request("on-preemption")).ok());
-  Result<JobView> job = FindJob(t_.world, kId);
+  Result<JobView> job = FindJob(t_.world, kRestartedId);
   ASSERT_TRUE(job.ok());
   ASSERT_TRUE(CancelJob(t_.world, *job, std::chrono::seconds(3)).ok());
   JobRecord kept = Kept()[0];

@@ -25,7 +25,7 @@ using testing::kZoneB;
 using testing::TestWorld;
 
 // Fleet "lab": a spot v4-32 named trainer, zone b before zone a.
-std::string Trainer() {
+std::string TrainerSpec() {
   return std::string("fleet: lab\nproject: ") + kProject +
          "\nnodes:\n"
          "  - name: trainer\n"
@@ -43,7 +43,7 @@ void UpPastAStockoutWhoseLeftoverStays(TestWorld& t) {
   t.cloud.SetStockoutLeavesNode();
   t.cloud.FailNext("DeleteNode", UnavailableError("503 backend unavailable"));
 
-  UpReport r = t.Up(t.Spec(Trainer()));
+  UpReport r = t.Up(t.Spec(TrainerSpec()));
 
   ASSERT_EQ(r.nodes[0].status, Status::Ok());
   EXPECT_EQ(t.Record("trainer").zone, kZoneA);
@@ -72,7 +72,7 @@ TEST(Issue10, AStockoutLeftoverWhoseDeleteFailsIsDeletedByTheNextUp) {
   ASSERT_TRUE(status->leftovers[0].cost_usd);
   EXPECT_GT(*status->leftovers[0].cost_usd, 0);
 
-  UpReport second = t.Up(t.Spec(Trainer()));
+  UpReport second = t.Up(t.Spec(TrainerSpec()));
 
   EXPECT_EQ(second.nodes[0].status, Status::Ok());
   ASSERT_EQ(second.leftovers.size(), 1u);
@@ -114,7 +114,7 @@ TEST(Issue10, AStockoutLeftoverWhoseDeleteFailsIsDeletedByTheNextDown) {
 // same request id: no second node in zone a.
 TEST(Issue10, ACreateKilledJustAfterTheCallIsResumedInItsZoneWithItsRequestId) {
   TestWorld t;
-  FleetSpec spec = t.Spec(Trainer());
+  FleetSpec spec = t.Spec(TrainerSpec());
   t.cloud.SetListLag(1);
   t.cloud.FailNext("CreateNode", UnavailableError("connection reset by peer"),
                    FakeCloud::When::kAfterEffect);
@@ -156,8 +156,8 @@ TEST(Issue10, ACreateSupersededElsewhereIsRememberedAsALeftover) {
   t.cloud.SetListLag(1);
   t.cloud.FailNext("CreateNode", UnavailableError("connection reset by peer"),
                    FakeCloud::When::kAfterEffect);
-  ASSERT_EQ(t.Up(t.Spec(Trainer())).nodes[0].status.code(), StatusCode::kUnavailable);
-  std::string only_a = Trainer();
+  ASSERT_EQ(t.Up(t.Spec(TrainerSpec())).nodes[0].status.code(), StatusCode::kUnavailable);
+  std::string only_a = TrainerSpec();
   only_a.replace(only_a.find("[us-central2-b, us-central2-a]"),
                  std::string("[us-central2-b, us-central2-a]").size(), "[us-central2-a]");
 
@@ -182,7 +182,7 @@ TEST(Issue10, ACreateSupersededElsewhereIsRememberedAsALeftover) {
 // zone (the stockout memory now prefers it) records nothing to delete.
 TEST(Issue10, AQueuedResourceDeletedAndRemadeElsewhereIsNoLeftover) {
   TestWorld t;
-  FleetSpec spec = t.Spec(Trainer() + "    queued: true\n");
+  FleetSpec spec = t.Spec(TrainerSpec() + "    queued: true\n");
   t.cloud.SetQueuedFailure(FailedPreconditionError("valid_until passed"));
   ASSERT_FALSE(t.Up(spec).nodes[0].status.ok());
   ASSERT_EQ(t.Record("trainer").state, NodeState::kRequested);
@@ -202,7 +202,7 @@ TEST(Issue10, AQueuedResourceDeletedAndRemadeElsewhereIsNoLeftover) {
 
 TEST(Issue10, AnUnrecordedNodeWithTheFleetLabelIsReportedByStatusRefreshAndUp) {
   TestWorld t;
-  FleetSpec spec = t.Spec(Trainer());
+  FleetSpec spec = t.Spec(TrainerSpec());
   ASSERT_EQ(t.Up(spec).nodes[0].status, Status::Ok());
   CreateNodeRequest stray;
   stray.zone = kZoneA;
@@ -263,7 +263,7 @@ TEST(Issue10, AnUnrecordedNodeWithTheFleetLabelIsReportedByStatusRefreshAndUp) {
 
 TEST(Issue10, StatusRefreshReportsAnUnrecordedNodeInTheZonesItLists) {
   TestWorld t;
-  ASSERT_EQ(t.Up(t.Spec(Trainer())).nodes[0].status, Status::Ok());
+  ASSERT_EQ(t.Up(t.Spec(TrainerSpec())).nodes[0].status, Status::Ok());
   CreateNodeRequest stray;
   stray.zone = kZoneB;  // where trainer is, so status --refresh lists it
   stray.node_id = "stray";

@@ -40,7 +40,7 @@ UserRecord Stored(std::string name, std::vector<std::string> nodes, std::string 
   return u;
 }
 
-std::vector<std::string> Names(const std::vector<UserSpec>& users) {
+std::vector<std::string> UserNames(const std::vector<UserSpec>& users) {
   std::vector<std::string> out;
   for (const UserSpec& u : users) {
     out.push_back(u.name + (u.sudo ? "+sudo" : ""));
@@ -69,16 +69,17 @@ TEST(UsersOfNode, AreTheSpecsThenTheStoredOnesThatSelectTheNode) {
   TestWorld t;
   FleetSpec spec = LabSpec(t);
   std::vector<UserRecord> stored = {
-      Stored("zed", {"eval"}),        Stored("milo", {}),          Stored("ann", {"team=a"}),
-      Stored("kim", {"team=b", "all"}), Stored("olga", {}, "other"),  // another fleet's
-      Stored("alice", {}),                                            // the spec decides
+      Stored("zed", {"eval"}),     Stored("milo", {}),
+      Stored("ann", {"team=a"}),   Stored("kim", {"team=b", "all"}),
+      Stored("olga", {}, "other"),  // another fleet's
+      Stored("alice", {}),          // the spec decides
   };
   stored[1].sudo = true;
-  EXPECT_EQ(Names(UsersOfNode(spec, spec.nodes[0], "trainer", stored)),
+  EXPECT_EQ(UserNames(UsersOfNode(spec, spec.nodes[0], "trainer", stored)),
             (std::vector<std::string>{"alice+sudo", "ann", "kim", "milo+sudo"}));
-  EXPECT_EQ(Names(UsersOfNode(spec, spec.nodes[1], "eval", stored)),
+  EXPECT_EQ(UserNames(UsersOfNode(spec, spec.nodes[1], "eval", stored)),
             (std::vector<std::string>{"alice+sudo", "kim", "milo+sudo", "zed"}));
-  EXPECT_EQ(Names(UsersOfNode(spec, spec.nodes[1], "eval", {})),
+  EXPECT_EQ(UserNames(UsersOfNode(spec, spec.nodes[1], "eval", {})),
             (std::vector<std::string>{"alice+sudo"}));
 }
 
@@ -131,9 +132,10 @@ TEST_F(UsersTest, AddAppliesTheNodesWholeListOnEveryWorkerOfTheNodesItSelects) {
   ASSERT_TRUE(out.ok()) << out.status().ToString();
   EXPECT_TRUE(out->ok());
   EXPECT_EQ(seen, (std::vector<std::string>{"trainer on 4", "trainer done"}));
-  EXPECT_EQ(Requests(t_, before),
-            (std::vector<std::string>{"trainer/w0: alice+sudo milo", "trainer/w1: alice+sudo milo",
-                                      "trainer/w2: alice+sudo milo", "trainer/w3: alice+sudo milo"}));
+  EXPECT_EQ(
+      Requests(t_, before),
+      (std::vector<std::string>{"trainer/w0: alice+sudo milo", "trainer/w1: alice+sudo milo",
+                                "trainer/w2: alice+sudo milo", "trainer/w3: alice+sudo milo"}));
   Result<std::vector<UserRecord>> stored = t_.store->Users("lab");
   ASSERT_EQ(stored->size(), 1u);
   EXPECT_EQ((*stored)[0].role, "member");
@@ -171,9 +173,10 @@ TEST_F(UsersTest, UpReappliesTheAccountsOfANodeWhoseListChangedAndOnlyThen) {
   UpReport r = t_.Up(spec_);
   std::vector<std::string> got = Requests(t_, before);
   std::sort(got.begin(), got.end());  // up's workers answer in any order
-  EXPECT_EQ(got, (std::vector<std::string>{"eval-w0: alice+sudo zoe", "trainer-w0: alice+sudo zoe",
-                                           "trainer-w1: alice+sudo zoe", "trainer-w2: alice+sudo zoe",
-                                           "trainer-w3: alice+sudo zoe"}));
+  EXPECT_EQ(got,
+            (std::vector<std::string>{"eval-w0: alice+sudo zoe", "trainer-w0: alice+sudo zoe",
+                                      "trainer-w1: alice+sudo zoe", "trainer-w2: alice+sudo zoe",
+                                      "trainer-w3: alice+sudo zoe"}));
   EXPECT_TRUE(r.nodes[0].changed);
 
   // A collaborator stored by another process (a users command that could not reach the
@@ -199,8 +202,7 @@ TEST_F(UsersTest, ARemovalANodeMissedIsSentWhenItIsBack) {
   Result<UsersOutcome> out = RemoveUser(t_.world, spec_, "milo", true);
   ASSERT_TRUE(out.ok()) << out.status().ToString();
   EXPECT_TRUE(out->ok());
-  EXPECT_EQ(out->nodes[0].skipped,
-            "PREEMPTED: applied when `tpufleet up` or serve brings it back");
+  EXPECT_EQ(out->nodes[0].skipped, "PREEMPTED: applied when `tpufleet up` or serve brings it back");
   EXPECT_EQ(Requests(t_, before).size(), 4u) << "trainer's workers only";
 
   before = t_.workers.AccountRequests().size();

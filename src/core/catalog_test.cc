@@ -2,14 +2,13 @@
 
 #include <gtest/gtest.h>
 
-#include "core/testing/catalog_fixtures.h"
-#include "core/testing/fleet_spec_fixture.h"
-
 #include <map>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "core/testing/catalog_fixtures.h"
+#include "core/testing/fleet_spec_fixture.h"
 #include "util/strings.h"
 #include "util/testing/status_printer.h"
 #include "util/testing/text_cases.h"
@@ -18,10 +17,8 @@ namespace tpufleet {
 namespace {
 
 // The built-in catalog, parsed once.
-const Catalog& Builtin() { return testing::BuiltinCatalog(); }
-
 AcceleratorType MustLookup(std::string_view name) {
-  Result<AcceleratorType> t = Builtin().Lookup(name);
+  Result<AcceleratorType> t = testing::BuiltinCatalog().Lookup(name);
   EXPECT_TRUE(t.ok()) << name << ": " << t.status().ToString();
   return t.ok() ? *t : AcceleratorType();
 }
@@ -82,9 +79,9 @@ TEST(Lookup, MoreFactsFromTheReference) {
 TEST(Lookup, EveryFamilyFollowsTheApiNamingRule) {
   const std::set<std::string> by_tensor_cores = {"v2", "v3", "v4", "v5p", "tpu7x"};
   const std::set<std::string> by_chips = {"v5litepod", "v6e"};
-  ASSERT_EQ(Builtin().families().size(), 7u);
+  ASSERT_EQ(testing::BuiltinCatalog().families().size(), 7u);
   int checked = 0;
-  for (const Family& fam : Builtin().families()) {
+  for (const Family& fam : testing::BuiltinCatalog().families()) {
     ASSERT_TRUE(by_tensor_cores.count(fam.name) + by_chips.count(fam.name) == 1) << fam.name;
     for (int n : fam.sizes) {
       std::string name = fam.name + "-" + std::to_string(n);
@@ -115,7 +112,7 @@ TEST(Lookup, SizesAreTheOnesGoogleLists) {
       {"v6e", {1, 4, 8, 16, 32, 64, 128, 256}},
   };
   for (const auto& [name, want] : sizes) {
-    const Family* f = Builtin().FindFamily(name);
+    const Family* f = testing::BuiltinCatalog().FindFamily(name);
     ASSERT_NE(f, nullptr) << name;
     EXPECT_EQ(f->sizes, want) << name;
   }
@@ -123,7 +120,7 @@ TEST(Lookup, SizesAreTheOnesGoogleLists) {
 
 // A topology "AxB" or "AxBxC" multiplies out to the slice's chips, for every size.
 TEST(Lookup, EveryTopologyMultipliesOutToTheChips) {
-  for (const Family& fam : Builtin().families()) {
+  for (const Family& fam : testing::BuiltinCatalog().families()) {
     for (int n : fam.sizes) {
       AcceleratorType t = MustLookup(fam.name + "-" + std::to_string(n));
       ASSERT_FALSE(t.topology.empty()) << t.name;
@@ -158,13 +155,13 @@ TEST(Lookup, FamilyFacts) {
       {"v6e", "V6E", 32, "v2-alpha-tpuv6e", 2.70, "us-central1"},
   };
   for (const Want& w : wants) {
-    const Family* f = Builtin().FindFamily(w.family);
+    const Family* f = testing::BuiltinCatalog().FindFamily(w.family);
     ASSERT_NE(f, nullptr) << w.family;
     EXPECT_EQ(f->api_type, w.api_type);
     EXPECT_EQ(f->hbm_gib_per_chip, w.hbm_gib_per_chip) << w.family;
     ASSERT_FALSE(f->runtime_versions.empty());
     EXPECT_EQ(f->runtime_versions.front(), w.default_runtime) << w.family;
-    const RegionPrice* p = Builtin().PriceFor(*f);
+    const RegionPrice* p = testing::BuiltinCatalog().PriceFor(*f);
     ASSERT_NE(p, nullptr);
     EXPECT_EQ(p->on_demand, w.price) << w.family;
     EXPECT_EQ(p->region, w.price_region) << w.family;
@@ -180,7 +177,8 @@ TEST(Lookup, AliasResolvesToTheApiName) {
   EXPECT_EQ(t.family->name, "v5litepod");
   EXPECT_EQ(t.chips, 8);
   EXPECT_EQ(MustLookup("v5e-16").workers, 4);
-  EXPECT_EQ(Builtin().FindFamily("v5e"), Builtin().FindFamily("v5litepod"));
+  EXPECT_EQ(testing::BuiltinCatalog().FindFamily("v5e"),
+            testing::BuiltinCatalog().FindFamily("v5litepod"));
 }
 
 TEST(Lookup, TrimsSpaces) {
@@ -254,12 +252,12 @@ TEST(Hosts, Totals) {
 
 // Looking `type` up fails with InvalidArgument and exactly `message`.
 void ExpectLookupError(std::string_view type, const std::string& message) {
-  EXPECT_EQ(Builtin().Lookup(type).status(), InvalidArgumentError(message)) << type;
+  EXPECT_EQ(testing::BuiltinCatalog().Lookup(type).status(), InvalidArgumentError(message)) << type;
 }
 
 // Looking `type` up fails with a message that contains `part`.
 ::testing::AssertionResult LookupErrorSays(std::string_view type, const std::string& part) {
-  return testing::Contains(Builtin().Lookup(type).status().message(), part);
+  return testing::Contains(testing::BuiltinCatalog().Lookup(type).status().message(), part);
 }
 
 TEST(LookupErrors, SizeThatDoesNotExistNamesTheNearestAndTheValidSizes) {
@@ -302,7 +300,7 @@ TEST(LookupErrors, MalformedNames) {
       "V4-32", "unknown accelerator type \"V4-32\" (did you mean v4-32, v2-32 or v3-32?)" + kNamed);
   for (const char* bad : {"v4-", "v4--8", "v4-+8", "v4-8x", "v4-x8", "-8", "v4_8", "v4 8", "v4-8.0",
                           "v4-99999999999999999999"}) {
-    Result<AcceleratorType> r = Builtin().Lookup(bad);
+    Result<AcceleratorType> r = testing::BuiltinCatalog().Lookup(bad);
     ASSERT_FALSE(r.ok()) << bad << " resolved to " << r->name;
     EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument) << bad;
   }
@@ -311,55 +309,59 @@ TEST(LookupErrors, MalformedNames) {
 // ---- Lists, zones and prices.
 
 TEST(Catalog, AllTypeNamesFamilyByFamilySizesAscending) {
-  std::vector<std::string> names = Builtin().AllTypeNames();
+  std::vector<std::string> names = testing::BuiltinCatalog().AllTypeNames();
   ASSERT_EQ(names.size(), 64u);
   EXPECT_EQ(names.front(), "v2-8");
   EXPECT_EQ(names[5], "v3-8");
   EXPECT_EQ(names[50], "v6e-256");
   EXPECT_EQ(names.back(), "tpu7x-16384");
   for (const std::string& n : names) {
-    EXPECT_TRUE(Builtin().Lookup(n).ok()) << n;
+    EXPECT_TRUE(testing::BuiltinCatalog().Lookup(n).ok()) << n;
   }
 }
 
 TEST(Catalog, AllZonesAndRuntimesHaveNoRepeats) {
-  std::vector<std::string> zones = Builtin().AllZones();
+  std::vector<std::string> zones = testing::BuiltinCatalog().AllZones();
   EXPECT_EQ(std::set<std::string>(zones.begin(), zones.end()).size(), zones.size());
   EXPECT_EQ(zones.front(), "us-central1-b");  // v2's preferred zone comes first
   EXPECT_NE(std::find(zones.begin(), zones.end(), "us-central2-b"), zones.end());
   EXPECT_NE(std::find(zones.begin(), zones.end(), "asia-northeast1-b"), zones.end());
-  std::vector<std::string> runtimes = Builtin().AllRuntimeVersions();
+  std::vector<std::string> runtimes = testing::BuiltinCatalog().AllRuntimeVersions();
   EXPECT_EQ(std::set<std::string>(runtimes.begin(), runtimes.end()).size(), runtimes.size());
   EXPECT_NE(std::find(runtimes.begin(), runtimes.end(), "v2-alpha-tpuv6e"), runtimes.end());
 }
 
 TEST(Catalog, V4IsOnlyInUsCentral2B) {
-  EXPECT_EQ(Builtin().FindFamily("v4")->zones, std::vector<std::string>{"us-central2-b"});
+  EXPECT_EQ(testing::BuiltinCatalog().FindFamily("v4")->zones,
+            std::vector<std::string>{"us-central2-b"});
 }
 
 TEST(RegionOfZone, DropsTheZoneLetter) {
-  testing::ExpectEachGives(RegionOfZone,
-                           {{"us-central2-b", "us-central2"}, {"europe-west4-a", "europe-west4"},
-                            {"asia-northeast1-b", "asia-northeast1"}, {"nodash", "nodash"}});
+  testing::ExpectEachGives(RegionOfZone, {{"us-central2-b", "us-central2"},
+                                          {"europe-west4-a", "europe-west4"},
+                                          {"asia-northeast1-b", "asia-northeast1"},
+                                          {"nodash", "nodash"}});
 }
 
 TEST(PriceFor, ZoneSelectsItsRegion) {
-  const Family& v6e = *Builtin().FindFamily("v6e");
-  EXPECT_EQ(Builtin().PriceFor(v6e)->on_demand, 2.70);
-  EXPECT_EQ(Builtin().PriceFor(v6e, "europe-west4-a")->on_demand, 2.97);
-  EXPECT_EQ(Builtin().PriceFor(v6e, "asia-northeast1-b")->on_demand, 3.24);
-  EXPECT_EQ(Builtin().PriceFor(v6e, "us-east5-b")->spot, 1.215);
-  const Family& v4 = *Builtin().FindFamily("v4");
-  EXPECT_EQ(Builtin().PriceFor(v4, "us-central2-b")->on_demand, 3.22);
-  EXPECT_EQ(Builtin().PriceFor(v4, "us-central1-a"), nullptr);
+  const Family& v6e = *testing::BuiltinCatalog().FindFamily("v6e");
+  EXPECT_EQ(testing::BuiltinCatalog().PriceFor(v6e)->on_demand, 2.70);
+  EXPECT_EQ(testing::BuiltinCatalog().PriceFor(v6e, "europe-west4-a")->on_demand, 2.97);
+  EXPECT_EQ(testing::BuiltinCatalog().PriceFor(v6e, "asia-northeast1-b")->on_demand, 3.24);
+  EXPECT_EQ(testing::BuiltinCatalog().PriceFor(v6e, "us-east5-b")->spot, 1.215);
+  const Family& v4 = *testing::BuiltinCatalog().FindFamily("v4");
+  EXPECT_EQ(testing::BuiltinCatalog().PriceFor(v4, "us-central2-b")->on_demand, 3.22);
+  EXPECT_EQ(testing::BuiltinCatalog().PriceFor(v4, "us-central1-a"), nullptr);
 }
 
 TEST(SpotDiscountRange, SmallestAndLargestAcrossRegions) {
-  auto v6e = Builtin().SpotDiscountRange(*Builtin().FindFamily("v6e"));
+  auto v6e =
+      testing::BuiltinCatalog().SpotDiscountRange(*testing::BuiltinCatalog().FindFamily("v6e"));
   ASSERT_TRUE(v6e.has_value());
   EXPECT_NEAR(v6e->first, 1 - 1.215 / 2.70, 1e-12);    // us-east5: 0.55
   EXPECT_NEAR(v6e->second, 1 - 0.5442 / 2.70, 1e-12);  // us-central1/us-east1: 0.79844...
-  auto v4 = Builtin().SpotDiscountRange(*Builtin().FindFamily("v4"));
+  auto v4 =
+      testing::BuiltinCatalog().SpotDiscountRange(*testing::BuiltinCatalog().FindFamily("v4"));
   ASSERT_TRUE(v4.has_value());
   EXPECT_NEAR(v4->first, 1 - 0.9215 / 3.22, 1e-12);  // one region: 0.7138...
   EXPECT_EQ(v4->first, v4->second);
@@ -370,7 +372,7 @@ TEST(SpotDiscountRange, SmallestAndLargestAcrossRegions) {
 constexpr std::string_view kUser = "/home/ana/.config/tpufleet/catalog.yaml";
 
 Result<Catalog> Override(std::string_view yaml) {
-  return ParseCatalog(yaml, kUser, Builtin());
+  return ParseCatalog(yaml, kUser, testing::BuiltinCatalog());
 }
 
 TEST(Override, ChangesOnlyTheFieldsGiven) {
@@ -386,7 +388,7 @@ TEST(Override, ChangesOnlyTheFieldsGiven) {
   EXPECT_EQ(c->PriceFor(*v4)->source, "our contract, 2026");
   EXPECT_FALSE(c->SpotDiscountRange(*v4).has_value());  // the new list has no spot price
   // Everything else about v4 stays.
-  const Family* old = Builtin().FindFamily("v4");
+  const Family* old = testing::BuiltinCatalog().FindFamily("v4");
   EXPECT_EQ(v4->sizes, old->sizes);
   EXPECT_EQ(v4->zones, old->zones);
   EXPECT_EQ(v4->hbm_gib_per_chip, 32);
@@ -399,8 +401,10 @@ TEST(Override, ChangesOnlyTheFieldsGiven) {
   EXPECT_EQ(t->host->ram_gib, 407);
   // Other families and the base are untouched.
   EXPECT_EQ(c->PriceFor(*c->FindFamily("v6e"))->on_demand, 2.70);
-  EXPECT_EQ(c->families().size(), Builtin().families().size());
-  EXPECT_EQ(Builtin().PriceFor(*Builtin().FindFamily("v4"))->on_demand, 3.22);
+  EXPECT_EQ(c->families().size(), testing::BuiltinCatalog().families().size());
+  EXPECT_EQ(
+      testing::BuiltinCatalog().PriceFor(*testing::BuiltinCatalog().FindFamily("v4"))->on_demand,
+      3.22);
 }
 
 TEST(Override, ScalarFieldsAndZones) {
@@ -415,7 +419,6 @@ TEST(Override, ScalarFieldsAndZones) {
   EXPECT_EQ(v5p->runtime_versions, std::vector<std::string>{"v2-alpha-tpuv5-new"});
   EXPECT_EQ(v5p->hbm_gib_per_chip, 95);
 }
-
 
 TEST(Override, AddsACompleteNewFamily) {
   Result<Catalog> c = Override(testing::kNewFamilyV7x);
@@ -556,15 +559,16 @@ TEST(Override, AliasUpdatesTheFamily) {
   // "v5e:" is how users name v5litepod; it must update that family, not start a new one.
   Result<Catalog> c = Override("families:\n  v5e:\n    hbm_gib_per_chip: 24\n");
   ASSERT_TRUE(c.ok()) << c.status().ToString();
-  EXPECT_EQ(c->families().size(), Builtin().families().size());
+  EXPECT_EQ(c->families().size(), testing::BuiltinCatalog().families().size());
   EXPECT_EQ(c->FindFamily("v5litepod")->hbm_gib_per_chip, 24);
-  EXPECT_EQ(c->FindFamily("v5litepod")->sizes, Builtin().FindFamily("v5litepod")->sizes);
+  EXPECT_EQ(c->FindFamily("v5litepod")->sizes,
+            testing::BuiltinCatalog().FindFamily("v5litepod")->sizes);
 }
 
 TEST(Override, EmptyFamiliesChangesNothing) {
   Result<Catalog> c = Override("families: {}\n");
   ASSERT_TRUE(c.ok()) << c.status().ToString();
-  EXPECT_EQ(c->AllTypeNames(), Builtin().AllTypeNames());
+  EXPECT_EQ(c->AllTypeNames(), testing::BuiltinCatalog().AllTypeNames());
 }
 
 TEST(Override, EmptyFileIsAnError) {

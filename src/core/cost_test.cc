@@ -18,8 +18,6 @@ namespace {
 // Money compared to a tenth of a cent; every expected figure below is worked by hand.
 constexpr double kCent = 1e-3;
 
-const Catalog& Builtin() { return testing::BuiltinCatalog(); }
-
 AcceleratorType Type(const Catalog& catalog, std::string_view name) {
   Result<AcceleratorType> t = catalog.Lookup(name);
   EXPECT_TRUE(t.ok()) << t.status().ToString();
@@ -27,7 +25,8 @@ AcceleratorType Type(const Catalog& catalog, std::string_view name) {
 }
 
 CostEstimate Estimate(std::string_view type, double hours, int count, std::string_view zone = {}) {
-  Result<CostEstimate> e = EstimateCost(Builtin(), Type(Builtin(), type), hours, count, zone);
+  Result<CostEstimate> e = EstimateCost(testing::BuiltinCatalog(),
+                                        Type(testing::BuiltinCatalog(), type), hours, count, zone);
   EXPECT_TRUE(e.ok()) << e.status().ToString();
   return e.ok() ? *e : CostEstimate();
 }
@@ -84,7 +83,8 @@ TEST(EstimateCost, ZeroAndFractionalHours) {
 TEST(EstimateCost, RegionWithoutAPriceIsNotFound) {
   // us-south1-a offers v5e, but the catalog has no v5e price for us-south1.
   Result<CostEstimate> e =
-      EstimateCost(Builtin(), Type(Builtin(), "v5litepod-8"), 1, 1, "us-south1-a");
+      EstimateCost(testing::BuiltinCatalog(), Type(testing::BuiltinCatalog(), "v5litepod-8"), 1, 1,
+                   "us-south1-a");
   EXPECT_EQ(e.status(),
             NotFoundError("the catalog has no v5litepod price for region us-south1; priced "
                           "regions: us-central1, us-west1, us-east1, us-east5, us-east4, "
@@ -94,7 +94,7 @@ TEST(EstimateCost, RegionWithoutAPriceIsNotFound) {
 TEST(EstimateCost, NoSpotPriceMeansNoSpotRange) {
   Result<Catalog> c = ParseCatalog(
       "families:\n  v4:\n    prices:\n      - {region: us-central2, on_demand: 2, source: s}\n",
-      "o.yaml", Builtin());
+      "o.yaml", testing::BuiltinCatalog());
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   Result<CostEstimate> e = EstimateCost(*c, Type(*c, "v4-8"), 2, 1);
   ASSERT_TRUE(e.ok());
@@ -106,23 +106,25 @@ TEST(EstimateCost, NoSpotPriceMeansNoSpotRange) {
 // ---- PriceNode: what up (per hour) and status (so far) charge a node.
 
 TEST(PriceNode, OnDemandIsTheListPriceForTheHours) {
-  std::optional<NodePrice> p = PriceNode(Builtin(), "v4-32", "us-central2-b", false, 10);
+  std::optional<NodePrice> p =
+      PriceNode(testing::BuiltinCatalog(), "v4-32", "us-central2-b", false, 10);
   ASSERT_TRUE(p.has_value());
   EXPECT_NEAR(p->usd, 515.20, kCent);  // 16 chips x $3.22 x 10 h
   EXPECT_FALSE(p->upper_bound);
 }
 
 TEST(PriceNode, SpotIsTheTopOfTheSpotRange) {
-  std::optional<NodePrice> p = PriceNode(Builtin(), "v6e-8", "", true, 24);
+  std::optional<NodePrice> p = PriceNode(testing::BuiltinCatalog(), "v6e-8", "", true, 24);
   ASSERT_TRUE(p.has_value());
   EXPECT_NEAR(p->usd, 233.28, kCent);  // as EstimateCost's spot_max_usd
   EXPECT_TRUE(p->upper_bound);
 }
 
 TEST(PriceNode, UnknownTypeOrRegionOrNoTypeHasNoPrice) {
-  EXPECT_FALSE(PriceNode(Builtin(), "", "", false, 1).has_value());  // ssh-hosts
-  EXPECT_FALSE(PriceNode(Builtin(), "v99-8", "", false, 1).has_value());
-  EXPECT_FALSE(PriceNode(Builtin(), "v5litepod-8", "us-south1-a", false, 1).has_value());
+  EXPECT_FALSE(PriceNode(testing::BuiltinCatalog(), "", "", false, 1).has_value());  // ssh-hosts
+  EXPECT_FALSE(PriceNode(testing::BuiltinCatalog(), "v99-8", "", false, 1).has_value());
+  EXPECT_FALSE(
+      PriceNode(testing::BuiltinCatalog(), "v5litepod-8", "us-south1-a", false, 1).has_value());
 }
 
 // ---- PlanHardware.
@@ -180,7 +182,7 @@ void ExpectEveryFamilyRejected(const Plan& plan, std::string_view reason,
 
 // The question from DESIGN.md: ~32 GB of accelerator memory and ~250 GB of host RAM.
 TEST(PlanHardware, ThirtyTwoGibHbmAnd250GibHostRam) {
-  Plan plan = PlanHardware(Builtin(), Req(32, 250));
+  Plan plan = PlanHardware(testing::BuiltinCatalog(), Req(32, 250));
   ASSERT_GE(plan.options.size(), 5u);
   // v3-8: 4 chips x $2.00 = $8.00/h; 32 GiB per chip, so 1 chip per replica; 340 GiB host.
   EXPECT_EQ(plan.options[0].type.name, "v3-8");
@@ -222,7 +224,7 @@ TEST(PlanHardware, ThirtyTwoGibHbmAnd250GibHostRam) {
 
 TEST(PlanHardware, OptionsAreCheapestFirstAndAllFit) {
   PlanRequest req = Req(40, 100, 3);
-  Plan plan = PlanHardware(Builtin(), req);
+  Plan plan = PlanHardware(testing::BuiltinCatalog(), req);
   ASSERT_FALSE(plan.options.empty());
   for (size_t i = 0; i < plan.options.size(); ++i) {
     const PlanOption& o = plan.options[i];
@@ -253,7 +255,7 @@ TEST(PlanHardware, OptionsAreCheapestFirstAndAllFit) {
 
 TEST(PlanHardware, ReplicasNeedChipsForEveryOne) {
   // 8 replicas of 32 GiB: 8 chips of v4 (v4-16 has 8; v4-8 has 4), 16 chips of v5e.
-  Plan plan = PlanHardware(Builtin(), Req(32, 0, 8));
+  Plan plan = PlanHardware(testing::BuiltinCatalog(), Req(32, 0, 8));
   EXPECT_TRUE(Has(plan, "v4-16"));
   EXPECT_FALSE(Has(plan, "v4-8"));
   EXPECT_TRUE(Has(plan, "v5litepod-16"));
@@ -272,7 +274,7 @@ TEST(PlanHardware, ReplicasNeedChipsForEveryOne) {
 
 TEST(PlanHardware, ModelTooLargeForEveryFamily) {
   // 2,000,000 GiB: more than tpu7x-16384 holds (16384 devices x 96 GiB).
-  Plan plan = PlanHardware(Builtin(), Req(2000000));
+  Plan plan = PlanHardware(testing::BuiltinCatalog(), Req(2000000));
   ExpectEveryFamilyRejected(
       plan, "HBM",
       {// 2,000,000 / 32 = 62,500 devices (one per v4 chip); v4-4096 has 2048.
@@ -292,10 +294,10 @@ TEST(PlanHardware, ModelTooLargeForEveryFamily) {
 // A huge request overflowed int chip counts (ceil(1e300 / 16) cast to int), after which
 // every family "fit" with one chip per replica.
 TEST(PlanHardwareRegression, HugeRequestsFitNothing) {
-  Plan huge = PlanHardware(Builtin(), Req(1e300));
+  Plan huge = PlanHardware(testing::BuiltinCatalog(), Req(1e300));
   ExpectEveryFamilyRejected(huge, "HBM");
   // 1e10 GiB / 32 = 312,500,000 chips per replica, x 1,000,000 replicas > 2^31.
-  Plan many = PlanHardware(Builtin(), Req(1e10, 0, 1000000));
+  Plan many = PlanHardware(testing::BuiltinCatalog(), Req(1e10, 0, 1000000));
   EXPECT_TRUE(many.options.empty()) << Names(many)[0];
   EXPECT_EQ(RejectionOf(many, "v4").detail,
             "needs 312500000000000 devices of 32 GiB (312500000 per replica x 1000000); the "
@@ -303,7 +305,7 @@ TEST(PlanHardwareRegression, HugeRequestsFitNothing) {
 }
 
 TEST(PlanHardware, HostRamTooLargeForEveryFamily) {
-  Plan plan = PlanHardware(Builtin(), Req(8, 2000));
+  Plan plan = PlanHardware(testing::BuiltinCatalog(), Req(8, 2000));
   ExpectEveryFamilyRejected(
       plan, "host RAM",
       {{"v6e",
@@ -315,7 +317,7 @@ TEST(PlanHardware, HostRamTooLargeForEveryFamily) {
 }
 
 TEST(PlanHardware, PriceCeilingLeavesOutDearTypes) {
-  Plan plan = PlanHardware(Builtin(), Req(32, 0, 1, 5.0));
+  Plan plan = PlanHardware(testing::BuiltinCatalog(), Req(32, 0, 1, 5.0));
   // Under $5/h: v6e-1 (1 x 2.70) and v5litepod-4 (4 x 1.20 = 4.80; 2 chips per replica).
   EXPECT_EQ(Names(plan), (std::vector<std::string>{"v6e-1", "v5litepod-4"}));
   for (const PlanOption& o : plan.options) {
@@ -333,7 +335,7 @@ TEST(PlanHardware, PriceCeilingLeavesOutDearTypes) {
 }
 
 TEST(PlanHardware, CeilingExactlyAtThePriceKeepsTheType) {
-  Plan plan = PlanHardware(Builtin(), Req(32, 0, 1, 8.0));
+  Plan plan = PlanHardware(testing::BuiltinCatalog(), Req(32, 0, 1, 8.0));
   EXPECT_TRUE(Has(plan, "v3-8"));  // $8.00 is not above $8.00
   EXPECT_FALSE(Has(plan, "v5litepod-8"));
 }
@@ -341,7 +343,7 @@ TEST(PlanHardware, CeilingExactlyAtThePriceKeepsTheType) {
 // Issue 11: one device per replica, and a device of a v2, v3 or TPU7x chip is one
 // TensorCore, so such a chip holds two small replicas.
 TEST(PlanHardware, SmallModelsUseOneDevicePerReplica) {
-  Plan plan = PlanHardware(Builtin(), Req(0.5));
+  Plan plan = PlanHardware(testing::BuiltinCatalog(), Req(0.5));
   ASSERT_FALSE(plan.options.empty());
   // v5litepod-1: 1 chip x $1.20, the cheapest slice there is.
   EXPECT_EQ(plan.options[0].type.name, "v5litepod-1");
@@ -381,11 +383,11 @@ TEST(Issue11, DevicesPerChipAsJaxSeesThem) {
     double gib_per_device;
   };
   const Want wants[] = {
-      {"v2-8", 8, 8},      {"v3-8", 8, 16},       {"v4-8", 4, 32},    {"v5p-8", 4, 95},
+      {"v2-8", 8, 8},         {"v3-8", 8, 16},  {"v4-8", 4, 32},    {"v5p-8", 4, 95},
       {"v5litepod-8", 8, 16}, {"v6e-8", 8, 32}, {"tpu7x-8", 8, 96},
   };
   for (const Want& w : wants) {
-    Result<AcceleratorType> t = Builtin().Lookup(w.type);
+    Result<AcceleratorType> t = testing::BuiltinCatalog().Lookup(w.type);
     ASSERT_TRUE(t.ok()) << w.type;
     EXPECT_EQ(t->devices, w.devices) << w.type;
     EXPECT_EQ(t->family->hbm_gib_per_device(), w.gib_per_device) << w.type;
@@ -394,7 +396,7 @@ TEST(Issue11, DevicesPerChipAsJaxSeesThem) {
 
 // The user's report: v3-8 was the cheapest fit for 29.8 GiB, but a v3 device has 16 GiB.
 TEST(Issue11, GenCastIsNotOfferedV2OrV3WithoutShardable) {
-  Plan plan = PlanHardware(Builtin(), Gencast());
+  Plan plan = PlanHardware(testing::BuiltinCatalog(), Gencast());
   for (const std::string& name : Names(plan)) {
     EXPECT_FALSE(StartsWith(name, "v2-") || StartsWith(name, "v3-") ||
                  StartsWith(name, "v5litepod-"))
@@ -420,7 +422,7 @@ TEST(Issue11, GenCastIsNotOfferedV2OrV3WithoutShardable) {
 TEST(Issue11, ShardableSplitsAReplicaOverDevices) {
   PlanRequest req = Gencast();
   req.shardable = true;
-  Plan plan = PlanHardware(Builtin(), req);
+  Plan plan = PlanHardware(testing::BuiltinCatalog(), req);
   const PlanOption* v3 = Find(plan, "v3-8");
   ASSERT_NE(v3, nullptr);
   EXPECT_EQ(v3->devices_per_replica, 2);
@@ -440,7 +442,7 @@ TEST(Issue11, ShardableSplitsAReplicaOverDevices) {
 
 // `plan --replicas 8` listed 33 sizes; by default one per family, the smallest.
 TEST(Issue11, SmallestFittingSliceOfEachFamilyByDefault) {
-  Plan plan = PlanHardware(Builtin(), Gencast(8));
+  Plan plan = PlanHardware(testing::BuiltinCatalog(), Gencast(8));
   // v6e-8 (8 x 32 GiB), v4-16 (8 chips), v5p-16 (8 chips), tpu7x-8 (8 x 96 GiB devices).
   std::vector<std::string> names = Names(plan);
   std::sort(names.begin(), names.end());
@@ -448,7 +450,7 @@ TEST(Issue11, SmallestFittingSliceOfEachFamilyByDefault) {
   EXPECT_GT(plan.larger_sizes_left_out, 20);
   PlanRequest all = Gencast(8);
   all.all_sizes = true;
-  Plan every = PlanHardware(Builtin(), all);
+  Plan every = PlanHardware(testing::BuiltinCatalog(), all);
   EXPECT_EQ(every.options.size(), plan.options.size() + plan.larger_sizes_left_out);
   EXPECT_EQ(every.larger_sizes_left_out, 0);
   EXPECT_NE(Find(every, "v5p-12288"), nullptr);
@@ -457,13 +459,13 @@ TEST(Issue11, SmallestFittingSliceOfEachFamilyByDefault) {
 
 // TPU7x has no published price: it is offered, after every priced type, not as "$0".
 TEST(Issue11, UnpricedFamilyComesLastAndIsNeverHeldToACeiling) {
-  Plan plan = PlanHardware(Builtin(), Gencast());
+  Plan plan = PlanHardware(testing::BuiltinCatalog(), Gencast());
   ASSERT_FALSE(plan.options.empty());
   EXPECT_EQ(plan.options.back().type.name, "tpu7x-8");
   EXPECT_FALSE(plan.options.back().priced);
   PlanRequest capped = Gencast();
   capped.max_usd_per_hour = 100;
-  Plan under = PlanHardware(Builtin(), capped);
+  Plan under = PlanHardware(testing::BuiltinCatalog(), capped);
   EXPECT_EQ(Find(under, "tpu7x-8"), nullptr);
   PlanRejection r = RejectionOf(under, "tpu7x");
   EXPECT_EQ(r.reason, "price");

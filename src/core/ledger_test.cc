@@ -16,7 +16,7 @@ using std::chrono::minutes;
 using std::chrono::seconds;
 
 // 15:00 UTC on 26 November 2026.
-const Clock::WallTime kNow =
+const Clock::WallTime kLedgerNow =
     std::chrono::sys_days{std::chrono::year{2026} / 11 / 26} + std::chrono::hours(15);
 const Clock::WallTime kMidnight = std::chrono::sys_days{std::chrono::year{2026} / 11 / 26};
 
@@ -57,44 +57,44 @@ TEST(LedgerTest, PriceFor) {
 
 TEST(LedgerTest, SpendBetweenCountsOverlapOnly) {
   std::vector<SpendRecord> s = {
-      Stretch("READY", kV4_8, kNow - hours(3), kNow - hours(1)),  // 2 h, all inside
+      Stretch("READY", kV4_8, kLedgerNow - hours(3), kLedgerNow - hours(1)),  // 2 h, all inside
   };
-  EXPECT_NEAR(SpendBetween(s, kNow - hours(5), kNow), 2 * kV4_8, 1e-9);
+  EXPECT_NEAR(SpendBetween(s, kLedgerNow - hours(5), kLedgerNow), 2 * kV4_8, 1e-9);
   // Half an hour of it falls in the span.
-  EXPECT_NEAR(SpendBetween(s, kNow - minutes(90), kNow), 0.5 * kV4_8, 1e-9);
-  EXPECT_NEAR(SpendBetween(s, kNow - hours(4), kNow - minutes(150)), 0.5 * kV4_8, 1e-9);
+  EXPECT_NEAR(SpendBetween(s, kLedgerNow - minutes(90), kLedgerNow), 0.5 * kV4_8, 1e-9);
+  EXPECT_NEAR(SpendBetween(s, kLedgerNow - hours(4), kLedgerNow - minutes(150)), 0.5 * kV4_8, 1e-9);
   // Before or after the span: nothing.
-  EXPECT_EQ(SpendBetween(s, kNow - hours(1), kNow), 0);
-  EXPECT_EQ(SpendBetween(s, kNow - hours(10), kNow - hours(3)), 0);
+  EXPECT_EQ(SpendBetween(s, kLedgerNow - hours(1), kLedgerNow), 0);
+  EXPECT_EQ(SpendBetween(s, kLedgerNow - hours(10), kLedgerNow - hours(3)), 0);
 }
 
 TEST(LedgerTest, OpenStretchRunsToTheEndOfTheSpan) {
-  std::vector<SpendRecord> s = {Stretch("READY", kV4_8, kNow - minutes(30), std::nullopt)};
-  EXPECT_NEAR(SpendBetween(s, kNow - hours(1), kNow), 0.5 * kV4_8, 1e-9);
-  EXPECT_NEAR(SpendBetween(s, kNow - hours(1), kNow + minutes(30)), kV4_8, 1e-9);
+  std::vector<SpendRecord> s = {Stretch("READY", kV4_8, kLedgerNow - minutes(30), std::nullopt)};
+  EXPECT_NEAR(SpendBetween(s, kLedgerNow - hours(1), kLedgerNow), 0.5 * kV4_8, 1e-9);
+  EXPECT_NEAR(SpendBetween(s, kLedgerNow - hours(1), kLedgerNow + minutes(30)), kV4_8, 1e-9);
   // Opened after the span ends.
-  EXPECT_EQ(SpendBetween(s, kNow - hours(2), kNow - hours(1)), 0);
+  EXPECT_EQ(SpendBetween(s, kLedgerNow - hours(2), kLedgerNow - hours(1)), 0);
 }
 
 TEST(LedgerTest, HuskBillsAndWaitingQueueDoesNot) {
   std::vector<SpendRecord> s = {
-      Stretch("WAITING_FOR_RESOURCES", kV4_8, kNow - hours(5), kNow - hours(4)),
-      Stretch("READY", kV4_8, kNow - hours(4), kNow - hours(2)),
-      Stretch("PREEMPTED", kV4_8, kNow - hours(2), kNow - hours(1)),
-      Stretch("STOPPED", kV4_8, kNow - hours(1), std::nullopt),
+      Stretch("WAITING_FOR_RESOURCES", kV4_8, kLedgerNow - hours(5), kLedgerNow - hours(4)),
+      Stretch("READY", kV4_8, kLedgerNow - hours(4), kLedgerNow - hours(2)),
+      Stretch("PREEMPTED", kV4_8, kLedgerNow - hours(2), kLedgerNow - hours(1)),
+      Stretch("STOPPED", kV4_8, kLedgerNow - hours(1), std::nullopt),
   };
-  EXPECT_NEAR(SpendBetween(s, kNow - hours(6), kNow), 3 * kV4_8, 1e-9);
+  EXPECT_NEAR(SpendBetween(s, kLedgerNow - hours(6), kLedgerNow), 3 * kV4_8, 1e-9);
 }
 
 TEST(LedgerTest, UtcDay) {
-  EXPECT_EQ(UtcDayStart(kNow), kMidnight);
+  EXPECT_EQ(UtcDayStart(kLedgerNow), kMidnight);
   EXPECT_EQ(UtcDayStart(kMidnight), kMidnight);
   EXPECT_EQ(UtcDayStart(kMidnight - seconds(1)), kMidnight - hours(24));
 }
 
 TEST(LedgerTest, NoBudgetStillSums) {
-  std::vector<SpendRecord> s = {Stretch("READY", kV4_8, kNow - hours(2), std::nullopt)};
-  BudgetState b = CheckBudget(std::nullopt, s, kNow);
+  std::vector<SpendRecord> s = {Stretch("READY", kV4_8, kLedgerNow - hours(2), std::nullopt)};
+  BudgetState b = CheckBudget(std::nullopt, s, kLedgerNow);
   EXPECT_FALSE(b.reached);
   EXPECT_EQ(b.why, "");
   EXPECT_FALSE(b.limit_day.has_value());
@@ -106,13 +106,13 @@ TEST(LedgerTest, DailyBudgetCountsTheUtcDay) {
   // 22:00 yesterday to 02:00 today, then again from 14:00 today, still open.
   std::vector<SpendRecord> s = {
       Stretch("READY", 10, kMidnight - hours(2), kMidnight + hours(2)),
-      Stretch("READY", 10, kNow - hours(1), std::nullopt),
-      Stretch("STOPPED", 10, kNow - minutes(10), std::nullopt),  // costs nothing, no rate
+      Stretch("READY", 10, kLedgerNow - hours(1), std::nullopt),
+      Stretch("STOPPED", 10, kLedgerNow - minutes(10), std::nullopt),  // costs nothing, no rate
   };
   BudgetSpec spec;
   spec.usd_per_day = 31;
   spec.action = BudgetAction::kDeleteSpot;
-  BudgetState b = CheckBudget(spec, s, kNow);
+  BudgetState b = CheckBudget(spec, s, kLedgerNow);
   EXPECT_NEAR(b.spent_day, 30, 1e-9);  // 2 h after midnight and 1 h now
   EXPECT_NEAR(b.spent_total, 50, 1e-9);
   EXPECT_NEAR(b.rate_per_hour, 10, 1e-9);
@@ -121,7 +121,7 @@ TEST(LedgerTest, DailyBudgetCountsTheUtcDay) {
   EXPECT_EQ(b.action, BudgetAction::kDeleteSpot);
 
   // Six minutes later the day's $31 is spent.
-  b = CheckBudget(spec, s, kNow + minutes(6));
+  b = CheckBudget(spec, s, kLedgerNow + minutes(6));
   EXPECT_TRUE(b.reached);
   EXPECT_EQ(b.why, "usd_per_day $31.00 reached: $31.00 spent today (UTC), running at $10.00/h");
 
@@ -134,14 +134,14 @@ TEST(LedgerTest, DailyBudgetCountsTheUtcDay) {
 TEST(LedgerTest, TotalBudget) {
   // Spread over recreates of the node: three stretches, two incarnations.
   std::vector<SpendRecord> s = {
-      Stretch("READY", kV4_8, kNow - hours(30), kNow - hours(26)),
-      Stretch("PREEMPTED", kV4_8, kNow - hours(26), kNow - hours(25)),
-      Stretch("READY", kV4_8, kNow - hours(2), std::nullopt),
+      Stretch("READY", kV4_8, kLedgerNow - hours(30), kLedgerNow - hours(26)),
+      Stretch("PREEMPTED", kV4_8, kLedgerNow - hours(26), kLedgerNow - hours(25)),
+      Stretch("READY", kV4_8, kLedgerNow - hours(2), std::nullopt),
   };
   BudgetSpec spec;
   spec.usd_total = 7.5 * kV4_8;  // 7 h spent by now
-  EXPECT_FALSE(CheckBudget(spec, s, kNow).reached);
-  BudgetState b = CheckBudget(spec, s, kNow + hours(1));
+  EXPECT_FALSE(CheckBudget(spec, s, kLedgerNow).reached);
+  BudgetState b = CheckBudget(spec, s, kLedgerNow + hours(1));
   EXPECT_TRUE(b.reached);
   EXPECT_EQ(b.why, "usd_total $96.60 reached: $103.04 spent in all, running at $12.88/h");
   EXPECT_EQ(b.action, BudgetAction::kStopCreating);  // the default

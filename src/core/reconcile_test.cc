@@ -348,7 +348,7 @@ TEST_F(DecideTest, IdleStopIsForSingleHostNodes) {
 }
 
 // The idle verdict as serve computes it from the agents' window summaries.
-WindowSummary Unused(int64_t since_ms) {
+WindowSummary UnusedWindow(int64_t since_ms) {
   WindowSummary w;
   w.seconds = 60;
   w.samples = 60;
@@ -360,21 +360,22 @@ WindowSummary Unused(int64_t since_ms) {
 TEST(IdleSinceTest, EveryWorkerUnused) {
   // Workers' clock: 1,000,000 s; the last worker used until 200 s before.
   int64_t wnow = 1'000'000'000;
-  std::vector<std::optional<WindowSummary>> w = {Unused(wnow - 900'000), Unused(wnow - 200'000)};
+  std::vector<std::optional<WindowSummary>> w = {UnusedWindow(wnow - 900'000),
+                                                 UnusedWindow(wnow - 200'000)};
   // In serve's clock: 200 s before serve's now, whatever the skew between the clocks.
   EXPECT_EQ(IdleSince(w, wnow, kNow), kNow - seconds(200));
 }
 
 TEST(IdleSinceTest, InputBoundOrSilentIsNeverIdle) {
   int64_t wnow = 1'000'000'000;
-  WindowSummary starved = Unused(0);  // a job runs: not unused
+  WindowSummary starved = UnusedWindow(0);  // a job runs: not unused
   starved.duty_cycle_percent = 9;
   starved.input_bound_fraction = 0.9;
   starved.job = "j7";
-  std::vector<std::optional<WindowSummary>> w = {Unused(wnow - 900'000), starved};
+  std::vector<std::optional<WindowSummary>> w = {UnusedWindow(wnow - 900'000), starved};
   EXPECT_EQ(IdleSince(w, wnow, kNow), std::nullopt);
   // A worker that did not answer may be working.
-  w = {Unused(wnow - 900'000), std::nullopt};
+  w = {UnusedWindow(wnow - 900'000), std::nullopt};
   EXPECT_EQ(IdleSince(w, wnow, kNow), std::nullopt);
   EXPECT_EQ(IdleSince({}, wnow, kNow), std::nullopt);
 }
@@ -382,10 +383,10 @@ TEST(IdleSinceTest, InputBoundOrSilentIsNeverIdle) {
 TEST_F(DecideTest, InputBoundNodeIsNotIdle) {
   spec.idle = IdlePolicy{minutes(2), IdleAction::kDelete};
   int64_t wnow = 1'000'000'000;
-  WindowSummary starved = Unused(0);
+  WindowSummary starved = UnusedWindow(0);
   starved.duty_cycle_percent = 9;
   starved.input_bound_fraction = 0.9;
-  facts.idle_since = IdleSince({Unused(wnow - 3'600'000), starved}, wnow, kNow);
+  facts.idle_since = IdleSince({UnusedWindow(wnow - 3'600'000), starved}, wnow, kNow);
   EXPECT_EQ(facts.idle_since, std::nullopt);
   EXPECT_EQ(Decide().action, NodeAction::kNone);
 }

@@ -12,7 +12,7 @@ using std::chrono::hours;
 using std::chrono::minutes;
 
 // 18:00 UTC on 30 November 2026: 6 hours left in the day and in the month.
-const Clock::WallTime kNow =
+const Clock::WallTime kReportNow =
     std::chrono::sys_days{std::chrono::year{2026} / 11 / 30} + std::chrono::hours(18);
 
 SpendRecord Stretch(std::string node, std::string owner, std::string state, double usd_per_hour,
@@ -33,17 +33,17 @@ SpendRecord Stretch(std::string node, std::string owner, std::string state, doub
 // bo's waited 5 h (not billed); ops's node of no one's ran 1 h at $2/h yesterday.
 std::vector<SpendRecord> Ledger() {
   return {
-      Stretch("trainer", "ada", "READY", 10, kNow - hours(4), kNow - hours(2)),
-      Stretch("trainer", "ada", "PREEMPTED", 10, kNow - hours(2), kNow - hours(1)),
-      Stretch("trainer", "ada", "READY", 10, kNow - hours(1), std::nullopt),
-      Stretch("eval", "bo", "READY", 4, kNow - hours(3), std::nullopt),
-      Stretch("queued", "bo", "WAITING_FOR_RESOURCES", 4, kNow - hours(5), std::nullopt),
-      Stretch("other", "", "READY", 2, kNow - hours(25), kNow - hours(24)),
+      Stretch("trainer", "ada", "READY", 10, kReportNow - hours(4), kReportNow - hours(2)),
+      Stretch("trainer", "ada", "PREEMPTED", 10, kReportNow - hours(2), kReportNow - hours(1)),
+      Stretch("trainer", "ada", "READY", 10, kReportNow - hours(1), std::nullopt),
+      Stretch("eval", "bo", "READY", 4, kReportNow - hours(3), std::nullopt),
+      Stretch("queued", "bo", "WAITING_FOR_RESOURCES", 4, kReportNow - hours(5), std::nullopt),
+      Stretch("other", "", "READY", 2, kReportNow - hours(25), kReportNow - hours(24)),
   };
 }
 
 TEST(SpendReportTest, ByPersonAddsUpToTheLedgerAndForecastsAtTheCurrentRate) {
-  SpendReport r = ReportSpend(Ledger(), SpendGrouping::kPerson, kNow - hours(48), kNow);
+  SpendReport r = ReportSpend(Ledger(), SpendGrouping::kPerson, kReportNow - hours(48), kReportNow);
   ASSERT_EQ(r.lines.size(), 3u);  // the waiting queued resource is no line of its own
   EXPECT_EQ(r.lines[0].key, "ada");
   EXPECT_DOUBLE_EQ(r.lines[0].usd, 40);  // 4 node-hours at $10
@@ -68,7 +68,7 @@ TEST(SpendReportTest, ByPersonAddsUpToTheLedgerAndForecastsAtTheCurrentRate) {
 TEST(SpendReportTest, TheSpanCutsStretchesAndOnlyOpenOnesSetTheRate) {
   // The last 90 minutes: half an hour of the husk and the trainer's hour since; 90
   // minutes of eval.
-  SpendReport r = ReportSpend(Ledger(), SpendGrouping::kNode, kNow - minutes(90), kNow);
+  SpendReport r = ReportSpend(Ledger(), SpendGrouping::kNode, kReportNow - minutes(90), kReportNow);
   ASSERT_EQ(r.lines.size(), 2u);
   EXPECT_EQ(r.lines[0].key, "lab/trainer");
   EXPECT_DOUBLE_EQ(r.lines[0].usd, 15);
@@ -81,18 +81,19 @@ TEST(SpendReportTest, TheSpanCutsStretchesAndOnlyOpenOnesSetTheRate) {
 }
 
 TEST(SpendReportTest, ByFleetAndAFleetWithNothingSpentIsNoLine) {
-  SpendReport r = ReportSpend(Ledger(), SpendGrouping::kFleet, kNow - hours(12), kNow);
+  SpendReport r = ReportSpend(Ledger(), SpendGrouping::kFleet, kReportNow - hours(12), kReportNow);
   ASSERT_EQ(r.lines.size(), 1u);  // ops spent yesterday only
   EXPECT_EQ(r.lines[0].key, "lab");
   EXPECT_DOUBLE_EQ(r.lines[0].usd, 52);
-  EXPECT_TRUE(ReportSpend({}, SpendGrouping::kFleet, kNow - hours(1), kNow).lines.empty());
+  EXPECT_TRUE(
+      ReportSpend({}, SpendGrouping::kFleet, kReportNow - hours(1), kReportNow).lines.empty());
 }
 
 TEST(SpendReportTest, MonthsAndGroupingWords) {
   Clock::WallTime jan31 = std::chrono::sys_days{std::chrono::year{2027} / 1 / 31} + hours(7);
   EXPECT_EQ(UtcMonthStart(jan31), std::chrono::sys_days{std::chrono::year{2027} / 1 / 1});
   EXPECT_EQ(UtcNextMonthStart(jan31), std::chrono::sys_days{std::chrono::year{2027} / 2 / 1});
-  EXPECT_EQ(UtcNextMonthStart(kNow), std::chrono::sys_days{std::chrono::year{2026} / 12 / 1});
+  EXPECT_EQ(UtcNextMonthStart(kReportNow), std::chrono::sys_days{std::chrono::year{2026} / 12 / 1});
   EXPECT_EQ(*ParseSpendGrouping("person"), SpendGrouping::kPerson);
   EXPECT_EQ(SpendGroupingName(SpendGrouping::kNode), "node");
   Result<SpendGrouping> bad = ParseSpendGrouping("persons");

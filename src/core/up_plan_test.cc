@@ -13,11 +13,9 @@ namespace {
 using std::chrono::minutes;
 using Zones = std::vector<std::string>;
 
-const Clock::WallTime kNow = Clock::WallTime(std::chrono::hours(500000));
+const Clock::WallTime kPlanNow = Clock::WallTime(std::chrono::hours(500000));
 constexpr char kZoneA[] = "us-central2-a";
 constexpr char kZoneB[] = "us-central2-b";
-
-const Catalog& Builtin() { return testing::BuiltinCatalog(); }
 
 // Fleet "lab" with one node "trainer" (v4-8, zones a then b) and the plan's inputs,
 // empty: a fresh machine and an empty cloud.
@@ -33,7 +31,7 @@ struct World {
     n.zones = {kZoneA, kZoneB};
     n.setup = "pip install jax";
     fleet.nodes.push_back(n);
-    in.now = kNow;
+    in.now = kPlanNow;
   }
 
   NodeSpec& spec() { return fleet.nodes[0]; }
@@ -60,7 +58,7 @@ struct World {
   }
 
   NodePlan Plan() {
-    std::vector<NodePlan> plans = PlanNodes(fleet, Builtin(), in);
+    std::vector<NodePlan> plans = PlanNodes(fleet, testing::BuiltinCatalog(), in);
     EXPECT_EQ(plans.size(), 1u);
     return plans.empty() ? NodePlan{} : plans[0];
   }
@@ -212,7 +210,7 @@ TEST(PlanNodes, ACreateInFlightIsResumedInItsZoneFirst) {
 TEST(PlanNodes, ResumeWinsOverTheStockoutMemory) {
   World w;
   w.Record(kZoneB, NodeState::kRequested);
-  w.in.stockouts = {{"v4-8", kZoneB, kNow - minutes(5)}};
+  w.in.stockouts = {{"v4-8", kZoneB, kPlanNow - minutes(5)}};
   NodePlan p = w.Plan();
   EXPECT_EQ(p.zones, (Zones{kZoneB, kZoneA}));
   EXPECT_TRUE(p.resume);
@@ -230,11 +228,11 @@ TEST(PlanNodes, ACreateThatIsOverIsNotResumed) {
 
 TEST(PlanNodes, ARecentStockoutPutsItsZoneLast) {
   World w;
-  w.in.stockouts = {{"v4-8", kZoneA, kNow - minutes(5)}};
+  w.in.stockouts = {{"v4-8", kZoneA, kPlanNow - minutes(5)}};
   EXPECT_EQ(w.Plan().zones, (Zones{kZoneB, kZoneA}));
-  w.in.stockouts = {{"v4-8", kZoneA, kNow - minutes(61)}};  // forgotten
+  w.in.stockouts = {{"v4-8", kZoneA, kPlanNow - minutes(61)}};  // forgotten
   EXPECT_EQ(w.Plan().zones, (Zones{kZoneA, kZoneB}));
-  w.in.stockouts = {{"v5p-8", kZoneA, kNow - minutes(5)}};  // another type
+  w.in.stockouts = {{"v5p-8", kZoneA, kPlanNow - minutes(5)}};  // another type
   EXPECT_EQ(w.Plan().zones, (Zones{kZoneA, kZoneB}));
 }
 
@@ -269,8 +267,7 @@ TEST(Issue11, AnEditedSetupIsRerunOnTheWorkersThatRanAnotherVersion) {
   World w;
   NodeRecord& r = w.Record(kZoneA, NodeState::kReady);
   std::string old_digest = SetupDigest("pip install jax");
-  r.workers = {{0, "a0", "h0", "k0", true, old_digest},
-               {1, "a1", "h1", "k1", true, old_digest}};
+  r.workers = {{0, "a0", "h0", "k0", true, old_digest}, {1, "a1", "h1", "k1", true, old_digest}};
   w.Cloud(kZoneA, NodeState::kReady);
   NodePlan unchanged = w.Plan();
   EXPECT_EQ(unchanged.setup_reruns, 0);
@@ -298,12 +295,12 @@ TEST(Issue11, NeedsSetup) {
   std::string d = SetupDigest("echo hi");
   EXPECT_EQ(d.size(), 16u);
   EXPECT_NE(d, SetupDigest("echo hello"));
-  EXPECT_FALSE(SetupDigest("").empty());  // "" means "not recorded"
-  EXPECT_TRUE(NeedsSetup({0, "", "", "", false, d}, "echo hi"));   // never ran
-  EXPECT_FALSE(NeedsSetup({0, "", "", "", true, d}, "echo hi"));   // ran this one
+  EXPECT_FALSE(SetupDigest("").empty());                            // "" means "not recorded"
+  EXPECT_TRUE(NeedsSetup({0, "", "", "", false, d}, "echo hi"));    // never ran
+  EXPECT_FALSE(NeedsSetup({0, "", "", "", true, d}, "echo hi"));    // ran this one
   EXPECT_TRUE(NeedsSetup({0, "", "", "", true, d}, "echo hello"));  // ran another
-  EXPECT_TRUE(NeedsSetup({0, "", "", "", true, ""}, "echo hi"));   // ran an unknown one
-  EXPECT_FALSE(NeedsSetup({0, "", "", "", true, d}, ""));  // nothing to run any more
+  EXPECT_TRUE(NeedsSetup({0, "", "", "", true, ""}, "echo hi"));    // ran an unknown one
+  EXPECT_FALSE(NeedsSetup({0, "", "", "", true, d}, ""));           // nothing to run any more
 }
 
 // ---- Which zones are listed.

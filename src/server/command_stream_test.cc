@@ -22,7 +22,7 @@
 namespace tpufleet::server {
 namespace {
 
-constexpr const char* kToken = "tpufleet-serve-stream-token";
+constexpr const char* kStreamToken = "tpufleet-serve-stream-token";
 // How long a wait that should end at once may take before the test calls it broken.
 constexpr std::chrono::seconds kBroken{30};
 
@@ -53,7 +53,7 @@ class Gate {
 class CommandStreamTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    ServeApiContext context{kToken, nullptr, store_.get(), &clock_};
+    ServeApiContext context{kStreamToken, nullptr, store_.get(), &clock_};
     context.run_command = [this](const api::CommandRequest& request, const Caller&,
                                  std::ostream& out, std::ostream& err,
                                  const std::atomic<bool>& interrupt) {
@@ -82,7 +82,7 @@ class CommandStreamTest : public ::testing::Test {
     HttpRequest req;
     req.method = "POST";
     req.url = url_ + "/v1/command";
-    req.headers["Authorization"] = std::string("Bearer ") + kToken;
+    req.headers["Authorization"] = std::string("Bearer ") + kStreamToken;
     req.body = api::ToJson(api::CommandRequest{{word}});
     req.timeout = kBroken;
     req.on_body = std::move(on_body);
@@ -170,7 +170,7 @@ TEST_F(CommandStreamTest, CommandsAtOnceAreBoundedAndTheOtherRoutesStillAnswer) 
   CurlHttpClient http;
   HttpRequest jobs;
   jobs.url = url_ + "/v1/jobs";
-  jobs.headers["Authorization"] = std::string("Bearer ") + kToken;
+  jobs.headers["Authorization"] = std::string("Bearer ") + kStreamToken;
   jobs.timeout = kBroken;
   Result<HttpResponse> listed = http.Send(jobs);
   ASSERT_TRUE(listed.ok()) << listed.status().ToString();

@@ -18,7 +18,7 @@ namespace {
 
 using nlohmann::json;
 
-constexpr const char* kToken = "tpufleet-serve-test-token";
+constexpr const char* kRolesToken = "tpufleet-serve-test-token";
 
 class ServeRolesTest : public ::testing::Test {
  protected:
@@ -46,7 +46,7 @@ class ServeRolesTest : public ::testing::Test {
     ServeSnapshot snap;
     snap.warnings = {"b: waiting for its agent"};
     view_.Publish(snap);
-    ServeApiContext context{kToken, &view_, store_.get(), &clock_};
+    ServeApiContext context{kRolesToken, &view_, store_.get(), &clock_};
     context.run_command = [](const api::CommandRequest&, const Caller&, std::ostream&,
                              std::ostream& err, const std::atomic<bool>&) {
       err << "tpufleet: error: no node named b\n";
@@ -83,7 +83,7 @@ class ServeRolesTest : public ::testing::Test {
   ApiResponse Call(const std::string& who, const std::string& method, const std::string& path,
                    std::map<std::string, std::string> query = {}, std::string body = "") {
     ApiRequest r{method, path, std::move(query), {}, std::move(body)};
-    std::string token = who == "operator" ? kToken : tokens_.count(who) ? tokens_[who] : who;
+    std::string token = who == "operator" ? kRolesToken : tokens_.count(who) ? tokens_[who] : who;
     r.headers["authorization"] = "Bearer " + token;
     ApiResponse out = api_->Handle(r);
     while (out.stream) {  // a command's answer, read to its end as a client would

@@ -16,7 +16,7 @@
 namespace tpufleet::server {
 namespace {
 
-constexpr const char* kToken = "tpufleet-serve-test-token";
+constexpr const char* kInviteToken = "tpufleet-serve-test-token";
 
 class HostsRouteTest : public ::testing::Test {
  protected:
@@ -35,7 +35,7 @@ class HostsRouteTest : public ::testing::Test {
     vera.role = "viewer";
     vera.nodes = {};
     ASSERT_TRUE(store_->PutUser(vera).ok());
-    api_ = std::make_unique<ServeApi>(ServeApiContext{kToken, &view_, store_.get(), &clock_});
+    api_ = std::make_unique<ServeApi>(ServeApiContext{kInviteToken, &view_, store_.get(), &clock_});
   }
 
   void Node(const std::string& name, std::map<std::string, std::string> labels, int workers,
@@ -92,7 +92,7 @@ TEST_F(HostsRouteTest, AMemberGetsTheWorkersOfTheNodesTheyMayUse) {
 
 TEST_F(HostsRouteTest, TheOperatorGetsEveryWorkerWithItsPort) {
   int status = 0;
-  std::vector<std::string> all = Hosts(kToken, &status);
+  std::vector<std::string> all = Hosts(kInviteToken, &status);
   EXPECT_EQ(status, 200);
   ASSERT_EQ(all.size(), 3u);
   EXPECT_EQ(all[2], "solo/0@198.18.0.22221:2222 ssh-ed25519 KEYsolo0");

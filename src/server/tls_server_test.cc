@@ -20,7 +20,7 @@
 namespace tpufleet::server {
 namespace {
 
-constexpr const char* kToken = "tpufleet-serve-tls-token";
+constexpr const char* kTlsToken = "tpufleet-serve-tls-token";
 
 class TlsServeTest : public ::testing::Test {
  protected:
@@ -30,7 +30,7 @@ class TlsServeTest : public ::testing::Test {
     ASSERT_TRUE(id.ok()) << id.status().ToString();
     identity_ = *id;
     ServeApiContext context;
-    context.token = kToken;
+    context.token = kTlsToken;
     context.store = store_.get();  // where a token that is not serve's is looked up
     context.run_command = [this](const api::CommandRequest& request, const Caller& caller,
                                  std::ostream& out, std::ostream&, const std::atomic<bool>&) {
@@ -48,7 +48,7 @@ class TlsServeTest : public ::testing::Test {
 
   // POST /v1/command {"argv": argv} through the CLI's transport, pinned to `pin`.
   Result<HttpResponse> Command(const std::vector<std::string>& argv, const std::string& pin,
-                               const std::string& token = kToken) {
+                               const std::string& token = kTlsToken) {
     HttpRequest req;
     req.method = "POST";
     req.url = url_ + "/v1/command";
@@ -110,7 +110,7 @@ TEST_F(TlsServeTest, TheCommandRouteNeedsTheTokenAndAPost) {
   EXPECT_EQ(runs_.load(), 0);
   httplib::SSLClient c("127.0.0.1", port_);
   c.enable_server_certificate_verification(false);
-  httplib::Headers auth = {{"Authorization", std::string("Bearer ") + kToken}};
+  httplib::Headers auth = {{"Authorization", std::string("Bearer ") + kTlsToken}};
   httplib::Result get = c.Get("/v1/command", auth);
   ASSERT_TRUE(get);
   EXPECT_EQ(get->status, 405);
@@ -138,13 +138,13 @@ TEST_F(TlsServeTest, TheCommandRouteNeedsTheTokenAndAPost) {
 TEST_F(TlsServeTest, PlainHttpGetsNoAnswer) {
   httplib::Client plain("127.0.0.1", port_);
   plain.set_read_timeout(5);
-  httplib::Result r = plain.Get("/v1/status", {{"Authorization", std::string("Bearer ") + kToken}});
+  httplib::Result r = plain.Get("/v1/status", {{"Authorization", std::string("Bearer ") + kTlsToken}});
   EXPECT_FALSE(r && r->status == 200);
 }
 
 TEST(ServeCommandRoute, AServeWithoutCommandsSaysSo) {
-  ServeApi api(ServeApiContext{kToken, nullptr, nullptr, nullptr, nullptr});
-  ApiRequest req{"POST", "/v1/command", {}, {{"authorization", std::string("Bearer ") + kToken}},
+  ServeApi api(ServeApiContext{kTlsToken, nullptr, nullptr, nullptr, nullptr});
+  ApiRequest req{"POST", "/v1/command", {}, {{"authorization", std::string("Bearer ") + kTlsToken}},
                  api::ToJson(api::CommandRequest{{"status"}})};
   ApiResponse r = api.Handle(req);
   EXPECT_EQ(r.status, 404);

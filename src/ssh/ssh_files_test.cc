@@ -35,7 +35,7 @@ SshHostEntry Worker(std::string alias, std::string address, int port = 0) {
   return e;
 }
 
-unsigned ModeOf(const std::string& path) {
+unsigned FileMode(const std::string& path) {
   struct stat st;
   return ::stat(path.c_str(), &st) == 0 ? st.st_mode & 07777 : 0xffff;
 }
@@ -156,9 +156,9 @@ TEST(WriteSshFiles, WritesBothFilesPrivately) {
   TempDir tmp;
   std::string dir = tmp.path() + "/state/ssh";
   ASSERT_EQ(WriteSshFiles(dir, {Worker("w0", "10.0.0.2")}), Status::Ok());
-  EXPECT_EQ(ModeOf(dir), 0700u);
-  EXPECT_EQ(ModeOf(dir + "/config"), 0600u);
-  EXPECT_EQ(ModeOf(dir + "/known_hosts"), 0600u);
+  EXPECT_EQ(FileMode(dir), 0700u);
+  EXPECT_EQ(FileMode(dir + "/config"), 0600u);
+  EXPECT_EQ(FileMode(dir + "/known_hosts"), 0600u);
   Result<std::string> config = ReadFile(dir + "/config");
   ASSERT_TRUE(config.ok());
   EXPECT_NE(config->find("  UserKnownHostsFile " + dir + "/known_hosts\n"), std::string::npos);
@@ -201,18 +201,17 @@ TEST(SshFileDir, RewriteWritesTheFilesAndTheIncludeKeepingTheRest) {
   EXPECT_EQ(ReadFile(user).value(), "Include " + dir + "/config\nHost old\n  User me\n");
   EXPECT_EQ(files.Config().value(), dir + "/config");
   // The entries' error comes back as it is.
-  EXPECT_EQ(files.Rewrite([]() -> Result<std::vector<SshHostEntry>> {
-              return NotFoundError("no store");
-            }).code(),
-            StatusCode::kNotFound);
+  EXPECT_EQ(
+      files.Rewrite([]() -> Result<std::vector<SshHostEntry>> { return NotFoundError("no store"); })
+          .code(),
+      StatusCode::kNotFound);
 }
 
 TEST(SshFileDir, AnEmptyUserConfigIsLeftAlone) {
   TempDir tmp;
   SshFileDir files(tmp.path() + "/ssh", "");
-  ASSERT_EQ(files.Rewrite([]() -> Result<std::vector<SshHostEntry>> {
-              return std::vector<SshHostEntry>{};
-            }),
+  ASSERT_EQ(files.Rewrite(
+                []() -> Result<std::vector<SshHostEntry>> { return std::vector<SshHostEntry>{}; }),
             Status::Ok());
   EXPECT_FALSE(ReadFile(tmp.path() + "/home/.ssh/config").ok());
 }
@@ -222,8 +221,8 @@ TEST(EnsureSshInclude, CreatesAMissingConfig) {
   std::string config = tmp.path() + "/home/.ssh/config";
   ASSERT_EQ(EnsureSshInclude(config, "/state/ssh/config"), Status::Ok());
   EXPECT_EQ(*ReadFile(config), "Include /state/ssh/config\n");
-  EXPECT_EQ(ModeOf(config), 0600u);
-  EXPECT_EQ(ModeOf(tmp.path() + "/home/.ssh"), 0700u);
+  EXPECT_EQ(FileMode(config), 0600u);
+  EXPECT_EQ(FileMode(tmp.path() + "/home/.ssh"), 0700u);
 }
 
 TEST(EnsureSshInclude, PrependsOnceAndKeepsTheRest) {
@@ -235,7 +234,7 @@ TEST(EnsureSshInclude, PrependsOnceAndKeepsTheRest) {
   ASSERT_EQ(EnsureSshInclude(config, "/my state/ssh/config"), Status::Ok());
   const std::string once = "Include \"/my state/ssh/config\"\n" + original;
   EXPECT_EQ(*ReadFile(config), once);
-  EXPECT_EQ(ModeOf(config), 0644u);
+  EXPECT_EQ(FileMode(config), 0644u);
   ASSERT_EQ(EnsureSshInclude(config, "/my state/ssh/config"), Status::Ok());
   EXPECT_EQ(*ReadFile(config), once);
 }
@@ -344,25 +343,22 @@ TEST_F(Issue10SshConfig, ALinkToAFileNotTheUsersIsRefusedEvenWhenAsked) {
 
 TEST_F(Issue10SshConfig, WhenAskedTheUsersOwnConfigIsEditedAndStaysTheirs) {
   PlantAsNobody("", "Host a\n");
-  ASSERT_EQ(EnsureSshInclude(config_, "/state/ssh/config").code(),
-            StatusCode::kFailedPrecondition);
+  ASSERT_EQ(EnsureSshInclude(config_, "/state/ssh/config").code(), StatusCode::kFailedPrecondition);
   EXPECT_EQ(*ReadFile(config_), "Host a\n");
-  ASSERT_EQ(EnsureSshInclude(config_, "/state/ssh/config", SshConfigOwner::kAnyone),
-            Status::Ok());
+  ASSERT_EQ(EnsureSshInclude(config_, "/state/ssh/config", SshConfigOwner::kAnyone), Status::Ok());
   EXPECT_EQ(*ReadFile(config_), "Include /state/ssh/config\nHost a\n");
   EXPECT_EQ(OwnerOf(config_), ids_.uid);
-  EXPECT_EQ(ModeOf(config_), 0600u);
+  EXPECT_EQ(FileMode(config_), 0600u);
 }
 
 TEST_F(Issue10SshConfig, WhenAskedAMissingConfigIsMadeForTheUser) {
   ASSERT_EQ(EnsureSshInclude(config_, "/state/ssh/config").code(),
             StatusCode::kFailedPrecondition);  // HOME is nobody's: refused, nothing made
   EXPECT_NE(::access((home_ + "/.ssh").c_str(), F_OK), 0);
-  ASSERT_EQ(EnsureSshInclude(config_, "/state/ssh/config", SshConfigOwner::kAnyone),
-            Status::Ok());
+  ASSERT_EQ(EnsureSshInclude(config_, "/state/ssh/config", SshConfigOwner::kAnyone), Status::Ok());
   EXPECT_EQ(*ReadFile(config_), "Include /state/ssh/config\n");
   EXPECT_EQ(OwnerOf(home_ + "/.ssh"), ids_.uid);
-  EXPECT_EQ(ModeOf(home_ + "/.ssh"), 0700u);
+  EXPECT_EQ(FileMode(home_ + "/.ssh"), 0700u);
   EXPECT_EQ(OwnerOf(config_), ids_.uid);
 }
 
@@ -406,9 +402,24 @@ Result<std::string> AsSshRunsIt(const std::string& line) {
 }
 
 TEST(Issue11, ProxyCommandWordsReachTheProgramExactlyThroughEveryShell) {
-  std::vector<std::string> words = {"/usr/bin/printf", "%s|", "plain", "a b", "$HOME",
-                                    "`id`", "$(id)", "x;y", "*", "~", "#c", "a&b", "(",
-                                    "100%", "%h", "é", "-n", "{a,b}"};
+  std::vector<std::string> words = {"/usr/bin/printf",
+                                    "%s|",
+                                    "plain",
+                                    "a b",
+                                    "$HOME",
+                                    "`id`",
+                                    "$(id)",
+                                    "x;y",
+                                    "*",
+                                    "~",
+                                    "#c",
+                                    "a&b",
+                                    "(",
+                                    "100%",
+                                    "%h",
+                                    "é",
+                                    "-n",
+                                    "{a,b}"};
   Result<std::string> line = ProxyCommandLine(words);
   ASSERT_TRUE(line.ok()) << line.status().ToString();
   Result<std::string> command = AsSshRunsIt(*line);
@@ -458,9 +469,9 @@ TEST(Issue11, AProxiedHostIsReachedThroughTheProxyAndKnownByItsName) {
   EXPECT_EQ(config.find("ProxyCommand", config.find("Host box")), std::string::npos);
   // The key is pinned under the name too, which stays when the address changes; an
   // entry without a proxy has its address only.
-  EXPECT_EQ(RenderKnownHosts({e, plain}),
-            RenderKnownHosts({}) + "[10.0.0.2]:2222 " + kKeyNoComment + "\ntrainer-w1 " +
-                kKeyNoComment + "\n10.0.0.3 " + kKeyNoComment + "\n");
+  EXPECT_EQ(RenderKnownHosts({e, plain}), RenderKnownHosts({}) + "[10.0.0.2]:2222 " +
+                                              kKeyNoComment + "\ntrainer-w1 " + kKeyNoComment +
+                                              "\n10.0.0.3 " + kKeyNoComment + "\n");
   e.proxy_command = {"/bin/tpufleet", "it's"};
   EXPECT_EQ(RenderSshConfig({e}, "/s/known_hosts").status().code(), StatusCode::kInvalidArgument);
 }

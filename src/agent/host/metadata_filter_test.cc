@@ -5,7 +5,7 @@
 namespace tpufleet::agent::host {
 namespace {
 
-MetadataVerdict Get(const std::string& target) {
+MetadataVerdict VerdictFor(const std::string& target) {
   ProxiedHead h;
   h.method = "GET";
   h.target = target;
@@ -26,7 +26,7 @@ TEST(MetadataFilter, WhatFrameworksReadPasses) {
         "/computeMetadata/v1/instance/service-accounts/default/email",
         "/computeMetadata/v1/instance/service-accounts/default/scopes",
         "/computeMetadata/v1/instance/service-accounts/default/aliases"}) {
-    EXPECT_TRUE(Get(target).allow) << target;
+    EXPECT_TRUE(VerdictFor(target).allow) << target;
   }
 }
 
@@ -53,21 +53,21 @@ TEST(MetadataFilter, TokensAndIdentityAreRefusedHoweverSpelled) {
            "/computeMetadata/v1/instance/service-accounts/default/email/../token",
            "/computeMetadata/v1/instance/service-accounts/default/unknown-new-leaf",
        }) {
-    MetadataVerdict v = Get(target);
+    MetadataVerdict v = VerdictFor(target);
     EXPECT_FALSE(v.allow) << target;
     EXPECT_EQ(v.code, 403) << target;
   }
-  EXPECT_EQ(Get("/computeMetadata/v1/instance/service-accounts/default/token").what,
+  EXPECT_EQ(VerdictFor("/computeMetadata/v1/instance/service-accounts/default/token").what,
             "the service account's token");
 }
 
 TEST(MetadataFilter, WhatCannotBeReadIsRefused) {
-  for (const char* target : {"http://169.254.169.254/computeMetadata/v1/instance/"
-                             "service-accounts/default/token",
-                             "*", "", "/a#b", "/computeMetadata/v1/instance/%00token",
-                             "/computeMetadata/v1/instance/service-accounts/default/%C3%A9",
-                             "/%25252525252574oken"}) {
-    MetadataVerdict v = Get(target);
+  for (const char* target :
+       {"http://169.254.169.254/computeMetadata/v1/instance/"
+        "service-accounts/default/token",
+        "*", "", "/a#b", "/computeMetadata/v1/instance/%00token",
+        "/computeMetadata/v1/instance/service-accounts/default/%C3%A9", "/%25252525252574oken"}) {
+    MetadataVerdict v = VerdictFor(target);
     EXPECT_FALSE(v.allow) << target;
     EXPECT_EQ(v.code, 400) << target;
   }
@@ -119,7 +119,7 @@ TEST(MetadataFilter, CredentialsInAnAnswerAreSeen) {
 }
 
 TEST(MetadataFilter, TheRefusalNamesTpufleetAndTheAccount) {
-  EXPECT_EQ(RefusalText(Get("/computeMetadata/v1/instance/service-accounts/default/token"),
+  EXPECT_EQ(RefusalText(VerdictFor("/computeMetadata/v1/instance/service-accounts/default/token"),
                         "milo"),
             "tpufleet: the metadata server does not give the service account's token to "
             "milo, an account without sudo on this node (the fleet's admin can give it "

@@ -10,7 +10,8 @@ namespace {
 using testing::LoopbackHttpServer;
 using testing::LoopbackRequest;
 
-HttpRequest Get(const std::string& url, std::chrono::milliseconds timeout = std::chrono::seconds(5)) {
+HttpRequest GetRequest(const std::string& url,
+                       std::chrono::milliseconds timeout = std::chrono::seconds(5)) {
   HttpRequest r;
   r.url = url;
   r.timeout = timeout;
@@ -24,7 +25,7 @@ TEST(PlainHttp, GetsAnAnswerAndSendsTheHeaders) {
     return std::pair{200, std::string("hello from ") + r.path};
   });
   PlainHttpClient client;
-  HttpRequest request = Get("http://" + server.address() + "/computeMetadata/v1/x?a=b");
+  HttpRequest request = GetRequest("http://" + server.address() + "/computeMetadata/v1/x?a=b");
   request.headers = {{"Metadata-Flavor", "Google"}, {"Host", "metadata.google.internal"}};
   Result<HttpResponse> r = client.Send(request);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
@@ -36,22 +37,27 @@ TEST(PlainHttp, GetsAnAnswerAndSendsTheHeaders) {
   EXPECT_NE(seen.find("\r\nMetadata-Flavor: Google\r\n"), std::string::npos);
   EXPECT_EQ(seen.find("Host:"), seen.rfind("Host:")) << "two Host headers: " << seen;
 
-  ASSERT_TRUE(client.Send(Get("http://" + server.address() + "/")).ok());
+  ASSERT_TRUE(client.Send(GetRequest("http://" + server.address() + "/")).ok());
   EXPECT_NE(seen.find("\r\nHost: " + server.address() + "\r\n"), std::string::npos) << seen;
 }
 
 TEST(PlainHttp, AnHttpErrorIsAnAnswer) {
-  LoopbackHttpServer server([](const LoopbackRequest&) { return std::pair{404, std::string("no")}; });
-  Result<HttpResponse> r = PlainHttpClient().Send(Get("http://" + server.address() + "/"));
+  LoopbackHttpServer server([](const LoopbackRequest&) {
+    return std::pair{404, std::string("no")};
+  });
+  Result<HttpResponse> r = PlainHttpClient().Send(GetRequest("http://" + server.address() + "/"));
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->status, 404);
 }
 
 TEST(PlainHttp, StopsAtContentLengthWhenTheServerKeepsTheConnection) {
-  LoopbackHttpServer server([](const LoopbackRequest&) { return std::pair{200, std::string("3")}; },
-                            /*keep_open=*/true);
-  Result<HttpResponse> r =
-      PlainHttpClient().Send(Get("http://" + server.address() + "/", std::chrono::seconds(2)));
+  LoopbackHttpServer server(
+      [](const LoopbackRequest&) {
+        return std::pair{200, std::string("3")};
+      },
+      /*keep_open=*/true);
+  Result<HttpResponse> r = PlainHttpClient().Send(
+      GetRequest("http://" + server.address() + "/", std::chrono::seconds(2)));
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->body, "3");
 }
@@ -60,7 +66,7 @@ TEST(PlainHttp, ASilentServerTimesOut) {
   LoopbackHttpServer server(nullptr, false, /*silent=*/true);
   auto start = std::chrono::steady_clock::now();
   Result<HttpResponse> r = PlainHttpClient().Send(
-      Get("http://" + server.address() + "/", std::chrono::milliseconds(300)));
+      GetRequest("http://" + server.address() + "/", std::chrono::milliseconds(300)));
   EXPECT_EQ(r.status().code(), StatusCode::kTimeout);
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(3));
 }
@@ -71,14 +77,15 @@ TEST(PlainHttp, RefusedIsUnavailable) {
     LoopbackHttpServer gone([](const LoopbackRequest&) { return std::pair{200, std::string()}; });
     address = gone.address();
   }
-  EXPECT_EQ(PlainHttpClient().Send(Get("http://" + address + "/")).status().code(),
+  EXPECT_EQ(PlainHttpClient().Send(GetRequest("http://" + address + "/")).status().code(),
             StatusCode::kUnavailable);
 }
 
 TEST(PlainHttp, ALargeAnswerIsCutOff) {
-  LoopbackHttpServer server(
-      [](const LoopbackRequest&) { return std::pair{200, std::string(1 << 20, 'x')}; });
-  HttpRequest request = Get("http://" + server.address() + "/");
+  LoopbackHttpServer server([](const LoopbackRequest&) {
+    return std::pair{200, std::string(1 << 20, 'x')};
+  });
+  HttpRequest request = GetRequest("http://" + server.address() + "/");
   request.max_response_bytes = 1024;
   EXPECT_EQ(PlainHttpClient().Send(request).status().code(), StatusCode::kInternal);
 }
@@ -87,7 +94,7 @@ TEST(PlainHttp, RefusesWhatItCannotSpeak) {
   PlainHttpClient client;
   for (const char* url : {"https://169.254.169.254/", "http://metadata.google.internal/",
                           "http://127.0.0.1:99999/", "http://127.0.0.1/a b"}) {
-    EXPECT_EQ(client.Send(Get(url)).status().code(), StatusCode::kInvalidArgument) << url;
+    EXPECT_EQ(client.Send(GetRequest(url)).status().code(), StatusCode::kInvalidArgument) << url;
   }
 }
 
