@@ -16,7 +16,9 @@
 #   4. milo cancels his job: nothing of his runs on the workers and `jobs` shows it
 #      cancelled;
 #   5. milo's `logs -f` of a new job shows a line the job prints after logs -f started
-#      (the job waits for a file the test then makes), and ends when the job ends.
+#      (the job waits for a file the test then makes), and ends when the job ends;
+#   6. `cost --by job`: each of milo's jobs has a share of pod's hours that no longer
+#      grows, and their sum is milo's line by person and all he sees himself.
 # Everything (serve, the fleet, the emulator, $tmp) is removed on exit, even on failure.
 # Prints "ok N - ..." or "not ok N - ..." per check and exits 1 if any failed.
 # Usage: serve_jobs_e2e.sh path/to/tpufleet. Exit 77 (skipped) when not root, when a tool
@@ -212,13 +214,13 @@ milo_cancels() {
 check "milo cancels his job: nothing of his runs, and jobs shows it cancelled" milo_cancels
 
 # ---- 5. logs -f streams
+gated=""
 follows_live() {
   # The job prints `one`, waits for a file on its worker, then prints `two` and ends
   # (after milo's first job: a job waits for the TPU while another holds it).
   as milo gated run pod --detach --name gated -- bash -c \
     'echo one; while [ ! -e /tmp/tpufleet-e2e-release ]; do sleep 0.2; done; echo two'
   rc_is gated 0 || { shows gated; return 1; }
-  local gated
   gated=$(cat "$tmp/gated.out")
   follow_bg follow "$gated"
   saw_one() { grep -q "^pod/w0 | one" "$tmp/follow.out"; }
@@ -230,6 +232,31 @@ follows_live() {
     grep -q "tpufleet: job $gated succeeded in" "$tmp/follow.err" || { shows follow; return 1; }
 }
 check "logs -f through the server shows a line the job prints after it started, and ends when the job ends" follows_live
+
+# ---- 6. where the money went: milo's jobs' shares of pod's hours are his
+job_costs() {
+  # Listing ends the runs of the jobs that ended; both of milo's have.
+  as milo listed jobs
+  rc_is listed 0 || { shows listed; return 1; }
+  as operator op-by-job cost --by job --json
+  as operator op-by-person cost --by person --json
+  as milo milo-by-job cost --by job --json
+  rc_is op-by-job 0 && rc_is op-by-person 0 && rc_is milo-by-job 0 ||
+    { shows op-by-job; shows op-by-person; shows milo-by-job; return 1; }
+  local jobs_sum person_usd own_sum
+  # Each of milo's jobs has a line of its own that spent something and bills no more.
+  jobs_sum=$(jq --arg a "$job" --arg b "$gated" '[.lines[] | select(.job | endswith("(" + $a + ")")
+    or endswith("(" + $b + ")")) | select(.usd > 0 and .usd_per_hour == 0) | .usd] |
+    if length == 2 then add else empty end' "$tmp/op-by-job.out")
+  person_usd=$(jq '.lines[] | select(.person == "milo") | .usd' "$tmp/op-by-person.out")
+  own_sum=$(jq 'if all(.lines[]; .job != "") then .usd else empty end' "$tmp/milo-by-job.out")
+  echo "milo's jobs: $jobs_sum by job, $person_usd by person, $own_sum as he sees it"
+  [[ -n $jobs_sum && -n $person_usd && -n $own_sum ]] ||
+    { shows op-by-job; shows op-by-person; shows milo-by-job; return 1; }
+  python3 -c 'import sys; a, b, c = map(float, sys.argv[1:]); sys.exit(not (abs(a - b) < 1e-6 and abs(a - c) < 1e-6))' \
+    "$jobs_sum" "$person_usd" "$own_sum"
+}
+check "cost: milo's jobs each have a share of pod's hours, and by job, by person and as milo sees it they add up the same" job_costs
 
 ends() {
   stop_serve || return 1

@@ -339,19 +339,20 @@ std::vector<Command> CliCommands() {
        {{"since", "DUR|TIME", "only lines since then: 30m, 2d, or 2026-01-01T12:00:00Z"},
         {"limit", "N", "at most the newest N lines (default 100)"}},
        true, RunAudit},
-      {"cost", "Show where the money went: spend per person, node or fleet, and budgets left",
-       "[--by person|node|fleet] [--since DUR|TIME] [--csv]",
+      {"cost", "Show where the money went: spend per person, node, fleet or job, and budgets left",
+       "[--by person|node|fleet|job] [--since DUR|TIME] [--csv]",
        "Adds up the spend ledger in the state store: every stretch a node spent in a billed\n"
        "state (a PREEMPTED husk until deleted; not a queued resource still waiting), at the\n"
        "list price of its type, zone and capacity when the stretch began (spot: the most it\n"
-       "can cost; reserved: nothing), billed to the fleet's owner (the spec's `owner`, else\n"
-       "whoever applied it). The ledger is written while `tpufleet serve` keeps the fleet.\n"
-       "One line per person (default), node or fleet since --since (default 30d): spent,\n"
-       "billed node-hours and what it costs per hour now; then today's and this month's\n"
-       "spend (UTC) with where they end at the current rate, and each fleet's budget left.\n"
-       "--csv prints the lines as CSV. Through a team server an admin sees their fleets'\n"
-       "whole ledger and budgets, anyone else what is billed to them.",
-       {{"by", "person|node|fleet", "what a line is (default person)"},
+       "can cost; reserved: nothing). While jobs run on a node (`tpufleet run`) its hours are\n"
+       "shared among them and billed to who ran each; the rest is billed to the fleet's owner\n"
+       "(the spec's `owner`, else whoever applied it). The ledger is written while\n"
+       "`tpufleet serve` keeps the fleet. One line per person (default), node, fleet or job\n"
+       "since --since (default 30d): spent, billed node-hours and what it costs per hour now;\n"
+       "then today's and this month's spend (UTC) with where they end at the current rate,\n"
+       "and each fleet's budget left. --csv prints the lines as CSV. Through a team server an\n"
+       "admin sees their fleets' whole ledger and budgets, anyone else what is billed to them.",
+       {{"by", "person|node|fleet|job", "what a line is (default person)"},
         {"since", "DUR|TIME", "from then: 30d (default), 12h, or 2026-01-01T00:00:00Z"},
         {"csv", "", "the lines as CSV, for a spreadsheet"}},
        true, RunCost},

@@ -1,8 +1,9 @@
-// `tpufleet cost [--by person|node|fleet] [--since DUR|TIME] [--csv]`: the spend ledger
-// (core/spend_report.h over the store's stretches) as a table, CSV or --json, with the
-// day's and the month's forecast at the current rate and each fleet's budget left.
-// Through a team server a caller sees what control/visible.h allows: an admin their
-// fleets' whole ledger and budgets, anyone else what is billed to them.
+// `tpufleet cost [--by person|node|fleet|job] [--since DUR|TIME] [--csv]`: the spend
+// ledger (core/spend_report.h: the store's stretches shared among the jobs' runs) as a
+// table, CSV or --json, with the day's and the month's forecast at the current rate and
+// each fleet's budget left. Through a team server a caller sees what control/visible.h
+// allows: an admin their fleets' whole ledger and budgets, anyone else what is billed to
+// them.
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
@@ -25,9 +26,14 @@ namespace {
 // How far back `cost` looks when --since is not given.
 constexpr char kDefaultSince[] = "30d";
 
-// What a line's key is shown as: a person's name, or who stretches opened before the
-// ledger kept owners are billed to.
-std::string Shown(const std::string& key) { return key.empty() ? "(no one)" : key; }
+// What a line's key is shown as: "" is, by person, who stretches opened before the
+// ledger kept owners are billed to, and by job, the time no job ran.
+std::string Shown(const std::string& key, SpendGrouping by) {
+  if (!key.empty()) {
+    return key;
+  }
+  return by == SpendGrouping::kJob ? "(no job)" : "(no one)";
+}
 
 // One CSV field: quoted when it holds a comma, a quote or a line break.
 std::string CsvField(const std::string& text) {
@@ -147,7 +153,7 @@ void PrintTable(Invocation& inv, const SpendReport& r, SpendGrouping by,
     double hours = 0;
     for (const SpendLine& l : r.lines) {
       // Names come from specs and people: shown as text, never as terminal controls.
-      t.AddRow({TerminalText(Shown(l.key)), FormatUsd(l.usd), Hours(l.node_hours),
+      t.AddRow({TerminalText(Shown(l.key, by)), FormatUsd(l.usd), Hours(l.node_hours),
                 Rate(l.usd_per_hour)});
       hours += l.node_hours;
     }
@@ -179,8 +185,9 @@ void PrintTable(Invocation& inv, const SpendReport& r, SpendGrouping by,
 
 ExitStatus RunCost(Invocation& inv) {
   if (!inv.args.positional.empty()) {
-    return UsageError(inv, "cost takes no arguments: tpufleet cost [--by person|node|fleet] "
-                           "[--since D] [--csv]");
+    return UsageError(inv,
+                      "cost takes no arguments: tpufleet cost [--by person|node|fleet|job] "
+                      "[--since D] [--csv]");
   }
   Result<SpendGrouping> by = ParseSpendGrouping(inv.args.Get("by").value_or("person"));
   if (!by.ok()) {
@@ -212,10 +219,15 @@ ExitStatus RunCost(Invocation& inv) {
   if (!fleets.ok()) {
     return Fail(inv, fleets.status());
   }
-  std::vector<SpendRecord> seen = VisibleSpend(inv.access, std::move(*ledger));
+  Result<std::vector<JobRunRecord>> runs = world.store.JobRuns("", std::nullopt);
+  if (!runs.ok()) {
+    return Fail(inv, runs.status());
+  }
+  // A budget is the whole fleet's, seen by its admins alone (VisibleFleets).
   std::vector<BudgetLeft> budgets =
-      BudgetsLeft(VisibleFleets(inv.access, std::move(*fleets)), seen, now);
-  SpendReport report = ReportSpend(seen, *by, *since, now);
+      BudgetsLeft(VisibleFleets(inv.access, std::move(*fleets)), *ledger, now);
+  SpendReport report =
+      ReportSpend(VisibleSpend(inv.access, ShareSpend(*ledger, *runs)), *by, *since, now);
   if (inv.json) {
     PrintJson(inv, report, *by, budgets);
   } else if (inv.args.Has("csv")) {

@@ -130,11 +130,49 @@ TEST_F(CostCommandTest, ThroughAServerAMemberSeesWhatIsBilledToThemAndAnAdminThe
   EXPECT_TRUE(As("stranger", {"cost"}).out.find("Nothing billed.") != std::string::npos);
 }
 
+TEST_F(CostCommandTest, Issue17ByJobTheHoursAJobRanAreItsAndBilledToWhoRanIt) {
+  // bo ran a job on ada's trainer for an hour, ending an hour ago; bo's sweep on eval
+  // runs on (its run is open, the eval node's stretch ended).
+  Clock::WallTime now = t_.clock.Now();
+  ASSERT_TRUE(t_.store->PutJobRun({"lab", "trainer", "jabc1234", "probe", "bo", "bo",
+                                   now - hours(2), now - hours(1)}).ok());
+  ASSERT_TRUE(t_.store->PutJobRun({"lab", "eval", "jdef5678", "sweep", "bo", "bo",
+                                   now - hours(3), std::nullopt}).ok());
+  cli_testing::Output o = cli_testing::Tpufleet(app_, {"cost", "--by", "job"});
+  ASSERT_EQ(o.code, 0) << o.err;
+  EXPECT_TRUE(Contains(o.out,
+                       "JOB               SPENT   NODE-HOURS  NOW\n"
+                       "(no job)          $32.00  4.0         $10.00/h\n"
+                       "probe (jabc1234)  $10.00  1.0         -\n"
+                       "sweep (jdef5678)  $8.00   2.0         -\n"
+                       "TOTAL             $50.00  7.0         $10.00/h\n"))
+      << o.out;
+
+  // By person the job's hour moves from ada, who owns the node, to bo, who ran it.
+  json j = json::parse(cli_testing::Tpufleet(app_, {"cost", "--json"}).out);
+  ASSERT_EQ(j["lines"].size(), 2u);
+  EXPECT_EQ(j["lines"][0]["person"], "ada");
+  EXPECT_DOUBLE_EQ(j["lines"][0]["usd"].get<double>(), 32);
+  EXPECT_EQ(j["lines"][1]["person"], "bo");
+  EXPECT_DOUBLE_EQ(j["lines"][1]["usd"].get<double>(), 18);
+  EXPECT_DOUBLE_EQ(j["usd"].get<double>(), 50);
+
+  // Through the team server, bo as a member of lab sees his jobs' shares of its nodes;
+  // the budget stays its admin's.
+  Row("bo", "member");
+  json bo = json::parse(As("bo", {"cost", "--by", "job", "--json"}).out);
+  ASSERT_EQ(bo["lines"].size(), 2u);
+  EXPECT_EQ(bo["lines"][0]["job"], "probe (jabc1234)");
+  EXPECT_EQ(bo["lines"][1]["job"], "sweep (jdef5678)");
+  EXPECT_DOUBLE_EQ(bo["usd"].get<double>(), 18);
+  EXPECT_TRUE(bo["budgets"].empty());
+}
+
 TEST_F(CostCommandTest, BadFlagsSayWhatWasExpectedAndChangeNothing) {
   cli_testing::Output by = cli_testing::Tpufleet(app_, {"cost", "--by", "persons"});
   EXPECT_EQ(by.code, 2);
   EXPECT_EQ(by.err,
-            "tpufleet: --by: \"persons\" is not one of fleet, node, person (did you mean "
+            "tpufleet: --by: \"persons\" is not one of fleet, node, person, job (did you mean "
             "person?)\n");
   EXPECT_EQ(cli_testing::Tpufleet(app_, {"cost", "--since", "soon"}).code, 2);
   EXPECT_EQ(cli_testing::Tpufleet(app_, {"cost", "--since", "2027-01-01T00:00:00Z"}).code, 2);

@@ -205,6 +205,7 @@ Result<JobsReport> ListOn(World& world, const std::vector<WorkerTarget>& workers
 
 using jobs_internal::AttachRestartable;
 using jobs_internal::CancelOn;
+using jobs_internal::EndJobRuns;
 using jobs_internal::EndRestartable;
 using jobs_internal::Indices;
 using jobs_internal::ListOn;
@@ -249,6 +250,7 @@ Result<JobsReport> ListJobs(World& world, const std::vector<std::string>& target
       ResolveTargets(VisibleNodes(access, std::move(nodes)),
                      targets.empty() ? std::vector<std::string>{"all"} : targets));
   TPUFLEET_ASSIGN_OR_RETURN(JobsReport report, ListOn(world, workers, {}));
+  TPUFLEET_TRY(EndJobRuns(world, workers, report));  // before the caller's view hides some
   std::erase_if(report.jobs, [&](const JobView& j) {
     return j.workers.empty() || !access.MaySeeJob(j.workers[0].target.fleet, j.user);
   });

@@ -83,6 +83,12 @@ Result<JobRecord> KeepRestartable(World& world, const NodeRecord& node, api::Job
 /// larger of the workers' and the store's restarts.
 Status AttachRestartable(World& world, JobsReport& report);
 
+/// The store's runs (store: job_runs) of the jobs on `asked`'s nodes that `report` shows
+/// ended end when they did; those that no agent of their node knows any more (a node
+/// recreated under a job that is not restarted) end now, when every worker answered. An
+/// active restartable job's run goes on: serve starts it again under its id.
+Status EndJobRuns(World& world, const std::vector<WorkerTarget>& asked, const JobsReport& report);
+
 /// Ends the store's record of `view` when it is active ("done", `reason`): serve does
 /// not start it again. OK when there is none.
 Status EndRestartable(World& world, const JobView& view, const std::string& reason);

@@ -1,5 +1,5 @@
 // Restartable jobs: what `run --restart` keeps in the store, RestartJob (serve's), and
-// the store's side of `jobs` and `cancel`.
+// the store's side of `jobs` and `cancel` (the restartable records and the jobs' runs).
 #include <algorithm>
 
 #include "control/jobs.h"
@@ -82,6 +82,49 @@ Status AttachRestartable(World& world, JobsReport& report) {
         view.time_to_recover_seconds = h.time_to_recover_seconds;
       }
     }
+  }
+  return Status::Ok();
+}
+
+Status EndJobRuns(World& world, const std::vector<WorkerTarget>& asked, const JobsReport& report) {
+  Clock::WallTime now = world.clock.Now();
+  TPUFLEET_ASSIGN_OR_RETURN(std::vector<JobRunRecord> open, world.store.JobRuns("", now));
+  std::erase_if(open, [&](const JobRunRecord& run) {
+    return run.end.has_value() ||
+           std::none_of(asked.begin(), asked.end(), [&](const WorkerTarget& t) {
+             return t.fleet == run.fleet && t.node == run.node;
+           });
+  });
+  if (open.empty()) {
+    return Status::Ok();
+  }
+  TPUFLEET_ASSIGN_OR_RETURN(std::vector<JobRecord> kept, world.store.Jobs(""));
+  for (JobRunRecord& run : open) {
+    if (std::any_of(kept.begin(), kept.end(), [&](const JobRecord& k) {
+          return k.fleet == run.fleet && k.node == run.node && k.id == run.id &&
+                 k.state == kActive;
+        })) {
+      continue;
+    }
+    auto view = std::find_if(report.jobs.begin(), report.jobs.end(), [&](const JobView& v) {
+      return v.id == run.id && v.node == run.node && !v.workers.empty() &&
+             v.workers[0].target.fleet == run.fleet;
+    });
+    if (view != report.jobs.end()) {
+      if (!view->ended) {
+        continue;
+      }
+      // The workers' clock, never before the run's start by this machine's.
+      run.end = view->ended_unix_ms == 0
+                    ? now
+                    : std::max(run.start,
+                               Clock::WallTime(std::chrono::milliseconds(view->ended_unix_ms)));
+    } else if (report.missing.empty()) {
+      run.end = now;
+    } else {
+      continue;  // an unanswering worker may still run it
+    }
+    TPUFLEET_TRY(world.store.PutJobRun(run));
   }
   return Status::Ok();
 }

@@ -231,6 +231,56 @@ TEST_F(JobsTest, TheWorkersRecordsMergeIntoOneViewPerJobNewestFirst) {
   EXPECT_TRUE(Contains(report->missing[0].message(), "pod/w3"));
 }
 
+TEST_F(JobsTest, Issue17AStartedJobsRunIsBilledToWhoRanItAndEndsWhenTheAgentsSaySo) {
+  Clock::WallTime started = t_.clock.Now();
+  ASSERT_TRUE(Start(Request()).ok());
+  RunRequest theirs = Request("python3 eval.py");
+  theirs.id = "jmilo123";
+  theirs.name = "eval";
+  theirs.user = "milo";  // a collaborator's run, through a team server
+  ASSERT_TRUE(Start(theirs).ok());
+  auto runs = [&] { return *t_.store->JobRuns("", std::nullopt); };
+  ASSERT_EQ(runs().size(), 2u);
+  EXPECT_EQ(runs()[0].fleet, "lab");
+  EXPECT_EQ(runs()[0].node, "pod");
+  EXPECT_EQ(runs()[0].id, kId);
+  EXPECT_EQ(runs()[0].name, "python3");
+  EXPECT_EQ(runs()[0].person, t_.world.login);  // the local login, as `up` bills a fleet
+  EXPECT_EQ(runs()[0].user, "");
+  EXPECT_EQ(runs()[0].start, started);
+  EXPECT_FALSE(runs()[0].end.has_value());
+  EXPECT_EQ(runs()[1].person, "milo");
+  EXPECT_EQ(runs()[1].user, "milo");
+
+  // Listed while it runs, a run goes on; once every worker ended it, it ends when the
+  // last did, by the workers' clock.
+  ASSERT_TRUE(ListJobs(t_.world, {}).ok());
+  EXPECT_FALSE(runs()[0].end.has_value());
+  t_.clock.Advance(std::chrono::hours(2));
+  int64_t ended_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                         (started + std::chrono::hours(1)).time_since_epoch())
+                         .count();
+  for (int i = 0; i < 4; ++i) {
+    agents_.End("pod/w" + std::to_string(i), kId, 0, ended_ms - i);
+  }
+  ASSERT_TRUE(ListJobs(t_.world, {}).ok());
+  EXPECT_EQ(runs()[0].end, started + std::chrono::hours(1));
+  EXPECT_FALSE(runs()[1].end.has_value());
+
+  // A job no agent of its node knows any more (its node recreated) ends when that is
+  // seen; not while a worker does not answer, as it may still run there.
+  for (int i = 0; i < 4; ++i) {
+    agents_.worker("pod/w" + std::to_string(i)).jobs.clear();
+  }
+  agents_.worker("pod/w3").unreachable = true;
+  ASSERT_TRUE(ListJobs(t_.world, {}).ok());
+  EXPECT_FALSE(runs()[1].end.has_value());
+  agents_.worker("pod/w3").unreachable = false;
+  ASSERT_TRUE(ListJobs(t_.world, {}).ok());
+  EXPECT_EQ(runs()[1].end, t_.clock.Now());
+  EXPECT_EQ(runs()[0].end, started + std::chrono::hours(1));  // ended once, kept
+}
+
 TEST_F(JobsTest, AJobArgumentIsAnIdOrTheNewestWithTheNameElseADidYouMean) {
   PutOnPod("jold1234", "train", JobState::kSucceeded, 1000);
   PutOnPod("jnew1234", "train", JobState::kSucceeded, 5000);

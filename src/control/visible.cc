@@ -99,12 +99,13 @@ std::vector<JobRecord> VisibleJobs(const Access& access, std::vector<JobRecord> 
   return jobs;
 }
 
-std::vector<SpendRecord> VisibleSpend(const Access& access, std::vector<SpendRecord> stretches) {
-  std::erase_if(stretches, [&](const SpendRecord& s) {
+std::vector<SpendShare> VisibleSpend(const Access& access, std::vector<SpendShare> shares) {
+  std::erase_if(shares, [&](const SpendShare& share) {
+    const SpendRecord& s = share.part;
     return !access.IsAdminOf(s.fleet) &&
            !(access.RoleIn(s.fleet).has_value() && s.owner == access.who());
   });
-  return stretches;
+  return shares;
 }
 
 std::vector<FleetRecord> VisibleFleets(const Access& access, std::vector<FleetRecord> fleets) {

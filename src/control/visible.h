@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "control/access.h"
+#include "core/spend_report.h"
 #include "store/store.h"
 #include "util/status.h"
 
@@ -43,9 +44,10 @@ std::string RestartableJobUser(const JobRecord& job);
 /// `jobs` without those `access` may not see (Access::MaySeeJob of RestartableJobUser).
 std::vector<JobRecord> VisibleJobs(const Access& access, std::vector<JobRecord> jobs);
 
-/// `stretches` of the spend ledger without those `access` may not see: an admin of a
-/// fleet sees its whole ledger, anyone else on it the stretches billed to them.
-std::vector<SpendRecord> VisibleSpend(const Access& access, std::vector<SpendRecord> stretches);
+/// `shares` of the spend ledger (core/spend_report.h) without those `access` may not see:
+/// an admin of a fleet sees its whole ledger, anyone else on it the shares billed to
+/// them (their jobs' on any node of it, and the nodes they own while no job ran).
+std::vector<SpendShare> VisibleSpend(const Access& access, std::vector<SpendShare> shares);
 
 /// `fleets` (their owners and budgets) without those `access` does not administer: a
 /// budget left says what the whole fleet spent.

@@ -105,23 +105,30 @@ TEST_F(VisibleTest, Issue17AnAdminSeesTheFleetsLedgerAndAMemberWhatIsBilledToThe
     s.fleet = std::move(fleet);
     s.node = std::move(node);
     s.owner = std::move(owner);
+    s.state = "READY";
     return s;
   };
-  std::vector<SpendRecord> ledger = {stretch("lab", "a", "milo"), stretch("lab", "b", "boss"),
-                                     stretch("ops", "c", "milo")};
-  auto nodes = [](const std::vector<SpendRecord>& v) {
+  // milo's job ran on boss's node b for a while: that share is billed to milo.
+  Clock::WallTime t0{};
+  JobRunRecord milos{"lab", "b", "j1", "train", "milo", "milo", t0 + std::chrono::hours(1),
+                     t0 + std::chrono::hours(2)};
+  std::vector<SpendShare> ledger = ShareSpend(
+      {stretch("lab", "a", "milo"), stretch("lab", "b", "boss"), stretch("ops", "c", "milo")},
+      {milos});
+  auto shares = [](const std::vector<SpendShare>& v) {
     std::vector<std::string> out;
-    for (const SpendRecord& s : v) {
-      out.push_back(s.fleet + "/" + s.node);
+    for (const SpendShare& s : v) {
+      out.push_back(s.part.fleet + "/" + s.part.node + (s.job.empty() ? "" : " " + s.job));
     }
     return out;
   };
   using Names = std::vector<std::string>;
-  EXPECT_EQ(nodes(VisibleSpend(Of("boss"), ledger)), (Names{"lab/a", "lab/b"}));
+  EXPECT_EQ(shares(VisibleSpend(Of("boss"), ledger)),
+            (Names{"lab/a", "lab/b", "lab/b train (j1)", "lab/b"}));
   // Billed to milo in ops too, but milo is not on ops: it does not exist for them.
-  EXPECT_EQ(nodes(VisibleSpend(Of("milo"), ledger)), (Names{"lab/a"}));
+  EXPECT_EQ(shares(VisibleSpend(Of("milo"), ledger)), (Names{"lab/a", "lab/b train (j1)"}));
   EXPECT_TRUE(VisibleSpend(Of("stranger"), ledger).empty());
-  EXPECT_EQ(VisibleSpend(Access::Everything("local"), ledger).size(), 3u);
+  EXPECT_EQ(VisibleSpend(Access::Everything("local"), ledger).size(), 5u);
 
   std::vector<FleetRecord> fleets = {{"lab", "boss", 10, std::nullopt, {}},
                                      {"ops", "zed", std::nullopt, 99, {}}};

@@ -1,7 +1,8 @@
 // The records tpufleet keeps of its nodes and of the leftovers its creates left
 // behind, of the jobs serve keeps going, of what the nodes cost, of the serve process
-// itself and of the collaborators `tpufleet users` added: plain values, written and read by the store (store/store.h), planned over by
-// core (core/up_plan.h, core/reconcile.h, core/ledger.h) and shown by status and jobs.
+// itself, of the collaborators `tpufleet users` added and of the jobs' runs: plain values,
+// written and read by the store (store/store.h), planned over by core (core/up_plan.h,
+// core/reconcile.h, core/ledger.h) and shown by status, jobs and cost.
 //
 // Thread-safety: plain values.
 #pragma once
@@ -123,6 +124,20 @@ struct SpendRecord {
   /// The person the stretch is billed to: the fleet's owner when it opened
   /// (FleetRecord::owner); "" for stretches opened before owners were kept.
   std::string owner{};
+};
+
+/// One run of a job on a node (store: job_runs, one row per (fleet, node, id)): the node's
+/// billed hours while it ran are shared among the runs of the time and billed to their
+/// people (core/spend_report.h). Written by `run` when the job started; ended when the
+/// agents say it ended (`jobs`, serve's jobs round). A job restarted after a preemption
+/// keeps its id and so its run: the time it was down counts to it.
+struct JobRunRecord {
+  std::string fleet, node, id, name;
+  /// Who ran it: a team server's caller, else the local login (as a fleet's owner).
+  std::string person;
+  std::string user;  // the Unix account it runs as on the workers ("" = tpufleet's login)
+  Clock::WallTime start{};
+  std::optional<Clock::WallTime> end;  // nullopt: not seen ended yet
 };
 
 /// A fleet as its spec was last applied (store: fleets table, one row per name), written

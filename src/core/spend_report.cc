@@ -12,13 +12,15 @@
 namespace tpufleet {
 namespace {
 
-constexpr std::array<std::pair<std::string_view, SpendGrouping>, 3> kGroupings = {{
+constexpr std::array<std::pair<std::string_view, SpendGrouping>, 4> kGroupings = {{
     {"fleet", SpendGrouping::kFleet},
     {"node", SpendGrouping::kNode},
     {"person", SpendGrouping::kPerson},
+    {"job", SpendGrouping::kJob},
 }};
 
-std::string KeyOf(const SpendRecord& s, SpendGrouping by) {
+std::string KeyOf(const SpendShare& share, SpendGrouping by) {
+  const SpendRecord& s = share.part;
   switch (by) {
     case SpendGrouping::kFleet:
       return s.fleet;
@@ -26,9 +28,14 @@ std::string KeyOf(const SpendRecord& s, SpendGrouping by) {
       return s.fleet + "/" + s.node;
     case SpendGrouping::kPerson:
       return s.owner;
+    case SpendGrouping::kJob:
+      return share.job;
   }
   return s.fleet;
 }
+
+// An open stretch or run: it goes on past any time it is compared with.
+constexpr Clock::WallTime kOpen = Clock::WallTime::max();
 
 double Hours(Clock::WallTime::duration d) {
   return std::chrono::duration<double, std::ratio<3600>>(d).count();
@@ -53,21 +60,71 @@ Result<SpendGrouping> ParseSpendGrouping(std::string_view word) {
     }
     words.emplace_back(w);
   }
-  return InvalidArgumentError("\"" + std::string(word) + "\" is not one of " +
-                              Join(words, ", ") + DidYouMean(word, words));
+  return InvalidArgumentError("\"" + std::string(word) + "\" is not one of " + Join(words, ", ") +
+                              DidYouMean(word, words));
 }
 
-SpendReport ReportSpend(const std::vector<SpendRecord>& stretches, SpendGrouping by,
+std::vector<SpendShare> ShareSpend(const std::vector<SpendRecord>& stretches,
+                                   const std::vector<JobRunRecord>& runs) {
+  std::vector<SpendShare> shares;
+  for (const SpendRecord& s : stretches) {
+    if (!NodeState::Parse(s.state).IsBilled()) {
+      continue;  // recorded to show time in a state, never billed
+    }
+    Clock::WallTime stretch_end = s.end.value_or(kOpen);
+    // The runs of its node during it, and the times the set of them changes.
+    std::vector<const JobRunRecord*> during;
+    std::vector<Clock::WallTime> cuts = {s.start, stretch_end};
+    for (const JobRunRecord& run : runs) {
+      Clock::WallTime run_end = run.end.value_or(kOpen);
+      if (run.fleet != s.fleet || run.node != s.node || run_end <= s.start ||
+          run.start >= stretch_end) {
+        continue;
+      }
+      during.push_back(&run);
+      cuts.push_back(std::max(run.start, s.start));
+      cuts.push_back(std::min(run_end, stretch_end));
+    }
+    std::sort(cuts.begin(), cuts.end());
+    cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
+    for (size_t i = 0; i + 1 < cuts.size(); ++i) {
+      std::vector<const JobRunRecord*> running;
+      for (const JobRunRecord* run : during) {
+        if (run->start <= cuts[i] && run->end.value_or(kOpen) >= cuts[i + 1]) {
+          running.push_back(run);
+        }
+      }
+      auto add = [&](const std::string& person, double fraction, std::string job) {
+        SpendShare share{s, std::move(job), fraction};
+        share.part.start = cuts[i];
+        share.part.end = cuts[i + 1] == kOpen ? std::nullopt : std::optional(cuts[i + 1]);
+        share.part.usd_per_hour = s.usd_per_hour * fraction;
+        share.part.owner = person;
+        shares.push_back(std::move(share));
+      };
+      if (running.empty()) {
+        add(s.owner, 1, "");
+      }
+      for (const JobRunRecord* run : running) {
+        add(run->person, 1.0 / static_cast<double>(running.size()),
+            run->name + " (" + run->id + ")");
+      }
+    }
+  }
+  return shares;
+}
+
+SpendReport ReportSpend(const std::vector<SpendShare>& shares, SpendGrouping by,
                         Clock::WallTime from, Clock::WallTime now) {
   SpendReport r;
   r.from = from;
   r.now = now;
   std::map<std::string, SpendLine> lines;
-  for (const SpendRecord& s : stretches) {
-    if (!NodeState::Parse(s.state).IsBilled()) {
-      continue;  // recorded to show time in a state, never billed
-    }
-    std::string key = KeyOf(s, by);
+  std::vector<SpendRecord> parts;
+  for (const SpendShare& share : shares) {
+    const SpendRecord& s = share.part;
+    parts.push_back(s);
+    std::string key = KeyOf(share, by);
     Clock::WallTime start = std::max(s.start, from);
     Clock::WallTime end = std::min(s.end.value_or(now), now);
     bool bills_now = !s.end && s.start <= now;
@@ -77,7 +134,7 @@ SpendReport ReportSpend(const std::vector<SpendRecord>& stretches, SpendGrouping
     SpendLine& line = lines[key];
     line.key = key;
     if (end > start) {
-      line.node_hours += Hours(end - start);
+      line.node_hours += Hours(end - start) * share.fraction;
       line.usd += s.usd_per_hour * Hours(end - start);
     }
     if (bills_now) {
@@ -91,8 +148,8 @@ SpendReport ReportSpend(const std::vector<SpendRecord>& stretches, SpendGrouping
   }
   std::stable_sort(r.lines.begin(), r.lines.end(),
                    [](const SpendLine& a, const SpendLine& b) { return a.usd > b.usd; });
-  r.today_usd = SpendBetween(stretches, UtcDayStart(now), now);
-  r.month_usd = SpendBetween(stretches, UtcMonthStart(now), now);
+  r.today_usd = SpendBetween(parts, UtcDayStart(now), now);
+  r.month_usd = SpendBetween(parts, UtcMonthStart(now), now);
   Clock::WallTime tomorrow = UtcDayStart(now) + std::chrono::days(1);
   r.forecast_day_usd = r.today_usd + r.usd_per_hour * Hours(tomorrow - now);
   r.forecast_month_usd = r.month_usd + r.usd_per_hour * Hours(UtcNextMonthStart(now) - now);

@@ -1,8 +1,9 @@
 // What `tpufleet cost` shows: the ledger's stretches (core/node_record.h SpendRecord)
-// added up per fleet, node or person over a span, what they cost per hour now, and
-// where the day and the month end at that rate. Priced by core/ledger.h's rules: only
-// billable states count, each stretch at the price it opened with, an open stretch up
-// to `now`. Days and months are UTC, as the budgets' are.
+// shared among the jobs that ran on their nodes (JobRunRecord), added up per fleet, node,
+// person or job over a span, what they cost per hour now, and where the day and the
+// month end at that rate. Priced by core/ledger.h's rules: only billable states count,
+// each stretch at the price it opened with, an open stretch up to `now`. Days and months
+// are UTC, as the budgets' are.
 //
 // Thread-safety: pure functions over values.
 #pragma once
@@ -19,20 +20,37 @@
 namespace tpufleet {
 
 /// What a report's lines are.
-enum class SpendGrouping { kFleet, kNode, kPerson };
+enum class SpendGrouping { kFleet, kNode, kPerson, kJob };
 
-/// "fleet" | "node" | "person".
+/// "fleet" | "node" | "person" | "job".
 std::string_view SpendGroupingName(SpendGrouping by);
 /// The grouping a word names; InvalidArgument listing the words for anything else.
 Result<SpendGrouping> ParseSpendGrouping(std::string_view word);
 
-/// One line of a report: a fleet, a node ("fleet/node") or a person.
+/// A part of one billed stretch: its node's time while the same jobs ran (or none did),
+/// the share of it one job had, billed to one person. A stretch's shares add up to it:
+/// while k jobs run on the node each has 1/k of its rate; while none runs the whole rate
+/// is the fleet owner's.
+struct SpendShare {
+  /// The stretch cut to the share: `start` and `end` the part's, `usd_per_hour` the
+  /// share of the rate, `owner` the person billed (the job's, else the stretch's).
+  SpendRecord part;
+  std::string job;      // "name (id)" of the job it is the share of; "" while no job ran
+  double fraction = 1;  // of the node's time: 1/k while k jobs ran
+};
+
+/// The shares of `stretches` among `runs` (any fleets and nodes; a run counts on the
+/// stretches of its own fleet and node only). Unbilled stretches have none.
+std::vector<SpendShare> ShareSpend(const std::vector<SpendRecord>& stretches,
+                                   const std::vector<JobRunRecord>& runs);
+
+/// One line of a report: a fleet, a node ("fleet/node"), a person or a job.
 struct SpendLine {
-  /// The fleet, "fleet/node", or the person a stretch is billed to: "" for stretches
-  /// opened before the ledger kept owners.
+  /// The fleet, "fleet/node", the person billed ("" for stretches opened before the
+  /// ledger kept owners) or the job ("name (id)"; "" for the time no job ran).
   std::string key;
   double usd = 0;           // spent within the span
-  double node_hours = 0;    // billable node-hours within the span
+  double node_hours = 0;    // billable node-hours within the span (a job's share of them)
   double usd_per_hour = 0;  // what its open billable stretches cost per hour at `now`
 };
 
@@ -48,10 +66,10 @@ struct SpendReport {
   double forecast_month_usd = 0;
 };
 
-/// The report of `stretches` within [from, now), one line per key of `by` that spent
-/// something or bills now. Stretches of every fleet given count: the caller picks them.
+/// The report of `shares` within [from, now), one line per key of `by` that spent
+/// something or bills now. Shares of every fleet given count: the caller picks them.
 /// REQUIRES: from <= now.
-SpendReport ReportSpend(const std::vector<SpendRecord>& stretches, SpendGrouping by,
+SpendReport ReportSpend(const std::vector<SpendShare>& shares, SpendGrouping by,
                         Clock::WallTime from, Clock::WallTime now);
 
 /// 00:00 UTC of the 1st of the month `t` falls in, and of the next month.

@@ -43,7 +43,8 @@ std::vector<SpendRecord> Ledger() {
 }
 
 TEST(SpendReportTest, ByPersonAddsUpToTheLedgerAndForecastsAtTheCurrentRate) {
-  SpendReport r = ReportSpend(Ledger(), SpendGrouping::kPerson, kReportNow - hours(48), kReportNow);
+  SpendReport r = ReportSpend(ShareSpend(Ledger(), {}), SpendGrouping::kPerson,
+                              kReportNow - hours(48), kReportNow);
   ASSERT_EQ(r.lines.size(), 3u);  // the waiting queued resource is no line of its own
   EXPECT_EQ(r.lines[0].key, "ada");
   EXPECT_DOUBLE_EQ(r.lines[0].usd, 40);  // 4 node-hours at $10
@@ -68,7 +69,8 @@ TEST(SpendReportTest, ByPersonAddsUpToTheLedgerAndForecastsAtTheCurrentRate) {
 TEST(SpendReportTest, TheSpanCutsStretchesAndOnlyOpenOnesSetTheRate) {
   // The last 90 minutes: half an hour of the husk and the trainer's hour since; 90
   // minutes of eval.
-  SpendReport r = ReportSpend(Ledger(), SpendGrouping::kNode, kReportNow - minutes(90), kReportNow);
+  SpendReport r = ReportSpend(ShareSpend(Ledger(), {}), SpendGrouping::kNode,
+                              kReportNow - minutes(90), kReportNow);
   ASSERT_EQ(r.lines.size(), 2u);
   EXPECT_EQ(r.lines[0].key, "lab/trainer");
   EXPECT_DOUBLE_EQ(r.lines[0].usd, 15);
@@ -81,12 +83,75 @@ TEST(SpendReportTest, TheSpanCutsStretchesAndOnlyOpenOnesSetTheRate) {
 }
 
 TEST(SpendReportTest, ByFleetAndAFleetWithNothingSpentIsNoLine) {
-  SpendReport r = ReportSpend(Ledger(), SpendGrouping::kFleet, kReportNow - hours(12), kReportNow);
+  SpendReport r = ReportSpend(ShareSpend(Ledger(), {}), SpendGrouping::kFleet,
+                              kReportNow - hours(12), kReportNow);
   ASSERT_EQ(r.lines.size(), 1u);  // ops spent yesterday only
   EXPECT_EQ(r.lines[0].key, "lab");
   EXPECT_DOUBLE_EQ(r.lines[0].usd, 52);
   EXPECT_TRUE(
       ReportSpend({}, SpendGrouping::kFleet, kReportNow - hours(1), kReportNow).lines.empty());
+}
+
+// On Ledger(): cy's train (restarted after the preemption under its id) has run on
+// trainer since before it started; bo's probe shared trainer for 15 minutes half an hour
+// ago; bo's sweep ran on eval for an hour. A run on a node of another fleet never counts.
+std::vector<JobRunRecord> Runs() {
+  return {
+      {"lab", "trainer", "j1", "train", "cy", "cy", kReportNow - hours(5), std::nullopt},
+      {"lab", "trainer", "j2", "probe", "bo", "bo", kReportNow - minutes(30),
+       kReportNow - minutes(15)},
+      {"lab", "eval", "j3", "sweep", "bo", "bo", kReportNow - hours(2), kReportNow - hours(1)},
+      {"ops", "trainer", "j4", "stray", "dee", "dee", kReportNow - hours(30), std::nullopt},
+  };
+}
+
+TEST(SpendReportTest, Issue17ByJobSharesANodesHoursAmongTheJobsThatRanOnIt) {
+  SpendReport r = ReportSpend(ShareSpend(Ledger(), Runs()), SpendGrouping::kJob,
+                              kReportNow - hours(48), kReportNow);
+  ASSERT_EQ(r.lines.size(), 4u);
+  // train: trainer's 2 h, the husk's hour, and its last hour but half of 15 minutes.
+  EXPECT_EQ(r.lines[0].key, "train (j1)");
+  EXPECT_DOUBLE_EQ(r.lines[0].usd, 20 + 10 + 7.5 + 1.25);
+  EXPECT_DOUBLE_EQ(r.lines[0].node_hours, 2 + 1 + 0.75 + 0.125);
+  EXPECT_DOUBLE_EQ(r.lines[0].usd_per_hour, 10);
+  // The time no job ran: eval's 2 h outside the sweep, ops's hour of yesterday.
+  EXPECT_EQ(r.lines[1].key, "");
+  EXPECT_DOUBLE_EQ(r.lines[1].usd, 8 + 2);
+  EXPECT_DOUBLE_EQ(r.lines[1].usd_per_hour, 4);
+  EXPECT_EQ(r.lines[2].key, "sweep (j3)");
+  EXPECT_DOUBLE_EQ(r.lines[2].usd, 4);
+  EXPECT_DOUBLE_EQ(r.lines[2].usd_per_hour, 0);
+  EXPECT_EQ(r.lines[3].key, "probe (j2)");
+  EXPECT_DOUBLE_EQ(r.lines[3].usd, 1.25);
+  EXPECT_DOUBLE_EQ(r.lines[3].node_hours, 0.125);
+  // Shared out, the ledger adds up to what it did unshared.
+  EXPECT_DOUBLE_EQ(r.usd, 54);
+  EXPECT_DOUBLE_EQ(r.usd_per_hour, 14);
+  EXPECT_DOUBLE_EQ(r.today_usd, 52);
+}
+
+TEST(SpendReportTest, Issue17AJobsHoursAreBilledToWhoRanItTheRestToTheOwner) {
+  SpendReport r = ReportSpend(ShareSpend(Ledger(), Runs()), SpendGrouping::kPerson,
+                              kReportNow - hours(48), kReportNow);
+  ASSERT_EQ(r.lines.size(), 3u);  // ada owns trainer, but cy's job had all of its time
+  EXPECT_EQ(r.lines[0].key, "cy");
+  EXPECT_DOUBLE_EQ(r.lines[0].usd, 38.75);
+  EXPECT_EQ(r.lines[1].key, "bo");
+  EXPECT_DOUBLE_EQ(r.lines[1].usd, 1.25 + 4 + 8);
+  EXPECT_EQ(r.lines[2].key, "");
+  EXPECT_DOUBLE_EQ(r.lines[2].usd, 2);
+  EXPECT_DOUBLE_EQ(r.usd, 54);
+
+  // An unbilled stretch has no shares; a billed one cut by runs has one per part.
+  std::vector<SpendShare> shares = ShareSpend({Ledger()[4], Ledger()[2]}, Runs());
+  ASSERT_EQ(shares.size(), 4u);  // train alone, train and probe, train alone
+  EXPECT_EQ(shares[0].part.start, kReportNow - hours(1));
+  EXPECT_EQ(shares[0].part.end, kReportNow - minutes(30));
+  EXPECT_DOUBLE_EQ(shares[1].fraction, 0.5);
+  EXPECT_DOUBLE_EQ(shares[2].part.usd_per_hour, 5);
+  EXPECT_EQ(shares[2].part.owner, "bo");
+  EXPECT_FALSE(shares[3].part.end.has_value());
+  EXPECT_EQ(shares[3].job, "train (j1)");
 }
 
 TEST(SpendReportTest, MonthsAndGroupingWords) {
@@ -99,7 +164,8 @@ TEST(SpendReportTest, MonthsAndGroupingWords) {
   Result<SpendGrouping> bad = ParseSpendGrouping("persons");
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.status().message(),
-            "\"persons\" is not one of fleet, node, person (did you mean person?)");
+            "\"persons\" is not one of fleet, node, person, job (did you mean person?)");
+  EXPECT_EQ(*ParseSpendGrouping("job"), SpendGrouping::kJob);
 }
 
 }  // namespace

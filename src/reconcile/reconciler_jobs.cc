@@ -1,5 +1,6 @@
 // The Reconciler's jobs round (reconciler.h, step 5): a node's restartable jobs kept
-// going outside its recoveries, as core/job_keep.h decides.
+// going outside its recoveries, as core/job_keep.h decides, and its jobs' runs ended
+// when the agents say they ended (the ledger's share per job, core/spend_report.h).
 #include <algorithm>
 
 #include "control/jobs.h"
@@ -41,7 +42,13 @@ void Reconciler::KeepJobs(const std::string& fleet, const std::string& node) {
     Warn(node + ": cannot read its restartable jobs: " + before.status().message());
     return;
   }
-  if (before->empty()) {
+  // A job run without --restart is asked after too while its run is open: listing it
+  // ends the run when the agents say it ended (control/jobs.h ListJobs).
+  Result<std::vector<JobRunRecord>> runs = world_.store.JobRuns(fleet, world_.clock.Now());
+  bool running = runs.ok() && std::any_of(runs->begin(), runs->end(), [&](const JobRunRecord& r) {
+                   return r.node == node && !r.end;
+                 });
+  if (before->empty() && !running) {
     return;
   }
   Result<JobsReport> report = ListJobs(world_, {node});

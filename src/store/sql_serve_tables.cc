@@ -1,5 +1,6 @@
 // SqlStore's tables for what serve keeps: restartable jobs, the spend ledger, the
-// serve record (schema step 7 in sql_store.cc) and the fleets as last applied (step 11).
+// serve record (schema step 7 in sql_store.cc), the fleets as last applied (step 11) and
+// the jobs' runs (step 12).
 #include <nlohmann/json.hpp>
 
 #include "store/sql_driver.h"
@@ -84,6 +85,25 @@ Result<int64_t> SqlStore::PutSpend(const SpendRecord& s) {
   return (*ids)[0].Int(0);
 }
 
+Result<std::vector<JobRunRecord>> SqlStore::JobRuns(std::string_view fleet,
+                                                    std::optional<Clock::WallTime> since) {
+  return Select<JobRunRecord>(
+      "SELECT fleet, node, id, name, person, unix_user, start, end_time FROM job_runs "
+      "WHERE (?1 = '' OR fleet = ?1) AND (end_time IS NULL OR end_time >= ?2) "
+      "ORDER BY start, fleet, node, id",
+      [](const Row& q) -> Result<JobRunRecord> {
+        return JobRunRecord{q.Text(0), q.Text(1), q.Text(2), q.Text(3),
+                            q.Text(4), q.Text(5), q.Time(6), q.OptionalTime(7)};
+      },
+      fleet, since ? ToMicros(*since) : INT64_MIN);
+}
+
+Status SqlStore::PutJobRun(const JobRunRecord& r) {
+  static const std::string kUpsert = sql::UpsertSql(
+      "job_runs", {"fleet", "node", "id", "name", "person", "unix_user", "start", "end_time"}, 3);
+  return Write(kUpsert, r.fleet, r.node, r.id, r.name, r.person, r.user, r.start, r.end);
+}
+
 Result<std::vector<FleetRecord>> SqlStore::Fleets() {
   return Select<FleetRecord>(
       "SELECT name, owner, budget, updated_at FROM fleets ORDER BY name",
@@ -96,8 +116,8 @@ Result<std::vector<FleetRecord>> SqlStore::Fleets() {
         if (!budget.is_object()) {
           return InternalError("state store: fleet " + f.name + "'s budget is not a JSON object");
         }
-        for (auto [key, limit] : {std::pair{"usd_per_day", &f.usd_per_day},
-                                  std::pair{"usd_total", &f.usd_total}}) {
+        for (auto [key, limit] :
+             {std::pair{"usd_per_day", &f.usd_per_day}, std::pair{"usd_total", &f.usd_total}}) {
           if (!budget.contains(key)) {
             continue;
           }

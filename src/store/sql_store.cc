@@ -117,6 +117,16 @@ CREATE TABLE fleets (
   name TEXT PRIMARY KEY, owner TEXT NOT NULL, budget TEXT NOT NULL,
   updated_at INTEGER NOT NULL);
 )sql",
+    // 12: each job's run on its node and the person who ran it, what `cost --by job`
+    // shares the node's hours among (issue 17). Older files know no run: their hours
+    // are the fleet owner's.
+    R"sql(
+CREATE TABLE job_runs (
+  fleet TEXT NOT NULL, node TEXT NOT NULL, id TEXT NOT NULL, name TEXT NOT NULL,
+  person TEXT NOT NULL, unix_user TEXT NOT NULL, start INTEGER NOT NULL,
+  end_time INTEGER,
+  PRIMARY KEY (fleet, node, id));
+)sql",
 };
 // The schema this build writes.
 constexpr int kSchemaVersion = static_cast<int>(std::size(kSchemaSteps));

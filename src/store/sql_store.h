@@ -40,6 +40,9 @@ class SqlStore : public Store {
   Result<std::vector<SpendRecord>> Spend(std::string_view fleet,
                                          std::optional<Clock::WallTime> since) override;
   Result<int64_t> PutSpend(const SpendRecord& s) override;
+  Result<std::vector<JobRunRecord>> JobRuns(std::string_view fleet,
+                                            std::optional<Clock::WallTime> since) override;
+  Status PutJobRun(const JobRunRecord& run) override;
   Result<std::vector<FleetRecord>> Fleets() override;
   Status PutFleet(const FleetRecord& fleet) override;
   Result<std::optional<ServeRecord>> Serve() override;

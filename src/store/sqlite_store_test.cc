@@ -43,13 +43,16 @@ CREATE TABLE events (
 CREATE INDEX events_by_node ON events (fleet, node, kind, time);
 )sql";
 
-// Takes today's schema back to version 10 (before the fleets table and the ledger's
-// owners), 8 (before data disks and the team tables) and 6 (before serve's and users'
-// tables), for the tests that make an older file from today's.
-constexpr const char* kDropSinceV10 = "DROP TABLE fleets; ALTER TABLE spend DROP COLUMN owner; ";
-const std::string kToV10 = std::string(kDropSinceV10) + "PRAGMA user_version = 10;";
+// Takes today's schema back to version 11 (before the job runs), 10 (before the fleets
+// table and the ledger's owners), 8 (before data disks and the team tables) and 6
+// (before serve's and users' tables), for the tests that make an older file from today's.
+constexpr const char* kDropSinceV11 = "DROP TABLE job_runs; ";
+const std::string kToV11 = std::string(kDropSinceV11) + "PRAGMA user_version = 11;";
+const std::string kDropSinceV10 =
+    std::string(kDropSinceV11) + "DROP TABLE fleets; ALTER TABLE spend DROP COLUMN owner; ";
+const std::string kToV10 = kDropSinceV10 + "PRAGMA user_version = 10;";
 const std::string kDropSinceV8 =
-    std::string(kDropSinceV10) +
+    kDropSinceV10 +
     "DROP TABLE tokens; DROP TABLE audit; ALTER TABLE nodes DROP COLUMN data_disks; ";
 const std::string kToV8 = kDropSinceV8 + "PRAGMA user_version = 8;";
 const std::string kToV6 = kDropSinceV8 +
@@ -132,14 +135,14 @@ PRAGMA user_version = 1;
   labelled.labels = {{"team", "a"}};
   ASSERT_TRUE(store->PutNode(labelled).ok());
   store.reset();
-  auto reopened = Open();  // migrated once: opening again finds schema 11 and changes nothing
+  auto reopened = Open();  // migrated once: opening again finds schema 12 and changes nothing
   EXPECT_EQ((*reopened->Nodes("lab"))[0].labels, labelled.labels);
   sqlite3* db = nullptr;
   ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
   sqlite3_stmt* version = nullptr;
   ASSERT_EQ(sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &version, nullptr), SQLITE_OK);
   ASSERT_EQ(sqlite3_step(version), SQLITE_ROW);
-  EXPECT_EQ(sqlite3_column_int(version, 0), 11);
+  EXPECT_EQ(sqlite3_column_int(version, 0), 12);
   sqlite3_finalize(version);
   sqlite3_close(db);
 }
@@ -254,6 +257,24 @@ TEST_F(SqliteStoreTest, Issue17AVersion10FileIsMigratedWithStretchesBilledToNoOn
   EXPECT_TRUE(store->Fleets()->empty());
   ASSERT_TRUE(store->PutFleet({"lab", "ada", std::nullopt, 5, clock_.Now()}).ok());
   EXPECT_EQ((*store->Fleets())[0].owner, "ada");
+}
+
+TEST_F(SqliteStoreTest, Issue17AVersion11FileIsMigratedWithNoJobRuns) {
+  {
+    auto store = Open();
+    ASSERT_TRUE(store->PutNode(Node("old", 1)).ok());
+  }
+  std::unique_ptr<SqlStore> store;
+  std::vector<NodeRecord> nodes;
+  ASSERT_NO_FATAL_FAILURE(OpenMigrated(kToV11, &store, &nodes));
+  ASSERT_EQ(nodes.size(), 1u);
+  Result<std::vector<JobRunRecord>> runs = store->JobRuns("", std::nullopt);
+  ASSERT_TRUE(runs.ok()) << runs.status().ToString();
+  EXPECT_TRUE(runs->empty());
+  ASSERT_TRUE(
+      store->PutJobRun({"lab", "old", "jabc1234", "train", "ada", "", clock_.Now(), std::nullopt})
+          .ok());
+  EXPECT_EQ((*store->JobRuns("lab", std::nullopt))[0].person, "ada");
 }
 
 TEST_F(SqliteStoreTest, Issue12AVersion5FileIsMigratedWithoutInternalAddresses) {

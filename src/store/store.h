@@ -104,6 +104,12 @@ class Store {
   /// Inserts the stretch when `s.id` is 0, else updates the stretch with that id
   /// (NotFound when there is none); returns its id.
   virtual Result<int64_t> PutSpend(const SpendRecord& s) = 0;
+  /// The job runs of `fleet` ("" = all fleets) that end at or after `since` or are
+  /// still open (every run when `since` is nullopt), ordered by start, fleet, node, id.
+  virtual Result<std::vector<JobRunRecord>> JobRuns(std::string_view fleet,
+                                                    std::optional<Clock::WallTime> since) = 0;
+  /// Inserts or replaces the run (fleet, node, id).
+  virtual Status PutJobRun(const JobRunRecord& run) = 0;
   /// Every fleet as last applied (`up`, serve), ordered by name.
   virtual Result<std::vector<FleetRecord>> Fleets() = 0;
   /// Inserts or replaces the fleet `fleet.name`.

@@ -361,6 +361,40 @@ TEST_P(StoreTest, Issue17FleetsKeepTheirOwnerAndBudgetAsLastApplied) {
   EXPECT_EQ((*fleets)[1].usd_total, 1000);
 }
 
+TEST_P(StoreTest, Issue17JobRunsKeepWhoRanThemAndEndInPlace) {
+  auto store = Open();
+  Clock::WallTime t0 = clock_.Now();
+  EXPECT_TRUE(store->JobRuns("", std::nullopt)->empty());
+  JobRunRecord train{"lab", "trainer", "jabc1234", "train", "ada", "ada", t0, std::nullopt};
+  JobRunRecord eval{"lab", "trainer", "jdef5678", "eval", "bo", "", t0 + hours(1), t0 + hours(2)};
+  JobRunRecord other{"eval", "e1", "jghi9012", "sweep", "cy", "cy", t0, t0 + hours(1)};
+  for (const JobRunRecord& r : {eval, train, other}) {
+    ASSERT_TRUE(store->PutJobRun(r).ok());
+  }
+  Result<std::vector<JobRunRecord>> lab = store->JobRuns("lab", std::nullopt);
+  ASSERT_TRUE(lab.ok()) << lab.status().ToString();
+  ASSERT_EQ(lab->size(), 2u);  // by start
+  EXPECT_EQ((*lab)[0].id, "jabc1234");
+  EXPECT_EQ((*lab)[0].person, "ada");
+  EXPECT_EQ((*lab)[0].user, "ada");
+  EXPECT_EQ((*lab)[0].start, t0);
+  EXPECT_FALSE((*lab)[0].end.has_value());
+  EXPECT_EQ((*lab)[1].name, "eval");
+  EXPECT_EQ((*lab)[1].user, "");
+  EXPECT_EQ((*lab)[1].end, t0 + hours(2));
+  EXPECT_EQ(store->JobRuns("", std::nullopt)->size(), 3u);
+  // Since: the runs still open or ended then or later.
+  EXPECT_EQ(store->JobRuns("", t0 + hours(2))->size(), 2u);
+  EXPECT_EQ(store->JobRuns("", t0 + hours(3))->size(), 1u);
+
+  // Ending a run replaces its row: one run per (fleet, node, id).
+  train.end = t0 + hours(4);
+  ASSERT_TRUE(store->PutJobRun(train).ok());
+  lab = store->JobRuns("lab", std::nullopt);
+  ASSERT_EQ(lab->size(), 2u);
+  EXPECT_EQ((*lab)[0].end, t0 + hours(4));
+}
+
 TEST_P(StoreTest, ServeIsOneRowClearedOnlyByItsOwnPid) {
   auto store = Open();
   EXPECT_FALSE(store->Serve()->has_value());

@@ -91,7 +91,8 @@ TEST_P(SqliteUsersTableTest, AVersion7FileIsMigratedWithNoUsers) {
   ASSERT_EQ(
       sqlite3_exec(db, "ALTER TABLE nodes DROP COLUMN data_disks; DROP TABLE users; "
                    "DROP TABLE tokens; DROP TABLE audit; DROP TABLE fleets; "
-                   "ALTER TABLE spend DROP COLUMN owner; PRAGMA user_version = 7;",
+                   "ALTER TABLE spend DROP COLUMN owner; DROP TABLE job_runs; "
+                   "PRAGMA user_version = 7;",
                    nullptr, nullptr, nullptr),
       SQLITE_OK);
   sqlite3_close(db);
