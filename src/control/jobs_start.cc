@@ -248,11 +248,10 @@ Result<JobView> StartJob(World& world, const Catalog& catalog, const RunRequest&
   spec.started_by = request.started_by;
   spec.user = request.user;
   TPUFLEET_ASSIGN_OR_RETURN(JobView job, StartChecked(world, workers, call));
-  // Its node's hours are billed to who ran it from now on (core/spend_report.h): a
-  // collaborator as themselves, anyone else as the local login, as `up` bills a fleet.
-  std::string person = request.user.empty() ? world.login : request.user;
-  JobRunRecord run{record.fleet, record.name, id,           name,
-                   person,       request.user, world.clock.Now(), std::nullopt};
+  // Its share of its node's hours from now on (core/spend_report.h) is billed to a
+  // collaborator who ran it; anyone else's run, like the node, to the fleet's owner.
+  JobRunRecord run{record.fleet,      record.name, id, name, request.user, request.user,
+                   world.clock.Now(), std::nullopt};
   if (Status put = world.store.PutJobRun(run); !put.ok()) {
     return Status(put.code(),
                   "job " + id + " started, but its hours are not billed to it: " + put.message());

@@ -245,7 +245,7 @@ TEST_F(JobsTest, Issue17AStartedJobsRunIsBilledToWhoRanItAndEndsWhenTheAgentsSay
   EXPECT_EQ(runs()[0].node, "pod");
   EXPECT_EQ(runs()[0].id, kId);
   EXPECT_EQ(runs()[0].name, "python3");
-  EXPECT_EQ(runs()[0].person, t_.world.login);  // the local login, as `up` bills a fleet
+  EXPECT_EQ(runs()[0].person, "");  // billed to the fleet's owner, as the node is
   EXPECT_EQ(runs()[0].user, "");
   EXPECT_EQ(runs()[0].start, started);
   EXPECT_FALSE(runs()[0].end.has_value());

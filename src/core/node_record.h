@@ -133,7 +133,9 @@ struct SpendRecord {
 /// keeps its id and so its run: the time it was down counts to it.
 struct JobRunRecord {
   std::string fleet, node, id, name;
-  /// Who ran it: a team server's caller, else the local login (as a fleet's owner).
+  /// Who ran it, when it is billed to them: a team server's collaborator. "" for a run
+  /// of the local user or of the server's operator, billed as the node is, to the
+  /// fleet's owner (the spec's owner, or who applied it).
   std::string person;
   std::string user;  // the Unix account it runs as on the workers ("" = tpufleet's login)
   Clock::WallTime start{};

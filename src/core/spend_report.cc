@@ -106,7 +106,7 @@ std::vector<SpendShare> ShareSpend(const std::vector<SpendRecord>& stretches,
         add(s.owner, 1, "");
       }
       for (const JobRunRecord* run : running) {
-        add(run->person, 1.0 / static_cast<double>(running.size()),
+        add(run->person.empty() ? s.owner : run->person, 1.0 / static_cast<double>(running.size()),
             run->name + " (" + run->id + ")");
       }
     }

@@ -33,7 +33,8 @@ Result<SpendGrouping> ParseSpendGrouping(std::string_view word);
 /// is the fleet owner's.
 struct SpendShare {
   /// The stretch cut to the share: `start` and `end` the part's, `usd_per_hour` the
-  /// share of the rate, `owner` the person billed (the job's, else the stretch's).
+  /// share of the rate, `owner` the person billed (the job's person, else the
+  /// stretch's owner).
   SpendRecord part;
   std::string job;      // "name (id)" of the job it is the share of; "" while no job ran
   double fraction = 1;  // of the node's time: 1/k while k jobs ran

@@ -152,6 +152,17 @@ TEST(SpendReportTest, Issue17AJobsHoursAreBilledToWhoRanItTheRestToTheOwner) {
   EXPECT_EQ(shares[2].part.owner, "bo");
   EXPECT_FALSE(shares[3].part.end.has_value());
   EXPECT_EQ(shares[3].job, "train (j1)");
+
+  // A run of the local user or the server's operator (no person) is billed as its node.
+  std::vector<JobRunRecord> local = Runs();
+  local[0].person = "";
+  shares = ShareSpend({Ledger()[2]}, local);
+  ASSERT_EQ(shares.size(), 4u);  // as above: train, train and probe, train
+  EXPECT_EQ(shares[0].part.owner, "ada");
+  EXPECT_EQ(shares[0].job, "train (j1)");
+  EXPECT_EQ(shares[1].part.owner, "ada");
+  EXPECT_EQ(shares[2].part.owner, "bo");
+  EXPECT_EQ(shares[3].part.owner, "ada");
 }
 
 TEST(SpendReportTest, MonthsAndGroupingWords) {
