@@ -60,8 +60,8 @@ Result<SpendGrouping> ParseSpendGrouping(std::string_view word) {
     }
     words.emplace_back(w);
   }
-  return InvalidArgumentError("\"" + std::string(word) + "\" is not one of " + Join(words, ", ") +
-                              DidYouMean(word, words));
+  return InvalidArgumentError("\"" + std::string(word) + "\" is not one of " +
+                              Join(words, ", ") + DidYouMean(word, words));
 }
 
 std::vector<SpendShare> ShareSpend(const std::vector<SpendRecord>& stretches,

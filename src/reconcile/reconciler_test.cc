@@ -369,6 +369,42 @@ TEST_F(ReconcilerTest, AServeKilledMidRecoveryConvergesWhenStartedAgain) {
   EXPECT_EQ(w.cloud.creates(), 2);  // the killed serve's create, finished: none more
 }
 
+// A job run without --restart: serve's jobs round asks its node while the job's run is
+// open, and ends the run once the agents say the job ended. A node with neither an open
+// run nor a restartable job is not asked.
+TEST_F(ReconcilerTest, Issue17TheJobsRoundEndsTheRunOfAJobThatEnded) {
+  FleetSpec spec = w.Spec(Trainer());
+  w.Up(spec);
+  auto r = Make(spec);
+  r->Pass();
+  Hear(*r);
+  EXPECT_TRUE(agents->CallsOf(api::AgentOp::kJobList).empty());
+
+  PutOnWorkers("jabcdefg", JobState::kRunning);
+  ASSERT_TRUE(w.store
+                  ->PutJobRun({"lab", "trainer", "jabcdefg", "train", "", "", w.clock.Now(),
+                               std::nullopt})
+                  .ok());
+  w.clock.Advance(kJobCheckEvery);
+  r->Pass();
+  Hear(*r);
+  EXPECT_EQ(agents->CallsOf(api::AgentOp::kJobList).size(), 4u);
+  EXPECT_FALSE(w.store->JobRuns("lab", std::nullopt).value().at(0).end.has_value());
+
+  for (int i = 0; i < 4; ++i) {
+    agents->End("trainer/w" + std::to_string(i), "jabcdefg", 0);  // no end time: now
+  }
+  w.clock.Advance(kJobCheckEvery);
+  r->Pass();
+  Hear(*r);
+  std::vector<JobRunRecord> runs = w.store->JobRuns("lab", std::nullopt).value();
+  ASSERT_EQ(runs.size(), 1u);
+  ASSERT_TRUE(runs[0].end.has_value());
+  EXPECT_LE(*runs[0].end, w.clock.Now());
+  EXPECT_GT(*runs[0].end, runs[0].start);
+  EXPECT_TRUE(Starts().empty());  // not restartable: never started again
+}
+
 TEST_F(ReconcilerTest, ARecoveredNodesRestartableJobsResumeWithTheirRestartCount) {
   FleetSpec spec = w.Spec(Trainer());
   w.Up(spec);
