@@ -173,11 +173,20 @@ void NodeSteps::AfterLogin(const std::vector<WorkerRun>& runs, Clock::MonoTime n
     return;
   }
   // A spot node can be preempted while we wait for it; then waiting is pointless.
-  if (Result<CloudNode> n = provider_.GetNode(zone_, plan_.node); n.ok() && n->state.IsGone()) {
+  Result<CloudNode> n = provider_.GetNode(zone_, plan_.node);
+  if (n.ok() && n->state.IsGone()) {
     preempted_ = true;
     gone_state_ = n->state;
     End(FailedPreconditionError("node " + plan_.node + " was " + n->state.Name() +
                                 " while coming up"));
+    return;
+  }
+  // Maintenance while we wait moves the workers: the old addresses never answer again.
+  // The node is taken as it is now (its host keys, the record, the SSH files).
+  if (n.ok() && n->state.IsUsable() && WorkersMoved(*n)) {
+    Report(NodePhase::kConnecting, zone_, "the workers moved (maintenance): new addresses");
+    node_ = std::move(*n);
+    Go(NodeStep::kHostKeys);
     return;
   }
   std::optional<Clock::MonoTime> at = login_poller_->Next(now_);

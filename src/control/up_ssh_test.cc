@@ -52,6 +52,43 @@ TEST(Up, WorkerThatNeverAcceptsSshFailsTheNode) {
       << r.nodes[0].status.message();
 }
 
+// Maintenance while up waits for SSH: the workers come back at new addresses and the
+// old ones never answer. Up takes the node as it now is and reaches the workers there.
+TEST(Up, WorkersMovedWhileWaitingForSshAreReachedWhereTheyNowAre) {
+  TestWorld t;
+  bool moved = false;
+  t.workers.unreachable = [&](const FanoutHost& host) -> std::string {
+    if (!moved) {
+      moved = true;
+      t.cloud.MoveWorkers(kZoneB, "trainer");
+    }
+    std::vector<CloudWorker> workers = t.cloud.Node(kZoneB, "trainer")->workers;
+    for (const CloudWorker& w : workers) {
+      if (w.SshAddress() == host.address) {
+        return "";
+      }
+    }
+    return "connect to " + host.address + " port 22: No route to host";
+  };
+  UpOptions quick;
+  quick.timeout = std::chrono::minutes(2);
+
+  UpReport r = t.Up(t.Spec(Trainer()), quick);
+
+  ASSERT_EQ(r.nodes[0].status, Status::Ok());
+  ASSERT_TRUE(moved);
+  std::vector<CloudWorker> now = t.cloud.Node(kZoneB, "trainer")->workers;
+  NodeRecord rec = t.Record("trainer");
+  ASSERT_EQ(rec.workers.size(), now.size());
+  for (size_t i = 0; i < now.size(); ++i) {
+    EXPECT_EQ(rec.workers[i].address, now[i].SshAddress()) << i;
+  }
+  EXPECT_TRUE(Contains(t.SshConfig(), "Host trainer-w3\n  HostName " + now[3].SshAddress() + "\n"))
+      << t.SshConfig();
+  EXPECT_TRUE(Contains(t.KnownHosts(), now[0].SshAddress() + " " + rec.workers[0].host_key));
+  EXPECT_EQ(t.Events("ready", "trainer").size(), 1u);
+}
+
 // Up of trainer, preempted just before the next call of `method`: up deletes it and
 // makes it again, and the preemption is one event.
 void ExpectMadeAgainWhenPreemptedAt(const std::string& method, int ssh_refusals) {

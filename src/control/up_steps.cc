@@ -444,4 +444,16 @@ std::vector<WorkerRecord> NodeSteps::MergeWorkers(const CloudNode& node,
   return out;
 }
 
+bool NodeSteps::WorkersMoved(const CloudNode& node) const {
+  if (node.workers.size() != rec_.workers.size()) {
+    return true;
+  }
+  for (size_t i = 0; i < node.workers.size(); ++i) {
+    if (node.workers[i].SshAddress() != rec_.workers[i].address) {
+      return true;
+    }
+  }
+  return false;
+}
+
 }  // namespace tpufleet::up_internal

@@ -212,6 +212,8 @@ class NodeSteps {
                             const std::string& reason) const;
   std::vector<WorkerRecord> MergeWorkers(const CloudNode& node,
                                          const std::vector<WorkerIdentity>& ids) const;
+  /// True when `node`'s workers are not at the record's addresses.
+  bool WorkersMoved(const CloudNode& node) const;
 
   World& world_;
   const FleetSpec& fleet_;

@@ -16,6 +16,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -120,6 +121,9 @@ class FakeWorkers {
 
   /// The first `n` logins to each worker are refused.
   void RefuseFirst(int n) { refuse_first_ = n; }
+  /// When set, asked first of every connection: a message ("No route to host") when the
+  /// host cannot be reached at the address it was asked at (one the cloud moved away).
+  std::function<std::string(const FanoutHost&)> unreachable;
   /// Scripts other than the "true" check exit `exit_code` on `alias`, printing `output`.
   void FailScriptsOn(const std::string& alias, int exit_code, std::string output) {
     failing_[alias] = {exit_code, std::move(output)};
@@ -206,6 +210,11 @@ class FakeWorkers {
     const std::string command = host.command.empty() ? job.command : host.command;
     calls_.push_back({host.name, job.stdin_header, command});
     HostResult r;
+    if (std::string why = unreachable ? unreachable(host) : ""; !why.empty()) {
+      r.outcome = HostOutcome::kUnreachable;
+      r.message = std::move(why);
+      return r;
+    }
     if (refusals_[host.name]++ < refuse_first_) {
       r.outcome = HostOutcome::kUnreachable;
       r.message = "connect to " + host.address + " port 22: Connection refused";
