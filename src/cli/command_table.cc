@@ -340,7 +340,7 @@ std::vector<Command> CliCommands() {
         {"limit", "N", "at most the newest N lines (default 100)"}},
        true, RunAudit},
       {"cost", "Show where the money went: spend per person, node, fleet or job, and budgets left",
-       "[--by person|node|fleet|job] [--since DUR|TIME] [--csv]",
+       "[--by person|node|fleet|job] [--since DUR|TIME] [--csv] [--goodput]",
        "Adds up the spend ledger in the state store: every stretch a node spent in a billed\n"
        "state (a PREEMPTED husk until deleted; not a queued resource still waiting), at the\n"
        "list price of its type, zone and capacity when the stretch began (spot: the most it\n"
@@ -351,10 +351,16 @@ std::vector<Command> CliCommands() {
        "since --since (default 30d): spent, billed node-hours and what it costs per hour now;\n"
        "then today's and this month's spend (UTC) with where they end at the current rate,\n"
        "and each fleet's budget left. --csv prints the lines as CSV. Through a team server an\n"
-       "admin sees their fleets' whole ledger and budgets, anyone else what is billed to them.",
+       "admin sees their fleets' whole ledger and budgets, anyone else what is billed to them.\n"
+       "--goodput splits each line's paid time instead: busy (the TPUs' duty cycle, as the\n"
+       "agents measured it in serve's metrics rounds), lost to preemption (from the\n"
+       "preemption to the job resumed), idle (no job ran, or nothing used the node), starved\n"
+       "by the input pipeline, and the rest of a job's time; then a verdict of where most of\n"
+       "the money went.",
        {{"by", "person|node|fleet|job", "what a line is (default person)"},
         {"since", "DUR|TIME", "from then: 30d (default), 12h, or 2026-01-01T00:00:00Z"},
-        {"csv", "", "the lines as CSV, for a spreadsheet"}},
+        {"csv", "", "the lines as CSV, for a spreadsheet"},
+        {"goodput", "", "where the paid time went: busy, preempted, idle, input-bound"}},
        true, RunCost},
       {"invite", "Write the file a collaborator joins the team server with",
        "NAME --server-url https://HOST:PORT [--out FILE] [--replace]",

@@ -1,18 +1,22 @@
-// `tpufleet cost [--by person|node|fleet|job] [--since DUR|TIME] [--csv]`: the spend
-// ledger (core/spend_report.h: the store's stretches shared among the jobs' runs) as a
-// table, CSV or --json, with the day's and the month's forecast at the current rate and
-// each fleet's budget left. Through a team server a caller sees what control/visible.h
+// `tpufleet cost [--by person|node|fleet|job] [--since DUR|TIME] [--csv] [--goodput]`:
+// the spend ledger (core/spend_report.h: the store's stretches shared among the jobs'
+// runs) as a table, CSV or --json, with the day's and the month's forecast at the current
+// rate and each fleet's budget left; with --goodput, where the paid time went instead
+// (core/goodput.h), and a verdict. Through a team server a caller sees what control/visible.h
 // allows: an admin their fleets' whole ledger and budgets, anyone else what is billed to
 // them.
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
-#include <nlohmann/json.hpp>
 #include <ostream>
+
+#include <nlohmann/json.hpp>
 
 #include "cli/command.h"
 #include "cli/fleet_world.h"
+#include "control/preemption_gaps.h"
 #include "control/visible.h"
+#include "core/goodput.h"
 #include "core/ledger.h"
 #include "core/spend_report.h"
 #include "util/log.h"
@@ -25,15 +29,6 @@ namespace {
 
 // How far back `cost` looks when --since is not given.
 constexpr char kDefaultSince[] = "30d";
-
-// What a line's key is shown as: "" is, by person, who stretches opened before the
-// ledger kept owners are billed to, and by job, the time no job ran.
-std::string Shown(const std::string& key, SpendGrouping by) {
-  if (!key.empty()) {
-    return key;
-  }
-  return by == SpendGrouping::kJob ? "(no job)" : "(no one)";
-}
 
 // One CSV field: quoted when it holds a comma, a quote or a line break.
 std::string CsvField(const std::string& text) {
@@ -153,7 +148,7 @@ void PrintTable(Invocation& inv, const SpendReport& r, SpendGrouping by,
     double hours = 0;
     for (const SpendLine& l : r.lines) {
       // Names come from specs and people: shown as text, never as terminal controls.
-      t.AddRow({TerminalText(Shown(l.key, by)), FormatUsd(l.usd), Hours(l.node_hours),
+      t.AddRow({TerminalText(ShownSpendKey(l.key, by)), FormatUsd(l.usd), Hours(l.node_hours),
                 Rate(l.usd_per_hour)});
       hours += l.node_hours;
     }
@@ -181,13 +176,96 @@ void PrintTable(Invocation& inv, const SpendReport& r, SpendGrouping by,
   }
 }
 
+// A part of a line's paid time, as a whole percent of it.
+std::string Share(double part, double whole) {
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "%.0f %%", whole > 0 ? 100 * part / whole : 0);
+  return buf;
+}
+
+nlohmann::json SplitJson(const GoodputSplit& s) {
+  return {{"busy", s.busy},
+          {"preempted", s.preempted},
+          {"idle", s.idle},
+          {"input_bound", s.input_bound},
+          {"other", s.other}};
+}
+
+void PrintGoodput(Invocation& inv, const GoodputReport& r, SpendGrouping by,
+                  const std::string& since_text, bool measured) {
+  std::string key(SpendGroupingName(by));
+  if (inv.json) {
+    nlohmann::json lines = nlohmann::json::array();
+    for (const GoodputLine& l : r.lines) {
+      lines.push_back({{key, l.key},
+                       {"usd", l.usd},
+                       {"node_hours", l.node_hours},
+                       {"chip_hours", l.chip_hours},
+                       {"hours", SplitJson(l.hours)},
+                       {"usd_split", SplitJson(l.usd_split)}});
+    }
+    nlohmann::json out = {{"by", key},
+                          {"since", FormatTimestamp(r.from)},
+                          {"now", FormatTimestamp(r.now)},
+                          {"lines", lines},
+                          {"usd", r.total.usd},
+                          {"node_hours", r.total.node_hours},
+                          {"chip_hours", r.total.chip_hours},
+                          {"hours", SplitJson(r.total.hours)},
+                          {"usd_split", SplitJson(r.total.usd_split)},
+                          {"measured", measured},
+                          {"verdict", r.verdict}};
+    inv.out << out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+    return;
+  }
+  if (inv.args.Has("csv")) {
+    inv.out << key
+            << ",usd,node_hours,chip_hours,busy_hours,preempted_hours,idle_hours,"
+               "input_bound_hours,other_hours\n";
+    for (const GoodputLine& l : r.lines) {
+      char numbers[192];
+      std::snprintf(numbers, sizeof numbers, ",%.2f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f\n", l.usd,
+                    l.node_hours, l.chip_hours, l.hours.busy, l.hours.preempted, l.hours.idle,
+                    l.hours.input_bound, l.hours.other);
+      inv.out << CsvField(l.key) << numbers;
+    }
+    return;
+  }
+  inv.out << "Goodput since " << FormatTimestamp(r.from) << " (" << since_text << "), by " << key
+          << ": where the paid node-hours went.\n";
+  if (r.lines.empty()) {
+    inv.out << "Nothing billed. The ledger is written while `tpufleet serve` keeps the fleet\n"
+               "(docs/cost.md).\n";
+    return;
+  }
+  std::string head = key;
+  std::transform(head.begin(), head.end(), head.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
+  TextTable t({head, "SPENT", "CHIP-HOURS", "BUSY", "PREEMPTED", "IDLE", "INPUT-BOUND", "OTHER"});
+  auto row = [&](const std::string& shown, const GoodputLine& l) {
+    t.AddRow({shown, FormatUsd(l.usd), Hours(l.chip_hours), Share(l.hours.busy, l.node_hours),
+              Share(l.hours.preempted, l.node_hours), Share(l.hours.idle, l.node_hours),
+              Share(l.hours.input_bound, l.node_hours), Share(l.hours.other, l.node_hours)});
+  };
+  for (const GoodputLine& l : r.lines) {
+    row(TerminalText(ShownSpendKey(l.key, by)), l);
+  }
+  row("TOTAL", r.total);
+  t.Print(inv.out);
+  inv.out << "\n" << TerminalText(r.verdict) << "\n";
+  if (!measured) {
+    inv.out << "No agent measured these nodes in the span: busy, idle and input-bound time come\n"
+               "from serve's metrics rounds on nodes with the agent (docs/cost.md).\n";
+  }
+}
+
 }  // namespace
 
 ExitStatus RunCost(Invocation& inv) {
   if (!inv.args.positional.empty()) {
     return UsageError(inv,
                       "cost takes no arguments: tpufleet cost [--by person|node|fleet|job] "
-                      "[--since D] [--csv]");
+                      "[--since D] [--csv] [--goodput]");
   }
   Result<SpendGrouping> by = ParseSpendGrouping(inv.args.Get("by").value_or("person"));
   if (!by.ok()) {
@@ -226,8 +304,25 @@ ExitStatus RunCost(Invocation& inv) {
   // A budget is the whole fleet's, seen by its admins alone (VisibleFleets).
   std::vector<BudgetLeft> budgets =
       BudgetsLeft(VisibleFleets(inv.access, std::move(*fleets)), *ledger, now);
-  SpendReport report =
-      ReportSpend(VisibleSpend(inv.access, ShareSpend(*ledger, *runs)), *by, *since, now);
+  std::vector<SpendShare> shares = VisibleSpend(inv.access, ShareSpend(*ledger, *runs));
+  if (inv.args.Has("goodput")) {
+    Result<const Catalog*> catalog = inv.LoadCatalog();
+    if (!catalog.ok()) {
+      return Fail(inv, catalog.status());
+    }
+    Result<std::vector<UsageRecord>> usage = world.store.Usage("", *since);
+    if (!usage.ok()) {
+      return Fail(inv, usage.status());
+    }
+    Result<std::vector<PreemptionGap>> gaps = ReadPreemptionGaps(world.store, *since);
+    if (!gaps.ok()) {
+      return Fail(inv, gaps.status());
+    }
+    PrintGoodput(inv, ReportGoodput(shares, *usage, *gaps, **catalog, *by, *since, now), *by,
+                 since_text, !usage->empty());
+    return ExitStatus::kOk;
+  }
+  SpendReport report = ReportSpend(shares, *by, *since, now);
   if (inv.json) {
     PrintJson(inv, report, *by, budgets);
   } else if (inv.args.Has("csv")) {

@@ -168,6 +168,65 @@ TEST_F(CostCommandTest, Issue17ByJobTheHoursAJobRanAreItsAndBilledToWhoRanIt) {
   EXPECT_TRUE(bo["budgets"].empty());
 }
 
+TEST_F(CostCommandTest, Issue17GoodputSplitsThePaidTimeAndSaysWhereMostWent) {
+  // bo's probe kept trainer's TPUs busy for its hour; trainer was preempted 3 h ago and
+  // back (nothing to resume) half an hour later; no other job ran anywhere.
+  Clock::WallTime now = t_.clock.Now();
+  ASSERT_TRUE(t_.store
+                  ->PutJobRun({"lab", "trainer", "jabc1234", "probe", "bo", "bo", now - hours(2),
+                               now - hours(1)})
+                  .ok());
+  ASSERT_TRUE(t_.store
+                  ->AddUsage({"lab", "trainer", "jabc1234", now - hours(2), 3600, 3600, 0, 0,
+                              now - hours(1)})
+                  .ok());
+  ASSERT_TRUE(t_.store->AddEvent({0, now - hours(3), "lab", "trainer", "preempted", ""}).ok());
+  ASSERT_TRUE(t_.store
+                  ->AddEvent({0, now - hours(3) + std::chrono::minutes(30), "lab", "trainer",
+                              "recovered", "seconds=1800"})
+                  .ok());
+
+  cli_testing::Output o = cli_testing::Tpufleet(app_, {"cost", "--by", "job", "--goodput"});
+  ASSERT_EQ(o.code, 0) << o.err;
+  EXPECT_TRUE(Contains(o.out,
+                       "JOB               SPENT   CHIP-HOURS  BUSY   PREEMPTED  IDLE  "
+                       "INPUT-BOUND  OTHER\n"
+                       "(no job)          $40.00  6.0         0 %    8 %        92 %  0 %          "
+                       "0 %\n"
+                       "probe (jabc1234)  $10.00  1.0         100 %  0 %        0 %   0 %          "
+                       "0 %\n"))
+      << o.out;
+  // Of $50: $5 preempted, $35 idle (every hour no job ran but the preemption's).
+  EXPECT_TRUE(Contains(o.out, "\n70 % of the spend was idle TPUs, mostly where no job ran.\n"))
+      << o.out;
+
+  json j =
+      json::parse(cli_testing::Tpufleet(app_, {"cost", "--by", "node", "--goodput", "--json"}).out);
+  ASSERT_EQ(j["lines"].size(), 3u);
+  EXPECT_EQ(j["lines"][0]["node"], "lab/trainer");
+  EXPECT_DOUBLE_EQ(j["lines"][0]["hours"]["busy"].get<double>(), 1);
+  EXPECT_DOUBLE_EQ(j["lines"][0]["hours"]["preempted"].get<double>(), 0.5);
+  EXPECT_DOUBLE_EQ(j["lines"][0]["usd_split"]["idle"].get<double>(), 25);
+  EXPECT_DOUBLE_EQ(j["usd"].get<double>(), 50);
+  EXPECT_TRUE(j["measured"].get<bool>());
+  EXPECT_EQ(j["verdict"], "70 % of the spend was idle TPUs, mostly on node lab/trainer.");
+
+  cli_testing::Output csv = cli_testing::Tpufleet(app_, {"cost", "--goodput", "--csv"});
+  EXPECT_TRUE(Contains(csv.out,
+                       "person,usd,node_hours,chip_hours,busy_hours,preempted_hours,"
+                       "idle_hours,input_bound_hours,other_hours\n"
+                       "ada,32.00,4.000,4.000,0.000,0.500,3.500,0.000,0.000\n"))
+      << csv.out;
+
+  // bo, a member, sees what is billed to him: his job, and eval's idle hours.
+  Row("bo", "member");
+  json bo = json::parse(As("bo", {"cost", "--by", "job", "--goodput", "--json"}).out);
+  ASSERT_EQ(bo["lines"].size(), 2u);
+  EXPECT_EQ(bo["verdict"],
+            "56 % of the spend was busy TPUs, mostly on job probe (jabc1234); the largest "
+            "loss: 44 % of the spend was idle TPUs, mostly where no job ran.");
+}
+
 TEST_F(CostCommandTest, BadFlagsSayWhatWasExpectedAndChangeNothing) {
   cli_testing::Output by = cli_testing::Tpufleet(app_, {"cost", "--by", "persons"});
   EXPECT_EQ(by.code, 2);

@@ -142,6 +142,20 @@ struct JobRunRecord {
   std::optional<Clock::WallTime> end;  // nullopt: not seen ended yet
 };
 
+/// What serve's metrics rounds measured of one node in one UTC hour while `job` held its
+/// chips ("" while none did), added up (store: node_usage, one row per (fleet, node,
+/// hour, job)); core/goodput.h makes and reads them.
+struct UsageRecord {
+  std::string fleet, node, job;
+  Clock::WallTime hour{};          // the UTC hour's start
+  double seconds = 0;              // of the hour measured
+  double busy_seconds = 0;         // of those, weighted by the TPUs' duty cycle
+  double input_bound_seconds = 0;  // the TPUs starved by the input pipeline
+  double idle_seconds = 0;         // nothing used the node
+  /// The end of the last measure added: serve, restarted, measures from there on.
+  Clock::WallTime measured_until{};
+};
+
 /// A fleet as its spec was last applied (store: fleets table, one row per name), written
 /// by `up` and by serve: who the fleet's node-hours are billed to and its budget, so
 /// that `cost` can answer from the store alone, whoever asks and wherever.

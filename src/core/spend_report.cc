@@ -19,7 +19,16 @@ constexpr std::array<std::pair<std::string_view, SpendGrouping>, 4> kGroupings =
     {"job", SpendGrouping::kJob},
 }};
 
-std::string KeyOf(const SpendShare& share, SpendGrouping by) {
+// An open stretch or run: it goes on past any time it is compared with.
+constexpr Clock::WallTime kOpen = Clock::WallTime::max();
+
+double Hours(Clock::WallTime::duration d) {
+  return std::chrono::duration<double, std::ratio<3600>>(d).count();
+}
+
+}  // namespace
+
+std::string SpendKey(const SpendShare& share, SpendGrouping by) {
   const SpendRecord& s = share.part;
   switch (by) {
     case SpendGrouping::kFleet:
@@ -34,14 +43,12 @@ std::string KeyOf(const SpendShare& share, SpendGrouping by) {
   return s.fleet;
 }
 
-// An open stretch or run: it goes on past any time it is compared with.
-constexpr Clock::WallTime kOpen = Clock::WallTime::max();
-
-double Hours(Clock::WallTime::duration d) {
-  return std::chrono::duration<double, std::ratio<3600>>(d).count();
+std::string ShownSpendKey(const std::string& key, SpendGrouping by) {
+  if (!key.empty()) {
+    return key;
+  }
+  return by == SpendGrouping::kJob ? "(no job)" : "(no one)";
 }
-
-}  // namespace
 
 std::string_view SpendGroupingName(SpendGrouping by) {
   for (const auto& [word, g] : kGroupings) {
@@ -94,8 +101,9 @@ std::vector<SpendShare> ShareSpend(const std::vector<SpendRecord>& stretches,
           running.push_back(run);
         }
       }
-      auto add = [&](const std::string& person, double fraction, std::string job) {
-        SpendShare share{s, std::move(job), fraction};
+      auto add = [&](const std::string& person, double fraction, std::string job,
+                     const std::string& job_id) {
+        SpendShare share{s, std::move(job), fraction, job_id};
         share.part.start = cuts[i];
         share.part.end = cuts[i + 1] == kOpen ? std::nullopt : std::optional(cuts[i + 1]);
         share.part.usd_per_hour = s.usd_per_hour * fraction;
@@ -103,11 +111,11 @@ std::vector<SpendShare> ShareSpend(const std::vector<SpendRecord>& stretches,
         shares.push_back(std::move(share));
       };
       if (running.empty()) {
-        add(s.owner, 1, "");
+        add(s.owner, 1, "", "");
       }
       for (const JobRunRecord* run : running) {
         add(run->person.empty() ? s.owner : run->person, 1.0 / static_cast<double>(running.size()),
-            run->name + " (" + run->id + ")");
+            run->name + " (" + run->id + ")", run->id);
       }
     }
   }
@@ -124,7 +132,7 @@ SpendReport ReportSpend(const std::vector<SpendShare>& shares, SpendGrouping by,
   for (const SpendShare& share : shares) {
     const SpendRecord& s = share.part;
     parts.push_back(s);
-    std::string key = KeyOf(share, by);
+    std::string key = SpendKey(share, by);
     Clock::WallTime start = std::max(s.start, from);
     Clock::WallTime end = std::min(s.end.value_or(now), now);
     bool bills_now = !s.end && s.start <= now;

@@ -38,7 +38,14 @@ struct SpendShare {
   SpendRecord part;
   std::string job;      // "name (id)" of the job it is the share of; "" while no job ran
   double fraction = 1;  // of the node's time: 1/k while k jobs ran
+  std::string job_id{};  // the job's id; "" while no job ran
 };
+
+/// The key of the report line `share` counts to (SpendLine::key).
+std::string SpendKey(const SpendShare& share, SpendGrouping by);
+/// A line's key as shown: "" is "(no job)" by job (the time no job ran) and "(no one)"
+/// by person (stretches opened before the ledger kept owners).
+std::string ShownSpendKey(const std::string& key, SpendGrouping by);
 
 /// The shares of `stretches` among `runs` (any fleets and nodes; a run counts on the
 /// stretches of its own fleet and node only). Unbilled stretches have none.

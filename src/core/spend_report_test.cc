@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "core/testing/spend_fixtures.h"
+
 namespace tpufleet {
 namespace {
 
@@ -17,15 +19,9 @@ const Clock::WallTime kReportNow =
 
 SpendRecord Stretch(std::string node, std::string owner, std::string state, double usd_per_hour,
                     Clock::WallTime start, std::optional<Clock::WallTime> end) {
-  SpendRecord s;
-  s.fleet = node == "other" ? "ops" : "lab";
-  s.node = std::move(node);
-  s.owner = std::move(owner);
-  s.state = std::move(state);
-  s.usd_per_hour = usd_per_hour;
-  s.start = start;
-  s.end = end;
-  return s;
+  std::string fleet = node == "other" ? "ops" : "lab";
+  return testing::LedgerStretch(std::move(fleet), std::move(node), "", std::move(owner),
+                                std::move(state), usd_per_hour, start, end);
 }
 
 // ada's trainer ran 2 h at $10/h, was preempted (the husk bills 1 h more) and runs

@@ -10,6 +10,8 @@
 #include "control/fleet_owner.h"
 #include "control/fleet_status.h"
 #include "control/targets.h"
+#include "core/diagnosis.h"
+#include "core/goodput.h"
 #include "core/up_plan.h"
 #include "reconcile/reconciler_internal.h"
 #include "util/strings.h"
@@ -464,14 +466,11 @@ void Reconciler::Ledger(FleetPass& fp, const std::string& node, const NodeFacts&
   }
 }
 
-// The idle verdicts of the nodes whose spec has an idle policy.
+// The idle verdicts of the nodes whose spec has an idle policy, and every node's usage.
 void Reconciler::MetricsRound() {
   std::vector<std::string> names;
   for (const std::shared_ptr<const FleetSpec>& fleet : fleets_) {
     for (const NodeSpec& ns : fleet->nodes) {
-      if (!ns.idle) {
-        continue;
-      }
       for (const std::string& n : ns.names) {
         if (actions_.count(NodeKey(fleet->name, n)) == 0 && notices_.Of(fleet->name, n).workers > 0) {
           names.push_back(n);
@@ -484,12 +483,12 @@ void Reconciler::MetricsRound() {
   }
   Result<std::vector<WorkerTarget>> targets = ResolveTargets(world_.store, names);
   if (!targets.ok()) {
-    Warn("idle verdicts: " + targets.status().message());
+    Warn("metrics round: " + targets.status().message());
     return;
   }
   Result<FleetMetrics> round = SampleFleet(world_, *targets, MetricsOptions{});
   if (!round.ok()) {
-    Warn("idle verdicts: " + round.status().message());
+    Warn("metrics round: " + round.status().message());
     return;
   }
   Clock::WallTime now = world_.clock.Now();
@@ -512,6 +511,39 @@ void Reconciler::MetricsRound() {
     std::string key = NodeKey(fleet, g.name);
     idle_since_[key] = IdleSince(windows, workers_now, now);
     in_use_[key] = in_use;
+    AddUsage(fleet, g.name, windows, now);
+  }
+}
+
+// From where the last round left off (read from the store once after a restart), never
+// before the agents' window: a gap in the rounds stays unmeasured.
+void Reconciler::AddUsage(const std::string& fleet, const std::string& node,
+                          const std::vector<std::optional<WindowSummary>>& windows,
+                          Clock::WallTime now) {
+  std::string key = NodeKey(fleet, node);
+  Clock::WallTime from = now - kDiagnosisWindow;
+  if (auto it = usage_until_.find(key); it != usage_until_.end()) {
+    from = std::max(from, it->second);
+  } else if (Result<std::vector<UsageRecord>> rows = world_.store.Usage(fleet, from); rows.ok()) {
+    for (const UsageRecord& u : *rows) {
+      if (u.node == node) {
+        from = std::max(from, u.measured_until);
+      }
+    }
+  }
+  std::vector<UsageRecord> usage = MeasureUsage(fleet, node, windows, from, now);
+  Status added = world_.store.Transaction([&]() -> Status {
+    for (const UsageRecord& u : usage) {
+      TPUFLEET_TRY(world_.store.AddUsage(u));
+    }
+    return Status::Ok();
+  });
+  if (!added.ok()) {
+    Warn(node + ": cannot add its usage: " + added.message());
+    return;
+  }
+  if (!usage.empty()) {
+    usage_until_[key] = now;
   }
 }
 

@@ -36,8 +36,9 @@
 // by every action in flight. While a CLI command holds it, the pass takes no action,
 // warns "waiting for …" and tries again next pass.
 //
-// A metrics round (control/fleet_metrics.h, for the idle verdicts of fleets with an idle
-// policy) runs every ReconcilerOptions::metrics_every; it is one blocking fan-out call
+// A metrics round (control/fleet_metrics.h: the idle verdicts of fleets with an idle
+// policy, and every node's usage, added to the store for goodput, core/goodput.h) runs
+// every ReconcilerOptions::metrics_every; it is one blocking fan-out call
 // of at most kMetricsCallTimeout, made between the loop's turns. So are a jobs round's
 // calls (a job list, and a restart's start on the node's workers).
 //
@@ -146,6 +147,9 @@ class Reconciler final : public ServeView {
   void EndPass(double cpu, Clock::MonoTime began);
   void Publish();
   void MetricsRound();
+  // Adds to the store what the agents of `node` said in a metrics round at `now`.
+  void AddUsage(const std::string& fleet, const std::string& node,
+                const std::vector<std::optional<WindowSummary>>& windows, Clock::WallTime now);
   // The jobs round of one node (reconciler_jobs.cc).
   void KeepJobs(const std::string& fleet, const std::string& node);
   // The actions (reconciler_actions.cc).
@@ -196,6 +200,8 @@ class Reconciler final : public ServeView {
   /// The last metrics round's idle verdicts, by "fleet/node".
   std::map<std::string, std::optional<Clock::WallTime>> idle_since_;
   std::map<std::string, bool> in_use_;
+  /// Until when each node's usage is in the store, by "fleet/node".
+  std::map<std::string, Clock::WallTime> usage_until_;
   std::optional<Clock::MonoTime> last_metrics_;
   /// When the jobs round may next ask a node's agents, by "fleet/node"; none: at once.
   std::map<std::string, Clock::MonoTime> jobs_due_;

@@ -91,5 +91,53 @@ TEST_F(ReconcilerTest, AStopTheApiRefusesIsLoggedAndTheRecordStaysReady) {
   EXPECT_EQ(w.cloud.stops(), 1);  // not before kActionRetry
 }
 
+// Issue 17: every node's usage, idle policy or not, is added to the store each metrics
+// round, from where the last round left off; a restarted serve goes on from the store.
+TEST_F(ReconcilerTest, Issue17EveryMetricsRoundAddsEachNodesUsageOnce) {
+  FleetSpec spec = w.Spec(Trainer() + SmallNode("eval"));
+  for (int i = 0; i < 4; ++i) {
+    metrics["trainer/w" + std::to_string(i)] = WorkerReport(NowMs(), 60, "j1");
+  }
+  metrics["eval/w0"] = WorkerReport(NowMs(), 0, "");  // unused for an hour
+  w.Up(spec);
+  auto rounds = [&](Reconciler& r, int n) {
+    r.Pass();  // the streams open: the next pass knows the watched workers
+    Settle(r);
+    for (int i = 0; i < n; ++i) {
+      w.clock.Advance(kDefaultMetricsEvery);
+      r.Pass();
+      Settle(r);
+    }
+  };
+  auto seconds_of = [&](const std::string& node) {
+    UsageRecord sum;
+    std::vector<UsageRecord> rows = w.store->Usage("lab", std::nullopt).value();
+    for (const UsageRecord& u : rows) {
+      if (u.node == node) {
+        EXPECT_EQ(u.job, node == "trainer" ? "j1" : "") << node;
+        sum.seconds += u.seconds;
+        sum.busy_seconds += u.busy_seconds;
+        sum.idle_seconds += u.idle_seconds;
+      }
+    }
+    return sum;
+  };
+  {
+    auto r = Make(spec);
+    rounds(*r, 2);  // the first round looks back a window (60 s), the next two 30 s each
+  }
+  UsageRecord trainer = seconds_of("trainer");
+  EXPECT_DOUBLE_EQ(trainer.seconds, 120);
+  EXPECT_DOUBLE_EQ(trainer.busy_seconds, 72);
+  EXPECT_DOUBLE_EQ(trainer.idle_seconds, 0);
+  EXPECT_DOUBLE_EQ(seconds_of("eval").idle_seconds, 120);
+
+  // serve restarted at once: its first round finds nothing new, its next 30 s.
+  auto again = Make(spec);
+  rounds(*again, 1);
+  EXPECT_DOUBLE_EQ(seconds_of("trainer").seconds, 120 + 30);
+  EXPECT_DOUBLE_EQ(seconds_of("eval").seconds, 120 + 30);
+}
+
 }  // namespace
 }  // namespace tpufleet::testing

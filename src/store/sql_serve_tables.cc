@@ -1,6 +1,6 @@
 // SqlStore's tables for what serve keeps: restartable jobs, the spend ledger, the
-// serve record (schema step 7 in sql_store.cc), the fleets as last applied (step 11) and
-// the jobs' runs (step 12).
+// serve record (schema step 7 in sql_store.cc), the fleets as last applied (step 11), the
+// jobs' runs (step 12) and the nodes' usage (step 13).
 #include <nlohmann/json.hpp>
 
 #include "store/sql_driver.h"
@@ -102,6 +102,36 @@ Status SqlStore::PutJobRun(const JobRunRecord& r) {
   static const std::string kUpsert = sql::UpsertSql(
       "job_runs", {"fleet", "node", "id", "name", "person", "unix_user", "start", "end_time"}, 3);
   return Write(kUpsert, r.fleet, r.node, r.id, r.name, r.person, r.user, r.start, r.end);
+}
+
+Result<std::vector<UsageRecord>> SqlStore::Usage(std::string_view fleet,
+                                                 std::optional<Clock::WallTime> since) {
+  constexpr int64_t kHourMicros = int64_t{3600} * 1000 * 1000;
+  return Select<UsageRecord>(
+      "SELECT fleet, node, job, hour_start, seconds, busy_seconds, input_bound_seconds, "
+      "idle_seconds, measured_until FROM node_usage "
+      "WHERE (?1 = '' OR fleet = ?1) AND hour_start > ?2 ORDER BY hour_start, fleet, node, job",
+      [](const Row& q) -> Result<UsageRecord> {
+        return UsageRecord{q.Text(0),   q.Text(1),   q.Text(2),   q.Time(3), q.Double(4),
+                           q.Double(5), q.Double(6), q.Double(7), q.Time(8)};
+      },
+      fleet, since ? ToMicros(*since) - kHourMicros : INT64_MIN);
+}
+
+Status SqlStore::AddUsage(const UsageRecord& u) {
+  return Write(
+      "INSERT INTO node_usage (fleet, node, hour_start, job, seconds, busy_seconds, "
+      "input_bound_seconds, idle_seconds, measured_until) "
+      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) "
+      "ON CONFLICT (fleet, node, hour_start, job) DO UPDATE SET "
+      "seconds = node_usage.seconds + excluded.seconds, "
+      "busy_seconds = node_usage.busy_seconds + excluded.busy_seconds, "
+      "input_bound_seconds = node_usage.input_bound_seconds + excluded.input_bound_seconds, "
+      "idle_seconds = node_usage.idle_seconds + excluded.idle_seconds, "
+      "measured_until = CASE WHEN excluded.measured_until > node_usage.measured_until "
+      "THEN excluded.measured_until ELSE node_usage.measured_until END",
+      u.fleet, u.node, u.hour, u.job, u.seconds, u.busy_seconds, u.input_bound_seconds,
+      u.idle_seconds, u.measured_until);
 }
 
 Result<std::vector<FleetRecord>> SqlStore::Fleets() {

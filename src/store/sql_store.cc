@@ -127,6 +127,15 @@ CREATE TABLE job_runs (
   end_time INTEGER,
   PRIMARY KEY (fleet, node, id));
 )sql",
+    // 13: what the agents measured of each node per hour and job, serve's metrics rounds
+    // added up: the goodput of `cost --goodput` (issue 17). Older files measured nothing.
+    R"sql(
+CREATE TABLE node_usage (
+  fleet TEXT NOT NULL, node TEXT NOT NULL, hour_start INTEGER NOT NULL, job TEXT NOT NULL,
+  seconds REAL NOT NULL, busy_seconds REAL NOT NULL, input_bound_seconds REAL NOT NULL,
+  idle_seconds REAL NOT NULL, measured_until INTEGER NOT NULL,
+  PRIMARY KEY (fleet, node, hour_start, job));
+)sql",
 };
 // The schema this build writes.
 constexpr int kSchemaVersion = static_cast<int>(std::size(kSchemaSteps));

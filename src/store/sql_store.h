@@ -43,6 +43,9 @@ class SqlStore : public Store {
   Result<std::vector<JobRunRecord>> JobRuns(std::string_view fleet,
                                             std::optional<Clock::WallTime> since) override;
   Status PutJobRun(const JobRunRecord& run) override;
+  Result<std::vector<UsageRecord>> Usage(std::string_view fleet,
+                                         std::optional<Clock::WallTime> since) override;
+  Status AddUsage(const UsageRecord& u) override;
   Result<std::vector<FleetRecord>> Fleets() override;
   Status PutFleet(const FleetRecord& fleet) override;
   Result<std::optional<ServeRecord>> Serve() override;

@@ -43,13 +43,16 @@ CREATE TABLE events (
 CREATE INDEX events_by_node ON events (fleet, node, kind, time);
 )sql";
 
-// Takes today's schema back to version 11 (before the job runs), 10 (before the fleets
+// Takes today's schema back to version 12 (before the nodes' usage), 11 (before the job
+// runs), 10 (before the fleets
 // table and the ledger's owners), 8 (before data disks and the team tables) and 6
 // (before serve's and users' tables), for the tests that make an older file from today's.
-constexpr const char* kDropSinceV11 = "DROP TABLE job_runs; ";
-const std::string kToV11 = std::string(kDropSinceV11) + "PRAGMA user_version = 11;";
+constexpr const char* kDropSinceV12 = "DROP TABLE node_usage; ";
+const std::string kToV12 = std::string(kDropSinceV12) + "PRAGMA user_version = 12;";
+const std::string kDropSinceV11 = std::string(kDropSinceV12) + "DROP TABLE job_runs; ";
+const std::string kToV11 = kDropSinceV11 + "PRAGMA user_version = 11;";
 const std::string kDropSinceV10 =
-    std::string(kDropSinceV11) + "DROP TABLE fleets; ALTER TABLE spend DROP COLUMN owner; ";
+    kDropSinceV11 + "DROP TABLE fleets; ALTER TABLE spend DROP COLUMN owner; ";
 const std::string kToV10 = kDropSinceV10 + "PRAGMA user_version = 10;";
 const std::string kDropSinceV8 =
     kDropSinceV10 +
@@ -135,14 +138,14 @@ PRAGMA user_version = 1;
   labelled.labels = {{"team", "a"}};
   ASSERT_TRUE(store->PutNode(labelled).ok());
   store.reset();
-  auto reopened = Open();  // migrated once: opening again finds schema 12 and changes nothing
+  auto reopened = Open();  // migrated once: opening again finds schema 13 and changes nothing
   EXPECT_EQ((*reopened->Nodes("lab"))[0].labels, labelled.labels);
   sqlite3* db = nullptr;
   ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
   sqlite3_stmt* version = nullptr;
   ASSERT_EQ(sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &version, nullptr), SQLITE_OK);
   ASSERT_EQ(sqlite3_step(version), SQLITE_ROW);
-  EXPECT_EQ(sqlite3_column_int(version, 0), 12);
+  EXPECT_EQ(sqlite3_column_int(version, 0), 13);
   sqlite3_finalize(version);
   sqlite3_close(db);
 }
@@ -275,6 +278,25 @@ TEST_F(SqliteStoreTest, Issue17AVersion11FileIsMigratedWithNoJobRuns) {
       store->PutJobRun({"lab", "old", "jabc1234", "train", "ada", "", clock_.Now(), std::nullopt})
           .ok());
   EXPECT_EQ((*store->JobRuns("lab", std::nullopt))[0].person, "ada");
+}
+
+TEST_F(SqliteStoreTest, Issue17AVersion12FileIsMigratedWithNoUsage) {
+  {
+    auto store = Open();
+    ASSERT_TRUE(store->PutNode(Node("old", 1)).ok());
+  }
+  std::unique_ptr<SqlStore> store;
+  std::vector<NodeRecord> nodes;
+  ASSERT_NO_FATAL_FAILURE(OpenMigrated(kToV12, &store, &nodes));
+  ASSERT_EQ(nodes.size(), 1u);
+  Result<std::vector<UsageRecord>> usage = store->Usage("", std::nullopt);
+  ASSERT_TRUE(usage.ok()) << usage.status().ToString();
+  EXPECT_TRUE(usage->empty());
+  Clock::WallTime hour = std::chrono::floor<std::chrono::hours>(clock_.Now());
+  ASSERT_TRUE(
+      store->AddUsage({"lab", "old", "", hour, 30, 0, 0, 30, hour + std::chrono::seconds(30)})
+          .ok());
+  EXPECT_EQ((*store->Usage("lab", std::nullopt))[0].idle_seconds, 30);
 }
 
 TEST_F(SqliteStoreTest, Issue12AVersion5FileIsMigratedWithoutInternalAddresses) {

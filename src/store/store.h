@@ -110,6 +110,13 @@ class Store {
                                                     std::optional<Clock::WallTime> since) = 0;
   /// Inserts or replaces the run (fleet, node, id).
   virtual Status PutJobRun(const JobRunRecord& run) = 0;
+  /// The usage rows of `fleet` ("" = all fleets) whose hour ends after `since` (every
+  /// row when nullopt), ordered by hour, fleet, node, job.
+  virtual Result<std::vector<UsageRecord>> Usage(std::string_view fleet,
+                                                 std::optional<Clock::WallTime> since) = 0;
+  /// Adds `u`'s seconds to the row (fleet, node, hour, job), made when missing; its
+  /// measured_until becomes the later of the two.
+  virtual Status AddUsage(const UsageRecord& u) = 0;
   /// Every fleet as last applied (`up`, serve), ordered by name.
   virtual Result<std::vector<FleetRecord>> Fleets() = 0;
   /// Inserts or replaces the fleet `fleet.name`.

@@ -395,6 +395,43 @@ TEST_P(StoreTest, Issue17JobRunsKeepWhoRanThemAndEndInPlace) {
   EXPECT_EQ((*lab)[0].end, t0 + hours(4));
 }
 
+TEST_P(StoreTest, Issue17UsageAddsUpPerNodeHourAndJob) {
+  auto store = Open();
+  Clock::WallTime h0 = std::chrono::floor<hours>(clock_.Now());
+  EXPECT_TRUE(store->Usage("", std::nullopt)->empty());
+  // Two rounds of the same hour and job add up; another job, hour or fleet is a row.
+  ASSERT_TRUE(store->AddUsage({"lab", "trainer", "j1", h0, 30, 27, 1.5, 0, h0 + minutes(1)}).ok());
+  ASSERT_TRUE(store->AddUsage({"lab", "trainer", "j1", h0, 30, 24, 3, 0, h0 + minutes(2)}).ok());
+  ASSERT_TRUE(store->AddUsage({"lab", "trainer", "", h0, 30, 0, 0, 30, h0 + minutes(3)}).ok());
+  ASSERT_TRUE(store
+                  ->AddUsage({"lab", "trainer", "j1", h0 + hours(1), 10, 5, 0, 0,
+                              h0 + hours(1) + std::chrono::seconds(10)})
+                  .ok());
+  ASSERT_TRUE(store->AddUsage({"eval", "e1", "", h0, 60, 0, 0, 60, h0 + minutes(1)}).ok());
+  // A late round's measure does not move measured_until back.
+  ASSERT_TRUE(
+      store->AddUsage({"lab", "trainer", "j1", h0, 0, 0, 0, 0, h0 + std::chrono::seconds(30)})
+          .ok());
+
+  Result<std::vector<UsageRecord>> lab = store->Usage("lab", std::nullopt);
+  ASSERT_TRUE(lab.ok()) << lab.status().ToString();
+  ASSERT_EQ(lab->size(), 3u);  // by hour, then job
+  EXPECT_EQ((*lab)[0].job, "");
+  EXPECT_EQ((*lab)[0].idle_seconds, 30);
+  const UsageRecord& j1 = (*lab)[1];
+  EXPECT_EQ(j1.job, "j1");
+  EXPECT_EQ(j1.hour, h0);
+  EXPECT_DOUBLE_EQ(j1.seconds, 60);
+  EXPECT_DOUBLE_EQ(j1.busy_seconds, 51);
+  EXPECT_DOUBLE_EQ(j1.input_bound_seconds, 4.5);
+  EXPECT_EQ(j1.measured_until, h0 + minutes(2));
+  EXPECT_EQ((*lab)[2].hour, h0 + hours(1));
+  EXPECT_EQ(store->Usage("", std::nullopt)->size(), 4u);
+  // Since: the rows of the hours that end after it.
+  EXPECT_EQ(store->Usage("lab", h0 + minutes(59))->size(), 3u);
+  EXPECT_EQ(store->Usage("lab", h0 + hours(1))->size(), 1u);
+}
+
 TEST_P(StoreTest, ServeIsOneRowClearedOnlyByItsOwnPid) {
   auto store = Open();
   EXPECT_FALSE(store->Serve()->has_value());

@@ -88,13 +88,14 @@ TEST_P(SqliteUsersTableTest, AVersion7FileIsMigratedWithNoUsers) {
   }
   sqlite3* db = nullptr;
   ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
-  ASSERT_EQ(
-      sqlite3_exec(db, "ALTER TABLE nodes DROP COLUMN data_disks; DROP TABLE users; "
-                   "DROP TABLE tokens; DROP TABLE audit; DROP TABLE fleets; "
-                   "ALTER TABLE spend DROP COLUMN owner; DROP TABLE job_runs; "
-                   "PRAGMA user_version = 7;",
-                   nullptr, nullptr, nullptr),
-      SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(
+                db,
+                "ALTER TABLE nodes DROP COLUMN data_disks; DROP TABLE users; "
+                "DROP TABLE tokens; DROP TABLE audit; DROP TABLE fleets; "
+                "ALTER TABLE spend DROP COLUMN owner; DROP TABLE job_runs; DROP TABLE node_usage; "
+                "PRAGMA user_version = 7;",
+                nullptr, nullptr, nullptr),
+            SQLITE_OK);
   sqlite3_close(db);
 
   auto store = Open();
