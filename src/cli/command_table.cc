@@ -355,8 +355,8 @@ std::vector<Command> CliCommands() {
        "--goodput splits each line's paid time instead: busy (the TPUs' duty cycle, as the\n"
        "agents measured it in serve's metrics rounds), lost to preemption (from the\n"
        "preemption to the job resumed), idle (no job ran, or nothing used the node), starved\n"
-       "by the input pipeline, and the rest of a job's time; then a verdict of where most of\n"
-       "the money went.",
+       "by the input pipeline, the rest of a job's measured time, and its time no agent\n"
+       "measured; as shares of each line's spend, then a verdict of where most of it went.",
        {{"by", "person|node|fleet|job", "what a line is (default person)"},
         {"since", "DUR|TIME", "from then: 30d (default), 12h, or 2026-01-01T00:00:00Z"},
         {"csv", "", "the lines as CSV, for a spreadsheet"},

@@ -188,7 +188,8 @@ nlohmann::json SplitJson(const GoodputSplit& s) {
           {"preempted", s.preempted},
           {"idle", s.idle},
           {"input_bound", s.input_bound},
-          {"other", s.other}};
+          {"other", s.other},
+          {"unmeasured", s.unmeasured}};
 }
 
 void PrintGoodput(Invocation& inv, const GoodputReport& r, SpendGrouping by,
@@ -221,18 +222,18 @@ void PrintGoodput(Invocation& inv, const GoodputReport& r, SpendGrouping by,
   if (inv.args.Has("csv")) {
     inv.out << key
             << ",usd,node_hours,chip_hours,busy_hours,preempted_hours,idle_hours,"
-               "input_bound_hours,other_hours\n";
+               "input_bound_hours,other_hours,unmeasured_hours\n";
     for (const GoodputLine& l : r.lines) {
-      char numbers[192];
-      std::snprintf(numbers, sizeof numbers, ",%.2f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f\n", l.usd,
-                    l.node_hours, l.chip_hours, l.hours.busy, l.hours.preempted, l.hours.idle,
-                    l.hours.input_bound, l.hours.other);
+      char numbers[224];
+      std::snprintf(numbers, sizeof numbers, ",%.2f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f\n",
+                    l.usd, l.node_hours, l.chip_hours, l.hours.busy, l.hours.preempted,
+                    l.hours.idle, l.hours.input_bound, l.hours.other, l.hours.unmeasured);
       inv.out << CsvField(l.key) << numbers;
     }
     return;
   }
   inv.out << "Goodput since " << FormatTimestamp(r.from) << " (" << since_text << "), by " << key
-          << ": where the paid node-hours went.\n";
+          << ": where the spend went.\n";
   if (r.lines.empty()) {
     inv.out << "Nothing billed. The ledger is written while `tpufleet serve` keeps the fleet\n"
                "(docs/cost.md).\n";
@@ -241,11 +242,14 @@ void PrintGoodput(Invocation& inv, const GoodputReport& r, SpendGrouping by,
   std::string head = key;
   std::transform(head.begin(), head.end(), head.begin(),
                  [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
-  TextTable t({head, "SPENT", "CHIP-HOURS", "BUSY", "PREEMPTED", "IDLE", "INPUT-BOUND", "OTHER"});
+  TextTable t({head, "SPENT", "CHIP-HOURS", "BUSY", "PREEMPTED", "IDLE", "INPUT-BOUND", "OTHER",
+               "UNMEASURED"});
+  // Shares of the line's spend: the TOTAL's are the verdict's.
   auto row = [&](const std::string& shown, const GoodputLine& l) {
-    t.AddRow({shown, FormatUsd(l.usd), Hours(l.chip_hours), Share(l.hours.busy, l.node_hours),
-              Share(l.hours.preempted, l.node_hours), Share(l.hours.idle, l.node_hours),
-              Share(l.hours.input_bound, l.node_hours), Share(l.hours.other, l.node_hours)});
+    const GoodputSplit& u = l.usd_split;
+    t.AddRow({shown, FormatUsd(l.usd), Hours(l.chip_hours), Share(u.busy, l.usd),
+              Share(u.preempted, l.usd), Share(u.idle, l.usd), Share(u.input_bound, l.usd),
+              Share(u.other, l.usd), Share(u.unmeasured, l.usd)});
   };
   for (const GoodputLine& l : r.lines) {
     row(TerminalText(ShownSpendKey(l.key, by)), l);

@@ -190,11 +190,13 @@ TEST_F(CostCommandTest, Issue17GoodputSplitsThePaidTimeAndSaysWhereMostWent) {
   ASSERT_EQ(o.code, 0) << o.err;
   EXPECT_TRUE(Contains(o.out,
                        "JOB               SPENT   CHIP-HOURS  BUSY   PREEMPTED  IDLE  "
-                       "INPUT-BOUND  OTHER\n"
-                       "(no job)          $40.00  6.0         0 %    8 %        92 %  0 %          "
-                       "0 %\n"
+                       "INPUT-BOUND  OTHER  UNMEASURED\n"
+                       "(no job)          $40.00  6.0         0 %    12 %       88 %  0 %          "
+                       "0 %    0 %\n"
                        "probe (jabc1234)  $10.00  1.0         100 %  0 %        0 %   0 %          "
-                       "0 %\n"))
+                       "0 %    0 %\n"
+                       "TOTAL             $50.00  7.0         20 %   10 %       70 %  0 %          "
+                       "0 %    0 %\n"))
       << o.out;
   // Of $50: $5 preempted, $35 idle (every hour no job ran but the preemption's).
   EXPECT_TRUE(Contains(o.out, "\n70 % of the spend was idle TPUs, mostly where no job ran.\n"))
@@ -214,8 +216,8 @@ TEST_F(CostCommandTest, Issue17GoodputSplitsThePaidTimeAndSaysWhereMostWent) {
   cli_testing::Output csv = cli_testing::Tpufleet(app_, {"cost", "--goodput", "--csv"});
   EXPECT_TRUE(Contains(csv.out,
                        "person,usd,node_hours,chip_hours,busy_hours,preempted_hours,"
-                       "idle_hours,input_bound_hours,other_hours\n"
-                       "ada,32.00,4.000,4.000,0.000,0.500,3.500,0.000,0.000\n"))
+                       "idle_hours,input_bound_hours,other_hours,unmeasured_hours\n"
+                       "ada,32.00,4.000,4.000,0.000,0.500,3.500,0.000,0.000,0.000\n"))
       << csv.out;
 
   // bo, a member, sees what is billed to him: his job, and eval's idle hours.

@@ -29,20 +29,22 @@ struct Counted {
   const SpendShare* share = nullptr;
   Clock::WallTime start{}, end{};  // the part within [from, now)
   Clock::WallTime whole_end{};     // the part's own end (now when open)
-  double busy = 0, input_bound = 0, idle = 0, preempted = 0;
+  double measured = 0, busy = 0, input_bound = 0, idle = 0, preempted = 0;
 };
 
 struct Category {
   double GoodputSplit::*part;
   const char* what;
 };
-constexpr std::array<Category, 5> kCategories = {{
+constexpr std::array<Category, 6> kCategories = {{
     {&GoodputSplit::busy, "busy TPUs"},
     {&GoodputSplit::preempted, "lost to preemption"},
     {&GoodputSplit::idle, "idle TPUs"},
     {&GoodputSplit::input_bound, "TPUs starved by the input pipeline"},
     {&GoodputSplit::other,
-     "jobs' other time (compiling, checkpointing, TPUs barely used, or unmeasured)"},
+     "jobs' other time (compiling, checkpointing, TPUs barely used)"},
+    {&GoodputSplit::unmeasured,
+     "jobs' unmeasured time (no agent answered, or since serve's last metrics round)"},
 }};
 
 // "41 % of the spend was idle TPUs, mostly on node lab/eval-3"
@@ -211,6 +213,7 @@ GoodputReport ReportGoodput(const std::vector<SpendShare>& shares,
         continue;
       }
       double part = weight(c) / total * Overlap(c.start, c.end, u.hour, hour_end) / whole;
+      c.measured += u.seconds * part;
       c.busy += u.busy_seconds * part;
       c.input_bound += u.input_bound_seconds * part;
       c.idle += u.idle_seconds * part;
@@ -230,13 +233,15 @@ GoodputReport ReportGoodput(const std::vector<SpendShare>& shares,
       GoodputSplit s;
       s.preempted = std::min(c.preempted, paid);
       double rest = paid - s.preempted;
-      s.busy = std::min(c.busy, rest);
-      s.input_bound = std::min(c.input_bound, rest - s.busy);
+      double measured = std::min(c.measured, rest);
+      s.busy = std::min(c.busy, measured);
+      s.input_bound = std::min(c.input_bound, measured - s.busy);
       if (share.job_id.empty()) {
         s.idle = rest - s.busy - s.input_bound;  // no job ran: what was not busy was idle
       } else {
-        s.idle = std::min(c.idle, rest - s.busy - s.input_bound);
-        s.other = rest - s.busy - s.input_bound - s.idle;
+        s.idle = std::min(c.idle, measured - s.busy - s.input_bound);
+        s.other = measured - s.busy - s.input_bound - s.idle;
+        s.unmeasured = rest - measured;
       }
       GoodputLine part;
       part.node_hours = paid / 3600;

@@ -4,8 +4,10 @@
 //   - preempted: lost between a preemption and the job resuming (serve's events);
 //   - idle: no job ran, or the agents said nothing used the node;
 //   - input-bound: the TPUs starved by the job's input pipeline (core/diagnosis.h);
-//   - other: the rest of a job's time (compiling, checkpointing, a TPU barely used, or
-//     an agent that did not answer);
+//   - other: the rest of what the agents measured of a job's time (compiling,
+//     checkpointing, a TPU barely used);
+//   - unmeasured: a job's time no agent's numbers cover (an agent that did not answer,
+//     serve not running, or the time since serve's last metrics round);
 // and a one-line verdict says where most of the money went.
 //
 // The agents' part comes from serve's metrics rounds, folded per node and UTC hour into
@@ -49,8 +51,8 @@ std::vector<UsageRecord> MeasureUsage(const std::string& fleet, const std::strin
 
 /// Where some paid time went, as node-hours or as US dollars; the parts add up to it.
 struct GoodputSplit {
-  double busy = 0, preempted = 0, idle = 0, input_bound = 0, other = 0;
-  double Sum() const { return busy + preempted + idle + input_bound + other; }
+  double busy = 0, preempted = 0, idle = 0, input_bound = 0, other = 0, unmeasured = 0;
+  double Sum() const { return busy + preempted + idle + input_bound + other + unmeasured; }
 };
 
 struct GoodputLine {

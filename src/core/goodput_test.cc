@@ -79,6 +79,7 @@ TEST(GoodputTest, Issue17SplitsAJobsPaidTimeIntoBusyPreemptedInputBoundAndOther)
   EXPECT_DOUBLE_EQ(train.hours.input_bound, 0.1 + 0.5);
   EXPECT_DOUBLE_EQ(train.hours.idle, 0);
   EXPECT_NEAR(train.hours.other, 0.15, 1e-9);
+  EXPECT_DOUBLE_EQ(train.hours.unmeasured, 0);
   EXPECT_NEAR(train.hours.Sum(), train.node_hours, 1e-9);
   EXPECT_DOUBLE_EQ(train.usd_split.preempted, 16);
   EXPECT_NEAR(train.usd_split.Sum(), train.usd, 1e-9);
@@ -111,7 +112,6 @@ TEST(GoodputTest, Issue17ByPersonTheJobsTimeIsItsRunnersAndTheVerdictSaysWhereMo
 
 TEST(GoodputTest, Issue17ANodeThatRanNoJobIsAllIdle) {
   Fleet f = PreemptedPodAndIdleNode();
-  f.usage.clear();  // no agent answered on the pod: its job's time is "other"
   f.gaps.clear();
   f.shares.erase(std::remove_if(f.shares.begin(), f.shares.end(),
                                 [](const SpendShare& s) { return s.part.node == "pod"; }),
@@ -150,9 +150,10 @@ TEST(GoodputTest, Issue17UsageCountsToTheJobItMeasuredWhenTwoShareANode) {
   EXPECT_EQ(r.lines[0].key, "a (a)");
   EXPECT_DOUBLE_EQ(r.lines[0].node_hours, 0.75);  // all of the first half, half the second
   EXPECT_DOUBLE_EQ(r.lines[0].hours.busy, 0.5);
-  EXPECT_EQ(r.lines[1].key, "b (b)");
+  EXPECT_EQ(r.lines[1].key, "b (b)");  // no agent measured it
   EXPECT_DOUBLE_EQ(r.lines[1].hours.busy, 0);
-  EXPECT_DOUBLE_EQ(r.lines[1].hours.other, 0.25);
+  EXPECT_DOUBLE_EQ(r.lines[1].hours.other, 0);
+  EXPECT_DOUBLE_EQ(r.lines[1].hours.unmeasured, 0.25);
 }
 
 TEST(GoodputTest, Issue17MeasureUsageAveragesTheAnsweringWorkersAndCutsAtTheHour) {
