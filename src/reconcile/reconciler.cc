@@ -467,12 +467,17 @@ void Reconciler::Ledger(FleetPass& fp, const std::string& node, const NodeFacts&
 }
 
 // The idle verdicts of the nodes whose spec has an idle policy, and every node's usage.
+// A round blocks the loop for as long as its slowest worker: for usage alone, a node
+// is asked only while every worker's agent answers (a cut-off one would cost the
+// call's timeout); an idle verdict needs the silent ones too (they keep it from idle).
 void Reconciler::MetricsRound() {
   std::vector<std::string> names;
   for (const std::shared_ptr<const FleetSpec>& fleet : fleets_) {
     for (const NodeSpec& ns : fleet->nodes) {
       for (const std::string& n : ns.names) {
-        if (actions_.count(NodeKey(fleet->name, n)) == 0 && notices_.Of(fleet->name, n).workers > 0) {
+        NodeNotices heard = notices_.Of(fleet->name, n);
+        if (actions_.count(NodeKey(fleet->name, n)) == 0 && heard.workers > 0 &&
+            (ns.idle || heard.answering == heard.workers)) {
           names.push_back(n);
         }
       }

@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -126,10 +127,17 @@ class ReconcilerTest : public ::testing::Test {
   std::map<std::string, MetricsReport> metrics;       // by worker name
   std::vector<std::string> walls;                     // workers wall ran on
   std::optional<FakeAgents> agents;                   // the workers' jobs
+  std::set<std::string> cut_off;  // workers no connection reaches (a cut network)
 
  private:
   HostResult Respond(const FanoutHost& host, size_t index, FanoutSink& sink) {
     const FanoutJob& job = w.fanout.jobs[w.fanout.answering];
+    if (cut_off.count(host.name) > 0) {
+      HostResult r;
+      r.outcome = HostOutcome::kUnreachable;
+      r.message = "connect to " + host.address + " port 22: No route to host";
+      return r;
+    }
     if (job.command == "wall") {
       walls.push_back(host.name);
       return {};
