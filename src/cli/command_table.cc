@@ -340,15 +340,16 @@ std::vector<Command> CliCommands() {
         {"limit", "N", "at most the newest N lines (default 100)"}},
        true, RunAudit},
       {"cost", "Show where the money went: spend per person, node, fleet or job, and budgets left",
-       "[--by person|node|fleet|job] [--since DUR|TIME] [--csv] [--goodput]",
+       "[--by person|node|fleet|job|day] [--since DUR|TIME] [--csv] [--goodput]",
        "Adds up the spend ledger in the state store: every stretch a node spent in a billed\n"
        "state (a PREEMPTED husk until deleted; not a queued resource still waiting), at the\n"
        "list price of its type, zone and capacity when the stretch began (spot: the most it\n"
        "can cost; reserved: nothing). While jobs run on a node (`tpufleet run`) its hours are\n"
        "shared among them and billed to who ran each; the rest is billed to the fleet's owner\n"
        "(the spec's `owner`, else whoever applied it). The ledger is written while\n"
-       "`tpufleet serve` keeps the fleet. One line per person (default), node, fleet or job\n"
-       "since --since (default 30d): spent, billed node-hours and what it costs per hour now;\n"
+       "`tpufleet serve` keeps the fleet. One line per person (default), node, fleet, job or\n"
+       "UTC day since --since (default 30d): spent, billed node-hours and what it costs per\n"
+       "hour now;\n"
        "then today's and this month's spend (UTC) with where they end at the current rate,\n"
        "and each fleet's budget left. --csv prints the lines as CSV. Through a team server an\n"
        "admin sees their fleets' whole ledger and budgets, anyone else what is billed to them.\n"
@@ -357,7 +358,7 @@ std::vector<Command> CliCommands() {
        "preemption to the job resumed), idle (no job ran, or nothing used the node), starved\n"
        "by the input pipeline, the rest of a job's measured time, and its time no agent\n"
        "measured; as shares of each line's spend, then a verdict of where most of it went.",
-       {{"by", "person|node|fleet|job", "what a line is (default person)"},
+       {{"by", "person|node|fleet|job|day", "what a line is (default person)"},
         {"since", "DUR|TIME", "from then: 30d (default), 12h, or 2026-01-01T00:00:00Z"},
         {"csv", "", "the lines as CSV, for a spreadsheet"},
         {"goodput", "", "where the paid time went: busy, preempted, idle, input-bound"}},

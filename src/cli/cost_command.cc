@@ -1,4 +1,4 @@
-// `tpufleet cost [--by person|node|fleet|job] [--since DUR|TIME] [--csv] [--goodput]`:
+// `tpufleet cost [--by person|node|fleet|job|day] [--since DUR|TIME] [--csv] [--goodput]`:
 // the spend ledger (core/spend_report.h: the store's stretches shared among the jobs'
 // runs) as a table, CSV or --json, with the day's and the month's forecast at the current
 // rate and each fleet's budget left; with --goodput, where the paid time went instead
@@ -268,7 +268,7 @@ void PrintGoodput(Invocation& inv, const GoodputReport& r, SpendGrouping by,
 ExitStatus RunCost(Invocation& inv) {
   if (!inv.args.positional.empty()) {
     return UsageError(inv,
-                      "cost takes no arguments: tpufleet cost [--by person|node|fleet|job] "
+                      "cost takes no arguments: tpufleet cost [--by person|node|fleet|job|day] "
                       "[--since D] [--csv] [--goodput]");
   }
   Result<SpendGrouping> by = ParseSpendGrouping(inv.args.Get("by").value_or("person"));

@@ -233,8 +233,8 @@ TEST_F(CostCommandTest, BadFlagsSayWhatWasExpectedAndChangeNothing) {
   cli_testing::Output by = cli_testing::Tpufleet(app_, {"cost", "--by", "persons"});
   EXPECT_EQ(by.code, 2);
   EXPECT_EQ(by.err,
-            "tpufleet: --by: \"persons\" is not one of fleet, node, person, job (did you mean "
-            "person?)\n");
+            "tpufleet: --by: \"persons\" is not one of fleet, node, person, job, day (did you "
+            "mean person?)\n");
   EXPECT_EQ(cli_testing::Tpufleet(app_, {"cost", "--since", "soon"}).code, 2);
   EXPECT_EQ(cli_testing::Tpufleet(app_, {"cost", "--since", "2027-01-01T00:00:00Z"}).code, 2);
   EXPECT_EQ(cli_testing::Tpufleet(app_, {"cost", "--csv", "--json"}).code, 2);

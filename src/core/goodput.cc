@@ -167,7 +167,8 @@ GoodputReport ReportGoodput(const std::vector<SpendShare>& shares,
   r.total.key = "TOTAL";
   // The shares within the span, by node.
   std::map<std::pair<std::string, std::string>, std::vector<Counted>> by_node;
-  for (const SpendShare& share : shares) {
+  std::vector<SpendShare> cut = SharesBy(shares, by, now);
+  for (const SpendShare& share : cut) {
     const SpendRecord& s = share.part;
     Counted c{&share, std::max(s.start, from), std::min(s.end.value_or(now), now),
               s.end.value_or(now)};
@@ -261,8 +262,10 @@ GoodputReport ReportGoodput(const std::vector<SpendShare>& shares,
   for (auto& [key, line] : lines) {
     r.lines.push_back(std::move(line));
   }
-  std::stable_sort(r.lines.begin(), r.lines.end(),
-                   [](const GoodputLine& a, const GoodputLine& b) { return a.usd > b.usd; });
+  if (by != SpendGrouping::kDay) {  // the map's order is the days'
+    std::stable_sort(r.lines.begin(), r.lines.end(),
+                     [](const GoodputLine& a, const GoodputLine& b) { return a.usd > b.usd; });
+  }
   r.verdict = Verdict(r, by);
   return r;
 }

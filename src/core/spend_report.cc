@@ -8,15 +8,17 @@
 
 #include "core/ledger.h"
 #include "util/strings.h"
+#include "util/timestamp.h"
 
 namespace tpufleet {
 namespace {
 
-constexpr std::array<std::pair<std::string_view, SpendGrouping>, 4> kGroupings = {{
+constexpr std::array<std::pair<std::string_view, SpendGrouping>, 5> kGroupings = {{
     {"fleet", SpendGrouping::kFleet},
     {"node", SpendGrouping::kNode},
     {"person", SpendGrouping::kPerson},
     {"job", SpendGrouping::kJob},
+    {"day", SpendGrouping::kDay},
 }};
 
 // An open stretch or run: it goes on past any time it is compared with.
@@ -39,8 +41,34 @@ std::string SpendKey(const SpendShare& share, SpendGrouping by) {
       return s.owner;
     case SpendGrouping::kJob:
       return share.job;
+    case SpendGrouping::kDay:
+      return FormatTimestamp(UtcDayStart(s.start)).substr(0, 10);
   }
   return s.fleet;
+}
+
+std::vector<SpendShare> SharesBy(const std::vector<SpendShare>& shares, SpendGrouping by,
+                                 Clock::WallTime now) {
+  if (by != SpendGrouping::kDay) {
+    return shares;
+  }
+  std::vector<SpendShare> out;
+  for (const SpendShare& share : shares) {
+    Clock::WallTime end = share.part.end.value_or(std::max(now, share.part.start));
+    Clock::WallTime at = share.part.start;
+    for (Clock::WallTime midnight = UtcDayStart(at) + std::chrono::days(1); midnight < end;
+         midnight += std::chrono::days(1)) {
+      SpendShare day = share;
+      day.part.start = at;
+      day.part.end = midnight;
+      out.push_back(std::move(day));
+      at = midnight;
+    }
+    SpendShare last = share;
+    last.part.start = at;
+    out.push_back(std::move(last));
+  }
+  return out;
 }
 
 std::string ShownSpendKey(const std::string& key, SpendGrouping by) {
@@ -129,7 +157,7 @@ SpendReport ReportSpend(const std::vector<SpendShare>& shares, SpendGrouping by,
   r.now = now;
   std::map<std::string, SpendLine> lines;
   std::vector<SpendRecord> parts;
-  for (const SpendShare& share : shares) {
+  for (const SpendShare& share : SharesBy(shares, by, now)) {
     const SpendRecord& s = share.part;
     parts.push_back(s);
     std::string key = SpendKey(share, by);
@@ -154,8 +182,10 @@ SpendReport ReportSpend(const std::vector<SpendShare>& shares, SpendGrouping by,
     r.usd_per_hour += line.usd_per_hour;
     r.lines.push_back(std::move(line));
   }
-  std::stable_sort(r.lines.begin(), r.lines.end(),
-                   [](const SpendLine& a, const SpendLine& b) { return a.usd > b.usd; });
+  if (by != SpendGrouping::kDay) {  // the map's order is the days'
+    std::stable_sort(r.lines.begin(), r.lines.end(),
+                     [](const SpendLine& a, const SpendLine& b) { return a.usd > b.usd; });
+  }
   r.today_usd = SpendBetween(parts, UtcDayStart(now), now);
   r.month_usd = SpendBetween(parts, UtcMonthStart(now), now);
   Clock::WallTime tomorrow = UtcDayStart(now) + std::chrono::days(1);

@@ -19,10 +19,10 @@
 
 namespace tpufleet {
 
-/// What a report's lines are.
-enum class SpendGrouping { kFleet, kNode, kPerson, kJob };
+/// What a report's lines are: a UTC day's are that day's spend ("2026-11-27").
+enum class SpendGrouping { kFleet, kNode, kPerson, kJob, kDay };
 
-/// "fleet" | "node" | "person" | "job".
+/// "fleet" | "node" | "person" | "job" | "day".
 std::string_view SpendGroupingName(SpendGrouping by);
 /// The grouping a word names; InvalidArgument listing the words for anything else.
 Result<SpendGrouping> ParseSpendGrouping(std::string_view word);
@@ -41,8 +41,13 @@ struct SpendShare {
   std::string job_id{};  // the job's id; "" while no job ran
 };
 
-/// The key of the report line `share` counts to (SpendLine::key).
+/// The key of the report line `share` counts to (SpendLine::key); by day, the UTC day
+/// its part starts on.
 std::string SpendKey(const SpendShare& share, SpendGrouping by);
+/// The shares as a report by `by` counts them: by day, each cut at UTC midnights (a
+/// part open at `now` stays open); else as they are.
+std::vector<SpendShare> SharesBy(const std::vector<SpendShare>& shares, SpendGrouping by,
+                                 Clock::WallTime now);
 /// A line's key as shown: "" is "(no job)" by job (the time no job ran) and "(no one)"
 /// by person (stretches opened before the ledger kept owners).
 std::string ShownSpendKey(const std::string& key, SpendGrouping by);
@@ -52,10 +57,11 @@ std::string ShownSpendKey(const std::string& key, SpendGrouping by);
 std::vector<SpendShare> ShareSpend(const std::vector<SpendRecord>& stretches,
                                    const std::vector<JobRunRecord>& runs);
 
-/// One line of a report: a fleet, a node ("fleet/node"), a person or a job.
+/// One line of a report: a fleet, a node ("fleet/node"), a person, a job or a day.
 struct SpendLine {
   /// The fleet, "fleet/node", the person billed ("" for stretches opened before the
-  /// ledger kept owners) or the job ("name (id)"; "" for the time no job ran).
+  /// ledger kept owners), the job ("name (id)"; "" for the time no job ran) or the UTC
+  /// day ("2026-11-27").
   std::string key;
   double usd = 0;           // spent within the span
   double node_hours = 0;    // billable node-hours within the span (a job's share of them)
@@ -64,7 +70,7 @@ struct SpendLine {
 
 struct SpendReport {
   Clock::WallTime from{}, now{};
-  std::vector<SpendLine> lines;  // most spent first, then by key
+  std::vector<SpendLine> lines;  // most spent first, then by key; by day, oldest first
   double usd = 0;                // the lines' sum
   double usd_per_hour = 0;       // the current rate, every line's
   double today_usd = 0;          // since 00:00 UTC of `now`'s day (whatever `from` is)

@@ -171,8 +171,34 @@ TEST(SpendReportTest, MonthsAndGroupingWords) {
   Result<SpendGrouping> bad = ParseSpendGrouping("persons");
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.status().message(),
-            "\"persons\" is not one of fleet, node, person, job (did you mean person?)");
+            "\"persons\" is not one of fleet, node, person, job, day (did you mean person?)");
   EXPECT_EQ(*ParseSpendGrouping("job"), SpendGrouping::kJob);
+  EXPECT_EQ(*ParseSpendGrouping("day"), SpendGrouping::kDay);
+}
+
+TEST(SpendReportTest, Issue17ByDayCutsStretchesAtUtcMidnightOldestFirst) {
+  SpendReport r = ReportSpend(ShareSpend(Ledger(), {}), SpendGrouping::kDay, kReportNow - hours(48),
+                              kReportNow);
+  // ops's hour was yesterday (17:00 to 18:00); today, trainer's 4 h and eval's 3 h.
+  ASSERT_EQ(r.lines.size(), 2u);
+  EXPECT_EQ(r.lines[0].key, "2026-11-29");
+  EXPECT_DOUBLE_EQ(r.lines[0].usd, 2);
+  EXPECT_EQ(r.lines[1].key, "2026-11-30");
+  EXPECT_DOUBLE_EQ(r.lines[1].usd, 52);
+  EXPECT_DOUBLE_EQ(r.lines[1].usd_per_hour, 14);
+
+  // A stretch over midnight, open now: a part per day, the last still open.
+  std::vector<SpendRecord> ledger = {
+      Stretch("eval", "bo", "READY", 2, kReportNow - hours(30), std::nullopt)};
+  std::vector<SpendShare> days = SharesBy(ShareSpend(ledger, {}), SpendGrouping::kDay, kReportNow);
+  ASSERT_EQ(days.size(), 2u);
+  EXPECT_EQ(days[0].part.end, kReportNow - hours(18));
+  EXPECT_FALSE(days[1].part.end.has_value());
+  r = ReportSpend(ShareSpend(ledger, {}), SpendGrouping::kDay, kReportNow - hours(48), kReportNow);
+  ASSERT_EQ(r.lines.size(), 2u);
+  EXPECT_DOUBLE_EQ(r.lines[0].usd, 24);  // 12 h at $2 on the 29th
+  EXPECT_DOUBLE_EQ(r.lines[1].usd, 36);
+  EXPECT_DOUBLE_EQ(r.usd, 60);
 }
 
 }  // namespace

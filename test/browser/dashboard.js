@@ -3,7 +3,9 @@
 // person would use it, and takes a screenshot of each page into OUTDIR:
 //   login    the page asks for a token; a wrong one is refused in one line
 //   nodes    logged in, the fleet's node is listed with its state
-//   spend    the ledger's spend, billed to the fleet's owner
+//   spend    the ledger's spend, billed to the fleet's owner; today's bar in the plot
+//            of spend per day, under the daily budget's line; the pod's line of where
+//            the spend went, and the verdict
 //   log      a job's log followed live: a line printed after it was opened arrives
 //   plot     the node's duty cycle drawn from its agents' samples
 //   events   a preemption (PREEMPT_COMMAND, run here) appears among the events
@@ -93,6 +95,20 @@ async function main() {
       return first && first.textContent === want && first.textContent;
     }, owner);
     if (who !== owner) throw new Error(`the first line is ${who}`);
+    const today = new Date().toISOString().slice(0, 10);
+    const bar = await until(page, (day) => {
+      const rect = document.querySelector(`#plot-days rect.day[data-day="${day}"]`);
+      return rect && Number(rect.getAttribute('height')) > 0 &&
+          document.querySelector('#plot-days line.budget') && day;
+    }, today);
+    if (bar !== today) throw new Error(`no bar of ${today} under a budget line`);
+    const verdict = await until(page, () => {
+      const pod = [...document.querySelectorAll('#goodput tbody tr td')]
+          .some((td) => td.textContent.endsWith('/pod'));
+      const text = document.querySelector('#verdict').textContent;
+      return pod && / % of the spend was /.test(text) && text;
+    });
+    if (!verdict) throw new Error('no goodput line of the pod, or no verdict');
     await page.$eval('#spend', (el) => el.scrollIntoView());
     await shot(page, 'spend');
   });

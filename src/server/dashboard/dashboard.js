@@ -226,9 +226,62 @@ function selectNode(node) {
 
 // --- Spend -----------------------------------------------------------------------------
 
+// Bars of each day's spend (lines: [{day, usd}]), oldest left, under a dashed line at
+// the daily budget (0: none).
+function drawDays(svg, lines, budget) {
+  const W = 600, H = 200, L = 52, R = 8, T = 8, B = 22;
+  const top = Math.max(budget, ...lines.map((l) => l.usd), 1e-9) * 1.1;
+  const y = (v) => T + (H - T - B) * (1 - v / top);
+  const kids = [];
+  for (const v of [0, top / 2, top / 1.1]) {
+    kids.push(svgEl('line', { x1: L, x2: W - R, y1: y(v), y2: y(v), class: 'grid' }));
+    const label = svgEl('text', { x: 2, y: y(v) + 3, class: 'axis' });
+    label.textContent = usd(v);
+    kids.push(label);
+  }
+  const slot = (W - L - R) / Math.max(1, lines.length);
+  lines.forEach((l, i) => {
+    const bar = svgEl('rect', { x: L + i * slot + 1, y: y(l.usd), width: Math.max(1, slot - 2),
+                                height: Math.max(0, y(0) - y(l.usd)), class: 'day' });
+    bar.dataset.day = l.day;
+    const title = svgEl('title', {});
+    title.textContent = l.day + ': ' + usd(l.usd);
+    bar.append(title);
+    kids.push(bar);
+  });
+  if (lines.length) {
+    const first = svgEl('text', { x: L, y: H - 6, class: 'axis' });
+    first.textContent = lines[0].day;
+    kids.push(first);
+  }
+  if (lines.length > 1) {
+    const last = svgEl('text', { x: W - R - 64, y: H - 6, class: 'axis' });
+    last.textContent = lines[lines.length - 1].day;
+    kids.push(last);
+  }
+  if (budget > 0) {
+    kids.push(svgEl('line', { x1: L, x2: W - R, y1: y(budget), y2: y(budget), class: 'budget' }));
+  }
+  svg.replaceChildren(...kids);
+}
+
+function percentOf(part, whole) {
+  return whole > 0 ? Math.round(100 * part / whole) + ' %' : '';
+}
+
 async function refreshSpend() {
-  const byNode = await commandJson(['cost', '--by', 'node', '--json']);
+  const byNode = await commandJson(['cost', '--by', 'node', '--goodput', '--json']);
   spendByNode = new Map(byNode.lines.map((l) => [l.node, l.usd]));
+  fillTable('goodput', byNode.lines.map((l) => {
+    const tr = document.createElement('tr');
+    const u = l.usd_split;
+    tr.append(cell(l.node), cell(usd(l.usd), 'num'), cell(percentOf(u.busy, l.usd), 'num'),
+              cell(percentOf(u.preempted, l.usd), 'num'), cell(percentOf(u.idle, l.usd), 'num'),
+              cell(percentOf(u.input_bound, l.usd), 'num'), cell(percentOf(u.other, l.usd), 'num'),
+              cell(percentOf(u.unmeasured, l.usd), 'num'));
+    return tr;
+  }));
+  $('verdict').textContent = byNode.verdict;
   const r = await commandJson(['cost', '--by', 'person', '--json']);
   const top = Math.max(1, ...r.lines.map((l) => l.usd));
   fillTable('spend', r.lines.map((l) => {
@@ -255,6 +308,9 @@ async function refreshSpend() {
     li.className = b.reached ? 'bad' : '';
     return li;
   }));
+  const days = await commandJson(['cost', '--by', 'day', '--json']);
+  const budget = r.budgets.reduce((a, b) => a + (b.usd_per_day || 0), 0);
+  drawDays($('plot-days'), days.lines, budget);
 }
 
 // --- Jobs ------------------------------------------------------------------------------
