@@ -164,10 +164,7 @@ gap_seconds() {
     ([$e[] | select(.kind == "job-resumed")][0].time) as $r |
     [$p, $r] | map(sub("\\.[0-9]+Z$"; "Z") | fromdate) | .[1] - .[0]' "$tmp/events.json"
 }
-# share NAME KEY PART: of the line KEY of report NAME, PART's hours over its paid hours;
-# hours_of: PART's hours.
-share() { jq -r --arg k "$2" --arg part "$3" \
-  '.by as $by | .lines[] | select(.[$by] == $k) | .hours[$part] / .node_hours' "$tmp/$1.json"; }
+# hours_of NAME KEY PART: of the line KEY of report NAME, PART's hours.
 hours_of() { jq -r --arg k "$2" --arg part "$3" \
   '.by as $by | .lines[] | select(.[$by] == $k) | .hours[$part]' "$tmp/$1.json"; }
 # measured_share NAME KEY PART: PART's hours over the hours the agents measured (paid,
@@ -176,6 +173,7 @@ measured_share() { jq -r --arg k "$2" --arg part "$3" '.by as $by | .lines[] |
   select(.[$by] == $k) | .hours[$part] / (.node_hours - .hours.preempted - .hours.unmeasured)' \
   "$tmp/$1.json"; }
 percent() { awk -v b="$1" 'BEGIN { printf "%.0f", 100 * b }'; }
+is_zero() { awk -v a="$1" 'BEGIN { exit !(a == 0) }'; }
 at_least() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a >= b) }'; }
 goodput_by_job() {
   cost gp-job --by job --goodput || return 1
@@ -183,7 +181,7 @@ goodput_by_job() {
   gap=$(gap_seconds) || return 1
   lost=$(hours_of gp-job "$train" preempted)
   note "pod: preempted for ${gap}s by the events, ${lost} h in the goodput"
-  near "$(awk -v h="$lost" 'BEGIN { print h * 3600 }')" "$gap" 3 ||
+  near "$(awk -v h="$lost" 'BEGIN { print h * 3600 }')" "$gap" 5 ||
     { echo "the train job lost $lost h to preemption; the events say ${gap}s"; jq . "$tmp/gp-job.json"; return 1; }
   # Busy: of the time the agents measured, the stand-in's duty cycle.
   busy=$(measured_share gp-job "$train" busy)
@@ -193,18 +191,21 @@ goodput_by_job() {
   starved=$(measured_share gp-job "$loader" input_bound)
   note "loader: input-bound $(percent "$starved") % of its measured time"
   at_least "$starved" 0.8 || { jq . "$tmp/gp-job.json"; return 1; }
-  at_least "$(share gp-job "" idle)" 0.95 || { jq . "$tmp/gp-job.json"; return 1; }
+  jq -e .measured "$tmp/gp-job.json" >/dev/null || { echo "no usage measured"; return 1; }
+  at_least "$(measured_share gp-job "" idle)" 0.95 || { jq . "$tmp/gp-job.json"; return 1; }
 }
 check "goodput by job: the preemption, the duty cycle and the input-bound time are each job's" goodput_by_job
 
 goodput_by_node_and_person() {
   cost gp-node --by node --goodput || return 1
-  at_least "$(share gp-node lab/idle idle)" 0.95 || { jq . "$tmp/gp-node.json"; return 1; }
-  [[ $(hours_of gp-node feed/feed preempted) == 0 ]] || { jq . "$tmp/gp-node.json"; return 1; }
+  # idle was measured (its agent answered), and found idle.
+  at_least "$(hours_of gp-node lab/idle idle)" 0.01 &&
+    at_least "$(measured_share gp-node lab/idle idle)" 0.95 || { jq . "$tmp/gp-node.json"; return 1; }
+  is_zero "$(hours_of gp-node feed/feed preempted)" || { jq . "$tmp/gp-node.json"; return 1; }
   cost gp-person --by person --goodput || return 1
   at_least "$(hours_of gp-person ada preempted)" 0.001 &&
     at_least "$(hours_of gp-person ada idle)" 0.01 &&
-    [[ $(hours_of gp-person bo preempted) == 0 ]] &&
+    is_zero "$(hours_of gp-person bo preempted)" &&
     at_least "$(measured_share gp-person bo input_bound)" 0.8 ||
     { jq . "$tmp/gp-person.json"; return 1; }
   grep -q "of the spend was" <<<"$(jq -r .verdict "$tmp/gp-node.json")" || return 1

@@ -244,12 +244,14 @@ void PrintGoodput(Invocation& inv, const GoodputReport& r, SpendGrouping by,
                  [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
   TextTable t({head, "SPENT", "CHIP-HOURS", "BUSY", "PREEMPTED", "IDLE", "INPUT-BOUND", "OTHER",
                "UNMEASURED"});
-  // Shares of the line's spend: the TOTAL's are the verdict's.
+  // Shares of the line's spend (the TOTAL's are the verdict's); of its node-hours when
+  // it cost nothing (reserved capacity).
   auto row = [&](const std::string& shown, const GoodputLine& l) {
-    const GoodputSplit& u = l.usd_split;
-    t.AddRow({shown, FormatUsd(l.usd), Hours(l.chip_hours), Share(u.busy, l.usd),
-              Share(u.preempted, l.usd), Share(u.idle, l.usd), Share(u.input_bound, l.usd),
-              Share(u.other, l.usd), Share(u.unmeasured, l.usd)});
+    const GoodputSplit& u = l.usd > 0 ? l.usd_split : l.hours;
+    double whole = l.usd > 0 ? l.usd : l.node_hours;
+    t.AddRow({shown, FormatUsd(l.usd), Hours(l.chip_hours), Share(u.busy, whole),
+              Share(u.preempted, whole), Share(u.idle, whole), Share(u.input_bound, whole),
+              Share(u.other, whole), Share(u.unmeasured, whole)});
   };
   for (const GoodputLine& l : r.lines) {
     row(TerminalText(ShownSpendKey(l.key, by)), l);
@@ -308,7 +310,7 @@ ExitStatus RunCost(Invocation& inv) {
   // A budget is the whole fleet's, seen by its admins alone (VisibleFleets).
   std::vector<BudgetLeft> budgets =
       BudgetsLeft(VisibleFleets(inv.access, std::move(*fleets)), *ledger, now);
-  std::vector<SpendShare> shares = VisibleSpend(inv.access, ShareSpend(*ledger, *runs));
+  std::vector<SpendShare> shares = ShareSpend(*ledger, *runs);
   if (inv.args.Has("goodput")) {
     Result<const Catalog*> catalog = inv.LoadCatalog();
     if (!catalog.ok()) {
@@ -318,15 +320,18 @@ ExitStatus RunCost(Invocation& inv) {
     if (!usage.ok()) {
       return Fail(inv, usage.status());
     }
-    Result<std::vector<PreemptionGap>> gaps = ReadPreemptionGaps(world.store, *since);
+    Result<std::vector<PreemptionGap>> gaps = ReadPreemptionGaps(world.store, *since, now);
     if (!gaps.ok()) {
       return Fail(inv, gaps.status());
     }
-    PrintGoodput(inv, ReportGoodput(shares, *usage, *gaps, **catalog, *by, *since, now), *by,
-                 since_text, !usage->empty());
+    // Every share, for the usage rows to find their jobs; the lines are the caller's.
+    GoodputReport report =
+        ReportGoodput(shares, *usage, *gaps, **catalog, *by, *since, now,
+                      [&](const SpendShare& s) { return MaySeeShare(inv.access, s); });
+    PrintGoodput(inv, report, *by, since_text, !usage->empty());
     return ExitStatus::kOk;
   }
-  SpendReport report = ReportSpend(shares, *by, *since, now);
+  SpendReport report = ReportSpend(VisibleSpend(inv.access, std::move(shares)), *by, *since, now);
   if (inv.json) {
     PrintJson(inv, report, *by, budgets);
   } else if (inv.args.Has("csv")) {

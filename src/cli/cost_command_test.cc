@@ -3,6 +3,8 @@
 // and --json; and what a member and an admin see of it through a team server.
 #include <gtest/gtest.h>
 
+#include <tuple>
+
 #include <nlohmann/json.hpp>
 
 #include "cli/testing/lent_world.h"
@@ -180,6 +182,15 @@ TEST_F(CostCommandTest, Issue17GoodputSplitsThePaidTimeAndSaysWhereMostWent) {
                   ->AddUsage({"lab", "trainer", "jabc1234", now - hours(2), 3600, 3600, 0, 0,
                               now - hours(1)})
                   .ok());
+  // The agents found every other hour of every node idle.
+  for (auto [fleet, node, ago] : {std::tuple{"lab", "trainer", 4}, std::tuple{"lab", "trainer", 3},
+                                  std::tuple{"lab", "trainer", 1}, std::tuple{"lab", "eval", 3},
+                                  std::tuple{"lab", "eval", 2}, std::tuple{"ops", "x", 2}}) {
+    ASSERT_TRUE(
+        t_.store
+            ->AddUsage({fleet, node, "", now - hours(ago), 3600, 0, 0, 3600, now - hours(ago - 1)})
+            .ok());
+  }
   ASSERT_TRUE(t_.store->AddEvent({0, now - hours(3), "lab", "trainer", "preempted", ""}).ok());
   ASSERT_TRUE(t_.store
                   ->AddEvent({0, now - hours(3) + std::chrono::minutes(30), "lab", "trainer",

@@ -31,19 +31,25 @@ TEST(PreemptionGapsTest, Issue17AGapRunsFromThePreemptionToTheJobResumed) {
   event(now - hours(2) + minutes(41), "pod", "recovered");
   event(now - hours(1), "trainer", "job-resumed");
   event(now - minutes(10), "spot", "preempted");
+  // solo: preempted, brought back READY by `up` with nothing to resume: its gap ends at
+  // READY once kResumeWait has passed with no resume.
+  event(now - hours(3), "solo", "preempted");
+  event(now - hours(3) + minutes(5), "solo", "ready");
 
-  Result<std::vector<PreemptionGap>> gaps = ReadPreemptionGaps(*t.store, now - hours(24));
+  Result<std::vector<PreemptionGap>> gaps = ReadPreemptionGaps(*t.store, now - hours(24), now);
 
   ASSERT_TRUE(gaps.ok()) << gaps.status().ToString();
-  ASSERT_EQ(gaps->size(), 2u);
-  EXPECT_EQ((*gaps)[0].node, "pod");
-  EXPECT_EQ((*gaps)[0].start, now - hours(2));
-  EXPECT_EQ((*gaps)[0].end, now - hours(2) + minutes(40));
-  EXPECT_EQ((*gaps)[1].node, "spot");
-  EXPECT_FALSE((*gaps)[1].end.has_value());
-  // With the span reaching back: eval's gap, closed by its deletion.
-  gaps = ReadPreemptionGaps(*t.store, now - hours(50));
   ASSERT_EQ(gaps->size(), 3u);
+  EXPECT_EQ((*gaps)[0].node, "solo");
+  EXPECT_EQ((*gaps)[0].end, now - hours(3) + minutes(5));
+  EXPECT_EQ((*gaps)[1].node, "pod");
+  EXPECT_EQ((*gaps)[1].start, now - hours(2));
+  EXPECT_EQ((*gaps)[1].end, now - hours(2) + minutes(40));  // READY at 20 min: it resumed
+  EXPECT_EQ((*gaps)[2].node, "spot");
+  EXPECT_FALSE((*gaps)[2].end.has_value());
+  // With the span reaching back: eval's gap, closed by its deletion.
+  gaps = ReadPreemptionGaps(*t.store, now - hours(50), now);
+  ASSERT_EQ(gaps->size(), 4u);
   EXPECT_EQ((*gaps)[0].node, "eval");
   EXPECT_EQ((*gaps)[0].end, now - hours(49));
 }

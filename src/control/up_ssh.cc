@@ -182,8 +182,11 @@ void NodeSteps::AfterLogin(const std::vector<WorkerRun>& runs, Clock::MonoTime n
     return;
   }
   // Maintenance while we wait moves the workers: the old addresses never answer again.
-  // The node is taken as it is now (its host keys, the record, the SSH files).
-  if (n.ok() && n->state.IsUsable() && WorkersMoved(*n)) {
+  // The node is taken as it is now (its host keys, the record, the SSH files); a few
+  // times at most, as each starts the login's wait anew.
+  constexpr int kMaxWorkerMoves = 3;
+  if (n.ok() && n->state.IsUsable() && worker_moves_ < kMaxWorkerMoves && WorkersMoved(*n)) {
+    ++worker_moves_;
     Report(NodePhase::kConnecting, zone_, "the workers moved (maintenance): new addresses");
     node_ = std::move(*n);
     Go(NodeStep::kHostKeys);

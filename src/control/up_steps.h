@@ -225,6 +225,7 @@ class NodeSteps {
   const FleetKey* key_;
   const Result<LocalAgent>& agent_;
   Poller poller_;  // every cloud wait of the node shares its backoff and deadline
+  int worker_moves_ = 0;  // times the login's wait found the workers at new addresses
 
   NodeStep step_ = NodeStep::kStart;
   Clock::MonoTime due_;

@@ -99,12 +99,14 @@ std::vector<JobRecord> VisibleJobs(const Access& access, std::vector<JobRecord> 
   return jobs;
 }
 
+bool MaySeeShare(const Access& access, const SpendShare& share) {
+  const SpendRecord& s = share.part;
+  return access.IsAdminOf(s.fleet) ||
+         (access.RoleIn(s.fleet).has_value() && s.owner == access.who());
+}
+
 std::vector<SpendShare> VisibleSpend(const Access& access, std::vector<SpendShare> shares) {
-  std::erase_if(shares, [&](const SpendShare& share) {
-    const SpendRecord& s = share.part;
-    return !access.IsAdminOf(s.fleet) &&
-           !(access.RoleIn(s.fleet).has_value() && s.owner == access.who());
-  });
+  std::erase_if(shares, [&](const SpendShare& share) { return !MaySeeShare(access, share); });
   return shares;
 }
 

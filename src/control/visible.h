@@ -44,9 +44,11 @@ std::string RestartableJobUser(const JobRecord& job);
 /// `jobs` without those `access` may not see (Access::MaySeeJob of RestartableJobUser).
 std::vector<JobRecord> VisibleJobs(const Access& access, std::vector<JobRecord> jobs);
 
-/// `shares` of the spend ledger (core/spend_report.h) without those `access` may not see:
-/// an admin of a fleet sees its whole ledger, anyone else on it the shares billed to
-/// them (their jobs' on any node of it, and the nodes they own while no job ran).
+/// Whether `access` may see `share` of the spend ledger (core/spend_report.h): an admin
+/// of a fleet sees its whole ledger, anyone else on it the shares billed to them (their
+/// jobs' on any node of it, and the nodes they own while no job ran).
+bool MaySeeShare(const Access& access, const SpendShare& share);
+/// `shares` without those `access` may not see (MaySeeShare).
 std::vector<SpendShare> VisibleSpend(const Access& access, std::vector<SpendShare> shares);
 
 /// `fleets` (their owners and budgets) without those `access` does not administer: a

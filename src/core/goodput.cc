@@ -12,6 +12,9 @@ namespace {
 
 using Seconds = std::chrono::duration<double>;
 
+// The longest job id a usage row keeps (tpufleet's are 8 characters).
+constexpr size_t kMaxJobIdBytes = 64;
+
 double SecondsOf(Clock::WallTime::duration d) {
   return Seconds(d).count();
 }
@@ -27,8 +30,9 @@ double Overlap(Clock::WallTime a0, Clock::WallTime a1, Clock::WallTime b0, Clock
 // gaps give it, in node-seconds (its fraction of its node's time).
 struct Counted {
   const SpendShare* share = nullptr;
-  Clock::WallTime start{}, end{};  // the part within [from, now)
+  Clock::WallTime start{}, end{};  // the part within [from, now); empty when outside it
   Clock::WallTime whole_end{};     // the part's own end (now when open)
+  bool shown = true;               // a line counts it
   double measured = 0, busy = 0, input_bound = 0, idle = 0, preempted = 0;
 };
 
@@ -41,23 +45,30 @@ constexpr std::array<Category, 6> kCategories = {{
     {&GoodputSplit::preempted, "lost to preemption"},
     {&GoodputSplit::idle, "idle TPUs"},
     {&GoodputSplit::input_bound, "TPUs starved by the input pipeline"},
-    {&GoodputSplit::other,
-     "jobs' other time (compiling, checkpointing, TPUs barely used)"},
+    {&GoodputSplit::other, "jobs' other time (compiling, checkpointing, TPUs barely used)"},
     {&GoodputSplit::unmeasured,
-     "jobs' unmeasured time (no agent answered, or since serve's last metrics round)"},
+     "unmeasured (no agent answered, or since serve's last metrics round)"},
 }};
+
+// What the verdict weighs: the dollars, or the node-hours when nothing was spent
+// (reserved capacity costs nothing, but its hours still went somewhere).
+const GoodputSplit& Weighed(const GoodputLine& l, bool by_usd) {
+  return by_usd ? l.usd_split : l.hours;
+}
 
 // "41 % of the spend was idle TPUs, mostly on node lab/eval-3"
 std::string Said(const Category& c, const GoodputReport& r, SpendGrouping by) {
+  bool by_usd = r.total.usd > 0;
   const GoodputLine* most = nullptr;
   for (const GoodputLine& l : r.lines) {
-    if (most == nullptr || l.usd_split.*c.part > most->usd_split.*c.part) {
+    if (most == nullptr || Weighed(l, by_usd).*c.part > Weighed(*most, by_usd).*c.part) {
       most = &l;
     }
   }
-  double percent = 100 * r.total.usd_split.*c.part / r.total.usd;
-  std::string out =
-      std::to_string(static_cast<int>(std::lround(percent))) + " % of the spend was " + c.what;
+  double whole = by_usd ? r.total.usd : r.total.node_hours;
+  double percent = 100 * Weighed(r.total, by_usd).*c.part / whole;
+  std::string out = std::to_string(static_cast<int>(std::lround(percent))) +
+                    (by_usd ? " % of the spend was " : " % of the node-hours were ") + c.what;
   if (most != nullptr && r.lines.size() > 1) {
     out += by == SpendGrouping::kJob && most->key.empty()
                ? ", mostly where no job ran"
@@ -68,13 +79,15 @@ std::string Said(const Category& c, const GoodputReport& r, SpendGrouping by) {
 }
 
 std::string Verdict(const GoodputReport& r, SpendGrouping by) {
-  if (r.total.usd <= 0) {
+  if (r.total.node_hours <= 0) {
     return "";
   }
+  bool by_usd = r.total.usd > 0;
+  const GoodputSplit& total = Weighed(r.total, by_usd);
   auto largest = [&](size_t from) {
     size_t best = from;
     for (size_t i = from; i < kCategories.size(); ++i) {
-      if (r.total.usd_split.*kCategories[i].part > r.total.usd_split.*kCategories[best].part) {
+      if (total.*kCategories[i].part > total.*kCategories[best].part) {
         best = i;
       }
     }
@@ -86,7 +99,7 @@ std::string Verdict(const GoodputReport& r, SpendGrouping by) {
   constexpr double kLossWorthSaying = 0.05;
   if (top == 0) {
     size_t loss = largest(1);
-    if (r.total.usd_split.*kCategories[loss].part >= kLossWorthSaying * r.total.usd) {
+    if (total.*kCategories[loss].part >= kLossWorthSaying * total.Sum()) {
       out += "; the largest loss: " + Said(kCategories[loss], r, by);
     }
   }
@@ -130,7 +143,7 @@ std::vector<UsageRecord> MeasureUsage(const std::string& fleet, const std::strin
     busy += b;
     input += i;
     idle += std::clamp(d, 0.0, 1.0 - b - i);
-    if (!w->job.empty()) {
+    if (!w->job.empty() && w->job.size() <= kMaxJobIdBytes) {  // a worker's word, bounded
       ++jobs[w->job];
     }
   }
@@ -160,21 +173,22 @@ std::vector<UsageRecord> MeasureUsage(const std::string& fleet, const std::strin
 GoodputReport ReportGoodput(const std::vector<SpendShare>& shares,
                             const std::vector<UsageRecord>& usage,
                             const std::vector<PreemptionGap>& gaps, const Catalog& catalog,
-                            SpendGrouping by, Clock::WallTime from, Clock::WallTime now) {
+                            SpendGrouping by, Clock::WallTime from, Clock::WallTime now,
+                            const std::function<bool(const SpendShare&)>& shown) {
   GoodputReport r;
   r.from = from;
   r.now = now;
   r.total.key = "TOTAL";
-  // The shares within the span, by node.
+  // Every share, by node: the rows are matched against them all; the lines count the
+  // parts within the span of the shown ones.
   std::map<std::pair<std::string, std::string>, std::vector<Counted>> by_node;
   std::vector<SpendShare> cut = SharesBy(shares, by, now);
   for (const SpendShare& share : cut) {
     const SpendRecord& s = share.part;
-    Counted c{&share, std::max(s.start, from), std::min(s.end.value_or(now), now),
-              s.end.value_or(now)};
-    if (c.end > c.start) {
-      by_node[{s.fleet, s.node}].push_back(c);
-    }
+    Counted c{&share, std::max(s.start, from), std::max(std::min(s.end.value_or(now), now), from),
+              s.end.value_or(now), !shown || shown(share)};
+    c.end = std::max(c.end, c.start);
+    by_node[{s.fleet, s.node}].push_back(c);
   }
   for (const PreemptionGap& g : gaps) {
     auto it = by_node.find({g.fleet, g.node});
@@ -224,6 +238,9 @@ GoodputReport ReportGoodput(const std::vector<SpendShare>& shares,
   std::map<std::string, GoodputLine> lines;
   for (auto& [node, counted] : by_node) {
     for (const Counted& c : counted) {
+      if (!c.shown || c.end <= c.start) {
+        continue;
+      }
       const SpendShare& share = *c.share;
       auto [chips, fresh] = chips_of.emplace(share.part.type, 1);
       if (Result<AcceleratorType> t = catalog.Lookup(share.part.type); fresh && t.ok()) {
@@ -234,16 +251,19 @@ GoodputReport ReportGoodput(const std::vector<SpendShare>& shares,
       GoodputSplit s;
       s.preempted = std::min(c.preempted, paid);
       double rest = paid - s.preempted;
-      double measured = std::min(c.measured, rest);
-      s.busy = std::min(c.busy, measured);
-      s.input_bound = std::min(c.input_bound, measured - s.busy);
+      // More measured than was left (agents answering in a preemption's gap, a row
+      // spread over part of its hour): its parts in proportion.
+      double scale = c.measured > rest ? rest / c.measured : 1;
+      double measured = c.measured * scale;
+      s.busy = std::min(c.busy * scale, measured);
+      s.input_bound = std::min(c.input_bound * scale, measured - s.busy);
       if (share.job_id.empty()) {
-        s.idle = rest - s.busy - s.input_bound;  // no job ran: what was not busy was idle
+        s.idle = measured - s.busy - s.input_bound;  // no job ran: not busy was idle
       } else {
-        s.idle = std::min(c.idle, measured - s.busy - s.input_bound);
+        s.idle = std::min(c.idle * scale, measured - s.busy - s.input_bound);
         s.other = measured - s.busy - s.input_bound - s.idle;
-        s.unmeasured = rest - measured;
       }
+      s.unmeasured = rest - measured;
       GoodputLine part;
       part.node_hours = paid / 3600;
       part.chip_hours = part.node_hours * chips->second;

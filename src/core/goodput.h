@@ -2,7 +2,8 @@
 // of each job, node or person are split into
 //   - busy: the TPUs' duty cycle, as the agents measured it;
 //   - preempted: lost between a preemption and the job resuming (serve's events);
-//   - idle: no job ran, or the agents said nothing used the node;
+//   - idle: what the agents measured of a node no job ran on and that was not busy, or
+//     of a job's time when they said nothing used the node;
 //   - input-bound: the TPUs starved by the job's input pipeline (core/diagnosis.h);
 //   - other: the rest of what the agents measured of a job's time (compiling,
 //     checkpointing, a TPU barely used);
@@ -18,6 +19,7 @@
 // Thread-safety: pure functions over values.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -69,17 +71,23 @@ struct GoodputReport {
   std::vector<GoodputLine> lines;  // most spent first, then by key
   GoodputLine total;               // key "TOTAL"
   /// "41 % of the spend was idle TPUs, mostly on node lab/eval-3", and the largest
-  /// loss when busy TPUs had the most; "" when nothing was spent.
+  /// loss when busy TPUs had the most ("of the node-hours" when nothing was spent); ""
+  /// when no node-hour was paid.
   std::string verdict;
 };
 
-/// The goodput of `shares` within [from, now), one line per key of `by` that spent
-/// something, with the usage rows and preemption gaps of their nodes. `catalog` gives
-/// each type's chips (a type it does not know counts as one chip).
+/// The goodput within [from, now) of the shares `shown` keeps (all of them when empty),
+/// one line per key of `by` that spent something, with the usage rows and preemption
+/// gaps of their nodes. Rows are matched against all of `shares`, whatever the span and
+/// `shown` (a row of a job the caller may not see stays that job's). `catalog` gives
+/// each type's chips (a type it does not know counts as one chip). Lines that cost
+/// nothing (reserved capacity) are split by node-hours, as is the verdict when nothing
+/// was spent.
 /// REQUIRES: from <= now.
 GoodputReport ReportGoodput(const std::vector<SpendShare>& shares,
                             const std::vector<UsageRecord>& usage,
                             const std::vector<PreemptionGap>& gaps, const Catalog& catalog,
-                            SpendGrouping by, Clock::WallTime from, Clock::WallTime now);
+                            SpendGrouping by, Clock::WallTime from, Clock::WallTime now,
+                            const std::function<bool(const SpendShare&)>& shown = {});
 
 }  // namespace tpufleet

@@ -55,6 +55,7 @@ Fleet PreemptedPodAndIdleNode() {
       {"lab", "pod", "j1", t - hours(3), 3600, 3600, 0, 0, t - hours(2)},
       {"lab", "eval", "", t - hours(3), 3600, 0, 0, 3600, t - hours(2)},
       {"lab", "eval", "", t - hours(2), 3600, 0, 0, 3600, t - hours(1)},
+      {"lab", "eval", "", t - hours(1), 3600, 0, 0, 3600, t},
       {"lab", "pod", "j1", t - hours(1), 3600, 1800, 1800, 0, t},
   };
   f.gaps = {{"lab", "pod", t - hours(2), t - hours(1)}};
@@ -149,11 +150,47 @@ TEST(GoodputTest, Issue17UsageCountsToTheJobItMeasuredWhenTwoShareANode) {
   ASSERT_EQ(r.lines.size(), 2u);
   EXPECT_EQ(r.lines[0].key, "a (a)");
   EXPECT_DOUBLE_EQ(r.lines[0].node_hours, 0.75);  // all of the first half, half the second
-  EXPECT_DOUBLE_EQ(r.lines[0].hours.busy, 0.5);
+  // The node's hour measured 50 % busy while a held the chips: half of a's time.
+  EXPECT_DOUBLE_EQ(r.lines[0].hours.busy, 0.375);
+  EXPECT_DOUBLE_EQ(r.lines[0].hours.other, 0.375);
   EXPECT_EQ(r.lines[1].key, "b (b)");  // no agent measured it
   EXPECT_DOUBLE_EQ(r.lines[1].hours.busy, 0);
   EXPECT_DOUBLE_EQ(r.lines[1].hours.other, 0);
   EXPECT_DOUBLE_EQ(r.lines[1].hours.unmeasured, 0.25);
+}
+
+// A row stays its job's when the span or the caller's view leaves the job's share out:
+// the rest of the node's time is not made busy by it.
+TEST(GoodputTest, Issue17ARowStaysItsJobsWhenTheSpanOrTheViewLeavesItOut) {
+  const Clock::WallTime t = kGoodputNow;
+  std::vector<SpendRecord> ledger = {
+      NodeStretch("n", "v5litepod-4", "ada", "READY", 4, t - hours(1), t)};
+  std::vector<JobRunRecord> runs = {
+      {"lab", "n", "j", "j", "bo", "", t - hours(1), t - minutes(30)}};
+  std::vector<UsageRecord> usage = {{"lab", "n", "j", t - hours(1), 1800, 1800, 0, 0, t}};
+  std::vector<SpendShare> shares = ShareSpend(ledger, runs);
+  GoodputReport r = ReportGoodput(shares, usage, {}, testing::BuiltinCatalog(), SpendGrouping::kJob,
+                                  t - minutes(30), t);
+  ASSERT_EQ(r.lines.size(), 1u);
+  EXPECT_EQ(r.lines[0].key, "");
+  EXPECT_DOUBLE_EQ(r.lines[0].hours.busy, 0);
+  EXPECT_DOUBLE_EQ(r.lines[0].hours.unmeasured, 0.5);
+
+  // ada sees the node's time no job ran, not bo's job.
+  r = ReportGoodput(shares, usage, {}, testing::BuiltinCatalog(), SpendGrouping::kPerson,
+                    t - hours(1), t, [](const SpendShare& s) { return s.part.owner == "ada"; });
+  ASSERT_EQ(r.lines.size(), 1u);
+  EXPECT_EQ(r.lines[0].key, "ada");
+  EXPECT_DOUBLE_EQ(r.lines[0].hours.busy, 0);
+
+  // Reserved capacity costs nothing: its verdict weighs node-hours.
+  ledger[0].usd_per_hour = 0;
+  r = ReportGoodput(ShareSpend(ledger, runs), usage, {}, testing::BuiltinCatalog(),
+                    SpendGrouping::kJob, t - hours(1), t);
+  EXPECT_EQ(r.verdict,
+            "50 % of the node-hours were busy TPUs, mostly on job j (j); the largest loss: 50 % "
+            "of the node-hours were unmeasured (no agent answered, or since serve's last "
+            "metrics round), mostly where no job ran.");
 }
 
 TEST(GoodputTest, Issue17MeasureUsageAveragesTheAnsweringWorkersAndCutsAtTheHour) {

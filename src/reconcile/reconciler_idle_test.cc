@@ -148,6 +148,7 @@ TEST_F(ReconcilerTest, Issue17EveryMetricsRoundAddsEachNodesUsageOnce) {
   again->Pass();
   Settle(*again);
   EXPECT_DOUBLE_EQ(seconds_of("trainer").seconds, 90 + since_restart);
+  EXPECT_GT(seconds_of("eval").seconds, 90 + since_restart);  // the round did run
 }
 
 }  // namespace

@@ -135,6 +135,7 @@ CREATE TABLE node_usage (
   seconds REAL NOT NULL, busy_seconds REAL NOT NULL, input_bound_seconds REAL NOT NULL,
   idle_seconds REAL NOT NULL, measured_until INTEGER NOT NULL,
   PRIMARY KEY (fleet, node, hour_start, job));
+CREATE INDEX node_usage_by_hour ON node_usage (hour_start);
 )sql",
 };
 // The schema this build writes.

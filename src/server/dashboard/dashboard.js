@@ -226,8 +226,21 @@ function selectNode(node) {
 
 // --- Spend -----------------------------------------------------------------------------
 
-// Bars of each day's spend (lines: [{day, usd}]), oldest left, under a dashed line at
-// the daily budget (0: none).
+// Every UTC day of a `cost --by day` report's span, with what it spent (0: none).
+function calendarDays(report) {
+  const spent = new Map(report.lines.map((l) => [l.day, l.usd]));
+  const out = [];
+  const end = report.now.slice(0, 10);
+  for (let t = Date.parse(report.since.slice(0, 10) + 'T00:00:00Z'); ; t += 86400000) {
+    const day = new Date(t).toISOString().slice(0, 10);
+    out.push({ day, usd: spent.get(day) || 0 });
+    if (day >= end || out.length > 400) break;
+  }
+  return out;
+}
+
+// Bars of each day's spend (lines: [{day, usd}], one per calendar day), oldest left,
+// under a dashed line at the daily budget (0: none).
 function drawDays(svg, lines, budget) {
   const W = 600, H = 200, L = 52, R = 8, T = 8, B = 22;
   const top = Math.max(budget, ...lines.map((l) => l.usd), 1e-9) * 1.1;
@@ -269,7 +282,8 @@ function percentOf(part, whole) {
   return whole > 0 ? Math.round(100 * part / whole) + ' %' : '';
 }
 
-async function refreshSpend() {
+// Where each node's spend went (which also gives the nodes' cost column), and the verdict.
+async function refreshGoodput() {
   const byNode = await commandJson(['cost', '--by', 'node', '--goodput', '--json']);
   spendByNode = new Map(byNode.lines.map((l) => [l.node, l.usd]));
   fillTable('goodput', byNode.lines.map((l) => {
@@ -282,6 +296,11 @@ async function refreshSpend() {
     return tr;
   }));
   $('verdict').textContent = byNode.verdict;
+}
+
+// A failed goodput report (the server's catalog, say) leaves the rest of the spend shown.
+async function refreshSpend() {
+  await refreshGoodput().catch((e) => { $('verdict').textContent = 'goodput: ' + e.message; });
   const r = await commandJson(['cost', '--by', 'person', '--json']);
   const top = Math.max(1, ...r.lines.map((l) => l.usd));
   fillTable('spend', r.lines.map((l) => {
@@ -310,7 +329,7 @@ async function refreshSpend() {
   }));
   const days = await commandJson(['cost', '--by', 'day', '--json']);
   const budget = r.budgets.reduce((a, b) => a + (b.usd_per_day || 0), 0);
-  drawDays($('plot-days'), days.lines, budget);
+  drawDays($('plot-days'), calendarDays(days), budget);
 }
 
 // --- Jobs ------------------------------------------------------------------------------
