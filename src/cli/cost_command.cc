@@ -79,6 +79,16 @@ std::vector<BudgetLeft> BudgetsLeft(const std::vector<FleetRecord>& fleets,
   return out;
 }
 
+// By job, a line's job apart from its "name (id)" key: null for the time no job ran.
+void AddJobFields(nlohmann::json& line, SpendGrouping by, const std::string& id,
+                  const std::string& name) {
+  if (by != SpendGrouping::kJob) {
+    return;
+  }
+  line["job_id"] = id.empty() ? nlohmann::json(nullptr) : nlohmann::json(id);
+  line["job_name"] = id.empty() ? nlohmann::json(nullptr) : nlohmann::json(name);
+}
+
 nlohmann::json OrNull(const std::optional<double>& v) {
   return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
 }
@@ -92,6 +102,7 @@ void PrintJson(Invocation& inv, const SpendReport& r, SpendGrouping by,
                      {"usd", l.usd},
                      {"node_hours", l.node_hours},
                      {"usd_per_hour", l.usd_per_hour}});
+    AddJobFields(lines.back(), by, l.job_id, l.job_name);
   }
   nlohmann::json out_budgets = nlohmann::json::array();
   for (const BudgetLeft& b : budgets) {
@@ -204,6 +215,7 @@ void PrintGoodput(Invocation& inv, const GoodputReport& r, SpendGrouping by,
                        {"chip_hours", l.chip_hours},
                        {"hours", SplitJson(l.hours)},
                        {"usd_split", SplitJson(l.usd_split)}});
+      AddJobFields(lines.back(), by, l.job_id, l.job_name);
     }
     nlohmann::json out = {{"by", key},
                           {"since", FormatTimestamp(r.from)},

@@ -165,6 +165,8 @@ TEST_F(CostCommandTest, Issue17ByJobTheHoursAJobRanAreItsAndBilledToWhoRanIt) {
   json bo = json::parse(As("bo", {"cost", "--by", "job", "--json"}).out);
   ASSERT_EQ(bo["lines"].size(), 2u);
   EXPECT_EQ(bo["lines"][0]["job"], "probe (jabc1234)");
+  EXPECT_EQ(bo["lines"][0]["job_id"], "jabc1234");
+  EXPECT_EQ(bo["lines"][0]["job_name"], "probe");
   EXPECT_EQ(bo["lines"][1]["job"], "sweep (jdef5678)");
   EXPECT_DOUBLE_EQ(bo["usd"].get<double>(), 18);
   EXPECT_TRUE(bo["budgets"].empty());
@@ -209,6 +211,12 @@ TEST_F(CostCommandTest, Issue17GoodputSplitsThePaidTimeAndSaysWhereMostWent) {
                        "TOTAL             $50.00  7.0         20 %   10 %       70 %  0 %          "
                        "0 %    0 %\n"))
       << o.out;
+  json by_job =
+      json::parse(cli_testing::Tpufleet(app_, {"cost", "--by", "job", "--goodput", "--json"}).out);
+  ASSERT_EQ(by_job["lines"].size(), 2u);
+  EXPECT_TRUE(by_job["lines"][0]["job_id"].is_null());  // (no job)
+  EXPECT_EQ(by_job["lines"][1]["job_id"], "jabc1234");
+  EXPECT_EQ(by_job["lines"][1]["job_name"], "probe");
   // Of $50: $5 preempted, $35 idle (every hour no job ran but the preemption's).
   EXPECT_TRUE(Contains(o.out, "\n70 % of the spend was idle TPUs, mostly where no job ran.\n"))
       << o.out;

@@ -275,6 +275,10 @@ GoodputReport ReportGoodput(const std::vector<SpendShare>& shares,
       std::string key = SpendKey(share, by);
       GoodputLine& line = lines[key];
       line.key = key;
+      if (by == SpendGrouping::kJob) {
+        line.job_id = share.job_id;
+        line.job_name = share.job_name;
+      }
       Add(line, part);
       Add(r.total, part);
     }

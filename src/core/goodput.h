@@ -59,6 +59,7 @@ struct GoodputSplit {
 
 struct GoodputLine {
   std::string key;         // as SpendLine's
+  std::string job_id{}, job_name{};  // by job: as SpendLine's
   double usd = 0;          // spent within the span
   double node_hours = 0;   // paid, a job's share of them
   double chip_hours = 0;   // node_hours times the chips of the node's type

@@ -129,9 +129,9 @@ std::vector<SpendShare> ShareSpend(const std::vector<SpendRecord>& stretches,
           running.push_back(run);
         }
       }
-      auto add = [&](const std::string& person, double fraction, std::string job,
-                     const std::string& job_id) {
-        SpendShare share{s, std::move(job), fraction, job_id};
+      auto add = [&](const std::string& person, double fraction, const JobRunRecord* run) {
+        SpendShare share{s, run ? run->name + " (" + run->id + ")" : "", fraction,
+                         run ? run->id : "", run ? run->name : ""};
         share.part.start = cuts[i];
         share.part.end = cuts[i + 1] == kOpen ? std::nullopt : std::optional(cuts[i + 1]);
         share.part.usd_per_hour = s.usd_per_hour * fraction;
@@ -139,11 +139,11 @@ std::vector<SpendShare> ShareSpend(const std::vector<SpendRecord>& stretches,
         shares.push_back(std::move(share));
       };
       if (running.empty()) {
-        add(s.owner, 1, "", "");
+        add(s.owner, 1, nullptr);
       }
       for (const JobRunRecord* run : running) {
         add(run->person.empty() ? s.owner : run->person, 1.0 / static_cast<double>(running.size()),
-            run->name + " (" + run->id + ")", run->id);
+            run);
       }
     }
   }
@@ -169,6 +169,10 @@ SpendReport ReportSpend(const std::vector<SpendShare>& shares, SpendGrouping by,
     }
     SpendLine& line = lines[key];
     line.key = key;
+    if (by == SpendGrouping::kJob) {
+      line.job_id = share.job_id;
+      line.job_name = share.job_name;
+    }
     if (end > start) {
       line.node_hours += Hours(end - start) * share.fraction;
       line.usd += s.usd_per_hour * Hours(end - start);

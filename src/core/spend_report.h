@@ -38,7 +38,8 @@ struct SpendShare {
   SpendRecord part;
   std::string job;      // "name (id)" of the job it is the share of; "" while no job ran
   double fraction = 1;  // of the node's time: 1/k while k jobs ran
-  std::string job_id{};  // the job's id; "" while no job ran
+  std::string job_id{};    // the job's id; "" while no job ran
+  std::string job_name{};  // its name
 };
 
 /// The key of the report line `share` counts to (SpendLine::key); by day, the UTC day
@@ -63,6 +64,7 @@ struct SpendLine {
   /// ledger kept owners), the job ("name (id)"; "" for the time no job ran) or the UTC
   /// day ("2026-11-27").
   std::string key;
+  std::string job_id{}, job_name{};  // by job: the job's id and name ("" for no job)
   double usd = 0;           // spent within the span
   double node_hours = 0;    // billable node-hours within the span (a job's share of them)
   double usd_per_hour = 0;  // what its open billable stretches cost per hour at `now`
