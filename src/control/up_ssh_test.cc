@@ -37,9 +37,9 @@ TEST(Up, WaitsForHostKeysAndSsh) {
   EXPECT_EQ(t.workers.RunsOf("true"), 4 * 3) << "two refusals, then an answer, per worker";
 }
 
-TEST(Up, WorkerThatNeverAcceptsSshFailsTheNode) {
-  TestWorld t;
-  t.workers.RefuseFirst(1000000);
+// Up of trainer with a 2-minute wait, which must fail as a node whose workers never
+// accept SSH does, saying `why`.
+void ExpectUpFailsWithoutSsh(TestWorld& t, const std::string& why) {
   UpOptions quick;
   quick.timeout = std::chrono::minutes(2);
 
@@ -48,8 +48,13 @@ TEST(Up, WorkerThatNeverAcceptsSshFailsTheNode) {
   EXPECT_EQ(r.nodes[0].status.code(), StatusCode::kUnavailable);
   EXPECT_TRUE(Contains(r.nodes[0].status.message(), "does not accept SSH"))
       << r.nodes[0].status.message();
-  EXPECT_TRUE(Contains(r.nodes[0].status.message(), "Connection refused"))
-      << r.nodes[0].status.message();
+  EXPECT_TRUE(Contains(r.nodes[0].status.message(), why)) << r.nodes[0].status.message();
+}
+
+TEST(Up, WorkerThatNeverAcceptsSshFailsTheNode) {
+  TestWorld t;
+  t.workers.RefuseFirst(1000000);
+  ExpectUpFailsWithoutSsh(t, "Connection refused");
 }
 
 // Maintenance while up waits for SSH: the workers come back at new addresses and the
@@ -87,6 +92,19 @@ TEST(Up, WorkersMovedWhileWaitingForSshAreReachedWhereTheyNowAre) {
       << t.SshConfig();
   EXPECT_TRUE(Contains(t.KnownHosts(), now[0].SshAddress() + " " + rec.workers[0].host_key));
   EXPECT_EQ(t.Events("ready", "trainer").size(), 1u);
+}
+
+// Workers that move again at every look are taken again a few times, then the login
+// wait runs out as for any worker that never answers (rather than up waiting for ever).
+TEST(Up, WorkersThatKeepMovingFailTheNodeAfterAFewRetakes) {
+  TestWorld t;
+  t.workers.unreachable = [&](const FanoutHost& host) -> std::string {
+    t.cloud.MoveWorkers(kZoneB, "trainer");
+    return "connect to " + host.address + " port 22: No route to host";
+  };
+  ExpectUpFailsWithoutSsh(t, "No route to host");
+  // The first look at the host keys, and one per retake.
+  EXPECT_EQ(t.cloud.CallCount("GetWorkerIdentities"), 1 + 3);
 }
 
 // Up of trainer, preempted just before the next call of `method`: up deletes it and

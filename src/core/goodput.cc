@@ -116,11 +116,11 @@ void Add(GoodputLine& to, const GoodputLine& part) {
   }
 }
 
-}  // namespace
-
 Clock::WallTime UtcHourStart(Clock::WallTime t) {
   return std::chrono::floor<std::chrono::hours>(t);
 }
+
+}  // namespace
 
 std::vector<UsageRecord> MeasureUsage(const std::string& fleet, const std::string& node,
                                       const std::vector<std::optional<WindowSummary>>& workers,
@@ -243,8 +243,10 @@ GoodputReport ReportGoodput(const std::vector<SpendShare>& shares,
       }
       const SpendShare& share = *c.share;
       auto [chips, fresh] = chips_of.emplace(share.part.type, 1);
-      if (Result<AcceleratorType> t = catalog.Lookup(share.part.type); fresh && t.ok()) {
-        chips->second = std::max(1, t->chips);
+      if (fresh) {
+        if (Result<AcceleratorType> t = catalog.Lookup(share.part.type); t.ok()) {
+          chips->second = std::max(1, t->chips);
+        }
       }
       // Node-seconds: paid, lost to preemption off the top, then what the agents said.
       double paid = SecondsOf(c.end - c.start) * share.fraction;

@@ -40,9 +40,6 @@ struct PreemptionGap {
   std::optional<Clock::WallTime> end;  // nullopt: not resumed yet
 };
 
-/// The start of the UTC hour `t` falls in.
-Clock::WallTime UtcHourStart(Clock::WallTime t);
-
 /// The usage rows of one node for [from, now) from its workers' window summaries
 /// (nullopt: the worker's agent did not answer; no row when none did): the means over
 /// the answering workers of the duty cycle, the input-bound share and the time since

@@ -7,6 +7,7 @@
 
 #include "core/cost.h"
 #include "core/testing/catalog_fixtures.h"
+#include "core/testing/spend_fixtures.h"
 
 namespace tpufleet {
 namespace {
@@ -24,16 +25,10 @@ constexpr double kV4_8 = 12.88;  // v4-8 on demand in us-central2: 4 chips x $3.
 
 SpendRecord Stretch(std::string state, double usd_per_hour, Clock::WallTime start,
                     std::optional<Clock::WallTime> end) {
-  SpendRecord s;
-  s.fleet = "lab";
-  s.node = "trainer";
-  s.type = "v4-8";
+  SpendRecord s = testing::LedgerStretch("lab", "trainer", "v4-8", "", std::move(state),
+                                         usd_per_hour, start, end);
   s.zone = "us-central2-b";
   s.capacity = "on-demand";
-  s.state = std::move(state);
-  s.usd_per_hour = usd_per_hour;
-  s.start = start;
-  s.end = end;
   return s;
 }
 

@@ -36,9 +36,10 @@
 // by every action in flight. While a CLI command holds it, the pass takes no action,
 // warns "waiting for …" and tries again next pass.
 //
-// A metrics round (control/fleet_metrics.h: the idle verdicts of fleets with an idle
-// policy, and every node's usage, added to the store for goodput, core/goodput.h) runs
-// every ReconcilerOptions::metrics_every; it is one blocking fan-out call
+// A metrics round (control/fleet_metrics.h: the idle verdicts of nodes with an idle
+// policy, and the usage of every node whose agents all answer, added to the store for
+// goodput, core/goodput.h) runs every ReconcilerOptions::metrics_every; it is one
+// blocking fan-out call
 // of at most kMetricsCallTimeout, made between the loop's turns. So are a jobs round's
 // calls (a job list, and a restart's start on the node's workers).
 //
@@ -72,8 +73,9 @@ namespace tpufleet {
 /// serve's default pass: a preemption the API reports (rather than the agents) is seen
 /// within this, and 10 zones listed every pass stay under kDefaultApiCallsPerMinute.
 inline constexpr std::chrono::seconds kDefaultPass{5};
-/// How often the idle verdicts are asked for: idle policies are minutes long, and a
-/// round costs every watched worker an agent call.
+/// How often the idle verdicts and the nodes' usage are asked for: idle policies are
+/// minutes long, a round measures the agents' last minute, and it costs every watched
+/// worker an agent call.
 inline constexpr std::chrono::seconds kDefaultMetricsEvery{30};
 /// A node whose action failed (a recovery that stocked out everywhere, a delete the API
 /// refused) is not acted on again for this long: the pass goes on every 5 s, the

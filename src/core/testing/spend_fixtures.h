@@ -1,4 +1,4 @@
-// Ledger stretches for the tests of core's spend report and goodput.
+// Ledger stretches for the tests of core's ledger, spend report and goodput.
 #pragma once
 
 #include <optional>
