@@ -1,9 +1,10 @@
 # shellcheck shell=bash
 # Shared by the benches that run the node agent on the emulator's workers (bench/agent.sh,
-# jobs.sh, top.sh, serve.sh), sourced: their start (root, the agent built next to
-# tpufleet, a private temp dir holding HOME, the state and the emulator), their end (the
-# fleet, the gang watchers of this run's jobs, the holder and the emulator stopped; the
-# temp dir removed) and the inotify limit their agents need.
+# jobs.sh, top.sh, serve.sh, serve_api.sh, dashboard.sh), sourced: their start (root, the
+# agent built next to tpufleet, a private temp dir holding HOME, the state and the
+# emulator), their end (the fleet, the gang watchers of this run's jobs, the holder and
+# the emulator stopped; the temp dir removed), the inotify limit their agents need, and
+# serve started over TLS.
 
 # bench_start NAME BIN: sets $bench, $bin and $tmp; exits 0 (skipped) when not root.
 bench_start() {
@@ -58,4 +59,21 @@ bench_inotify_raise() {
 }
 bench_inotify_restore() {
   if [[ $(cat "$inotify") != "$inotify_was" ]]; then echo "$inotify_was" >"$inotify"; fi
+}
+
+# bench_serve SPEC LOG: `tpufleet serve SPEC` over TLS on a free loopback port, its log in
+# LOG; sets $serve_pid and $serve_port once serve has logged its certificate (a minute at
+# most; else says why and returns 1).
+bench_serve() {
+  serve_port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  "$bin" serve "$1" --listen "127.0.0.1:$serve_port" 2>"$2" &
+  # shellcheck disable=SC2034  # the caller's, to stop serve and read its CPU
+  serve_pid=$!
+  for _ in $(seq 1 60); do
+    grep -q "clients pin it" "$2" && return 0
+    sleep 1
+  done
+  say "serve did not start:"
+  tail -5 "$2" >&2
+  return 1
 }

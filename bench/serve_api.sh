@@ -102,17 +102,10 @@ fleet_up() {
 
 # serve_start: serve on the current store, its certificate pinned.
 serve_start() {
-  local port fp
-  port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-  "$bin" serve "$spec" --listen "127.0.0.1:$port" 2>"$tmp/serve.log" &
-  serve_pid=$!
-  for _ in $(seq 1 60); do
-    grep -q "clients pin it" "$tmp/serve.log" && break
-    sleep 1
-  done
+  local fp
+  bench_serve "$spec" "$tmp/serve.log" || exit 1
   fp=$(grep -o 'TLS certificate SHA256:[A-Za-z0-9+/]*' "$tmp/serve.log" | cut -d' ' -f3)
-  [[ -n $fp ]] || { say "serve did not start:"; tail -5 "$tmp/serve.log" >&2; exit 1; }
-  export TPUFLEET_SERVER=https://127.0.0.1:$port TPUFLEET_TOKEN_FILE=$TPUFLEET_STATE_DIR/serve/token
+  export TPUFLEET_SERVER=https://127.0.0.1:$serve_port TPUFLEET_TOKEN_FILE=$TPUFLEET_STATE_DIR/serve/token
   "$bin" --server-fingerprint "$fp" status --json >/dev/null  # pinned, ahead of the load
 }
 

@@ -18,6 +18,9 @@ std::string ToJson(const CommandRequest& request) {
   if (!request.files.empty()) {
     j["files"] = request.files;
   }
+  if (request.max_age_seconds) {
+    j["max_age_seconds"] = *request.max_age_seconds;
+  }
   return internal::Dump(j, -1);
 }
 
@@ -41,6 +44,14 @@ Result<CommandRequest> ParseCommandRequest(std::string_view text) {
       return InvalidArgumentError("every word of a command request's argv is a string");
     }
     r.argv.push_back(word.get<std::string>());
+  }
+  if (auto age = j.find("max_age_seconds"); age != j.end()) {
+    if (!age->is_number_integer() || *age < 1 || *age > kMaxAnswerAgeSeconds) {
+      return InvalidArgumentError(
+          "a command request's max_age_seconds is a whole number from 1 to " +
+          std::to_string(kMaxAnswerAgeSeconds));
+    }
+    r.max_age_seconds = age->get<int>();
   }
   auto files = j.find("files");
   if (files == j.end()) {

@@ -51,12 +51,21 @@ inline constexpr size_t kMaxCommandFileBytes = 2 << 20;
 /// and the words. The server reads no more (server/http_server.h).
 inline constexpr size_t kMaxCommandRequestBytes = 2 * kMaxCommandFileBytes + (64 << 10);
 
+/// Most seconds a request's max_age_seconds may be.
+inline constexpr int kMaxAnswerAgeSeconds = 300;
+
 /// {"argv": ["up", "F.yaml"], "files": {"F.yaml": "fleet: lab\n…"}}: the words after
 /// `tpufleet`, without --server, and the files the command reads, by the path as the
 /// client typed it ("-": its stdin). "files" is left out when there are none.
+///
+/// "max_age_seconds": N (1 to kMaxAnswerAgeSeconds), for a caller that asks the same
+/// thing again and again (the dashboard): an answer the server made for the same person
+/// and words at most N seconds ago will do (server/answer_cache.h says for which
+/// commands). Left out: the command runs now, as the CLI's always do.
 struct CommandRequest {
   std::vector<std::string> argv;
   std::map<std::string, std::string> files = {};
+  std::optional<int> max_age_seconds = std::nullopt;
 };
 
 /// Where a piece of output goes.
@@ -75,7 +84,8 @@ std::string ToJson(const CommandRequest& request);
 /// InvalidArgument, naming what is wrong, for anything but the object above (a word
 /// that is not a string, more than kMaxCommandWords words, no words at all; files not
 /// an object of strings, an empty path, more than kMaxCommandFiles of them or
-/// kMaxCommandFileBytes in all; a body over kMaxCommandRequestBytes).
+/// kMaxCommandFileBytes in all; a max_age_seconds that is no whole number from 1 to
+/// kMaxAnswerAgeSeconds; a body over kMaxCommandRequestBytes).
 Result<CommandRequest> ParseCommandRequest(std::string_view json);
 
 /// `text` as {"stdout"|"stderr": …} lines, each ending in a newline and carrying at

@@ -49,6 +49,23 @@ TEST(CommandRequest, CarriesTheFilesTheCommandReadsWithinBounds) {
   EXPECT_EQ(ParseCommandRequest(huge).status().code(), StatusCode::kInvalidArgument);
 }
 
+TEST(CommandRequest, MaySayHowOldAnAnswerWillDo) {
+  CommandRequest in{{"cost", "--json"}, {}, 30};
+  EXPECT_EQ(ToJson(in), "{\"argv\":[\"cost\",\"--json\"],\"max_age_seconds\":30}");
+  Result<CommandRequest> r = ParseCommandRequest(ToJson(in));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->max_age_seconds, 30);
+  EXPECT_EQ(ParseCommandRequest("{\"argv\": [\"jobs\"]}")->max_age_seconds, std::nullopt);
+  for (const char* bad : {"0", "-5", "301", "2.5", "\"30\"", "null"}) {
+    Result<CommandRequest> b = ParseCommandRequest(
+        std::string("{\"argv\": [\"jobs\"], \"max_age_seconds\": ") + bad + "}");
+    EXPECT_EQ(b.status().code(), StatusCode::kInvalidArgument) << bad;
+    EXPECT_EQ(b.status().message(),
+              "a command request's max_age_seconds is a whole number from 1 to 300")
+        << bad;
+  }
+}
+
 TEST(CommandStream, FramesOneObjectALineAndReadsItBackTextAsItIs) {
   CommandResult in{1, "NODE  STATE\npod   READY\n", "tpufleet: error: \x1b[31mx\n"};
   std::string stream = ToJson(in);

@@ -93,6 +93,18 @@ nlohmann::json OrNull(const std::optional<double>& v) {
   return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
 }
 
+// A day's spend per person, most first: [{"person", "usd"}] ("" for no one).
+nlohmann::json PersonsJson(const std::map<std::string, double>& usd_by_person) {
+  std::vector<std::pair<std::string, double>> sorted(usd_by_person.begin(), usd_by_person.end());
+  std::stable_sort(sorted.begin(), sorted.end(),
+                   [](const auto& a, const auto& b) { return a.second > b.second; });
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& [person, usd] : sorted) {
+    out.push_back({{"person", person}, {"usd", usd}});
+  }
+  return out;
+}
+
 void PrintJson(Invocation& inv, const SpendReport& r, SpendGrouping by,
                const std::vector<BudgetLeft>& budgets) {
   std::string key(SpendGroupingName(by));
@@ -103,6 +115,9 @@ void PrintJson(Invocation& inv, const SpendReport& r, SpendGrouping by,
                      {"node_hours", l.node_hours},
                      {"usd_per_hour", l.usd_per_hour}});
     AddJobFields(lines.back(), by, l.job_id, l.job_name);
+    if (by == SpendGrouping::kDay) {
+      lines.back()["persons"] = PersonsJson(l.usd_by_person);
+    }
   }
   nlohmann::json out_budgets = nlohmann::json::array();
   for (const BudgetLeft& b : budgets) {

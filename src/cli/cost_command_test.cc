@@ -132,6 +132,24 @@ TEST_F(CostCommandTest, ThroughAServerAMemberSeesWhatIsBilledToThemAndAnAdminThe
   EXPECT_TRUE(As("stranger", {"cost"}).out.find("Nothing billed.") != std::string::npos);
 }
 
+TEST_F(CostCommandTest, Issue17ByDayEachDaySaysWhoSpentIt) {
+  json j = json::parse(cli_testing::Tpufleet(app_, {"cost", "--by", "day", "--json"}).out);
+  ASSERT_EQ(j["lines"].size(), 1u);
+  EXPECT_EQ(j["lines"][0]["day"], "2026-01-01");
+  EXPECT_DOUBLE_EQ(j["lines"][0]["usd"].get<double>(), 50);
+  EXPECT_EQ(j["lines"][0]["persons"],
+            json::parse(R"([{"person": "ada", "usd": 42.0}, {"person": "bo", "usd": 8.0}])"));
+  // Through a server, what the caller may see of it: boss administers lab, not ops.
+  json boss = json::parse(As("boss", {"cost", "--by", "day", "--json"}).out);
+  ASSERT_EQ(boss["lines"].size(), 1u);
+  EXPECT_EQ(boss["lines"][0]["persons"],
+            json::parse(R"([{"person": "ada", "usd": 40.0}, {"person": "bo", "usd": 8.0}])"));
+  EXPECT_FALSE(
+      json::parse(cli_testing::Tpufleet(app_, {"cost", "--json"}).out)["lines"][0].contains(
+          "persons"))
+      << "only days are split by person";
+}
+
 TEST_F(CostCommandTest, Issue17ByJobTheHoursAJobRanAreItsAndBilledToWhoRanIt) {
   // bo ran a job on ada's trainer for an hour, ending an hour ago; bo's sweep on eval
   // runs on (its run is open, the eval node's stretch ended).

@@ -69,6 +69,14 @@ std::optional<Role> Access::RoleIn(std::string_view fleet) const {
   return role.ok() ? *role : Role::kViewer;
 }
 
+bool Access::SameAs(const Access& other) const {
+  auto allows = [](const UserRecord& a, const UserRecord& b) {
+    return a.fleet == b.fleet && a.role == b.role && a.nodes == b.nodes;
+  };
+  return who_ == other.who_ && everything_ == other.everything_ &&
+         std::equal(rows_.begin(), rows_.end(), other.rows_.begin(), other.rows_.end(), allows);
+}
+
 bool Access::IsAdminOf(std::string_view fleet) const {
   return RoleIn(fleet) == Role::kAdmin;
 }

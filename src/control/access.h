@@ -65,6 +65,9 @@ class Access {
   /// Whether they may see the job of fleet `fleet` run as Unix user `job_user`: an admin
   /// of the fleet, or the job's own person.
   bool MaySeeJob(std::string_view fleet, std::string_view job_user) const;
+  /// Whether `other` is the same caller allowed exactly the same (each fleet's role and
+  /// node selectors): what they see is then the same.
+  bool SameAs(const Access& other) const;
   /// Whether they may cancel or restart it: an admin, or a member whose job it is.
   bool MayChangeJob(std::string_view fleet, std::string_view job_user) const;
 

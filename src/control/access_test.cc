@@ -70,6 +70,21 @@ TEST(Access, AMemberSeesTheNodesTheySelectAndOnlyTheirOwnJobs) {
   EXPECT_FALSE(nobody.MaySeeJob("lab", "eve"));
 }
 
+TEST(Access, IsTheSameOnlyForTheSameCallerAllowedTheSame) {
+  std::vector<UserRecord> rows = {Row("lab", "milo", "member", {"pod"}),
+                                  Row("lab", "ada", "admin")};
+  Access milo = Access::Of("milo", rows);
+  UserRecord rekeyed = rows[0];
+  rekeyed.keys = {"ssh-ed25519 AAAA new"};  // what they may see is not in their keys
+  EXPECT_TRUE(milo.SameAs(Access::Of("milo", {rekeyed})));
+  EXPECT_FALSE(milo.SameAs(Access::Of("ada", rows)));
+  EXPECT_FALSE(milo.SameAs(Access::Of("milo", {Row("lab", "milo", "admin", {"pod"})})));
+  EXPECT_FALSE(milo.SameAs(Access::Of("milo", {Row("lab", "milo", "member", {"pod", "eval"})})));
+  EXPECT_FALSE(milo.SameAs(Access::Of("milo", {rows[0], Row("other", "milo", "viewer")})));
+  EXPECT_FALSE(milo.SameAs(Access::Everything("milo")));
+  EXPECT_TRUE(Access::Everything("operator").SameAs(Access::Everything("operator")));
+}
+
 TEST(Access, RolesAreTheirWords) {
   EXPECT_EQ(ParseRole("admin").value(), Role::kAdmin);
   Result<Role> bad = ParseRole("root");

@@ -176,6 +176,9 @@ SpendReport ReportSpend(const std::vector<SpendShare>& shares, SpendGrouping by,
     if (end > start) {
       line.node_hours += Hours(end - start) * share.fraction;
       line.usd += s.usd_per_hour * Hours(end - start);
+      if (by == SpendGrouping::kDay) {
+        line.usd_by_person[s.owner] += s.usd_per_hour * Hours(end - start);
+      }
     }
     if (bills_now) {
       line.usd_per_hour += s.usd_per_hour;

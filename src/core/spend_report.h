@@ -8,6 +8,7 @@
 // Thread-safety: pure functions over values.
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -68,6 +69,8 @@ struct SpendLine {
   double usd = 0;           // spent within the span
   double node_hours = 0;    // billable node-hours within the span (a job's share of them)
   double usd_per_hour = 0;  // what its open billable stretches cost per hour at `now`
+  /// By day: the day's `usd` per person billed ("" as `key` by person), adding up to it.
+  std::map<std::string, double> usd_by_person{};
 };
 
 struct SpendReport {

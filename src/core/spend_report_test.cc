@@ -186,6 +186,14 @@ TEST(SpendReportTest, Issue17ByDayCutsStretchesAtUtcMidnightOldestFirst) {
   EXPECT_EQ(r.lines[1].key, "2026-11-30");
   EXPECT_DOUBLE_EQ(r.lines[1].usd, 52);
   EXPECT_DOUBLE_EQ(r.lines[1].usd_per_hour, 14);
+  // Each day's spend per person billed, adding up to the day's.
+  EXPECT_EQ(r.lines[0].usd_by_person, (std::map<std::string, double>{{"", 2}}));
+  EXPECT_EQ(r.lines[1].usd_by_person, (std::map<std::string, double>{{"ada", 40}, {"bo", 12}}));
+  EXPECT_TRUE(ReportSpend(ShareSpend(Ledger(), {}), SpendGrouping::kPerson, kReportNow - hours(48),
+                          kReportNow)
+                  .lines[0]
+                  .usd_by_person.empty())
+      << "only days are split";
 
   // A stretch over midnight, open now: a part per day, the last still open.
   std::vector<SpendRecord> ledger = {

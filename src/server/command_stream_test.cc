@@ -78,12 +78,16 @@ class CommandStreamTest : public ::testing::Test {
   // POST /v1/command for `word`, each piece of the body given to `on_body`.
   Result<HttpResponse> Post(const std::string& word,
                             std::function<bool(std::string_view)> on_body) {
+    return Post(api::CommandRequest{{word}}, std::move(on_body));
+  }
+  Result<HttpResponse> Post(const api::CommandRequest& command,
+                            std::function<bool(std::string_view)> on_body) {
     CurlHttpClient http;
     HttpRequest req;
     req.method = "POST";
     req.url = url_ + "/v1/command";
     req.headers["Authorization"] = std::string("Bearer ") + kStreamToken;
-    req.body = api::ToJson(api::CommandRequest{{word}});
+    req.body = api::ToJson(command);
     req.timeout = kBroken;
     req.on_body = std::move(on_body);
     return http.Send(req);
@@ -180,6 +184,83 @@ TEST_F(CommandStreamTest, CommandsAtOnceAreBoundedAndTheOtherRoutesStillAnswer) 
     t.join();
   }
   EXPECT_EQ(codes, std::vector<int>(kMaxRunningCommands, 0));
+}
+
+TEST_F(CommandStreamTest, FollowedLogsHaveSlotsOfTheirOwn) {
+  // Every command slot taken by a command that waits, then every followed log's.
+  std::vector<std::thread> clients;
+  auto start = [&](api::CommandRequest command) {
+    clients.emplace_back([this, command] {
+      api::CommandStreamReader reader([](api::OutputStream, std::string_view) {});
+      (void)Post(command, [&reader](std::string_view piece) { return reader.Feed(piece).ok(); });
+    });
+  };
+  auto wait_started = [&](int n) {
+    std::unique_lock<std::mutex> lock(started_mu_);
+    return started_cv_.wait_for(lock, kBroken, [&] { return started_ == n; });
+  };
+  for (int i = 0; i < kMaxRunningCommands; ++i) {
+    start({{"jobs"}});
+  }
+  ASSERT_TRUE(wait_started(kMaxRunningCommands));
+  for (int i = 0; i < kMaxFollowedLogs; ++i) {
+    start({{"logs", "job-" + std::to_string(i), i % 2 ? "-f" : "--follow"}});
+  }
+  ASSERT_TRUE(wait_started(kMaxRunningCommands + kMaxFollowedLogs))
+      << "a followed log waits for a command slot";
+  Result<HttpResponse> busy = Post(api::CommandRequest{{"logs", "-f", "one-more"}}, nullptr);
+  ASSERT_TRUE(busy.ok()) << busy.status().ToString();
+  EXPECT_EQ(busy->status, 503) << busy->body;
+  EXPECT_NE(busy->body.find("follows 32 logs at once"), std::string::npos) << busy->body;
+  gate_.Open();
+  for (std::thread& t : clients) {
+    t.join();
+  }
+  Result<HttpResponse> again = Post(api::CommandRequest{{"logs", "-f", "later"}}, nullptr);
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ(again->status, 200) << "the slots are given back as the logs end";
+  EXPECT_TRUE(FollowsLog({"logs", "ID", "-f"}));
+  EXPECT_FALSE(FollowsLog({"logs", "ID"}));
+  EXPECT_FALSE(FollowsLog({"run", "-f"})) << "only `logs` follows in its own slots";
+}
+
+TEST_F(CommandStreamTest, AReportAskedWithAMaxAgeIsRunOnceForItsAskersInThatTime) {
+  gate_.Open();  // the command prints and ends at once
+  auto ask = [&](api::CommandRequest command) {
+    std::string body;
+    Result<HttpResponse> r = Post(command, [&](std::string_view piece) {
+      body.append(piece);
+      return true;
+    });
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_EQ(r.ok() ? r->status : 0, 200) << body;
+    Result<api::CommandResult> result = api::ParseCommandResult(body);
+    EXPECT_TRUE(result.ok()) << body;
+    return std::make_pair(r.ok() ? r->headers["age"] : "?", result.ok() ? result->out : "?");
+  };
+  api::CommandRequest cost{{"cost", "--by", "node", "--json"}, {}, 30};
+  EXPECT_EQ(ask(cost),
+            std::make_pair(std::string("0"), std::string("first line of cost\nafter the gate\n")));
+  clock_.Advance(std::chrono::seconds(20));
+  EXPECT_EQ(ask(cost).first, "20") << "the answer of 20 s ago";
+  EXPECT_EQ(started_, 1);
+  clock_.Advance(std::chrono::seconds(11));
+  EXPECT_EQ(ask(cost).first, "0") << "31 s old is older than asked: run again";
+  EXPECT_EQ(started_, 2);
+  api::CommandRequest other = cost;
+  other.argv = {"cost", "--by", "person", "--json"};
+  ask(other);
+  EXPECT_EQ(started_, 3) << "other words, another answer";
+  cost.max_age_seconds.reset();
+  ask(cost);
+  EXPECT_EQ(started_, 4) << "without max_age_seconds the command runs now";
+  ask({{"logs", "x"}, {}, 30});
+  ask({{"logs", "x"}, {}, 30});
+  EXPECT_EQ(started_, 6) << "logs are never kept";
+  server_->Stop();
+  std::vector<AuditRecord> audit = store_->Audit(std::nullopt, 10).value();
+  EXPECT_EQ(audit.size(), 7u)
+      << "every request is in the audit log, answered from the cache or not";
 }
 
 TEST(CommandStreamBounds, OutputPastTheBoundIsCutSaidAndTheCommandInterrupted) {

@@ -4,6 +4,7 @@
 #include <charconv>
 #include <chrono>
 #include <set>
+#include <sstream>
 
 #include "api/fleet.h"
 #include "api/invite.h"
@@ -90,9 +91,10 @@ ApiResponse ServeApi::Handle(const ApiRequest& request) const {
   // everything anyway. Any other request is logged, the operator's too.
   if (request.path != "/metrics" || !caller->access.everything()) {
     Audit(caller->name, action,
-          r.status < 300 ? "ok"
-                         : (r.status < 500 ? "refused: " : "error: ") +
-                               std::to_string(r.status) + " " + r.error_code);
+          !r.audit_outcome.empty() ? r.audit_outcome
+          : r.status < 300         ? "ok"
+                           : (r.status < 500 ? "refused: " : "error: ") + std::to_string(r.status) +
+                                 " " + r.error_code);
   }
   return r;
 }
@@ -279,23 +281,83 @@ ApiResponse ServeApi::Command(const ApiRequest& request, const Caller& caller,
     return ErrorResponse(400, "invalid_argument", command.status().message());
   }
   action = AuditAction(command->argv);
-  if (running_->fetch_add(1) >= kMaxRunningCommands) {
-    running_->fetch_sub(1);
-    return ErrorResponse(503, "unavailable",
-                         "this server runs " + std::to_string(kMaxRunningCommands) +
-                             " commands at once, the most it runs; try again once one ended");
+  if (command->max_age_seconds && Cacheable(command->argv)) {
+    return CachedCommand(*command, caller);
+  }
+  // A followed log waits for lines far more than it works: it has slots of its own, so
+  // that people watching their jobs leave the others free.
+  bool follows = FollowsLog(command->argv);
+  std::shared_ptr<std::atomic<int>> slots = follows ? following_ : running_;
+  if (!TakeSlot(*slots, follows ? kMaxFollowedLogs : kMaxRunningCommands)) {
+    return Busy(follows);
   }
   auto run = [this, request = *std::move(command), caller](
                  std::ostream& out, std::ostream& err, const std::atomic<bool>& interrupt) {
     return context_.run_command(request, caller, out, err, interrupt);
   };
-  auto ended = [this, person = caller.name, action, running = running_](int exit_code) {
-    running->fetch_sub(1);
+  auto ended = [this, person = caller.name, action, slots](int exit_code) {
+    slots->fetch_sub(1);
     Audit(person, action, exit_code == 0 ? "ok" : "exit " + std::to_string(exit_code));
   };
   ApiResponse r;
   r.content_type = "application/x-ndjson";
   r.stream = std::make_shared<CommandStream>(std::move(run), std::move(ended));
+  return r;
+}
+
+bool FollowsLog(const std::vector<std::string>& argv) {
+  return !argv.empty() && argv[0] == "logs" &&
+         std::any_of(argv.begin() + 1, argv.end(),
+                     [](const std::string& w) { return w == "-f" || w == "--follow"; });
+}
+
+bool ServeApi::TakeSlot(std::atomic<int>& slots, int most) {
+  if (slots.fetch_add(1) >= most) {
+    slots.fetch_sub(1);
+    return false;
+  }
+  return true;
+}
+
+ApiResponse ServeApi::Busy(bool follows) {
+  return ErrorResponse(503, "unavailable",
+                       follows
+                           ? "this server follows " + std::to_string(kMaxFollowedLogs) +
+                                 " logs at once, the most it follows; try again once one ended"
+                           : "this server runs " + std::to_string(kMaxRunningCommands) +
+                                 " commands at once, the most it runs; try again once one ended");
+}
+
+ApiResponse ServeApi::CachedCommand(const api::CommandRequest& command,
+                                    const Caller& caller) const {
+  Clock::WallTime now = context_.clock->Now();
+  auto make = [&]() -> std::optional<api::CommandResult> {
+    if (!TakeSlot(*running_, kMaxRunningCommands)) {
+      return std::nullopt;
+    }
+    std::ostringstream out, err;
+    std::atomic<bool> interrupt{false};  // a report ends by itself
+    api::CommandResult result;
+    result.exit_code = context_.run_command(command, caller, out, err, interrupt);
+    running_->fetch_sub(1);
+    result.out = std::move(out).str();
+    result.err = std::move(err).str();
+    return result;
+  };
+  std::optional<AnswerCache::Answer> answer = cache_->Get(
+      caller.access, command.argv, std::chrono::seconds(*command.max_age_seconds), now, make);
+  if (!answer) {
+    return Busy(false);
+  }
+  ApiResponse r;
+  if (answer->result.exit_code != 0) {
+    r.audit_outcome = "exit " + std::to_string(answer->result.exit_code);
+  }
+  r.content_type = "application/x-ndjson";
+  r.body = api::ToJson(answer->result);
+  // How old the answer is (RFC 9111's Age): 0 when it was made for this request.
+  r.headers["Age"] = std::to_string(std::max<int64_t>(
+      0, std::chrono::duration_cast<std::chrono::seconds>(now - answer->made).count()));
   return r;
 }
 

@@ -18,7 +18,11 @@
 //                      CLI command run here (ServeApiContext::run_command) on a thread of
 //                      its own, for `tpufleet --server URL`. A client that goes away
 //                      interrupts the command (command_stream.h). At most
-//                      kMaxRunningCommands run at once: 503 unavailable past that.
+//                      kMaxRunningCommands run at once, and kMaxFollowedLogs
+//                      `logs -f`: 503 unavailable past that. With max_age_seconds, a
+//                      report (answer_cache.h) is answered whole, perhaps from an
+//                      answer made for the same person a moment ago (its Age header
+//                      says how long ago).
 //
 //   GET /, /ui/…       the dashboard's files (dashboard.h), to anyone: they hold no data
 //
@@ -49,6 +53,7 @@
 
 #include "api/remote_command.h"
 #include "reconcile/serve_view.h"
+#include "server/answer_cache.h"
 #include "server/auth.h"
 #include "store/store.h"
 #include "util/clock.h"
@@ -58,10 +63,15 @@ namespace tpufleet::server {
 /// Most events one /v1/events answers (the newest that match): a bounded body.
 inline constexpr size_t kMaxEventsPerRequest = 1000;
 /// Commands run at once for clients. A command holds its request's thread for as long
-/// as it runs (a `logs -f`: until the job ends), so this is kept below the HTTP
-/// server's threads (http_server.h kRequestThreads), whose rest answer the other
-/// routes however many commands run.
+/// as it runs, so this is kept below the HTTP server's threads (http_server.h
+/// kRequestThreads), whose rest answer the other routes however many commands run.
 inline constexpr int kMaxRunningCommands = 8;
+/// `logs -f` (FollowsLog) followed at once, besides those: each holds a thread until its
+/// job ends or its reader goes, but works only when a line comes.
+inline constexpr int kMaxFollowedLogs = 32;
+
+/// Whether the command `argv` is `logs … -f|--follow …`.
+bool FollowsLog(const std::vector<std::string>& argv);
 
 struct ApiRequest {
   std::string method;                          // "GET"
@@ -93,6 +103,7 @@ struct ApiResponse {
   std::string content_type = "application/json";
   std::map<std::string, std::string> headers;  // extra headers
   std::string error_code;  // an error's {"error": {"code"}} ("" when OK), for the audit log
+  std::string audit_outcome;  // the audit line's outcome when not the status's ("exit 1")
 };
 
 /// What the routes read. Pointers are borrowed; all must outlive the ServeApi.
@@ -129,10 +140,19 @@ class ServeApi {
   ApiResponse Jobs(const Access& access) const;
   ApiResponse Hosts(const Caller& caller) const;
   ApiResponse Command(const ApiRequest& request, const Caller& caller, std::string& action) const;
+  // A command asked with max_age_seconds (answer_cache.h): run on this thread, its answer
+  // whole, or one kept.
+  ApiResponse CachedCommand(const api::CommandRequest& command, const Caller& caller) const;
+  // One of `most` slots counted by `slots`, or false when they are all taken.
+  static bool TakeSlot(std::atomic<int>& slots, int most);
+  static ApiResponse Busy(bool follows);  // 503: every slot (of followed logs) taken
 
   const ServeApiContext context_;
   // Commands running now (their streams', until the command ended): kMaxRunningCommands.
   std::shared_ptr<std::atomic<int>> running_ = std::make_shared<std::atomic<int>>(0);
+  // `logs -f` following now: kMaxFollowedLogs.
+  std::shared_ptr<std::atomic<int>> following_ = std::make_shared<std::atomic<int>>(0);
+  std::shared_ptr<AnswerCache> cache_ = std::make_shared<AnswerCache>();
 };
 
 /// An error response: `status` and {"error": {"code", "message"}}.

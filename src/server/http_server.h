@@ -15,11 +15,12 @@
 //     unread; head and body together at most httpd::kMaxRequestHeadBytes +
 //     kMaxRequestBodyBytes per request (httpd::BoundedServer), else 400 and the
 //     connection closed;
-//   - connections are bounded in time and count: kRequestThreads answer at once, a
-//     connection serves at most kKeepAliveRequests requests, and one idle or slow for
-//     kIoTimeout is closed (a command's answer, streamed, lasts as long as the command;
-//     a client that reads nothing of it for kIoTimeout is gone, and its command
-//     interrupted).
+//   - connections are bounded in time and count: kRequestThreads answer at once (a
+//     connection holds its thread from its first request to its close), a connection
+//     serves at most kKeepAliveRequests requests, one idle between requests for
+//     kKeepAliveIdle or slow within one for kIoTimeout is closed (a command's answer,
+//     streamed, lasts as long as the command; a client that reads nothing of it for
+//     kIoTimeout is gone, and its command interrupted).
 //
 // Ownership: the ServeApi must outlive the server. Thread-safety: Start and Stop are for
 // one controlling thread; port() may be read from any thread after Start.
@@ -43,13 +44,20 @@ inline constexpr int kDefaultListenPort = 8471;
 /// Largest request body read: POST /v1/command's, one command line and the files it
 /// reads (the other routes take none).
 inline constexpr size_t kMaxRequestBodyBytes = api::kMaxCommandRequestBytes;
-/// Requests answered at once: a command holds its thread while it runs (up to
-/// kMaxRunningCommands of them), and four more answer the rest (a CLI's status, a
-/// dashboard, a Prometheus) however many commands run.
-inline constexpr int kRequestThreads = kMaxRunningCommands + 4;
+/// Connections served at once: a command holds its thread while it runs (up to
+/// kMaxRunningCommands of them, and kMaxFollowedLogs followed logs), and 24 more answer
+/// the rest (CLIs' status, dashboards, a Prometheus) however many commands run. Fifty
+/// open dashboards keep about that many connections busy or briefly idle
+/// (bench/RESULTS.md, "The dashboard").
+inline constexpr int kRequestThreads = kMaxRunningCommands + kMaxFollowedLogs + 24;
 /// Requests on one keep-alive connection before it is closed.
 inline constexpr int kKeepAliveRequests = 100;
-/// A connection silent this long (between requests, or within one) is closed.
+/// A connection idle this long after its last answer (or before its first request) is
+/// closed: enough for a client's next request of the same moment (a dashboard asks
+/// several things at once), short enough that a page asking every few seconds does not
+/// hold a thread between its visits.
+inline constexpr std::chrono::seconds kKeepAliveIdle{2};
+/// A connection silent this long within a request (or an answer unread) is closed.
 inline constexpr std::chrono::seconds kIoTimeout{5};
 
 class ServeHttpServer {

@@ -3,8 +3,9 @@
 // person would use it, and takes a screenshot of each page into OUTDIR:
 //   login    the page asks for a token; a wrong one is refused in one line
 //   nodes    logged in, the fleet's node is listed with its state
-//   spend    the ledger's spend, billed to the fleet's owner; today's bar in the plot
-//            of spend per day, under the daily budget's line; the pod's line of where
+//   spend    the ledger's spend, billed to the fleet's owner; the owner's part of today's
+//            bar in the plot of spend per day (and in its legend), under the daily
+//            budget's line; the pod's line of where
 //            the spend went, and the verdict
 //   log      a job's log followed live: a line printed after it was opened arrives
 //   plot     the node's duty cycle drawn from its agents' samples
@@ -96,12 +97,14 @@ async function main() {
     }, owner);
     if (who !== owner) throw new Error(`the first line is ${who}`);
     const today = new Date().toISOString().slice(0, 10);
-    const bar = await until(page, (day) => {
-      const rect = document.querySelector(`#plot-days rect.day[data-day="${day}"]`);
+    const bar = await until(page, ([day, person]) => {
+      const rect = document.querySelector(
+          `#plot-days rect.day[data-day="${day}"][data-person="${person}"]`);
       return rect && Number(rect.getAttribute('height')) > 0 &&
-          document.querySelector('#plot-days line.budget') && day;
-    }, today);
-    if (bar !== today) throw new Error(`no bar of ${today} under a budget line`);
+          document.querySelector('#plot-days line.budget') &&
+          document.querySelector(`#days-legend li[data-person="${person}"]`) && day;
+    }, [today, owner]);
+    if (bar !== today) throw new Error(`no part of ${owner} in the bar of ${today} under a budget line`);
     const verdict = await until(page, () => {
       const pod = [...document.querySelectorAll('#goodput tbody tr td')]
           .some((td) => td.textContent.endsWith('/pod'));

@@ -10,6 +10,11 @@ const kSpendRefreshMs = 30000; // the ledger moves slowly
 const kPlotRefreshMs = 10000;  // the agents sample every few seconds
 // The plots' span: `top --since` gives 20 points of it (a point every 15 s).
 const kPlotSeconds = 300;
+// How old an answer of the server's may be (max_age_seconds, docs/serve.md): every page
+// open asks the same reports, and the server makes each one once in this time for all
+// of the same person's pages.
+const kSpendAnswerAge = 30;
+const kAnswerAge = 5;  // jobs and plots
 
 let token = sessionStorage.getItem(kTokenKey) || '';
 let timers = [];
@@ -34,12 +39,13 @@ async function getJson(path) {
 }
 
 // Runs `argv` on the server (POST /v1/command) and calls onText with each piece of its
-// stdout as it comes; resolves to {code, err} once the command ended.
-async function runCommand(argv, onText, signal) {
+// stdout as it comes; resolves to {code, err} once the command ended. With maxAge (s),
+// an answer the server made that long ago for the same person will do.
+async function runCommand(argv, onText, signal, maxAge) {
   const r = await fetch('/v1/command', {
     method: 'POST',
     headers: headers({ 'Content-Type': 'application/json' }),
-    body: JSON.stringify({ argv }),
+    body: JSON.stringify(maxAge ? { argv, max_age_seconds: maxAge } : { argv }),
     signal,
   });
   if (r.status === 401) throw new AuthError('not authenticated');
@@ -69,10 +75,10 @@ async function runCommand(argv, onText, signal) {
   throw new Error('the server cut the answer short');
 }
 
-// The whole stdout of a command that prints one JSON document.
-async function commandJson(argv) {
+// The whole stdout of a report that prints one JSON document, made at most maxAge ago.
+async function commandJson(argv, maxAge) {
   let out = '';
-  const { code, err } = await runCommand(argv, (t) => { out += t; });
+  const { code, err } = await runCommand(argv, (t) => { out += t; }, undefined, maxAge);
   if (!out) throw new Error(err.trim() || argv[0] + ' exited ' + code);
   return JSON.parse(out);
 }
@@ -189,7 +195,7 @@ function drawPlot(svg, series, t0, t1) {
 async function refreshPlots() {
   if (!selectedNode) return;
   const node = selectedNode;
-  const doc = await commandJson(['top', node, '--json', '--since', kPlotSeconds + 's']);
+  const doc = await commandJson(['top', node, '--json', '--since', kPlotSeconds + 's'], kAnswerAge);
   if (node !== selectedNode) return;
   const t1 = doc.time_unix_ms;
   const t0 = t1 - kPlotSeconds * 1000;
@@ -226,22 +232,34 @@ function selectNode(node) {
 
 // --- Spend -----------------------------------------------------------------------------
 
-// Every UTC day of a `cost --by day` report's span, with what it spent (0: none).
+// Every UTC day of a `cost --by day` report's span, with what it spent and who spent it
+// ({day, usd, persons: [{person, usd}]}; 0 and none for a day without spend).
 function calendarDays(report) {
-  const spent = new Map(report.lines.map((l) => [l.day, l.usd]));
+  const spent = new Map(report.lines.map((l) => [l.day, l]));
   const out = [];
   const end = report.now.slice(0, 10);
   for (let t = Date.parse(report.since.slice(0, 10) + 'T00:00:00Z'); ; t += 86400000) {
     const day = new Date(t).toISOString().slice(0, 10);
-    out.push({ day, usd: spent.get(day) || 0 });
+    const line = spent.get(day);
+    out.push({ day, usd: line ? line.usd : 0, persons: line ? line.persons : [] });
     if (day >= end || out.length > 400) break;
   }
   return out;
 }
 
-// Bars of each day's spend (lines: [{day, usd}], one per calendar day), oldest left,
-// under a dashed line at the daily budget (0: none).
-function drawDays(svg, lines, budget) {
+// The people who spent within the days, most first, each with a colour of the palette.
+function personColours(days) {
+  const total = new Map();
+  for (const d of days) {
+    for (const p of d.persons) total.set(p.person, (total.get(p.person) || 0) + p.usd);
+  }
+  return [...total.entries()].sort((a, b) => b[1] - a[1])
+      .map(([person, usd], i) => ({ person, usd, colour: kPalette[i % kPalette.length] }));
+}
+
+// Bars of each day's spend (lines: calendarDays'), oldest left, each split by the people
+// who spent it (colours: personColours'), under a dashed line at the daily budget (0: none).
+function drawDays(svg, lines, budget, colours) {
   const W = 600, H = 200, L = 52, R = 8, T = 8, B = 22;
   const top = Math.max(budget, ...lines.map((l) => l.usd), 1e-9) * 1.1;
   const y = (v) => T + (H - T - B) * (1 - v / top);
@@ -253,14 +271,23 @@ function drawDays(svg, lines, budget) {
     kids.push(label);
   }
   const slot = (W - L - R) / Math.max(1, lines.length);
+  const colourOf = new Map(colours.map((c) => [c.person, c.colour]));
   lines.forEach((l, i) => {
-    const bar = svgEl('rect', { x: L + i * slot + 1, y: y(l.usd), width: Math.max(1, slot - 2),
-                                height: Math.max(0, y(0) - y(l.usd)), class: 'day' });
-    bar.dataset.day = l.day;
-    const title = svgEl('title', {});
-    title.textContent = l.day + ': ' + usd(l.usd);
-    bar.append(title);
-    kids.push(bar);
+    let below = 0;  // the day's spend already drawn, from the bottom up
+    for (const p of l.persons) {
+      const bar = svgEl('rect', { x: L + i * slot + 1, y: y(below + p.usd),
+                                  width: Math.max(1, slot - 2),
+                                  height: Math.max(0, y(below) - y(below + p.usd)), class: 'day' });
+      bar.style.fill = colourOf.get(p.person) || kPalette[0];
+      bar.dataset.day = l.day;
+      bar.dataset.person = p.person;
+      const title = svgEl('title', {});
+      title.textContent = l.day + ': ' + usd(p.usd) + ' by ' + (p.person || '(no one)') +
+          ' of ' + usd(l.usd);
+      bar.append(title);
+      kids.push(bar);
+      below += p.usd;
+    }
   });
   if (lines.length) {
     const first = svgEl('text', { x: L, y: H - 6, class: 'axis' });
@@ -284,7 +311,8 @@ function percentOf(part, whole) {
 
 // Where each node's spend went (which also gives the nodes' cost column), and the verdict.
 async function refreshGoodput() {
-  const byNode = await commandJson(['cost', '--by', 'node', '--goodput', '--json']);
+  const byNode =
+      await commandJson(['cost', '--by', 'node', '--goodput', '--json'], kSpendAnswerAge);
   spendByNode = new Map(byNode.lines.map((l) => [l.node, l.usd]));
   fillTable('goodput', byNode.lines.map((l) => {
     const tr = document.createElement('tr');
@@ -301,7 +329,7 @@ async function refreshGoodput() {
 // A failed goodput report (the server's catalog, say) leaves the rest of the spend shown.
 async function refreshSpend() {
   await refreshGoodput().catch((e) => { $('verdict').textContent = 'goodput: ' + e.message; });
-  const r = await commandJson(['cost', '--by', 'person', '--json']);
+  const r = await commandJson(['cost', '--by', 'person', '--json'], kSpendAnswerAge);
   const top = Math.max(1, ...r.lines.map((l) => l.usd));
   fillTable('spend', r.lines.map((l) => {
     const tr = document.createElement('tr');
@@ -327,15 +355,26 @@ async function refreshSpend() {
     li.className = b.reached ? 'bad' : '';
     return li;
   }));
-  const days = await commandJson(['cost', '--by', 'day', '--json']);
+  const days =
+      calendarDays(await commandJson(['cost', '--by', 'day', '--json'], kSpendAnswerAge));
   const budget = r.budgets.reduce((a, b) => a + (b.usd_per_day || 0), 0);
-  drawDays($('plot-days'), calendarDays(days), budget);
+  const colours = personColours(days);
+  drawDays($('plot-days'), days, budget, colours);
+  $('days-legend').replaceChildren(...colours.map((c) => {
+    const li = document.createElement('li');
+    const swatch = document.createElement('span');
+    swatch.className = 'swatch';
+    swatch.style.background = c.colour;
+    li.dataset.person = c.person;
+    li.append(swatch, document.createTextNode((c.person || '(no one)') + ' ' + usd(c.usd)));
+    return li;
+  }));
 }
 
 // --- Jobs ------------------------------------------------------------------------------
 
 async function refreshJobs() {
-  const list = await commandJson(['jobs', '--json']);
+  const list = await commandJson(['jobs', '--json'], kAnswerAge);
   fillTable('jobs', (list.jobs || []).map((j) => {
     const tr = document.createElement('tr');
     tr.className = 'clickable';
