@@ -28,8 +28,9 @@ bool Cacheable(const std::vector<std::string>& argv) {
 
 std::optional<AnswerCache::Answer> AnswerCache::Get(
     const Access& access, const std::vector<std::string>& argv, std::chrono::seconds max_age,
-    Clock::WallTime now, const std::function<std::optional<api::CommandResult>()>& make) {
+    const Clock& clock, const std::function<std::optional<api::CommandResult>()>& make) {
   std::string key = KeyOf(access.who(), argv);
+  Clock::WallTime now = clock.Now();
   std::unique_lock lock(mu_);
   for (;;) {
     auto it = entries_.find(key);
@@ -37,11 +38,18 @@ std::optional<AnswerCache::Answer> AnswerCache::Get(
       break;
     }
     const Entry& e = it->second;
-    if (e.answer && e.access.SameAs(access) && now - e.answer->made <= max_age) {
+    bool yours = e.answer && e.access.SameAs(access);
+    if (yours && now - e.answer->made <= max_age) {
       return e.answer;
     }
     if (!e.making) {
       break;
+    }
+    // Being made anew: the one kept will do meanwhile (its Age says how old), so that
+    // no asker holds a request thread waiting for a slow report; only the first
+    // answer is waited for.
+    if (yours) {
+      return e.answer;
     }
     made_.wait(lock);
   }
@@ -66,7 +74,7 @@ std::optional<AnswerCache::Answer> AnswerCache::Get(
     }
     return std::nullopt;
   }
-  Answer answer{*std::move(result), now};
+  Answer answer{*std::move(result), clock.Now()};
   if (answer.result.exit_code == 0 && BytesOf(answer) <= kMaxCachedAnswerBytes) {
     Keep(key, access, answer);
   } else if (!e.answer) {

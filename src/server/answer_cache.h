@@ -14,8 +14,9 @@
 // dropped first; an answer over kMaxCachedAnswerBytes is not kept.
 //
 // Thread-safety: Get may be called from many threads at once. While one caller makes an
-// answer, the others asking for the same one wait for it instead of running the command
-// again.
+// answer, the others asking for the same one are given the answer kept, however old
+// (their Age header says how old: a dashboard polls again soon), or wait for the one
+// being made when none is kept yet; the command is never run twice at once for them.
 #pragma once
 
 #include <chrono>
@@ -42,18 +43,19 @@ bool Cacheable(const std::vector<std::string>& argv);
 
 class AnswerCache {
  public:
-  /// A command's whole answer, and when it was asked for.
+  /// A command's whole answer, and when it was made (the command ended).
   struct Answer {
     api::CommandResult result;
     Clock::WallTime made{};
   };
 
-  /// The answer to `argv` for `access` made at most `max_age` before `now`; else
-  /// `make`'s (run on this thread; the answer's `made` is `now`), kept when it
-  /// succeeded. `make` gives nullopt when it could not run the command at all (no
-  /// command slot free): nothing is kept, and nullopt is returned.
+  /// The answer to `argv` for `access` made at most `max_age` before now (`clock`'s);
+  /// the one kept, older, while another caller makes it anew; else `make`'s (run on
+  /// this thread; made when it returns), kept when it succeeded.
+  /// `make` gives nullopt when it could not run the command at all (no command slot
+  /// free): nothing is kept, and nullopt is returned.
   std::optional<Answer> Get(const Access& access, const std::vector<std::string>& argv,
-                            std::chrono::seconds max_age, Clock::WallTime now,
+                            std::chrono::seconds max_age, const Clock& clock,
                             const std::function<std::optional<api::CommandResult>()>& make);
 
   /// Answers kept now, and their bytes (for tests and the bench).

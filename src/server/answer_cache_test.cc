@@ -8,6 +8,8 @@
 #include <future>
 #include <thread>
 
+#include "util/testing/fake_clock.h"
+
 namespace tpufleet::server {
 namespace {
 
@@ -28,22 +30,24 @@ class AnswerCacheTest : public ::testing::Test {
   std::string Ask(const Access& access, std::vector<std::string> argv, int age = 30,
                   int exit_code = 0) {
     std::optional<AnswerCache::Answer> a =
-        cache_.Get(access, argv, seconds(age), now_, [&]() -> std::optional<api::CommandResult> {
+        cache_.Get(access, argv, seconds(age), clock_, [&]() -> std::optional<api::CommandResult> {
           ++runs_;
+          clock_.Advance(run_takes_);
           return api::CommandResult{exit_code, "run " + std::to_string(runs_) + "\n", ""};
         });
     return a ? a->result.out : "none";
   }
 
   AnswerCache cache_;
-  Clock::WallTime now_ = std::chrono::sys_days(std::chrono::year{2026} / 11 / 27);
+  FakeClock clock_;
+  seconds run_takes_{0};  // how long each run of Ask's takes
   int runs_ = 0;
 };
 
 TEST_F(AnswerCacheTest, TheSamePersonAllowedTheSameGetsTheAnswerWithinTheAge) {
   Access milo = Access::Of("milo", {Row("milo", "member", {"pod"})});
   EXPECT_EQ(Ask(milo, {"cost", "--json"}), "run 1\n");
-  now_ += seconds(30);
+  clock_.Advance(seconds(30));
   EXPECT_EQ(Ask(milo, {"cost", "--json"}), "run 1\n") << "30 s old is as old as asked";
   EXPECT_EQ(Ask(milo, {"cost", "--json"}, 10), "run 2\n") << "10 s asked: made anew";
   EXPECT_EQ(Ask(milo, {"jobs", "--json"}), "run 3\n") << "other words";
@@ -56,16 +60,26 @@ TEST_F(AnswerCacheTest, TheSamePersonAllowedTheSameGetsTheAnswerWithinTheAge) {
   EXPECT_EQ(cache_.size(), 3u) << "one answer per person and words";
 }
 
+TEST_F(AnswerCacheTest, AnAnswerIsAsOldAsTheTimeSinceItWasMade) {
+  Access a = Access::Everything("operator");
+  run_takes_ = seconds(8);  // a report of many nodes
+  EXPECT_EQ(Ask(a, {"jobs", "--json"}, 5), "run 1\n");
+  clock_.Advance(seconds(5));
+  EXPECT_EQ(Ask(a, {"jobs", "--json"}, 5), "run 1\n") << "made 5 s ago, asked 13 s ago";
+  clock_.Advance(seconds(1));
+  EXPECT_EQ(Ask(a, {"jobs", "--json"}, 5), "run 2\n");
+}
+
 TEST_F(AnswerCacheTest, FailuresAndAnswersNotMadeAreNotKept) {
   Access a = Access::Everything("operator");
   EXPECT_EQ(Ask(a, {"cost", "--json"}, 30, 1), "run 1\n") << "the failure is the answer";
   EXPECT_EQ(Ask(a, {"cost", "--json"}), "run 2\n") << "but it is not kept";
   std::optional<AnswerCache::Answer> busy =
-      cache_.Get(a, {"jobs", "--json"}, seconds(30), now_, [] { return std::nullopt; });
+      cache_.Get(a, {"jobs", "--json"}, seconds(30), clock_, [] { return std::nullopt; });
   EXPECT_FALSE(busy.has_value());
   EXPECT_EQ(cache_.size(), 1u);
   std::optional<AnswerCache::Answer> big =
-      cache_.Get(a, {"top", "--json"}, seconds(30), now_, [] {
+      cache_.Get(a, {"top", "--json"}, seconds(30), clock_, [] {
         return std::optional<api::CommandResult>(
             api::CommandResult{0, std::string(kMaxCachedAnswerBytes + 1, 'x'), ""});
       });
@@ -78,10 +92,9 @@ TEST_F(AnswerCacheTest, KeepsAtMostItsBoundDroppingTheOldestFirst) {
   Access a = Access::Everything("operator");
   for (size_t i = 0; i <= kMaxCachedAnswers; ++i) {
     Ask(a, {"cost", "--since", std::to_string(i) + "d", "--json"});
-    now_ += seconds(1);
+    clock_.Advance(seconds(1));
   }
   EXPECT_EQ(cache_.size(), kMaxCachedAnswers);
-  now_ -= seconds(1);
   int before = runs_;
   Ask(a, {"cost", "--since", std::to_string(kMaxCachedAnswers) + "d", "--json"}, 300);
   EXPECT_EQ(runs_, before) << "the newest is kept";
@@ -91,7 +104,8 @@ TEST_F(AnswerCacheTest, KeepsAtMostItsBoundDroppingTheOldestFirst) {
   constexpr size_t kFit = kMaxCachedBytes / kMaxCachedAnswerBytes;
   AnswerCache bytes_cache;
   for (size_t i = 0; i <= kFit; ++i) {
-    bytes_cache.Get(a, {"top", std::to_string(i), "--json"}, seconds(30), now_ + seconds(i), [] {
+    clock_.Advance(seconds(1));
+    bytes_cache.Get(a, {"top", std::to_string(i), "--json"}, seconds(30), clock_, [] {
       return std::optional<api::CommandResult>(
           api::CommandResult{0, std::string(kMaxCachedAnswerBytes, 'x'), ""});
     });
@@ -113,9 +127,9 @@ TEST_F(AnswerCacheTest, AskersAtTheSameMomentShareOneRun) {
     return api::CommandResult{0, "report\n", ""};
   };
   std::optional<AnswerCache::Answer> first, second;
-  std::thread t1([&] { first = cache_.Get(a, {"jobs", "--json"}, seconds(10), now_, make); });
+  std::thread t1([&] { first = cache_.Get(a, {"jobs", "--json"}, seconds(10), clock_, make); });
   first_started.get_future().wait();
-  std::thread t2([&] { second = cache_.Get(a, {"jobs", "--json"}, seconds(10), now_, make); });
+  std::thread t2([&] { second = cache_.Get(a, {"jobs", "--json"}, seconds(10), clock_, make); });
   // Give the second asker time to come in while the first still runs: it must then
   // wait for that run, not start its own (were it late, it finds the answer kept).
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
@@ -125,6 +139,37 @@ TEST_F(AnswerCacheTest, AskersAtTheSameMomentShareOneRun) {
   ASSERT_TRUE(first && second);
   EXPECT_EQ(second->result.out, "report\n");
   EXPECT_EQ(runs.load(), 1);
+}
+
+TEST_F(AnswerCacheTest, WhileAnAnswerIsMadeAnewTheOneKeptIsGivenWithoutWaiting) {
+  Access a = Access::Everything("operator");
+  EXPECT_EQ(Ask(a, {"jobs", "--json"}, 5), "run 1\n");
+  clock_.Advance(seconds(60));
+  std::promise<void> started, release;
+  std::shared_future<void> released = release.get_future().share();
+  std::thread maker([&] {
+    cache_.Get(a, {"jobs", "--json"}, seconds(5), clock_, [&] {
+      started.set_value();
+      released.wait();
+      return std::optional<api::CommandResult>(api::CommandResult{0, "run 2\n", ""});
+    });
+  });
+  started.get_future().wait();
+  // Asked while run 2 is under way: run 1, 60 s old, at once (were it to wait, the
+  // test would hang until its timeout: run 2 is released only after).
+  std::optional<AnswerCache::Answer> meanwhile =
+      cache_.Get(a, {"jobs", "--json"}, seconds(5), clock_, [] {
+        return std::optional<api::CommandResult>(api::CommandResult{0, "not run\n", ""});
+      });
+  release.set_value();
+  maker.join();
+  ASSERT_TRUE(meanwhile.has_value());
+  EXPECT_EQ(meanwhile->result.out, "run 1\n");
+  EXPECT_EQ(clock_.Now() - meanwhile->made, seconds(60));
+  EXPECT_EQ(Ask(a, {"jobs", "--json"}, 5), "run 2\n") << "then the new one";
+  EXPECT_EQ(runs_, 1);
+  Ask(Access::Of("milo", {Row("milo", "admin")}), {"jobs", "--json"}, 5);
+  EXPECT_EQ(runs_, 2) << "another person's answer is never given";
 }
 
 TEST(Cacheable, OnlyReportsThatEnd) {

@@ -330,7 +330,6 @@ ApiResponse ServeApi::Busy(bool follows) {
 
 ApiResponse ServeApi::CachedCommand(const api::CommandRequest& command,
                                     const Caller& caller) const {
-  Clock::WallTime now = context_.clock->Now();
   auto make = [&]() -> std::optional<api::CommandResult> {
     if (!TakeSlot(*running_, kMaxRunningCommands)) {
       return std::nullopt;
@@ -345,7 +344,8 @@ ApiResponse ServeApi::CachedCommand(const api::CommandRequest& command,
     return result;
   };
   std::optional<AnswerCache::Answer> answer = cache_->Get(
-      caller.access, command.argv, std::chrono::seconds(*command.max_age_seconds), now, make);
+      caller.access, command.argv, std::chrono::seconds(*command.max_age_seconds),
+      *context_.clock, make);
   if (!answer) {
     return Busy(false);
   }
@@ -356,8 +356,9 @@ ApiResponse ServeApi::CachedCommand(const api::CommandRequest& command,
   r.content_type = "application/x-ndjson";
   r.body = api::ToJson(answer->result);
   // How old the answer is (RFC 9111's Age): 0 when it was made for this request.
-  r.headers["Age"] = std::to_string(std::max<int64_t>(
-      0, std::chrono::duration_cast<std::chrono::seconds>(now - answer->made).count()));
+  std::chrono::seconds age =
+      std::chrono::duration_cast<std::chrono::seconds>(context_.clock->Now() - answer->made);
+  r.headers["Age"] = std::to_string(std::max<int64_t>(0, age.count()));
   return r;
 }
 
