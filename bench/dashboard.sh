@@ -70,21 +70,14 @@ for i in $(seq 1 $((jobs - 1))); do
 done
 log_job=$("$bin" jobs --json | jq -r '.jobs[] | select(.name == "plotted") | .id')
 
-port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-"$bin" serve "$spec" --listen "127.0.0.1:$port" 2>"$tmp/serve.log" &
-serve_pid=$!
-for _ in $(seq 1 60); do
-  grep -q "clients pin it" "$tmp/serve.log" && break
-  sleep 1
-done
-grep -q "clients pin it" "$tmp/serve.log" || { say "serve did not start:"; tail -5 "$tmp/serve.log" >&2; exit 1; }
+bench_serve "$spec" "$tmp/serve.log" || exit 1
 # Two metrics rounds (30 s apart) give the goodput report its first measured hour.
 say "serve started; 70 s for its first passes and metrics rounds"
 sleep 70
 
 echo "## The dashboard: $nodes nodes, $dashboards dashboards ($(nproc) cores, ${window} s window, $(date -u '+%Y-%m-%d %H:%M') UTC)"
 echo
-TMPDIR=$tmp HOME=$tmp/home node "$here/dashboard_load.js" "https://127.0.0.1:$port" \
+TMPDIR=$tmp HOME=$tmp/home node "$here/dashboard_load.js" "https://127.0.0.1:$serve_port" \
   "$TPUFLEET_STATE_DIR/serve/token" "$nodes" "$serve_pid" "$dashboards" "$window" 30 5 \
   n-0 "$log_job"
 echo

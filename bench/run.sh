@@ -7,6 +7,8 @@
 # 64 and 256 workers, about 15 minutes).
 # SERVE=1 also runs bench/serve.sh (issue 14's serve: CPU per reconcile
 # pass and API calls per minute at 16, 64 and 256 nodes, about 20 minutes).
+# DASHBOARD=1 also runs bench/dashboard.sh (issue 17's dashboard: page loads and serve's
+# CPU with 256 nodes and 50 open dashboards, about 20 minutes).
 set -euo pipefail
 here=$(dirname "$0")
 "$here/cli_latency.sh" "$@"
@@ -21,4 +23,7 @@ if [[ ${JOBS:-0} == 1 ]]; then
 fi
 if [[ ${SERVE:-0} == 1 ]]; then
   "$here/serve.sh" "$1"
+fi
+if [[ ${DASHBOARD:-0} == 1 ]]; then
+  "$here/dashboard.sh" "$1"
 fi
