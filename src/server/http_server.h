@@ -17,7 +17,7 @@
 //     connection closed;
 //   - connections are bounded in time and count: kRequestThreads answer at once (a
 //     connection holds its thread from its first request to its close), a connection
-//     serves at most kKeepAliveRequests requests, one idle between requests for
+//     serves kKeepAliveRequests requests, one idle before its request for
 //     kKeepAliveIdle or slow within one for kIoTimeout is closed (a command's answer,
 //     streamed, lasts as long as the command; a client that reads nothing of it for
 //     kIoTimeout is gone, and its command interrupted).
@@ -50,12 +50,15 @@ inline constexpr size_t kMaxRequestBodyBytes = api::kMaxCommandRequestBytes;
 /// open dashboards keep about that many connections busy or briefly idle
 /// (bench/RESULTS.md, "The dashboard").
 inline constexpr int kRequestThreads = kMaxRunningCommands + kMaxFollowedLogs + 24;
-/// Requests on one keep-alive connection before it is closed.
-inline constexpr int kKeepAliveRequests = 100;
-/// A connection idle this long after its last answer (or before its first request) is
-/// closed: enough for a client's next request of the same moment (a dashboard asks
-/// several things at once), short enough that a page asking every few seconds does not
-/// hold a thread between its visits.
+/// Requests on one connection: one, and the connection is closed with its answer, so
+/// that a connection holds a thread only while its request is answered. (httplib gives
+/// each open connection a thread: the keep-alive connections of 50 open dashboards, a
+/// request every few seconds on each, held every thread while plain reads waited
+/// seconds for one; bench/RESULTS.md, "The dashboard".) A client pays a TLS handshake
+/// per request instead, which a CLI, one request per run, paid anyway.
+inline constexpr int kKeepAliveRequests = 1;
+/// A connection that sends no request this long after it is opened is closed: a client
+/// sends its request at once; one that does not only holds a thread.
 inline constexpr std::chrono::seconds kKeepAliveIdle{2};
 /// A connection silent this long within a request (or an answer unread) is closed.
 inline constexpr std::chrono::seconds kIoTimeout{5};
