@@ -234,6 +234,8 @@ TEST_F(CommandStreamTest, AReportAskedWithAMaxAgeIsRunOnceForItsAskersInThatTime
     });
     EXPECT_TRUE(r.ok()) << r.status().ToString();
     EXPECT_EQ(r.ok() ? r->status : 0, 200) << body;
+    EXPECT_EQ(r.ok() ? r->headers["connection"] : "", "close")
+        << "one request per connection: an open one would hold a thread";
     Result<api::CommandResult> result = api::ParseCommandResult(body);
     EXPECT_TRUE(result.ok()) << body;
     return std::make_pair(r.ok() ? r->headers["age"] : "?", result.ok() ? result->out : "?");
@@ -261,6 +263,34 @@ TEST_F(CommandStreamTest, AReportAskedWithAMaxAgeIsRunOnceForItsAskersInThatTime
   std::vector<AuditRecord> audit = store_->Audit(std::nullopt, 10).value();
   EXPECT_EQ(audit.size(), 7u)
       << "every request is in the audit log, answered from the cache or not";
+}
+
+TEST(CommandStreamBounds, AReportAnsweredWholeIsBoundedAsAStreamedOne) {
+  FakeClock clock;
+  ServeApiContext context{kStreamToken, nullptr, nullptr, &clock};
+  context.run_command = [](const api::CommandRequest&, const Caller&, std::ostream& out,
+                           std::ostream&, const std::atomic<bool>& interrupt) {
+    std::string chunk(64 << 10, 'x');
+    while (!interrupt) {
+      out << chunk;
+    }
+    return 130;
+  };
+  ServeApi api(std::move(context));
+  ApiRequest request{"POST",
+                     "/v1/command",
+                     {},
+                     {{"authorization", std::string("Bearer ") + kStreamToken}},
+                     api::ToJson(api::CommandRequest{{"jobs", "--json"}, {}, 5})};
+  ApiResponse r = api.Handle(request);
+  ASSERT_EQ(r.stream, nullptr) << "answered whole";
+  Result<api::CommandResult> result = api::ParseCommandResult(r.body);
+  ASSERT_TRUE(result.ok()) << result.status().ToString();
+  EXPECT_EQ(result->out.size(), api::kMaxServedOutputBytes);
+  EXPECT_EQ(result->err,
+            "tpufleet: the output passed 16 MiB, the most a team server sends back; "
+            "the rest was cut\n");
+  EXPECT_EQ(result->exit_code, 130);
 }
 
 TEST(CommandStreamBounds, OutputPastTheBoundIsCutSaidAndTheCommandInterrupted) {

@@ -4,7 +4,6 @@
 #include <charconv>
 #include <chrono>
 #include <set>
-#include <sstream>
 
 #include "api/fleet.h"
 #include "api/invite.h"
@@ -334,14 +333,20 @@ ApiResponse ServeApi::CachedCommand(const api::CommandRequest& command,
     if (!TakeSlot(*running_, kMaxRunningCommands)) {
       return std::nullopt;
     }
-    std::ostringstream out, err;
-    std::atomic<bool> interrupt{false};  // a report ends by itself
-    api::CommandResult result;
-    result.exit_code = context_.run_command(command, caller, out, err, interrupt);
-    running_->fetch_sub(1);
-    result.out = std::move(out).str();
-    result.err = std::move(err).str();
-    return result;
+    // Run as a streamed command is, and read whole: the same bound on its output.
+    CommandStream stream(
+        [&](std::ostream& out, std::ostream& err, const std::atomic<bool>& interrupt) {
+          return context_.run_command(command, caller, out, err, interrupt);
+        },
+        [running = running_](int) { running->fetch_sub(1); });
+    std::string body;
+    while (std::optional<std::string> piece = stream.Next()) {
+      body += *piece;
+    }
+    stream.End();
+    Result<api::CommandResult> result = api::ParseCommandResult(body);
+    return result.ok() ? *std::move(result)
+                       : api::CommandResult{1, "", result.status().message() + "\n"};
   };
   std::optional<AnswerCache::Answer> answer = cache_->Get(
       caller.access, command.argv, std::chrono::seconds(*command.max_age_seconds),

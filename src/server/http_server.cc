@@ -70,7 +70,7 @@ class ServeHttpServer::Impl {
     server_.Options(".*", handler);
     server_.set_payload_max_length(kMaxRequestBodyBytes);
     server_.set_keep_alive_max_count(kKeepAliveRequests);
-    server_.set_keep_alive_timeout(kKeepAliveIdle.count());
+    server_.set_keep_alive_timeout(kRequestWait.count());
     server_.set_read_timeout(kIoTimeout.count());
     server_.set_write_timeout(kIoTimeout.count());
     // httplib answers what it could not read (over a limit, malformed) with an empty

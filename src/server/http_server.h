@@ -18,7 +18,7 @@
 //   - connections are bounded in time and count: kRequestThreads answer at once (a
 //     connection holds its thread from its first request to its close), a connection
 //     serves kKeepAliveRequests requests, one idle before its request for
-//     kKeepAliveIdle or slow within one for kIoTimeout is closed (a command's answer,
+//     kRequestWait or slow within one for kIoTimeout is closed (a command's answer,
 //     streamed, lasts as long as the command; a client that reads nothing of it for
 //     kIoTimeout is gone, and its command interrupted).
 //
@@ -59,7 +59,7 @@ inline constexpr int kRequestThreads = kMaxRunningCommands + kMaxFollowedLogs + 
 inline constexpr int kKeepAliveRequests = 1;
 /// A connection that sends no request this long after it is opened is closed: a client
 /// sends its request at once; one that does not only holds a thread.
-inline constexpr std::chrono::seconds kKeepAliveIdle{2};
+inline constexpr std::chrono::seconds kRequestWait{2};
 /// A connection silent this long within a request (or an answer unread) is closed.
 inline constexpr std::chrono::seconds kIoTimeout{5};
 
