@@ -76,12 +76,23 @@ function kindOf(path, argv) {
       .replace(plotNode, 'NODE').replace(logJob, 'JOB');
 }
 
+// Why a request that got an answer failed ('' if it did not): its HTTP status, or for a
+// command the exit code its stream ended with ("exit ?" when the end never came).
+function whyFailed(status, argv, tail) {
+  if (status >= 400) return `HTTP ${status}`;
+  if (argv === undefined) return '';
+  const end = /\{"exit_code":(-?\d+)\}\s*$/.exec(tail);
+  if (!end) return 'exit ?';
+  return end[1] === '0' ? '' : `exit ${end[1]}`;
+}
+
 // One open dashboard, replayed: the requests dashboard.js makes, on its timers, through
 // a keep-alive pool of at most 6 connections, as a browser's. Dashboard i has the node
 // PLOT_NODE selected when i % 5 == 1 (its plots ask `top` every 10 s) and follows the
 // log of LOG_JOB when i % 10 == 2. While `log.on`, each request that ended is recorded:
-// {kind, ms (start to the answer's last byte), status, failed (an error, a status over
-// 399, or a command's exit code other than 0)}.
+// {kind, ms (start to the answer's last byte), status, failed: why, or '' (a status over
+// 399: "HTTP 503"; a command's exit code other than 0: "exit 2"; no answer: the
+// connection's error, "ECONNRESET")}.
 function replayDashboard(i, log, stop) {
   const agent = new https.Agent({ keepAlive: true, maxSockets: 6, rejectUnauthorized: false });
   const timers = [];
@@ -106,11 +117,10 @@ function replayDashboard(i, log, stop) {
       status = res.statusCode;
       res.setEncoding('utf8');
       res.on('data', (piece) => { tail = (tail + piece).slice(-200); });
-      res.on('end', () => done(status >= 400 ||
-          (argv !== undefined && !/\{"exit_code":0\}\s*$/.test(tail))));
-      res.on('error', () => done(true));
+      res.on('end', () => done(whyFailed(status, argv, tail)));
+      res.on('error', (e) => done(e.code || e.message));
     });
-    req.on('error', () => done(!stop.now));
+    req.on('error', (e) => done(stop.now ? '' : e.code || e.message));
     req.setTimeout(kLoadTimeoutMs, () => req.destroy(new Error('timed out')));
     if (argv && argv[0] === 'logs') follow = req;
     const body = maxAge ? { argv, max_age_seconds: maxAge } : { argv };
@@ -237,9 +247,8 @@ async function main() {
     stop.now = true;
     replays.forEach((r) => r.end());
     const failed = log.rows.filter((r) => r.failed);
-    const refused = failed.filter((r) => r.status === 503).length;
     rows.push(`| ${dashboards} | ${wall.toFixed(0)} s | ${log.rows.length} ` +
-        `(${(log.rows.length / wall).toFixed(1)}/s) | ${failed.length} (503: ${refused}) | ` +
+        `(${(log.rows.length / wall).toFixed(1)}/s) | ${failed.length} | ` +
         `${loadCells(loaded)} | ` +
         `${cpu.toFixed(2)} s (${(100 * cpu / wall).toFixed(1)} % of a core) | ` +
         `${serveRssMiB().toFixed(1)} MiB | ${os.loadavg()[0].toFixed(2)} |`);
@@ -259,6 +268,17 @@ async function main() {
       const t = of.map((r) => r.ms).sort((a, b) => a - b);
       console.log(`| ${kind} | ${of.length} | ${of.filter((r) => r.failed).length} | ` +
           `${ms(quantile(t, 0.5))} | ${ms(quantile(t, 0.95))} | ${ms(t[t.length - 1])} |`);
+    }
+    if (failed.length > 0) {
+      console.log();
+      console.log('| failed request (loaded window) | why | count |');
+      console.log('|---|---|---|');
+      const causes = new Map();
+      for (const r of failed) {
+        const key = `| ${r.kind} | ${r.failed} |`;
+        causes.set(key, (causes.get(key) || 0) + 1);
+      }
+      [...causes].sort((a, b) => b[1] - a[1]).forEach(([k, n]) => console.log(`${k} ${n} |`));
     }
   } finally {
     await browser.close();

@@ -150,8 +150,10 @@ gang_by_watcher() {
   wait_for 60 none_left || { pgrep -af 'sleep 601'; cat "$state/job-watchers.log"; return 1; }
   local id
   id=$(head -1 "$tmp/lone.out")
-  grep -q "job $id: w1 failed first: exit 7; stopped it on" "$state/job-watchers.log" ||
-    { cat "$state/job-watchers.log"; return 1; }
+  # The watcher writes its line once every worker has answered the stop: the processes
+  # may be gone a moment before.
+  said_why() { grep -q "job $id: w1 failed first: exit 7; stopped it on" "$state/job-watchers.log"; }
+  wait_for 10 said_why || { cat "$state/job-watchers.log"; return 1; }
 }
 check "run --detach, w1 exits 7: the detached watcher alone stops the others" gang_by_watcher
 piped_run() {

@@ -20,6 +20,12 @@ std::string FirstLine(std::string_view text) {
   return std::string(Trim(text.substr(0, text.find('\n'))));
 }
 
+// `/usr/local/bin/tpufleet-agent call --worker N`, behind `sudo -n` when `admin`.
+std::string AgentCallCommand(int worker, bool admin) {
+  return std::string(admin ? "sudo -n " : "") + std::string(api::kAgentBinaryPath) +
+         " call --worker " + std::to_string(worker);
+}
+
 // Splits each worker's stdout into answer lines, parses them, and turns the fan-out's
 // result into the worker's AgentReply.
 class AgentSink final : public FanoutSink {
@@ -170,9 +176,17 @@ class AgentSink final : public FanoutSink {
 
 }  // namespace
 
-std::string AgentCallCommand(int worker, bool admin) {
-  return std::string(admin ? "sudo -n " : "") + std::string(api::kAgentBinaryPath) +
-         " call --worker " + std::to_string(worker);
+void AimAtAgent(FanoutHost& host, const api::AgentRequest& request, int worker, bool admin) {
+  host.command = AgentCallCommand(worker, admin);
+  if (admin) {
+    return;  // root's: only through sudo
+  }
+  // Straight to the socket where the worker's sshd connects it: no process starts on
+  // the worker for the call.
+  api::AgentRequest own = request;
+  own.worker = worker;
+  host.unix_socket = std::string(api::kAgentSocketPath);
+  host.socket_input = api::ToLine(own) + "\n";
 }
 
 Result<std::vector<AgentReply>> CallAgents(World& world, const std::vector<WorkerTarget>& workers,
@@ -189,7 +203,7 @@ Result<std::vector<AgentReply>> CallAgents(World& world, const std::vector<Worke
   request.worker.reset();  // each worker's own, from `call --worker N`
   FanoutJob job = JobFor(world, workers);
   for (size_t i = 0; i < workers.size(); ++i) {
-    job.hosts[i].command = AgentCallCommand(workers[i].worker, call.admin);
+    AimAtAgent(job.hosts[i], request, workers[i].worker, call.admin);
   }
   job.stdin_header = api::ToLine(request) + "\n";
   // `call` reads its one line; the channel stays open, and its closing (this process

@@ -2,13 +2,17 @@
 // through the World's fan-out: the SSH connections tpufleet already keeps, never a port
 // of the agent's (it opens none).
 //
-// On each worker the fan-out runs `/usr/local/bin/tpufleet-agent call --worker N` (N:
-// the worker's index on its node), prefixed `sudo -n` for the ops only root may do
-// (accounts.apply). The request travels as the one line of the command's stdin
-// (FanoutJob::stdin_header), never on a command line: a job's --env values are in it.
-// `call` connects to the agent's Unix socket, sends the line with "worker": N added, and
-// copies the agent's answer lines to its stdout until the answer ends
-// (docs/agent-protocol.md). Each line is parsed here with api/agent.h.
+// Each worker's channel is connected straight to the agent's Unix socket by its sshd
+// (FanoutHost::unix_socket: OpenSSH's direct-streamlocal), the request with "worker": N
+// (N: the worker's index on its node) its one line, so no process starts on the worker
+// for a call. Where sshd will not connect it (no agent listening, forwarding turned
+// off), and for the ops only root may do (accounts.apply, behind `sudo -n`), the
+// fan-out runs `/usr/local/bin/tpufleet-agent call --worker N` instead, the request the
+// one line of its stdin (FanoutJob::stdin_header); `call` connects to the socket, sends
+// the line with "worker": N added, and copies the agent's answer lines to its stdout
+// until the answer ends, or says why it cannot (docs/agent-protocol.md). Requests never
+// travel on a command line: a job's --env values are in them. Each answer line is
+// parsed here with api/agent.h.
 //
 // A worker that does not answer is a result of that worker, never an error of the call:
 // unreachable, the agent not running (`call` exits 3), not installed (the shell's 127),
@@ -76,9 +80,11 @@ using AgentLineFn = std::function<void(size_t worker, const api::AgentLine& line
 /// "cancelled"). Empty: never.
 using AgentCancelFn = std::function<bool()>;
 
-/// `/usr/local/bin/tpufleet-agent call --worker N`, behind `sudo -n` when `admin`: the
-/// command line of worker `worker`.
-std::string AgentCallCommand(int worker, bool admin);
+/// Points `host` of a fan-out job at the agent of its worker `worker` for `request`:
+/// straight to the agent's socket unless `admin`, with `/usr/local/bin/tpufleet-agent
+/// call --worker N` (behind `sudo -n` when `admin`) where that cannot be. The job's stdin_header is
+/// the caller's: api::ToLine(request) and "\n", without the worker (`call --worker N` adds it).
+void AimAtAgent(FanoutHost& host, const api::AgentRequest& request, int worker, bool admin);
 
 /// Sends `call.request` to the agent of every worker of `workers` at once and returns
 /// each worker's reply, in the order of `workers`. `on_line` gets the data and state

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "control/testing/job_lab.h"
+#include "util/strings.h"
 
 namespace tpufleet {
 namespace {
@@ -55,10 +56,29 @@ TEST_F(AgentClientTest, EachWorkerRunsCallWithItsNumberAndReadsTheRequestOnStdin
   EXPECT_EQ(agents_.calls()[2].request.worker, 2);
 }
 
+// First the worker's sshd is asked to connect the agent's socket itself (no process on
+// the worker), the request with the worker's number its input; `call` is where it will
+// not (ssh.FanoutEngineTest.*Socket* show both against a real sshd).
+TEST_F(AgentClientTest, EachWorkersAgentSocketIsAskedFirstWithItsNumberInTheRequest) {
+  ASSERT_TRUE(List({"pod"}).ok());
+  const FanoutJob& job = t_.fanout.jobs.back();
+  ASSERT_EQ(job.hosts.size(), 4u);
+  for (int i = 0; i < 4; ++i) {
+    const FanoutHost& host = job.hosts[i];
+    EXPECT_EQ(host.unix_socket, "/run/tpufleet-agent/agent.sock");
+    Result<api::AgentRequest> sent = api::ParseAgentRequest(Trim(host.socket_input));
+    ASSERT_TRUE(sent.ok()) << host.socket_input;
+    EXPECT_EQ(sent->op, api::AgentOp::kJobList);
+    EXPECT_EQ(sent->worker, i);
+    EXPECT_EQ(host.socket_input.find('\n'), host.socket_input.size() - 1);
+  }
+}
+
 TEST_F(AgentClientTest, AdminOpsRunCallThroughSudoWithoutAPassword) {
   ASSERT_TRUE(List({"solo"}, true).ok());
   EXPECT_EQ(t_.fanout.jobs.back().hosts[0].command,
             "sudo -n /usr/local/bin/tpufleet-agent call --worker 0");
+  EXPECT_EQ(t_.fanout.jobs.back().hosts[0].unix_socket, "") << "root's ops go through sudo";
 }
 
 TEST_F(AgentClientTest, AnswersComeBackParsedInTheWorkersOrder) {

@@ -150,9 +150,9 @@ void NoticeWatch::Open(Stream& s) {
   api::AgentRequest request;
   request.op = api::AgentOp::kNoticeWatch;
   FanoutJob job = JobFor(world_, {s.target});
-  job.hosts[0].command = AgentCallCommand(s.target.worker, /*admin=*/false);
+  AimAtAgent(job.hosts[0], request, s.target.worker, /*admin=*/false);
   job.stdin_header = api::ToLine(request) + "\n";
-  job.hold_stdin = true;  // closing the channel is what tells `call` to stop
+  job.hold_stdin = true;  // closing the channel is what tells the agent to stop
   job.connect_timeout = kNoticeConnectTimeout;
   Stream* raw = &s;
   Status started = session_->Start(job, s, [this, raw] { Ended(raw); });

@@ -51,7 +51,9 @@ std::optional<AnswerCache::Answer> AnswerCache::Get(
     if (yours) {
       return e.answer;
     }
+    ++waiting_;
     made_.wait(lock);
+    --waiting_;
   }
   entries_[key].making = true;
   lock.unlock();
@@ -81,6 +83,11 @@ std::optional<AnswerCache::Answer> AnswerCache::Get(
     entries_.erase(key);
   }
   return answer;
+}
+
+size_t AnswerCache::waiting() const {
+  std::lock_guard lock(mu_);
+  return waiting_;
 }
 
 void AnswerCache::Keep(const std::string& key, const Access& access, Answer answer) {

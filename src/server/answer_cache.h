@@ -61,6 +61,8 @@ class AnswerCache {
   /// Answers kept now, and their bytes (for tests and the bench).
   size_t size() const;
   size_t bytes() const;
+  /// Askers waiting now for an answer being made for the first time (for tests).
+  size_t waiting() const;
 
  private:
   struct Entry {
@@ -76,6 +78,7 @@ class AnswerCache {
   std::condition_variable made_;
   std::map<std::string, Entry> entries_;  // by person and words
   size_t bytes_ = 0;
+  size_t waiting_ = 0;
 };
 
 }  // namespace tpufleet::server

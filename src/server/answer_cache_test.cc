@@ -130,9 +130,11 @@ TEST_F(AnswerCacheTest, AskersAtTheSameMomentShareOneRun) {
   std::thread t1([&] { first = cache_.Get(a, {"jobs", "--json"}, seconds(10), clock_, make); });
   first_started.get_future().wait();
   std::thread t2([&] { second = cache_.Get(a, {"jobs", "--json"}, seconds(10), clock_, make); });
-  // Give the second asker time to come in while the first still runs: it must then
-  // wait for that run, not start its own (were it late, it finds the answer kept).
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  // The second asker comes in while the first still runs: it must wait for that run,
+  // not start its own (which the count of runs below then shows).
+  while (cache_.waiting() == 0 && runs.load() == 1) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
   release.set_value();
   t1.join();
   t2.join();

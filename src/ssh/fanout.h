@@ -54,6 +54,14 @@ struct FanoutHost {
   std::string host_key;  // the pinned "ssh-ed25519 AAAA…"; a host without one fails alone
   std::string command;   // this host's own command line; "" = the job's
   bool no_input = false;  // this host does not get the job's stdin file (only stdin_header)
+  // A Unix socket on the host to connect the channel to (OpenSSH's
+  // direct-streamlocal@openssh.com) instead of running a command: no process starts on
+  // the host, and the channel's end is exit 0. The socket gets `socket_input` as its
+  // input (never the job's stdin). Where the host's sshd will not connect it (nothing
+  // listens there, AllowStreamLocalForwarding no, not OpenSSH), the command runs as
+  // without one, so its exit says why. "" = run the command.
+  std::string unix_socket;
+  std::string socket_input;
 };
 
 struct FanoutJob {

@@ -57,6 +57,8 @@ struct FanoutEngine::Task {
   Conn* conn = nullptr;
   LIBSSH2_CHANNEL* channel = nullptr;
   int attempts = 0;
+  bool over_socket = false;  // the channel is connected to the host's unix_socket
+  std::string open_message;  // the socket channel's open request, kept while it is sent
   size_t sent = 0;
   bool eof_sent = false;
   bool held = false;  // its sink was Backlogged(): not read or polled until it is not
@@ -98,6 +100,7 @@ struct FanoutEngine::Conn {
   bool banner_seen = false;  // the server sent its SSH identification line
   bool served = false;  // a command ran on it before: a failure may mean it went stale
   bool unread = false;  // idle with bytes waiting that only a channel call will read
+  bool sockets_refused = false;  // its server will never connect a Unix socket channel
   Task* task = nullptr;
 
   ~Conn() {

@@ -4,11 +4,16 @@
 
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <map>
 #include <string>
@@ -20,6 +25,7 @@
 #include "ssh/testing/temp_dir.h"
 #include "ssh/testing/test_sshd.h"
 #include "util/file.h"
+#include "util/strings.h"
 #include "util/subprocess.h"
 #include "util/testing/fake_clock.h"
 #include "util/testing/status_printer.h"
@@ -223,6 +229,122 @@ TEST_F(FanoutEngineTest, ASecondJobReusesTheConnection) {
   }
   EXPECT_EQ(Logins(), 1u) << "one login for both jobs: " << sshd_->Log();
   EXPECT_EQ(engine.CloseIdle(milliseconds(0)), 0u);
+}
+
+// A Unix socket that answers each connection with the line it was sent and the name of
+// the process that connected ("hello from sshd"), then closes it, as the agent does.
+class LineSocket {
+ public:
+  explicit LineSocket(const std::string& path) : fd_(::socket(AF_UNIX, SOCK_STREAM, 0)) {
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::strncpy(addr.sun_path, path.c_str(), sizeof addr.sun_path - 1);
+    EXPECT_EQ(::bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+    ::chmod(path.c_str(), 0666);
+    EXPECT_EQ(::listen(fd_, 16), 0);
+    thread_ = std::thread([this] { Serve(); });
+  }
+  ~LineSocket() {
+    ::shutdown(fd_, SHUT_RDWR);  // wakes accept
+    thread_.join();
+    ::close(fd_);
+  }
+  int served() const { return served_; }
+
+ private:
+  void Serve() {
+    for (int c; (c = ::accept(fd_, nullptr, nullptr)) >= 0; ::close(c)) {
+      std::string line;
+      char ch = 0;
+      while (::read(c, &ch, 1) == 1 && ch != '\n') {
+        line.push_back(ch);
+      }
+      ucred peer{};
+      socklen_t len = sizeof peer;
+      ::getsockopt(c, SOL_SOCKET, SO_PEERCRED, &peer, &len);
+      Result<std::string> comm = ReadFile("/proc/" + std::to_string(peer.pid) + "/comm");
+      std::string answer = line + " from " + std::string(Trim(comm.ok() ? *comm : "?")) + "\n";
+      EXPECT_EQ(::write(c, answer.data(), answer.size()), static_cast<ssize_t>(answer.size()));
+      ++served_;
+    }
+  }
+  int fd_;
+  std::atomic<int> served_{0};
+  std::thread thread_;
+};
+
+// The agent's calls: sshd connects the channel to the socket itself, so no command (no
+// shell, no `tpufleet-agent call`) starts on the worker; the socket gets its own input.
+TEST_F(FanoutEngineTest, AUnixSocketIsReachedWithoutAProcess) {
+  std::string path = sshd_->dir() + "/agent.sock";
+  LineSocket agent(path);
+  auto job = Job({Host("w0"), Host("w1")}, "echo the command ran");
+  job.stdin_header = "the command's input\n";
+  job.hold_stdin = true;  // as the agent's calls: the socket closes when it has answered
+  for (size_t i = 0; i < 2; ++i) {
+    job.hosts[i].unix_socket = path;
+    job.hosts[i].socket_input = "hello w" + std::to_string(i) + "\n";
+  }
+  auto sink = Run(job);
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(sink.out[i], "hello w" + std::to_string(i) + " from sshd\n");
+    EXPECT_EQ(sink.results[i].outcome, HostOutcome::kExited);
+    EXPECT_EQ(sink.results[i].exit_code, 0);
+  }
+  EXPECT_EQ(agent.served(), 2);
+}
+
+// Nobody listening: sshd refuses the channel, the command runs (with the job's input),
+// and its exit says why. Asked again on the same connection once the socket is there,
+// it is reached: a refusal for that reason is not remembered.
+TEST_F(FanoutEngineTest, ASocketNobodyListensOnRunsTheCommandUntilSomeoneDoes) {
+  EventLoop loop(clock_);
+  FanoutEngine engine(loop);
+  std::string path = sshd_->dir() + "/agent.sock";
+  auto job = Job({Host("w0")}, "cat; echo the command ran; exit 3");
+  job.stdin_header = "the command's input\n";
+  job.hosts[0].unix_socket = path;
+  job.hosts[0].socket_input = "hello\n";
+  auto run = [&] {
+    RecordingSink sink;
+    auto id = engine.Start(job, sink);
+    EXPECT_TRUE(id.ok());
+    while (id.ok() && !engine.Finished(*id)) {
+      loop.RunOnce(milliseconds(200));
+    }
+    return static_cast<Recorded>(sink);
+  };
+  Recorded refused = run();
+  EXPECT_EQ(refused.out[0], "the command's input\nthe command ran\n");
+  EXPECT_EQ(refused.results[0].exit_code, 3);
+  LineSocket agent(path);
+  Recorded reached = run();
+  EXPECT_EQ(reached.out[0], "hello from sshd\n");
+  EXPECT_EQ(reached.results[0].exit_code, 0);
+  EXPECT_EQ(agent.served(), 1);
+  EXPECT_EQ(Logins(), 1u) << "both on one connection: " << sshd_->Log();
+}
+
+// A server that forwards no Unix sockets (AllowStreamLocalForwarding no, as some
+// hardened images have): the command runs instead, on every call.
+class NoStreamLocalEngine : public FanoutEngineTest {
+  std::string ExtraConfig() const override { return "AllowStreamLocalForwarding no\n"; }
+};
+
+TEST_F(NoStreamLocalEngine, WhereSshdForwardsNoSocketsTheCommandRuns) {
+  std::string path = sshd_->dir() + "/agent.sock";
+  LineSocket agent(path);
+  auto job = Job({Host("w0"), Host("w1")}, "echo the command ran");
+  for (FanoutHost& h : job.hosts) {
+    h.unix_socket = path;
+    h.socket_input = "hello\n";
+  }
+  auto sink = Run(job);
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(sink.out[i], "the command ran\n");
+    EXPECT_TRUE(sink.results[i].ok()) << sink.results[i].message;
+  }
+  EXPECT_EQ(agent.served(), 0);
 }
 
 // up's login check and setup: jobs started on the caller's loop, which goes on while

@@ -1,16 +1,41 @@
-#include "ssh/fanout_engine.h"
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <string_view>
 
 #include <libssh2.h>
 
-#include <algorithm>
-#include <chrono>
-#include <string>
-
+#include "ssh/fanout_engine.h"
 #include "ssh/fanout_engine_internal.h"
 
 namespace tpufleet {
 
 using std::chrono::milliseconds;
+
+namespace {
+
+// OpenSSH's channel to a Unix socket on the server (its PROTOCOL file, 2.4).
+constexpr std::string_view kStreamLocalChannel = "direct-streamlocal@openssh.com";
+
+void PutU32(std::string& out, uint32_t v) {
+  for (int shift = 24; shift >= 0; shift -= 8) {
+    out.push_back(static_cast<char>((v >> shift) & 0xff));
+  }
+}
+
+// What the channel open request carries after its common fields: the socket's path,
+// then a reserved string and a reserved uint32.
+std::string StreamLocalOpenMessage(const std::string& path) {
+  std::string out;
+  PutU32(out, static_cast<uint32_t>(path.size()));
+  out += path;
+  PutU32(out, 0);
+  PutU32(out, 0);
+  return out;
+}
+
+}  // namespace
 
 // One step of one host's channel; true when it moved and may move again.
 bool FanoutEngine::DriveTask(Task& t) {
@@ -21,19 +46,49 @@ bool FanoutEngine::DriveTask(Task& t) {
     return false;
   };
   switch (t.state) {
-    case Task::kWaiting:
+    case Task::kWaiting: {
       t.state = Task::kOpen;
       t.deadline = now_ + job.spec.connect_timeout;  // for the channel and the exec
+      const std::string& socket = job.spec.hosts[t.host].unix_socket;
+      t.over_socket = !socket.empty() && !c.sockets_refused;
+      if (t.over_socket) {
+        t.open_message = StreamLocalOpenMessage(socket);
+      }
       [[fallthrough]];
+    }
     case Task::kOpen: {
-      t.channel = libssh2_channel_open_session(c.session);
+      t.channel = t.over_socket
+                      ? libssh2_channel_open_ex(
+                            c.session, kStreamLocalChannel.data(),
+                            static_cast<unsigned>(kStreamLocalChannel.size()),
+                            LIBSSH2_CHANNEL_WINDOW_DEFAULT, LIBSSH2_CHANNEL_PACKET_DEFAULT,
+                            t.open_message.data(), static_cast<unsigned>(t.open_message.size()))
+                      : libssh2_channel_open_session(c.session);
       if (!t.channel) {
-        if (libssh2_session_last_errno(c.session) == LIBSSH2_ERROR_EAGAIN) {
+        int err = libssh2_session_last_errno(c.session);
+        if (err == LIBSSH2_ERROR_EAGAIN) {
           return false;
         }
-        return conn_error("opening a session channel");
+        if (t.over_socket && err == LIBSSH2_ERROR_CHANNEL_FAILURE) {
+          // Refused: the command runs instead, and its exit says why. A server that
+          // does not connect such channels at all is not asked again; a socket nobody
+          // listens on ("connect failed") may be listened on next time.
+          if (SessionError(c.session).find("connect failed") == std::string::npos) {
+            c.sockets_refused = true;
+          }
+          t.over_socket = false;
+          return true;
+        }
+        return conn_error(t.over_socket ? "opening a channel to a Unix socket"
+                                        : "opening a session channel");
       }
       c.served = true;
+      if (t.over_socket) {
+        t.deadline = job.spec.command_timeout.count() > 0 ? now_ + job.spec.command_timeout
+                                                          : Clock::MonoTime::max();
+        t.state = Task::kRun;
+        return true;
+      }
       t.state = Task::kExec;
       [[fallthrough]];
     }
@@ -61,8 +116,10 @@ bool FanoutEngine::DriveTask(Task& t) {
       bool moved = false;
       bool window_shut = false;  // the write waited for the worker's window to open
       // stdin is the job's header, then (unless no_input) the payload; t.sent counts both.
-      const std::string& header = job.spec.stdin_header;
-      const Payload* in = job.spec.hosts[t.host].no_input ? nullptr : job.payload.get();
+      // The socket's input is its own: the job's is for the command's.
+      const FanoutHost& host = job.spec.hosts[t.host];
+      const std::string& header = t.over_socket ? host.socket_input : job.spec.stdin_header;
+      const Payload* in = host.no_input || t.over_socket ? nullptr : job.payload.get();
       const size_t total = header.size() + (in ? in->size : 0);
       const auto stall = job.spec.input_stall_timeout;
       if (t.sent < total && stall.count() > 0 && t.input_deadline == Clock::MonoTime::max()) {
@@ -160,7 +217,8 @@ bool FanoutEngine::DriveTask(Task& t) {
         t.result.message = "killed by SIG" + t.result.signal;
       } else {
         t.result.outcome = HostOutcome::kExited;
-        t.result.exit_code = libssh2_channel_get_exit_status(t.channel);
+        // A socket's channel has no exit status: its end is the answer's end.
+        t.result.exit_code = t.over_socket ? 0 : libssh2_channel_get_exit_status(t.channel);
         if (t.result.exit_code != 0) {
           t.result.message = "exit " + std::to_string(t.result.exit_code);
         }

@@ -2,6 +2,10 @@
 
 #include <cstdint>
 #include <limits>
+#include <optional>
+#include <string>
+#include <string_view>
+
 #include <nlohmann/json.hpp>
 
 namespace tpufleet {
@@ -55,8 +59,12 @@ class Fields {
  public:
   Fields(const json& object, std::string where) : object_(object), where_(std::move(where)) {}
 
-  Result<std::string> String(const char* key) const {
+  // A string; `fallback` when the key is absent, if given.
+  Result<std::string> String(const char* key, std::optional<std::string_view> fallback = {}) const {
     const json* v = Find(key);
+    if (!v && fallback) {
+      return std::string(*fallback);
+    }
     if (!v || !v->is_string()) {
       return Bad(key, "a string");
     }
@@ -126,6 +134,9 @@ Result<FanoutHost> HostFromJson(const json& h, const std::string& where) {
   TPUFLEET_ASSIGN_OR_RETURN(host.host_key, f.String("host_key"));
   TPUFLEET_ASSIGN_OR_RETURN(host.command, f.String("command"));
   TPUFLEET_ASSIGN_OR_RETURN(host.no_input, f.Bool("no_input"));
+  // Absent from clients older than the fields: the command runs, as they meant.
+  TPUFLEET_ASSIGN_OR_RETURN(host.unix_socket, f.String("unix_socket", ""));
+  TPUFLEET_ASSIGN_OR_RETURN(host.socket_input, f.String("socket_input", ""));
   return host;
 }
 
@@ -163,9 +174,15 @@ Result<FanoutJob> JobFromJson(const json& j) {
 json JobToJson(const FanoutJob& job) {
   json hosts = json::array();
   for (const auto& h : job.hosts) {
-    hosts.push_back({{"name", h.name}, {"address", h.address}, {"port", h.port},
-                     {"user", h.user}, {"host_key", h.host_key}, {"command", h.command},
-                     {"no_input", h.no_input}});
+    hosts.push_back({{"name", h.name},
+                     {"address", h.address},
+                     {"port", h.port},
+                     {"user", h.user},
+                     {"host_key", h.host_key},
+                     {"command", h.command},
+                     {"no_input", h.no_input},
+                     {"unix_socket", h.unix_socket},
+                     {"socket_input", h.socket_input}});
   }
   return {{"hosts", hosts},
           {"command", job.command},

@@ -14,11 +14,20 @@ using std::chrono::milliseconds;
 
 FanoutJob AJob() {
   FanoutJob job;
-  FanoutHost h{.name = "pod/w3", .address = "10.0.0.3", .port = 2222, .user = "ada",
-               .host_key = "ssh-ed25519 AAAAC3", .command = "echo ünïcode", .no_input = true};
+  FanoutHost h{.name = "pod/w3",
+               .address = "10.0.0.3",
+               .port = 2222,
+               .user = "ada",
+               .host_key = "ssh-ed25519 AAAAC3",
+               .command = "echo ünïcode",
+               .no_input = true,
+               .unix_socket = "",
+               .socket_input = ""};
   job.hosts = {h, h};
   job.hosts[1].command = "";
   job.hosts[1].no_input = false;
+  job.hosts[1].unix_socket = "/run/tpufleet-agent/agent.sock";
+  job.hosts[1].socket_input = "{\"op\":\"job.list\",\"worker\":1}\n";
   job.command = "uptime";
   job.key_path = "/k/id_ed25519";
   job.stdin_path = "/tmp/in";
@@ -53,6 +62,9 @@ TEST(HolderProtocol, AJobCrossesWhole) {
   EXPECT_EQ(r.job.hosts[0].command, "echo ünïcode");
   EXPECT_TRUE(r.job.hosts[0].no_input);
   EXPECT_FALSE(r.job.hosts[1].no_input);
+  EXPECT_EQ(r.job.hosts[0].unix_socket, "");
+  EXPECT_EQ(r.job.hosts[1].unix_socket, "/run/tpufleet-agent/agent.sock");
+  EXPECT_EQ(r.job.hosts[1].socket_input, job.hosts[1].socket_input);
   EXPECT_EQ(r.job.stdin_header, job.stdin_header);
   EXPECT_EQ(r.job.max_parallel, 7u);
   EXPECT_EQ(r.job.connect_timeout, milliseconds(1500));

@@ -287,8 +287,15 @@ FanoutJob SecretJob() {
   FanoutJob job;
   const char* key =
       "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGw6SazH8E4wAHaauG7OB3VjXkbuu9GiwOP564ZWS2Ju";
-  job.hosts.push_back({.name = "w0", .address = "127.0.0.1", .port = 1, .user = "me",
-                       .host_key = key, .command = "", .no_input = false});
+  job.hosts.push_back({.name = "w0",
+                       .address = "127.0.0.1",
+                       .port = 1,
+                       .user = "me",
+                       .host_key = key,
+                       .command = "",
+                       .no_input = false,
+                       .unix_socket = "",
+                       .socket_input = ""});
   job.command = "echo secret";
   job.key_path = "/root/.local/state/tpufleet/ssh/id_ed25519";
   return job;

@@ -56,8 +56,10 @@ class TestSshd {
   static bool Installed() { return ::access(kSshdPath, X_OK) == 0; }
 
   /// A running server, or the reason it would not start (with sshd's log).
-  static Result<std::unique_ptr<TestSshd>> Start() {
+  /// `extra_config`: sshd_config lines added to the test's own.
+  static Result<std::unique_ptr<TestSshd>> Start(const std::string& extra_config = "") {
     std::unique_ptr<TestSshd> s(new TestSshd());
+    s->extra_config_ = extra_config;
     TPUFLEET_TRY(s->Prepare());
     Status last;
     for (int attempt = 0; attempt < 5; ++attempt) {  // a free port may be taken meanwhile
@@ -179,6 +181,7 @@ class TestSshd {
     // on a lock another session may hold, and hung CI's sessions).
     text += "SetEnv SHLVL=1\n";
     text += "LogLevel VERBOSE\n";
+    text += extra_config_;
     TPUFLEET_TRY(WriteFileAtomic(config, text, 0600));
     int log =
         ::open((dir() + "/sshd.log").c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
@@ -256,6 +259,7 @@ class TestSshd {
   std::string host_key_;
   FleetKey client_key_;
   std::string user_;
+  std::string extra_config_;
 };
 
 /// A GoogleTest fixture with a TestSshd of its own for every test; the test is skipped
@@ -267,11 +271,13 @@ class TestSshdFixture : public ::testing::Test {
     if (!TestSshd::Installed()) {
       GTEST_SKIP() << TestSshd::kSkipReason;
     }
-    Result<std::unique_ptr<TestSshd>> s = TestSshd::Start();
+    Result<std::unique_ptr<TestSshd>> s = TestSshd::Start(ExtraConfig());
     ASSERT_TRUE(s.ok()) << s.status().ToString();
     sshd_ = std::move(*s);
     SetUpWithSshd();
   }
+  /// sshd_config lines of the fixture's server beyond the test's own.
+  virtual std::string ExtraConfig() const { return ""; }
   /// What a fixture does once its sshd runs (not called when the test was skipped or
   /// the sshd did not start).
   virtual void SetUpWithSshd() {}
