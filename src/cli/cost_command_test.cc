@@ -257,6 +257,25 @@ TEST_F(CostCommandTest, Issue17GoodputSplitsThePaidTimeAndSaysWhereMostWent) {
                        "ada,32.00,4.000,4.000,0.000,0.500,3.500,0.000,0.000,0.000\n"))
       << csv.out;
 
+  // By day: each day's line is that day's part, and the days add up to the whole (the
+  // 4 hours may cross midnight UTC).
+  json days =
+      json::parse(cli_testing::Tpufleet(app_, {"cost", "--by", "day", "--goodput", "--json"}).out);
+  ASSERT_FALSE(days["lines"].empty()) << days.dump();
+  double usd = 0, busy = 0, preempted = 0, idle = 0;
+  for (const json& line : days["lines"]) {
+    EXPECT_EQ(line["day"].get<std::string>().size(), 10u) << line.dump();  // YYYY-MM-DD
+    usd += line["usd"].get<double>();
+    busy += line["hours"]["busy"].get<double>();
+    preempted += line["hours"]["preempted"].get<double>();
+    idle += line["hours"]["idle"].get<double>();
+  }
+  EXPECT_DOUBLE_EQ(usd, 50);
+  EXPECT_DOUBLE_EQ(busy, 1);
+  EXPECT_DOUBLE_EQ(preempted, 0.5);
+  EXPECT_DOUBLE_EQ(idle, j["hours"]["idle"].get<double>());  // the whole, by node
+  EXPECT_GT(idle, 0);
+
   // bo, a member, sees what is billed to him: his job, and eval's idle hours.
   Row("bo", "member");
   json bo = json::parse(As("bo", {"cost", "--by", "job", "--goodput", "--json"}).out);
