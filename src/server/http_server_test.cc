@@ -2,9 +2,17 @@
 // machine would meet it: the token on every route, web pages refused, sizes bounded.
 #include "server/http_server.h"
 
-#include <httplib.h>
-
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <httplib.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <string>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -248,6 +256,68 @@ TEST_F(ServeHttpTest, BodiesAndHeadersAreBounded) {
   r = Get("/v1/status", Auth());
   ASSERT_TRUE(r) << "the server still answers";
   EXPECT_EQ(r->status, 200);
+}
+
+// A connection to the server on loopback, as raw bytes.
+class RawConnection {
+ public:
+  explicit RawConnection(int port) : fd_(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) {
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(port));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    connected_ = ::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
+  }
+  ~RawConnection() { ::close(fd_); }
+  bool connected() const { return connected_; }
+  void Send(const std::string& bytes) {
+    EXPECT_EQ(::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL),
+              static_cast<ssize_t>(bytes.size()));
+  }
+  // What arrives within `wait`, until the server closes the connection.
+  std::string ReadAll(std::chrono::milliseconds wait) {
+    std::string got;
+    auto deadline = std::chrono::steady_clock::now() + wait;
+    for (;;) {
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          deadline - std::chrono::steady_clock::now());
+      pollfd p{fd_, POLLIN, 0};
+      if (left.count() <= 0 || ::poll(&p, 1, static_cast<int>(left.count())) <= 0) {
+        closed_ = false;
+        return got;
+      }
+      char buf[4096];
+      ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
+      if (n <= 0) {
+        closed_ = true;
+        return got;
+      }
+      got.append(buf, static_cast<size_t>(n));
+    }
+  }
+  bool closed() const { return closed_; }
+
+ private:
+  int fd_;
+  bool connected_ = false;
+  bool closed_ = false;
+};
+
+// A client slow to send its request (the bench's: on a machine at load 100 its requests
+// came seconds after its connections) is still answered, up to kRequestWait; one that
+// sends nothing is closed after it, and its thread freed.
+TEST_F(ServeHttpTest, AClientSlowToAskIsAnsweredAndASilentOneClosed) {
+  static_assert(kRequestWait >= std::chrono::seconds(3));
+  RawConnection slow(port_), silent(port_);
+  ASSERT_TRUE(slow.connected() && silent.connected());
+  std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+  slow.Send("GET /v1/status HTTP/1.1\r\nHost: 127.0.0.1:" + std::to_string(port_) +
+            "\r\nAuthorization: Bearer " + kToken + "\r\n\r\n");
+  std::string answer = slow.ReadAll(std::chrono::seconds(5));
+  EXPECT_EQ(answer.rfind("HTTP/1.1 200", 0), 0u) << answer;
+  EXPECT_TRUE(slow.closed()) << "one request per connection";
+  EXPECT_EQ(silent.ReadAll(kRequestWait + std::chrono::seconds(3)), "");
+  EXPECT_TRUE(silent.closed());
 }
 
 TEST(ServeHttpServer, ABusyPortIsOneMessage) {
