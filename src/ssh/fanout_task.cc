@@ -1,12 +1,13 @@
+#include "ssh/fanout_engine.h"
+
+#include <libssh2.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <string>
 #include <string_view>
 
-#include <libssh2.h>
-
-#include "ssh/fanout_engine.h"
 #include "ssh/fanout_engine_internal.h"
 
 namespace tpufleet {
