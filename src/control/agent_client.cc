@@ -176,17 +176,27 @@ class AgentSink final : public FanoutSink {
 
 }  // namespace
 
-void AimAtAgent(FanoutHost& host, const api::AgentRequest& request, int worker, bool admin) {
-  host.command = AgentCallCommand(worker, admin);
-  if (admin) {
-    return;  // root's: only through sudo
+FanoutJob AgentJob(const World& world, const std::vector<WorkerTarget>& workers,
+                   api::AgentRequest request, bool admin) {
+  FanoutJob job = JobFor(world, workers);
+  for (size_t i = 0; i < workers.size(); ++i) {
+    FanoutHost& host = job.hosts[i];
+    const int worker = workers[i].worker;
+    host.command = AgentCallCommand(worker, admin);
+    if (!admin) {  // root's calls go through sudo alone
+      // Straight to the socket where the worker's sshd connects it: no process starts
+      // on the worker for the call.
+      request.worker = worker;
+      host.unix_socket = std::string(api::kAgentSocketPath);
+      host.socket_input = api::ToLine(request) + "\n";
+    }
   }
-  // Straight to the socket where the worker's sshd connects it: no process starts on
-  // the worker for the call.
-  api::AgentRequest own = request;
-  own.worker = worker;
-  host.unix_socket = std::string(api::kAgentSocketPath);
-  host.socket_input = api::ToLine(own) + "\n";
+  request.worker.reset();  // each worker's own, from `call --worker N`
+  job.stdin_header = api::ToLine(request) + "\n";
+  // The request is read as one line; the channel stays open, and its closing (this
+  // process gone, Ctrl-C) tells the agent to stop following.
+  job.hold_stdin = true;
+  return job;
 }
 
 Result<std::vector<AgentReply>> CallAgents(World& world, const std::vector<WorkerTarget>& workers,
@@ -199,16 +209,7 @@ Result<std::vector<AgentReply>> CallAgents(World& world, const std::vector<Worke
     return InvalidArgumentError(std::string(api::AgentOpName(call.request.op)) +
                                 " streams: the call needs a line callback");
   }
-  api::AgentRequest request = call.request;
-  request.worker.reset();  // each worker's own, from `call --worker N`
-  FanoutJob job = JobFor(world, workers);
-  for (size_t i = 0; i < workers.size(); ++i) {
-    AimAtAgent(job.hosts[i], request, workers[i].worker, call.admin);
-  }
-  job.stdin_header = api::ToLine(request) + "\n";
-  // `call` reads its one line; the channel stays open, and its closing (this process
-  // gone, Ctrl-C) tells `call` to stop following.
-  job.hold_stdin = true;
+  FanoutJob job = AgentJob(world, workers, call.request, call.admin);
   job.connect_timeout = call.connect_timeout;
   job.command_timeout = call.timeout;
   AgentSink sink(workers, call, on_line, cancelled);

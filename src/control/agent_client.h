@@ -6,7 +6,7 @@
 // (FanoutHost::unix_socket: OpenSSH's direct-streamlocal), the request with "worker": N
 // (N: the worker's index on its node) its one line, so no process starts on the worker
 // for a call. Where sshd will not connect it (no agent listening, forwarding turned
-// off), and for the ops only root may do (accounts.apply, behind `sudo -n`), the
+// off), and for the calls made as root (AgentCall::admin, behind `sudo -n`), the
 // fan-out runs `/usr/local/bin/tpufleet-agent call --worker N` instead, the request the
 // one line of its stdin (FanoutJob::stdin_header); `call` connects to the socket, sends
 // the line with "worker": N added, and copies the agent's answer lines to its stdout
@@ -80,11 +80,12 @@ using AgentLineFn = std::function<void(size_t worker, const api::AgentLine& line
 /// "cancelled"). Empty: never.
 using AgentCancelFn = std::function<bool()>;
 
-/// Points `host` of a fan-out job at the agent of its worker `worker` for `request`:
-/// straight to the agent's socket unless `admin`, with `/usr/local/bin/tpufleet-agent
-/// call --worker N` (behind `sudo -n` when `admin`) where that cannot be. The job's stdin_header is
-/// the caller's: api::ToLine(request) and "\n", without the worker (`call --worker N` adds it).
-void AimAtAgent(FanoutHost& host, const api::AgentRequest& request, int worker, bool admin);
+/// The fan-out job that asks the agents of `workers` for `request` (its "worker" each
+/// one's own): straight to each agent's socket unless `admin`, with `/usr/local/bin/
+/// tpufleet-agent call --worker N` (behind `sudo -n` when `admin`) where that cannot be;
+/// the channel held open (hold_stdin). Timeouts are the caller's to set.
+FanoutJob AgentJob(const World& world, const std::vector<WorkerTarget>& workers,
+                   api::AgentRequest request, bool admin);
 
 /// Sends `call.request` to the agent of every worker of `workers` at once and returns
 /// each worker's reply, in the order of `workers`. `on_line` gets the data and state

@@ -3,7 +3,6 @@
 #include <algorithm>
 
 #include "control/agent_client.h"
-#include "control/exec.h"
 #include "control/targets.h"
 #include "util/log.h"
 
@@ -149,10 +148,7 @@ void NoticeWatch::Open(Stream& s) {
   s.retry = 0;
   api::AgentRequest request;
   request.op = api::AgentOp::kNoticeWatch;
-  FanoutJob job = JobFor(world_, {s.target});
-  AimAtAgent(job.hosts[0], request, s.target.worker, /*admin=*/false);
-  job.stdin_header = api::ToLine(request) + "\n";
-  job.hold_stdin = true;  // closing the channel is what tells the agent to stop
+  FanoutJob job = AgentJob(world_, {s.target}, request, /*admin=*/false);
   job.connect_timeout = kNoticeConnectTimeout;
   Stream* raw = &s;
   Status started = session_->Start(job, s, [this, raw] { Ended(raw); });
