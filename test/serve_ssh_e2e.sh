@@ -198,6 +198,22 @@ mismatch() {
     grep -q "^  pod/w1: host-key-mismatch" "$tmp/wrong.err" || { shows wrong; return 1; }
 }
 check "a worker whose key is not the one serve gave: ssh refuses it, the other worker runs" mismatch
+killed() {
+  # milo's exec of a long command, killed outright while ssh runs on worker 0: its ssh
+  # config and known_hosts are in memory, so nothing of it stays in his TMPDIR.
+  (cd "$tmp" && HOME=$laptop TPUFLEET_STATE_DIR=$laptop/no-state TMPDIR=$tmp/laptop-tmp \
+    SSH_AUTH_SOCK=$agent_sock exec "$bin" --server "$url" exec pod:0 -- sleep 60 \
+    >"$tmp/killed.out" 2>"$tmp/killed.err") &
+  local pid=$! kids=""
+  sshing() { kids=$(pgrep -P "$pid" -x ssh); [[ -n $kids ]]; }
+  wait_for 30 sshing || { cat "$tmp/killed.err"; end_ours "$pid" KILL; return 1; }
+  end_ours "$pid" KILL
+  wait "$pid"
+  # shellcheck disable=SC2086  # one pid a word
+  kill $kids 2>/dev/null
+  [[ -z $(ls -A "$tmp/laptop-tmp") ]] || { ls -la "$tmp/laptop-tmp"; return 1; }
+}
+check "an exec killed (SIGKILL) while ssh runs leaves nothing in TMPDIR" killed
 no_leftovers() {
   [[ -z $(ls -A "$tmp/laptop-tmp") ]] || { ls -la "$tmp/laptop-tmp"; return 1; }
 }

@@ -154,8 +154,8 @@ Result<uint64_t> SourceBytes(const std::string& path) {
 // whole, no prompt (several run at once).
 std::vector<std::string> ScpArgv(const ServerLogins& logins, const CopyRequest& request) {
   auto connect_s = std::chrono::ceil<std::chrono::seconds>(request.connect_timeout).count();
-  return {"scp", "-F", logins.config, "-p", "-r", "-B", "-o",
-          "ConnectTimeout=" + std::to_string(connect_s), "--"};
+  std::string timeout = "ConnectTimeout=" + std::to_string(connect_s);
+  return {"scp", "-F", logins.ssh.config.path(), "-p", "-r", "-B", "-o", timeout, "--"};
 }
 
 }  // namespace

@@ -112,8 +112,8 @@ ExitStatus RunExecOverSsh(Invocation& inv, const ServerLogins& logins) {
   auto connect_s = std::chrono::ceil<std::chrono::seconds>(request->connect_timeout).count();
   for (const WorkerTarget& w : *workers) {
     // As the engine runs it: in a group of its own that ends when stdin (ssh) closes.
-    job.programs.push_back({"ssh", "-F", logins.config, "-T", "-o", "BatchMode=yes", "-o",
-                            "ConnectTimeout=" + std::to_string(connect_s), "--", w.alias,
+    job.programs.push_back({"ssh", "-F", logins.ssh.config.path(), "-T", "-o", "BatchMode=yes",
+                            "-o", "ConnectTimeout=" + std::to_string(connect_s), "--", w.alias,
                             StoppableCommand(request->argv)});
   }
   job.hold_stdin = true;

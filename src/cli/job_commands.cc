@@ -320,7 +320,7 @@ ExitStatus RunAttachOverSsh(Invocation& inv, const ServerLogins& logins) {
   if (!zero.ok()) {
     return Fail(inv, zero.status());
   }
-  Result<std::vector<std::string>> argv = AttachArgv(logins.config, *zero, job.id);
+  Result<std::vector<std::string>> argv = AttachArgv(logins.ssh.config.path(), *zero, job.id);
   if (!argv.ok()) {
     return Fail(inv, argv.status());
   }

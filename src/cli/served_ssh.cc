@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <array>
 #include <cerrno>
-#include <filesystem>
 #include <optional>
 #include <ostream>
 
@@ -46,15 +45,7 @@ Status PrepareLogins(Invocation& inv, const std::string& url, ServerLogins& logi
     inv.err << "tpufleet: " << notice << std::endl;
   }
   logins.nodes = ServerNodeRecords(logins.person, hosts);
-  std::error_code ec;
-  std::filesystem::path tmp = std::filesystem::temp_directory_path(ec);
-  if (ec) {
-    return FailedPreconditionError("no temporary directory for the ssh config: " + ec.message() +
-                                   " (check TMPDIR)");
-  }
-  TPUFLEET_TRY(logins.dir.Make(tmp.string(), "tpufleet-ssh-"));
-  TPUFLEET_ASSIGN_OR_RETURN(logins.config,
-                            WriteDirectServerSshFiles(logins.dir.path(), logins.person, hosts));
+  TPUFLEET_ASSIGN_OR_RETURN(logins.ssh, MakeDirectServerSshFiles(logins.person, hosts));
   return Status::Ok();
 }
 

@@ -13,9 +13,10 @@
 // chain is the server's pinned TLS certificate, and a worker presenting another key is
 // refused by ssh, never trusted on first use.
 //
-// The config and known_hosts live in a private directory (mkdtemp, 0700) removed when
-// the command ends; so `ssh` and `attach` wait for ssh (instead of replacing tpufleet
-// with it, as locally) and exit with its status. Label selectors (team=a) are refused
+// The config and known_hosts are files in memory that live as long as this process
+// (util/file.h MemoryFile: nothing is left in TMPDIR, whatever ends it); so `ssh` and
+// `attach` wait for ssh (instead of replacing tpufleet with it, as locally) and exit
+// with its status. Label selectors (team=a) are refused
 // in one line: the server's answer has no labels.
 //
 // Thread-safety: one command at a time, on its thread.
@@ -27,8 +28,8 @@
 
 #include "api/workers.h"
 #include "cli/command.h"
+#include "control/server_ssh.h"
 #include "control/targets.h"
-#include "util/file.h"
 #include "util/status.h"
 
 namespace tpufleet::cli {
@@ -42,8 +43,7 @@ struct ServerLogins {
   std::string url;                 // the server's, for messages
   std::string person;              // their name there; "" when not joined
   std::vector<NodeRecord> nodes;   // GET /v1/hosts as records (control/server_ssh.h)
-  std::string config;              // the ssh config's path (-F), in `dir`
-  PrivateDir dir;                  // with the config and known_hosts; removed with this
+  DirectServerSshFiles ssh;        // the config (-F ssh.config.path()) and its known_hosts
 };
 
 /// Runs `inv`'s command (ServedOverSsh) against the team server `url`.

@@ -8,6 +8,9 @@
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <unistd.h>
+
+#include <array>
 
 #include "api/invite.h"
 #include "api/remote_command.h"
@@ -78,7 +81,7 @@ class ServedSshTest : public ::testing::Test {
         "host=$1; shift\n"
         "user=$(sed -n \"/^Host $host\\$/,/^$/p\" \"$cfg\" | grep -o 'User .*')\n"
         "echo \"$host $user\"\n"
-        "echo \"$cfg\" >>" +
+        "echo \"$cfg $(grep -c '^Host ' \"$cfg\")\" >>" +
         dir_.path() +
         "/configs\n"
         "echo on-stderr >&2\n"
@@ -113,12 +116,22 @@ TEST_F(ServedSshTest, ExecRunsTheirSshOnEveryWorkerAndPrintsAsLocally) {
   EXPECT_NE(o.err.find("[pod/w0] on-stderr\n"), std::string::npos) << o.err;
   EXPECT_NE(o.err.find("tpufleet: 1 of 2 workers failed:\n  pod/w1: exit 3\n"), std::string::npos)
       << o.err;
-  // The config was there while ssh ran, and is gone now.
+  // ssh read the config (its Host blocks) by a path to this process's file in
+  // memory, which is gone now: nothing was written to a directory.
   Result<std::string> configs = ReadFile(dir_.path() + "/configs");
   ASSERT_TRUE(configs.ok());
   std::string first = configs->substr(0, configs->find('\n'));
-  EXPECT_NE(first.find("/tpufleet-ssh-"), std::string::npos) << first;
-  EXPECT_FALSE(ReadFile(first).ok()) << first << " is left";
+  std::string path = first.substr(0, first.find(' '));
+  EXPECT_EQ(path.rfind("/proc/" + std::to_string(::getpid()) + "/fd/", 0), 0u) << first;
+  std::string config = RenderSshConfig(DirectServerSshEntries("", PodHosts()), "/k").value();
+  size_t hosts = 0;
+  for (size_t at = 0; (at = config.find("Host ", at)) != std::string::npos; ++at) {
+    hosts += at == 0 || config[at - 1] == '\n';
+  }
+  EXPECT_EQ(first.substr(first.find(' ') + 1), std::to_string(hosts)) << first;
+  std::array<char, 64> link{};
+  ssize_t n = ::readlink(path.c_str(), link.data(), link.size() - 1);
+  EXPECT_TRUE(n < 0 || std::string(link.data(), n).rfind("/memfd:", 0) != 0) << path << " is left";
 }
 
 TEST_F(ServedSshTest, ANodeNotInTheAnswerIsNoNodeAndLabelsAreRefused) {

@@ -244,7 +244,7 @@ ExitStatus RunSshOverSsh(Invocation& inv, const ServerLogins& logins) {
   if (!target.ok()) {
     return TargetError(inv, target.status());
   }
-  Result<std::vector<std::string>> argv = SshArgv(inv, logins.config, *target, w);
+  Result<std::vector<std::string>> argv = SshArgv(inv, logins.ssh.config.path(), *target, w);
   if (!argv.ok()) {
     return Fail(inv, argv.status());
   }
@@ -279,7 +279,8 @@ ExitStatus RunForwardOverSsh(Invocation& inv, const ServerLogins& logins) {
     return TargetError(inv, target.status());
   }
   SshForwarder forwarder;  // the system's ssh, as the World's (app/fleet_world.cc)
-  return Forwarding(inv, forwarder, logins.config, *target, std::get<ForwardPorts>(ports));
+  return Forwarding(inv, forwarder, logins.ssh.config.path(), *target,
+                    std::get<ForwardPorts>(ports));
 }
 
 }  // namespace tpufleet::cli

@@ -77,10 +77,15 @@ std::vector<SshHostEntry> DirectServerSshEntries(const std::string& person,
   return entries;
 }
 
-Result<std::string> WriteDirectServerSshFiles(const std::string& dir, const std::string& person,
-                                              const std::vector<api::WorkerHost>& hosts) {
-  TPUFLEET_TRY(WriteSshFiles(dir, DirectServerSshEntries(person, hosts)));
-  return dir + "/config";
+Result<DirectServerSshFiles> MakeDirectServerSshFiles(const std::string& person,
+                                                      const std::vector<api::WorkerHost>& hosts) {
+  std::vector<SshHostEntry> entries = DirectServerSshEntries(person, hosts);
+  DirectServerSshFiles files;
+  TPUFLEET_ASSIGN_OR_RETURN(files.known_hosts,
+                            MemoryFile::Make("known_hosts", RenderKnownHosts(entries)));
+  TPUFLEET_ASSIGN_OR_RETURN(std::string config, RenderSshConfig(entries, files.known_hosts.path()));
+  TPUFLEET_ASSIGN_OR_RETURN(files.config, MemoryFile::Make("config", config));
+  return files;
 }
 
 Result<std::string> IncludeServerSshNames(const std::map<std::string, std::string>& env,

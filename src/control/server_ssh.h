@@ -26,8 +26,9 @@
 #include "api/invite.h"
 #include "ssh/ssh_files.h"
 #include "store/store.h"
-#include "util/unique_fd.h"
+#include "util/file.h"
 #include "util/status.h"
+#include "util/unique_fd.h"
 
 namespace tpufleet {
 
@@ -55,10 +56,15 @@ Result<bool> WriteServerSshFiles(const std::string& dir, const std::string& url,
 /// `person`: their User there; "" leaves it to ssh (the local user's name).
 std::vector<SshHostEntry> DirectServerSshEntries(const std::string& person,
                                                  const std::vector<api::WorkerHost>& hosts);
-/// Writes DirectServerSshEntries' config and known_hosts into `dir` (made 0700): the
-/// config's path.
-Result<std::string> WriteDirectServerSshFiles(const std::string& dir, const std::string& person,
-                                              const std::vector<api::WorkerHost>& hosts);
+/// DirectServerSshEntries' config and the known_hosts it names, as files in memory
+/// (util/file.h MemoryFile): `ssh -F config.path()` works while they live, and nothing is
+/// left in a directory when the command ends, however it ends.
+struct DirectServerSshFiles {
+  MemoryFile known_hosts;
+  MemoryFile config;
+};
+Result<DirectServerSshFiles> MakeDirectServerSshFiles(const std::string& person,
+                                                      const std::vector<api::WorkerHost>& hosts);
 
 /// Makes ~/.ssh/config include `dir`/config as TPUFLEET_SSH_INCLUDE in `env` says
 /// (ssh/ssh_include_mode.h): the config edited, or "" when it is to be left alone.

@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <pwd.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -163,6 +164,26 @@ Result<std::string> ReadPrivateFile(const std::string& path, size_t max_bytes) {
   return ReadOpened(fd, st, path, max_bytes);
 }
 
+namespace {
+
+// Writes all of `data` to `fd`: 0, or the errno of the write that failed.
+int WriteWhole(int fd, std::string_view data) {
+  size_t done = 0;
+  while (done < data.size()) {
+    ssize_t n = ::write(fd, data.data() + done, data.size() - done);
+    if (n < 0 && errno == EINTR) {
+      continue;
+    }
+    if (n < 0) {
+      return errno;
+    }
+    done += static_cast<size_t>(n);
+  }
+  return 0;
+}
+
+}  // namespace
+
 Status WriteFileAtomic(const std::string& path, const std::string& data, int mode) {
   std::string tmp;
   UniqueFd fd;
@@ -182,16 +203,8 @@ Status WriteFileAtomic(const std::string& path, const std::string& data, int mod
     ::unlink(tmp.c_str());
     return ErrnoStatus(what, err);
   };
-  size_t done = 0;
-  while (done < data.size()) {
-    ssize_t n = ::write(fd.get(), data.data() + done, data.size() - done);
-    if (n < 0 && errno == EINTR) {
-      continue;
-    }
-    if (n < 0) {
-      return fail(tmp, errno);
-    }
-    done += static_cast<size_t>(n);
+  if (int err = WriteWhole(fd.get(), data); err != 0) {
+    return fail(tmp, err);
   }
   // open(2)'s mode is filtered by the umask; set it exactly.
   if (::fchmod(fd.get(), static_cast<mode_t>(mode)) != 0 || ::fsync(fd.get()) != 0) {
@@ -314,6 +327,23 @@ std::vector<std::string> ListDirectory(const std::string& dir) {
     }
   }
   return names;
+}
+
+Result<MemoryFile> MemoryFile::Make(const std::string& name, std::string_view data) {
+  MemoryFile f;
+  f.fd_ = UniqueFd(::memfd_create(name.c_str(), MFD_CLOEXEC));
+  if (f.fd_.get() < 0) {
+    return ErrnoStatus("a file in memory for " + name, errno);
+  }
+  // 0777 as made: ssh refuses a config that others may write.
+  if (::fchmod(f.fd_.get(), 0600) != 0) {
+    return ErrnoStatus("chmod of the file in memory for " + name, errno);
+  }
+  if (int err = WriteWhole(f.fd_.get(), data); err != 0) {
+    return ErrnoStatus("the file in memory for " + name, err);
+  }
+  f.path_ = "/proc/" + std::to_string(::getpid()) + "/fd/" + std::to_string(f.fd_.get());
+  return f;
 }
 
 PrivateDir::~PrivateDir() {

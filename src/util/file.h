@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "util/status.h"
+#include "util/unique_fd.h"
 
 namespace tpufleet {
 
@@ -68,6 +69,23 @@ class PrivateDir {
   const std::string& path() const { return path_; }
 
  private:
+  std::string path_;
+};
+
+/// A file that exists only in memory (memfd_create) while this lives, mode 0600, holding
+/// what Make wrote: for a file another program must open by path (ssh's -F config and
+/// its known_hosts) that no directory may keep, whatever ends this process, SIGKILL
+/// included. path() is "/proc/PID/fd/N": the kernel lets only this process's user (and
+/// root) open it, as with a 0700 directory; it works only while this object lives.
+class MemoryFile {
+ public:
+  MemoryFile() = default;
+  /// `name` shows in /proc/PID/fd's link ("/memfd:NAME"); `data` is its whole content.
+  static Result<MemoryFile> Make(const std::string& name, std::string_view data);
+  const std::string& path() const { return path_; }
+
+ private:
+  UniqueFd fd_;
   std::string path_;
 };
 

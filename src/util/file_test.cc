@@ -354,5 +354,28 @@ TEST(Issue10, MakePrivateDirsRefusesADirectoryOthersMayWrite) {
   EXPECT_EQ(st.st_mode & 07777, 0700u);
 }
 
+TEST(MemoryFile, OpensByPathWithItsContentAndMode0600AndIsGoneWithTheObject) {
+  std::string path;
+  {
+    Result<MemoryFile> f = MemoryFile::Make("config", "Host w0\n");
+    ASSERT_TRUE(f.ok()) << f.status().message();
+    path = f->path();
+    EXPECT_EQ(path.rfind("/proc/" + std::to_string(::getpid()) + "/fd/", 0), 0u) << path;
+    Result<std::string> read = ReadFile(path);
+    ASSERT_TRUE(read.ok()) << read.status().message();
+    EXPECT_EQ(*read, "Host w0\n");
+    struct stat st {};
+    ASSERT_EQ(::stat(path.c_str(), &st), 0);
+    EXPECT_EQ(st.st_mode & 07777, 0600u);  // what ssh asks of a config (-F)
+    EXPECT_EQ(st.st_uid, ::geteuid());
+    // Another user cannot open it, as with a file in a 0700 directory.
+    if (!NobodySkipReason()) {
+      const char* p = path.c_str();
+      EXPECT_EQ(RunAsNobody([p] { return ::open(p, O_RDONLY) < 0 ? 0 : 1; }), 0);
+    }
+  }
+  EXPECT_NE(::access(path.c_str(), F_OK), 0);  // nothing left behind
+}
+
 }  // namespace
 }  // namespace tpufleet
