@@ -61,7 +61,7 @@ cleanup() {
   end_ours "$serve_pid" KILL
   if [[ -n ${SOAK_KEEP:-} ]]; then  # what to look at after a failure
     mkdir -p "$SOAK_KEEP" && cp "$tmp"/{serve,faults,inject}.log "$tmp"/*.json* "$tmp"/*.txt \
-      "$SOAK_KEEP"/ 2>/dev/null
+      "$state/state.db" "$SOAK_KEEP"/ 2>/dev/null
   fi
   [[ -n $sampler_pid ]] && kill "$sampler_pid" 2>/dev/null
   for p in $(job_watchers "$state"); do kill "$p" 2>/dev/null; done

@@ -115,6 +115,7 @@ def check_ledger(args):
     billed = ledger(db, fleet, t0, t1)
     per_stretch = pass_s + sample_s + LATENCY_SLACK
     bad = 0
+    out_nodes = set()
     total_seen = total_billed = 0.0
     print("| node | state | emulator (sampled) | ledger | difference | bound |")
     print("|---|---|---|---|---|---|")
@@ -127,12 +128,43 @@ def check_ledger(args):
         bound = max(n_seen, n_billed, 1) * per_stretch + downtime
         ok = abs(s - b) <= bound
         bad += not ok
+        if not ok:
+            out_nodes.add(node)
         total_seen += s
         total_billed += b
         print(f"| {node} | {state} | {s:.1f} s | {b:.1f} s | {b - s:+.1f} s | "
               f"{bound:.1f} s{'' if ok else ' OUT'} |")
     print(f"total billable: emulator {total_seen:.1f} s, ledger {total_billed:.1f} s")
+    for node in sorted(out_nodes):
+        timeline(samples, db, fleet, node, t0, t1)
     return 1 if bad or total_billed == 0 else 0
+
+
+def timeline(samples_path, db_path, fleet, node, t0, t1):
+    """Prints, for a node out of bounds, what the sampler saw change and the ledger's
+    stretches, in time order (seconds from T0), so that a failed run says why."""
+    events = []
+    last = None
+    with open(samples_path) as f:
+        for line in f:
+            try:
+                s = json.loads(line)
+                t = unix(s["now"])
+                states = {node_id(n["name"]): n["state"] for n in s["nodes"]}
+            except (ValueError, KeyError, TypeError):
+                continue
+            state = states.get(node, "(none)")
+            if state != last and t0 <= t <= t1:
+                events.append((t, f"emulator {state}"))
+            last = state
+    db = sqlite3.connect("file:" + db_path + "?mode=ro", uri=True)
+    query = "SELECT state, zone, start, end_time FROM spend WHERE fleet = ? AND node = ?"
+    for state, zone, start_us, end_us in db.execute(query, (fleet, node)):
+        end = f"{end_us / 1e6 - t0:+.2f}" if end_us is not None else "open"
+        events.append((start_us / 1e6, f"ledger   {state} in {zone} until {end}"))
+    print(f"{node}, seconds from T0:")
+    for t, what in sorted(events):
+        print(f"  {t - t0:+8.2f}  {what}")
 
 
 def detail_of(event):

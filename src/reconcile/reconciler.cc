@@ -171,6 +171,15 @@ void Reconciler::Pass() {
     for (const SpendRecord& s : *spend) {
       if (!s.end) {
         fp.open.push_back(s);
+      } else if (Clock::WallTime& last = fp.last_end[s.node]; *s.end > last) {
+        last = *s.end;
+      }
+    }
+    if (since) {
+      for (const NodeSpec& ns : fleet.nodes) {
+        for (const std::string& name : ns.names) {
+          fp.last_end.try_emplace(name, *since);  // what came before was not read
+        }
       }
     }
     if (fp.budget.reached) {
@@ -345,6 +354,8 @@ void Reconciler::ListZones(std::vector<FleetPass>& fps) {
         continue;
       }
       l.nodes = std::move(*got);
+      l.before = l.at;
+      l.at = world_.clock.Now();
     }
     l.this_pass = true;
     l.listed = world_.clock.MonotonicNow();
@@ -433,7 +444,8 @@ void Reconciler::Ledger(FleetPass& fp, const std::string& node, const NodeFacts&
   Clock::WallTime now = world_.clock.Now();
   auto open = std::find_if(fp.open.begin(), fp.open.end(),
                            [&](const SpendRecord& s) { return s.node == node; });
-  if (open != fp.open.end()) {
+  bool was_open = open != fp.open.end();
+  if (was_open) {
     if (cloud && open->state == cloud->state.Name() && open->cloud_name == cloud->cloud_name) {
       return;
     }
@@ -457,6 +469,17 @@ void Reconciler::Ledger(FleetPass& fp, const std::string& node, const NodeFacts&
   s.state = cloud->state.Name();
   s.usd_per_hour = PriceFor(catalog_, cloud->type, cloud->zone, cloud->capacity);
   s.start = now;
+  // A node this list shows and the one before did not bills from its create (the API's
+  // createTime, as the cloud bills it), not from when this pass looked: a node made and
+  // gone between two lists is still missed, one made just after the last is not.
+  auto listing = listings_.find(fp.ListingKey(cloud->zone, false));
+  if (!was_open && cloud->create_time && listing != listings_.end() && listing->second.before) {
+    Clock::WallTime from = std::max(*cloud->create_time, *listing->second.before);
+    if (auto last = fp.last_end.find(node); last != fp.last_end.end()) {
+      from = std::max(from, last->second);
+    }
+    s.start = std::min(from, now);
+  }
   s.owner = FleetOwner(*fp.spec, world_.login);
   if (Result<int64_t> id = world_.store.PutSpend(s); id.ok()) {
     s.id = *id;

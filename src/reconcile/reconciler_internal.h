@@ -4,7 +4,9 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,6 +19,10 @@ namespace tpufleet {
 struct Reconciler::Listing {
   bool this_pass = false;      // listed in the current pass
   Clock::MonoTime listed{};    // when last listed (the oldest is listed first)
+  // The wall times of the last list of nodes and of the one before it: a node a list
+  // shows that the one before did not was made in between (the ledger bills it from its
+  // create then). nullopt: not listed yet by this serve.
+  std::optional<Clock::WallTime> at, before;
   std::vector<CloudNode> nodes;
   std::vector<CloudQueuedResource> queued;
 };
@@ -28,6 +34,9 @@ struct Reconciler::FleetPass {
   ZonesToList zones;
   BudgetState budget;
   std::vector<SpendRecord> open;    // the ledger's open stretches
+  // Per node, the latest end of its closed stretches read this pass (a new stretch never
+  // starts before it).
+  std::map<std::string, Clock::WallTime> last_end;
   std::string ListingKey(const std::string& zone, bool queued) const {
     return std::to_string(reinterpret_cast<uintptr_t>(provider)) + " " + zone +
            (queued ? " queued" : "");

@@ -261,6 +261,39 @@ TEST_F(ReconcilerTest, Issue17TheLedgerBillsTheFleetsOwnerAndTheStoreKnowsTheFle
   EXPECT_FALSE((*fleets)[0].usd_per_day.has_value());
 }
 
+// A node that appears between two lists has billed since its create (the API's
+// createTime), not since the list that first showed it; never before the list that did
+// not show it, nor before its last stretch ended.
+TEST_F(ReconcilerTest, Issue17ANodeFirstSeenIsBilledFromItsCreateSinceTheListBefore) {
+  FleetSpec spec = w.Spec(Trainer());
+  w.Up(spec);
+  auto r = Make(spec);
+  Clock::WallTime t0 = w.clock.Now();
+  w.cloud.SetCreateTime(kZoneB, "trainer", t0 - std::chrono::hours(5));
+  r->Pass();  // serve's first list: it bills from now, not from a create hours ago
+  Settle(*r);
+  std::vector<SpendRecord> spend = w.store->Spend("lab", std::nullopt).value();
+  ASSERT_EQ(spend.size(), 1u);
+  EXPECT_EQ(spend[0].start, t0);
+
+  w.cloud.Vanish(kZoneB, "trainer");
+  w.clock.Advance(std::chrono::seconds(10));
+  r->Pass();  // gone: its stretch ends; the recovery makes it again
+  Settle(*r);
+  ASSERT_TRUE(w.cloud.Node(kZoneB, "trainer").has_value());
+  // The next list shows it, made 2 s after the list that found it gone; it bills from
+  // that create, not from the list 20 s later.
+  w.cloud.SetCreateTime(kZoneB, "trainer", t0 + std::chrono::seconds(12));
+  w.clock.Advance(std::chrono::seconds(20));
+  r->Pass();
+  Settle(*r);
+  spend = w.store->Spend("lab", std::nullopt).value();
+  ASSERT_EQ(spend.size(), 2u);
+  EXPECT_EQ(spend[0].end, t0 + std::chrono::seconds(10));
+  EXPECT_EQ(spend[1].start, t0 + std::chrono::seconds(12));
+  EXPECT_FALSE(spend[1].end.has_value());
+}
+
 TEST_F(ReconcilerTest, AtTheBudgetAHuskIsDeletedAndNotMadeAgain) {
   FleetSpec spec = w.Spec(std::string("budget: {usd_per_day: 5}\n") + Trainer());
   w.Up(spec);

@@ -127,6 +127,13 @@ class FakeCloud final : public CloudProvider {
       it->second.node.state = state;
     }
   }
+  /// The node's createTime as the API gives it (none unless set).
+  void SetCreateTime(const std::string& zone, const std::string& id, Clock::WallTime t) {
+    std::lock_guard<std::mutex> l(mu_);
+    if (auto it = nodes_.find({zone, id}); it != nodes_.end()) {
+      it->second.node.create_time = t;
+    }
+  }
   /// Someone attached or detached disks (gcloud's attach-disk).
   void SetDataDisks(const std::string& zone, const std::string& id, std::vector<NodeDisk> disks) {
     std::lock_guard<std::mutex> l(mu_);
