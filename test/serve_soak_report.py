@@ -1,26 +1,29 @@
 #!/usr/bin/env python3
 """What test/serve_soak.sh checks and prints at its end, from the files it kept.
 
-  serve_soak_report.py ledger SAMPLES STATE_DB FLEET T0 T1 PASS SAMPLE DOWNTIME
-      The spend ledger (the store's spend table, store/sqlite_store.cc) against what the emulator said each
-      node was, sampled every SAMPLE seconds into SAMPLES (JSON lines of
-      {"now", "nodes": [{"name", "state"}]}), both clipped to the window [T0, T1]
-      (unix seconds: serve's first start to its last stop). Per node and state, the
-      ledger's seconds must be within the bound below of the sampled seconds. Prints a
-      table; exits 1 when a row is out of bounds or a billable state was not billed.
+  serve_soak_report.py ledger SAMPLES STATE_DB FLEET T0 T1 PASS SAMPLE
+      The spend ledger (the store's spend table, store/sql_serve_tables.cc) against what
+      the emulator said each node was, sampled every SAMPLE seconds into SAMPLES (JSON
+      lines of {"now", "pass", "nodes": [{"name", "state"}], "qrs": [...]}, "pass" being
+      serve's heartbeat: the end of its last pass, in microseconds), both clipped to the
+      window [T0, T1] (unix seconds: serve's first start to its last stop). Per node and
+      state, the ledger's seconds must be within the bound below of the sampled seconds.
+      Prints a table and how far apart serve's passes came; exits 1 when a row is out of
+      bounds, a billable state was not billed, or no pass was seen.
   serve_soak_report.py figures EVENTS_JSON
       From `tpufleet events --json`: recoveries, median and 95th-percentile
       time-to-recover (the `recovered` events' seconds), and serve's own part of it
       (each `detected` to the node's next `create-requested`).
 
-The bound, per node and state: every stretch's two ends are each seen late, by serve
-(at most one pass, plus a list call) and by the sampler (at most one sample interval),
-so one stretch's length is off by at most PASS + SAMPLE + 0.5 s (the 0.5 s is a list
-call's and a sample's own latency on a loaded 2-core machine). A node's state seen in
-n stretches is off by at most n times that, plus DOWNTIME (the seconds serve was
-killed: nobody watched then, and a stretch that ended meanwhile is closed when serve
-is back).
+The bound, per node and state: serve sees a change only at its next pass, which may
+come late (serve killed and restarted, or its loop held up); the samples say when each
+pass ended, so each end of each sampled stretch counts as late as the second pass end
+after it (the pass running then may have listed before the change). On top of that,
+per stretch, PASS (a list that failed, as in an API storm, leaves it to the pass after)
++ SAMPLE (the sampler's own lateness) + 0.5 s (a list call's and a sample's latency on
+a loaded 2-core machine).
 """
+import bisect
 import json
 import sqlite3
 import statistics
@@ -63,8 +66,8 @@ def node_id(name):
     return name.rsplit("/", 1)[-1]
 
 
-def observed(samples_path, t0, t1):
-    """{(node, state): (seconds, stretches)} from the samples, clipped to [t0, t1]."""
+def read_samples(samples_path):
+    """The samples in time order: [(time, {node: state}, serve's last pass end or None)]."""
     rows = []
     with open(samples_path) as f:
         for line in f:
@@ -77,20 +80,47 @@ def observed(samples_path, t0, t1):
                 # which keeps nodes, does not show.
                 for qr in s.get("qrs", []):
                     states.setdefault(node_id(qr["name"]), "queued " + qr["state"])
-                rows.append((unix(s["now"]), states))
-            except (ValueError, KeyError, TypeError):
+                pass_us = s.get("pass") or ""
+                rows.append((unix(s["now"]), states,
+                             int(pass_us) / 1e6 if pass_us.isdigit() else None))
+            except (ValueError, KeyError, TypeError, AttributeError):
                 continue  # a sample cut short when the sampler was stopped
     rows.sort(key=lambda r: r[0])
-    seconds, stretches, last = {}, {}, {}
-    for (t, nodes), (t_next, _) in zip(rows, rows[1:]):
-        a, b = max(t, t0), min(t_next, t1)
+    return rows
+
+
+def observed(rows, t0, t1):
+    """{(node, state): [(start, end), ...]}: each stretch the samples show, clipped to
+    [t0, t1] (a state holds from its first sample to the next sample that differs)."""
+    out, open_at = {}, {}
+    for (t, nodes, _), (t_next, _, _) in zip(rows, rows[1:]):
         for node, state in nodes.items():
-            if b > a:
-                seconds[(node, state)] = seconds.get((node, state), 0.0) + (b - a)
-            if last.get(node) != state and t_next > t0 and t < t1:
-                stretches[(node, state)] = stretches.get((node, state), 0) + 1
-        last = nodes
-    return {k: (v, stretches.get(k, 1)) for k, v in seconds.items()}
+            a, b = max(t, t0), min(t_next, t1)
+            if b <= a:
+                continue
+            key = (node, state)
+            if open_at.get(node) == key and out[key][-1][1] >= a:
+                out[key][-1] = (out[key][-1][0], b)
+            else:
+                out.setdefault(key, []).append((a, b))
+                open_at[node] = key
+        for node in list(open_at):
+            if node not in nodes:
+                del open_at[node]
+    return out
+
+
+def pass_ends(rows):
+    """The ends of serve's passes that the samples saw (its heartbeat), in order."""
+    return sorted({p for _, _, p in rows if p is not None})
+
+
+def seen_by(ends, t, t1):
+    """By when serve had seen a change at `t`: a pass lists as it begins, so the pass
+    running at `t` may have listed before it; the next one saw it by its own end, the
+    second pass end after `t` (while serve was killed, none came: that time counts)."""
+    i = bisect.bisect_right(ends, t)
+    return min(ends[i + 1], t1) if i + 1 < len(ends) else t1
 
 
 def ledger(db_path, fleet, t0, t1):
@@ -110,9 +140,14 @@ def ledger(db_path, fleet, t0, t1):
 
 def check_ledger(args):
     samples, db, fleet = args[0], args[1], args[2]
-    t0, t1, pass_s, sample_s, downtime = (float(a) for a in args[3:8])
-    seen = observed(samples, t0, t1)
+    t0, t1, pass_s, sample_s = (float(a) for a in args[3:7])
+    rows = read_samples(samples)
+    seen = observed(rows, t0, t1)
     billed = ledger(db, fleet, t0, t1)
+    ends = pass_ends(rows)
+    edge = sample_s  # a stretch's end at the window's edge is no change
+    def late(t):
+        return 0.0 if t <= t0 + edge or t >= t1 - edge else seen_by(ends, t, t1) - t
     per_stretch = pass_s + sample_s + LATENCY_SLACK
     bad = 0
     out_nodes = set()
@@ -121,11 +156,13 @@ def check_ledger(args):
     print("|---|---|---|---|---|---|")
     for key in sorted(set(seen) | set(billed)):
         node, state = key
-        s, n_seen = seen.get(key, (0.0, 0))
+        stretches = seen.get(key, [])
+        s = sum(b - a for a, b in stretches)
         b, n_billed = billed.get(key, (0.0, 0))
         if (state in NOT_BILLABLE or state.startswith("queued ")) and b == 0:
             continue
-        bound = max(n_seen, n_billed, 1) * per_stretch + downtime
+        bound = (sum(late(a) + late(b) for a, b in stretches) +
+                 max(len(stretches), n_billed, 1) * per_stretch)
         ok = abs(s - b) <= bound
         bad += not ok
         if not ok:
@@ -135,28 +172,26 @@ def check_ledger(args):
         print(f"| {node} | {state} | {s:.1f} s | {b:.1f} s | {b - s:+.1f} s | "
               f"{bound:.1f} s{'' if ok else ' OUT'} |")
     print(f"total billable: emulator {total_seen:.1f} s, ledger {total_billed:.1f} s")
+    gaps = [b - a for a, b in zip(ends, ends[1:])]
+    if gaps:
+        print(f"serve's passes seen: {len(ends)}; between two: median {statistics.median(gaps):.2f} s, "
+              f"p95 {percentile(gaps, 95):.2f} s, max {max(gaps):.2f} s")
     for node in sorted(out_nodes):
-        timeline(samples, db, fleet, node, t0, t1)
-    return 1 if bad or total_billed == 0 else 0
+        timeline(rows, db, fleet, node, t0, t1)
+    return 1 if bad or total_billed == 0 or not ends else 0
 
 
-def timeline(samples_path, db_path, fleet, node, t0, t1):
-    """Prints, for a node out of bounds, what the sampler saw change and the ledger's
-    stretches, in time order (seconds from T0), so that a failed run says why."""
-    events = []
+def timeline(rows, db_path, fleet, node, t0, t1):
+    """Prints, for a node out of bounds, what the sampler saw change, the ledger's
+    stretches and serve's pass ends, in time order (seconds from T0), so that a failed
+    run says why."""
+    events = [(p, "serve's pass ended") for p in pass_ends(rows) if t0 <= p <= t1]
     last = None
-    with open(samples_path) as f:
-        for line in f:
-            try:
-                s = json.loads(line)
-                t = unix(s["now"])
-                states = {node_id(n["name"]): n["state"] for n in s["nodes"]}
-            except (ValueError, KeyError, TypeError):
-                continue
-            state = states.get(node, "(none)")
-            if state != last and t0 <= t <= t1:
-                events.append((t, f"emulator {state}"))
-            last = state
+    for t, states, _ in rows:
+        state = states.get(node, "(none)")
+        if state != last and t0 <= t <= t1:
+            events.append((t, f"emulator {state}"))
+        last = state
     db = sqlite3.connect("file:" + db_path + "?mode=ro", uri=True)
     query = "SELECT state, zone, start, end_time FROM spend WHERE fleet = ? AND node = ?"
     for state, zone, start_us, end_us in db.execute(query, (fleet, node)):

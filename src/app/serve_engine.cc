@@ -210,6 +210,9 @@ class AppServeEngine final : public cli::ServeEngine {
   ReconcilerOptions Options() const {
     ReconcilerOptions o;
     o.pass = settings_.pass;
+    if (settings_.api_calls_per_minute) {
+      o.api_calls_per_minute = *settings_.api_calls_per_minute;
+    }
     o.serve.pid = ::getpid();
     o.serve.host = HostName();
     o.serve.started_at = handle_->world().clock.Now();

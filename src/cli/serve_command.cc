@@ -192,6 +192,13 @@ ExitStatus RunServe(Invocation& inv) {
     return ExitStatus::kUsage;
   }
   settings.pass = std::chrono::seconds(static_cast<int64_t>(*pass));
+  if (inv.args.Has("api-calls-per-minute")) {
+    std::optional<double> calls = NumberFlag(inv, "api-calls-per-minute", 0, 1, 100000);
+    if (!calls) {
+      return ExitStatus::kUsage;
+    }
+    settings.api_calls_per_minute = static_cast<int>(*calls);
+  }
   Result<std::vector<FleetSpec>> fleets = LoadSpecs(inv, paths);
   if (!fleets.ok()) {
     return UsageError(inv, "error: " + fleets.status().message());
@@ -246,7 +253,7 @@ Command ServeCommandRow(ExitStatus (*run)(Invocation&)) {
   return {"serve",
           "Keep fleets at their spec: recover preemptions, restart jobs, enforce ttl, idle, budget",
           "FLEET.yaml... [--listen ADDR:PORT] [--tls-cert FILE --tls-key FILE | --plain-http] "
-          "[--pass SECONDS] [--store URL] [--once] [--json-log]",
+          "[--pass SECONDS] [--api-calls-per-minute N] [--store URL] [--once] [--json-log]",
           "Runs in the foreground until SIGTERM or Ctrl-C, keeping every fleet it is given at\n"
           "its spec (see docs/serve.md): a preempted or vanished node has its husk deleted and\n"
           "is made again, set up, and its `run --restart` jobs started again; a node past its\n"
@@ -270,6 +277,8 @@ Command ServeCommandRow(ExitStatus (*run)(Invocation&)) {
            {"tls-key", "FILE", "its private key, PEM, unencrypted, 0600"},
            {"plain-http", "", "no TLS (a loopback --listen only)"},
            {"pass", "SECONDS", "time between reconcile passes (default 5)"},
+           {"api-calls-per-minute", "N",
+            "the most cloud API calls serve makes a minute, lists and recoveries (default 120)"},
            {"store", "URL", "the state store: sqlite:PATH, a path, or postgresql://…"},
            {"once", "", "run one pass and exit"},
            {"json-log", "", "log lines as JSON objects ({\"time\", \"msg\"})"}},

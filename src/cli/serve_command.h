@@ -20,6 +20,7 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -42,6 +43,9 @@ struct ServeSettings {
   std::string listen_address = "127.0.0.1";
   int listen_port = 8471;  // 0: any free port (the log names it)
   std::chrono::seconds pass = kDefaultServePass;
+  /// --api-calls-per-minute: the cap on serve's cloud API calls (reconcile/api_pacer.h);
+  /// nullopt: its default, 120.
+  std::optional<int> api_calls_per_minute;
   /// The API's TLS certificate and key (--tls-cert, --tls-key); both empty: the pair
   /// serve makes for itself in STATE/serve (server/tls_identity.h).
   std::string tls_cert;

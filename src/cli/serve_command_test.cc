@@ -3,14 +3,14 @@
 #include "cli/serve_command.h"
 
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/stat.h>
 
-#include <gtest/gtest.h>
-
 #include <atomic>
 #include <chrono>
+#include <optional>
 #include <thread>
 
 #include "cli/testing/run_cli.h"
@@ -30,6 +30,7 @@ constexpr const char* kBadSpec =
 struct Calls {
   std::atomic<int> made{0}, once{0}, started{0}, stopped{0}, set{0};
   std::vector<std::string> nodes;  // the node names of the last SetFleets
+  std::optional<int> api_calls;    // the last engine's settings.api_calls_per_minute
 };
 
 class FakeEngine final : public ServeEngine {
@@ -59,8 +60,9 @@ class FakeEngine final : public ServeEngine {
 App AppWith(Calls* calls) {
   App app{CliCommands(), nullptr};
   app.commands.push_back(ServeCommandRow(RunServe));
-  app.serve = [calls](Invocation&, ServeSettings) -> Result<std::unique_ptr<ServeEngine>> {
+  app.serve = [calls](Invocation&, ServeSettings settings) -> Result<std::unique_ptr<ServeEngine>> {
     ++calls->made;
+    calls->api_calls = settings.api_calls_per_minute;
     return std::unique_ptr<ServeEngine>(std::make_unique<FakeEngine>(calls));
   };
   return app;
@@ -95,6 +97,26 @@ TEST(ServeCommand, OnceRunsOnePassAndStops) {
   EXPECT_EQ(calls.once, 1);
   EXPECT_EQ(calls.started, 0);
   EXPECT_EQ(calls.stopped, 1);
+}
+
+TEST(ServeCommand, TheApiBudgetIsTheDefaultUnlessGivenAndMustBePositive) {
+  TempDir dir;
+  std::string spec = dir.Write("f.yaml", kSpec);
+  Calls calls;
+  Output o = Tpufleet(AppWith(&calls), {"serve", spec, "--once"});
+  EXPECT_EQ(o.code, 0) << o.err;
+  EXPECT_FALSE(calls.api_calls.has_value());
+  o = Tpufleet(AppWith(&calls), {"serve", spec, "--once", "--api-calls-per-minute", "600"});
+  EXPECT_EQ(o.code, 0) << o.err;
+  EXPECT_EQ(calls.api_calls, 600);
+  int made = calls.made;
+  for (const char* bad : {"0", "-5", "many"}) {
+    o = Tpufleet(AppWith(&calls), {"serve", spec, "--once", "--api-calls-per-minute", bad});
+    EXPECT_EQ(o.code, 2) << bad;
+    EXPECT_NE(o.err.find("--api-calls-per-minute"), std::string::npos) << o.err;
+    EXPECT_EQ(std::count(o.err.begin(), o.err.end(), '\n'), 1) << o.err;
+  }
+  EXPECT_EQ(calls.made, made);
 }
 
 TEST(ServeCommand, ListenTakesAnAddressAndPort) {

@@ -442,19 +442,39 @@ void Reconciler::Ledger(FleetPass& fp, const std::string& node, const NodeFacts&
     return;  // nothing new was seen of it
   }
   Clock::WallTime now = world_.clock.Now();
+  // When the node's new state began, if not now. A node made since the list before
+  // (gone and made again between two passes, or new) began at its create, the API's
+  // createTime, which is what the cloud bills from; the one it replaced was gone by then.
+  Clock::WallTime start = now;
+  std::optional<Clock::WallTime> made;
+  if (cloud && cloud->create_time && *cloud->create_time < now) {
+    made = cloud->create_time;
+  }
   auto open = std::find_if(fp.open.begin(), fp.open.end(),
                            [&](const SpendRecord& s) { return s.node == node; });
-  bool was_open = open != fp.open.end();
-  if (was_open) {
+  if (open != fp.open.end()) {
     if (cloud && open->state == cloud->state.Name() && open->cloud_name == cloud->cloud_name) {
       return;
     }
-    open->end = now;
+    if (made && *made > open->start) {
+      start = *made;  // made again since this stretch opened
+    }
+    open->end = start;
     if (Result<int64_t> put = world_.store.PutSpend(*open); !put.ok()) {
       Warn(node + ": cannot close its ledger stretch: " + put.status().message());
       return;
     }
     fp.open.erase(open);
+  } else if (made) {
+    // Never before the list that did not show it (none yet: serve just started, and
+    // the node may be days old), nor before its last stretch ended.
+    auto listing = listings_.find(fp.ListingKey(cloud->zone, false));
+    if (listing != listings_.end() && listing->second.before) {
+      start = std::max(*made, *listing->second.before);
+      if (auto last = fp.last_end.find(node); last != fp.last_end.end()) {
+        start = std::min(std::max(start, last->second), now);
+      }
+    }
   }
   if (!cloud) {
     return;  // gone: it bills no more
@@ -468,18 +488,7 @@ void Reconciler::Ledger(FleetPass& fp, const std::string& node, const NodeFacts&
   s.capacity = std::string(CapacityName(cloud->capacity));
   s.state = cloud->state.Name();
   s.usd_per_hour = PriceFor(catalog_, cloud->type, cloud->zone, cloud->capacity);
-  s.start = now;
-  // A node this list shows and the one before did not bills from its create (the API's
-  // createTime, as the cloud bills it), not from when this pass looked: a node made and
-  // gone between two lists is still missed, one made just after the last is not.
-  auto listing = listings_.find(fp.ListingKey(cloud->zone, false));
-  if (!was_open && cloud->create_time && listing != listings_.end() && listing->second.before) {
-    Clock::WallTime from = std::max(*cloud->create_time, *listing->second.before);
-    if (auto last = fp.last_end.find(node); last != fp.last_end.end()) {
-      from = std::max(from, last->second);
-    }
-    s.start = std::min(from, now);
-  }
+  s.start = start;
   s.owner = FleetOwner(*fp.spec, world_.login);
   if (Result<int64_t> id = world_.store.PutSpend(s); id.ok()) {
     s.id = *id;

@@ -294,6 +294,32 @@ TEST_F(ReconcilerTest, Issue17ANodeFirstSeenIsBilledFromItsCreateSinceTheListBef
   EXPECT_FALSE(spend[1].end.has_value());
 }
 
+// A husk deleted and made again between two lists: its PREEMPTED stretch ends, and the
+// new node's READY one starts, at the new node's create, not at the list that saw it.
+TEST_F(ReconcilerTest, Issue17ANodeMadeAgainUnseenEndsTheOldStretchAtItsCreate) {
+  FleetSpec spec = w.Spec(Trainer());
+  w.Up(spec);
+  auto r = Make(spec);
+  r->Pass();
+  Settle(*r);
+  Clock::WallTime t0 = w.clock.Now();
+  w.cloud.Preempt(kZoneB, "trainer");
+  r->Pass();  // PREEMPTED: recovered (deleted and made again), unseen till the next list
+  Settle(*r);
+  ASSERT_EQ(w.cloud.creates(), 2);
+  w.clock.Advance(std::chrono::seconds(10));
+  w.cloud.SetCreateTime(kZoneB, "trainer", t0 + std::chrono::seconds(3));
+  r->Pass();
+  Settle(*r);
+  std::vector<SpendRecord> spend = w.store->Spend("lab", std::nullopt).value();
+  ASSERT_EQ(spend.size(), 3u);
+  EXPECT_EQ(spend[1].state, "PREEMPTED");
+  EXPECT_EQ(spend[1].start, t0);
+  EXPECT_EQ(spend[1].end, t0 + std::chrono::seconds(3));
+  EXPECT_EQ(spend[2].state, "READY");
+  EXPECT_EQ(spend[2].start, t0 + std::chrono::seconds(3));
+}
+
 TEST_F(ReconcilerTest, AtTheBudgetAHuskIsDeletedAndNotMadeAgain) {
   FleetSpec spec = w.Spec(std::string("budget: {usd_per_day: 5}\n") + Trainer());
   w.Up(spec);
