@@ -448,7 +448,9 @@ void Reconciler::Ledger(FleetPass& fp, const std::string& node, const NodeFacts&
   Clock::WallTime start = now;
   std::optional<Clock::WallTime> made;
   if (cloud && cloud->create_time && *cloud->create_time < now) {
-    made = cloud->create_time;
+    // To the store's microsecond, so that a stretch begun at it compares equal to it
+    // when read back (the API gives nanoseconds).
+    made = std::chrono::floor<std::chrono::microseconds>(*cloud->create_time);
   }
   auto open = std::find_if(fp.open.begin(), fp.open.end(),
                            [&](const SpendRecord& s) { return s.node == node; });

@@ -308,7 +308,9 @@ TEST_F(ReconcilerTest, Issue17ANodeMadeAgainUnseenEndsTheOldStretchAtItsCreate) 
   Settle(*r);
   ASSERT_EQ(w.cloud.creates(), 2);
   w.clock.Advance(std::chrono::seconds(10));
-  w.cloud.SetCreateTime(kZoneB, "trainer", t0 + std::chrono::seconds(3));
+  // The API's createTime has nanoseconds; the store keeps microseconds.
+  w.cloud.SetCreateTime(kZoneB, "trainer",
+                        t0 + std::chrono::seconds(3) + std::chrono::nanoseconds(700));
   r->Pass();
   Settle(*r);
   std::vector<SpendRecord> spend = w.store->Spend("lab", std::nullopt).value();
@@ -318,6 +320,15 @@ TEST_F(ReconcilerTest, Issue17ANodeMadeAgainUnseenEndsTheOldStretchAtItsCreate) 
   EXPECT_EQ(spend[1].end, t0 + std::chrono::seconds(3));
   EXPECT_EQ(spend[2].state, "READY");
   EXPECT_EQ(spend[2].start, t0 + std::chrono::seconds(3));
+  // The same node's next state begins when a list shows it, not at its create again.
+  w.cloud.SetState(kZoneB, "trainer", NodeState::kRepairing);
+  w.clock.Advance(std::chrono::seconds(5));
+  r->Pass();
+  spend = w.store->Spend("lab", std::nullopt).value();
+  ASSERT_EQ(spend.size(), 4u);
+  EXPECT_EQ(spend[2].end, w.clock.Now());
+  EXPECT_EQ(spend[3].state, "REPAIRING");
+  EXPECT_EQ(spend[3].start, w.clock.Now());
 }
 
 TEST_F(ReconcilerTest, AtTheBudgetAHuskIsDeletedAndNotMadeAgain) {
