@@ -40,7 +40,8 @@ readonly kSteps=${SOAK_STEPS:-400}
 # the fault stream, so that faults land on running jobs throughout.
 readonly kStepMs=250
 readonly kCheckpointEvery=10
-# serve's pass (--pass): the ledger's bound and the detection delay follow from it.
+# serve's pass (--pass): the detection delay follows from it (the ledger's bound, from
+# the passes as they came).
 readonly kPass=1
 # serve's API budget: the default (120 a minute) is for 5 s passes; at 1 s, the same
 # budget per pass. Below it, passes list no zone for seconds after each recovery's burst

@@ -148,6 +148,7 @@ class Reconciler final : public ServeView {
   // Records the pass begun at (began, CPU time cpu) as the last one, then publishes.
   void EndPass(double cpu, Clock::MonoTime began);
   void Publish();
+  // The metrics round (reconciler_metrics.cc).
   void MetricsRound();
   // Adds to the store what the agents of `node` said in a metrics round at `now`.
   void AddUsage(const std::string& fleet, const std::string& node,

@@ -36,7 +36,7 @@ std::optional<LockHold> Reconciler::Begin(const std::string& fleet, const std::s
 
 void Reconciler::Act(const FleetPass& fp, const std::string& node, const NodeFacts& facts,
                      const NodeDecision& d) {
-  std::string key = fp.spec->name + "/" + node;
+  std::string key = NodeKey(fp.spec->name, node);
   if (auto until = retry_after_.find(key);
       until != retry_after_.end() && world_.clock.MonotonicNow() < until->second) {
     return;
@@ -107,7 +107,7 @@ void Reconciler::StartRecovery(const FleetPass& fp, const std::string& node,
   }
   request.detected = world_.clock.Now();
   request.reason = d.signal == "vanished" ? "vanished" : "preempted";
-  std::string key = fleet + "/" + node;
+  std::string key = NodeKey(fleet, node);
   auto action = std::make_unique<Recovering>();
   Result<std::unique_ptr<Recovery>> started = Recovery::Start(
       world_, catalog_, std::move(request), *lock, options_.up, loop_,
@@ -132,7 +132,7 @@ void Reconciler::Recovered(const RecoveryOutcome& o) {
   }
   ++counters_.recoveries;
   // Its jobs were just restarted: the jobs round looks again after the usual while.
-  jobs_due_[o.fleet + "/" + o.node] = world_.clock.MonotonicNow() + kJobCheckEvery;
+  jobs_due_[NodeKey(o.fleet, o.node)] = world_.clock.MonotonicNow() + kJobCheckEvery;
   counters_.recover_seconds.push_back(o.seconds);
   log_(o.fleet, o.node, "recovered in " + std::to_string(static_cast<int>(o.seconds)) + " s" +
                             (o.jobs_resumed > 0 ? " with " + std::to_string(o.jobs_resumed) +
@@ -176,7 +176,7 @@ void Reconciler::StartDelete(const FleetPass& fp, const std::string& node,
   log_(fleet, node, d.reason + " → deleting");
   bool queued = facts.queued_resource.has_value() ||
                 (facts.record && !facts.record->queued_resource.empty());
-  std::string key = fleet + "/" + node;
+  std::string key = NodeKey(fleet, node);
   auto action = std::make_unique<Deleting>(*fp.provider, zone, node, queued, options_.up,
                                            loop_, world_.clock, *lock);
   Deleting* raw = action.get();
@@ -214,7 +214,7 @@ void Reconciler::StartStop(const FleetPass& fp, const std::string& node,
     return;
   }
   log_(fleet, node, d.reason + " → stopping");
-  std::string key = fleet + "/" + node;
+  std::string key = NodeKey(fleet, node);
   auto action = std::make_unique<Stopping>(options_.up, loop_, world_.clock, *lock);
   Stopping* raw = action.get();
   CloudProvider* provider = fp.provider;

@@ -16,6 +16,11 @@
 
 namespace tpufleet {
 
+// The key of a node in the reconciler's per-node maps.
+inline std::string NodeKey(const std::string& fleet, const std::string& node) {
+  return fleet + "/" + node;
+}
+
 struct Reconciler::Listing {
   bool this_pass = false;      // listed in the current pass
   Clock::MonoTime listed{};    // when last listed (the oldest is listed first)

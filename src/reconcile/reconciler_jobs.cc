@@ -6,6 +6,7 @@
 #include "control/jobs.h"
 #include "core/job_keep.h"
 #include "reconcile/reconciler.h"
+#include "reconcile/reconciler_internal.h"
 
 namespace tpufleet {
 namespace {
@@ -26,7 +27,7 @@ bool MaintenanceSince(Store& store, const std::string& fleet, const std::string&
 }  // namespace
 
 void Reconciler::KeepJobs(const std::string& fleet, const std::string& node) {
-  std::string key = fleet + "/" + node;
+  std::string key = NodeKey(fleet, node);
   Clock::MonoTime mono = world_.clock.MonotonicNow();
   if (auto due = jobs_due_.find(key); due != jobs_due_.end() && mono < due->second) {
     return;

@@ -79,10 +79,7 @@ TEST_F(ReconcilerTest, TheRecreatedNodeGetsTheStoredCollaborators) {
 
 TEST_F(ReconcilerTest, EveryAgentsNoticeRecoversANodeTheApiStillCallsReady) {
   FleetSpec spec = w.Spec(Trainer());
-  w.Up(spec);
-  auto r = Make(spec);
-  r->Pass();
-  Settle(*r);
+  auto r = UpAndServe(spec);
   ASSERT_EQ(w.cloud.Node(kZoneB, "trainer")->state, NodeState::kReady);
   // Three of four: waiting for the rest (or the API) to confirm.
   for (int i = 0; i < 3; ++i) {
@@ -106,10 +103,7 @@ TEST_F(ReconcilerTest, EveryAgentsNoticeRecoversANodeTheApiStillCallsReady) {
 
 TEST_F(ReconcilerTest, MaintenanceIsRecordedOnceAndRecreatesNothing) {
   FleetSpec spec = w.Spec(Trainer());
-  w.Up(spec);
-  auto r = Make(spec);
-  r->Pass();
-  Settle(*r);
+  auto r = UpAndServe(spec);
   notices["trainer/w2"].maintenance_event = "TERMINATE_ON_HOST_MAINTENANCE";
   Hear(*r);
   r->Pass();
@@ -155,10 +149,7 @@ TEST_F(ReconcilerTest, ACommandHoldingTheStateLockMakesServeWaitThenRecover) {
 
 TEST_F(ReconcilerTest, TtlWarnsTheLoggedInUsersThenDeletesAndDoesNotMakeItAgain) {
   FleetSpec spec = w.Spec(Trainer("    ttl: 10m\n"));
-  w.Up(spec);
-  auto r = Make(spec);
-  r->Pass();
-  Settle(*r);
+  auto r = UpAndServe(spec);
   EXPECT_TRUE(walls.empty());
   w.clock.Advance(minutes(6));
   r->Pass();
@@ -230,10 +221,7 @@ TEST_F(ReconcilerTest, AListingThatFailsOtherwiseNamesItsZone) {
 TEST_F(ReconcilerTest, Issue17TheLedgerBillsTheFleetsOwnerAndTheStoreKnowsTheFleet) {
   // Without an owner, whoever applies the spec: the login serve runs as ("tester").
   FleetSpec spec = w.Spec(std::string("budget: {usd_per_day: 50}\n") + Trainer());
-  w.Up(spec);
-  auto r = Make(spec);
-  r->Pass();
-  Settle(*r);
+  auto r = UpAndServe(spec);
   Result<std::vector<SpendRecord>> spend = w.store->Spend("lab", std::nullopt);
   ASSERT_TRUE(spend.ok() && spend->size() == 1u);
   EXPECT_EQ((*spend)[0].owner, "tester");
@@ -298,10 +286,7 @@ TEST_F(ReconcilerTest, Issue17ANodeFirstSeenIsBilledFromItsCreateSinceTheListBef
 // new node's READY one starts, at the new node's create, not at the list that saw it.
 TEST_F(ReconcilerTest, Issue17ANodeMadeAgainUnseenEndsTheOldStretchAtItsCreate) {
   FleetSpec spec = w.Spec(Trainer());
-  w.Up(spec);
-  auto r = Make(spec);
-  r->Pass();
-  Settle(*r);
+  auto r = UpAndServe(spec);
   Clock::WallTime t0 = w.clock.Now();
   w.cloud.Preempt(kZoneB, "trainer");
   r->Pass();  // PREEMPTED: recovered (deleted and made again), unseen till the next list
@@ -333,10 +318,7 @@ TEST_F(ReconcilerTest, Issue17ANodeMadeAgainUnseenEndsTheOldStretchAtItsCreate) 
 
 TEST_F(ReconcilerTest, AtTheBudgetAHuskIsDeletedAndNotMadeAgain) {
   FleetSpec spec = w.Spec(std::string("budget: {usd_per_day: 5}\n") + Trainer());
-  w.Up(spec);
-  auto r = Make(spec);
-  r->Pass();
-  Settle(*r);
+  auto r = UpAndServe(spec);
   ASSERT_EQ(w.store->Spend("lab", std::nullopt)->size(), 1u);  // READY, open
   w.clock.Advance(std::chrono::hours(2));
   w.cloud.Preempt(kZoneB, "trainer");

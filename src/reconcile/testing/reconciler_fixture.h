@@ -46,6 +46,14 @@ class ReconcilerTest : public ::testing::Test {
   void Settle(Reconciler& r) {
     ASSERT_TRUE(loop.RunUntil([&] { return !r.busy(); }).ok());
   }
+  // `up` of `spec`, then a serve of it that has made its first pass and settled.
+  std::unique_ptr<Reconciler> UpAndServe(const FleetSpec& spec) {
+    w.Up(spec);
+    std::unique_ptr<Reconciler> r = Make(spec);
+    r->Pass();
+    Settle(*r);
+    return r;
+  }
   // The workers' notice streams open again (kNoticeRetry after the fake's ended) and
   // are heard; a notice that changed brings a pass at once.
   void Hear(Reconciler& r) {
